@@ -1,0 +1,29 @@
+# r2s2r: the two set-up commands are `make demo` and `make test`; both run `make setup` first.
+SHELL := /bin/bash
+ENV := source ./env.sh &&
+# Isolated DDS for everything make starts: tests pick their own ROS_DOMAIN_IDs on top of this.
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export MUJOCO_GL ?= egl
+
+.PHONY: setup demo test test-fast bench lint clean
+
+setup:
+	@bash tools/setup.sh
+
+demo: setup
+	@$(ENV) r2s2r demo
+
+test: setup
+	@$(ENV) python -m pytest tests
+
+test-fast: setup
+	@$(ENV) python -m pytest tests -m "not integration"
+
+bench: setup
+	@$(ENV) python -m r2s2r_sim.bench --out out/bench.json
+
+lint: setup
+	@$(ENV) ruff check src tests tools launch
+
+clean:
+	rm -rf build install log out

@@ -1,0 +1,33 @@
+"""ament_python package r2s2r_capture: installable with colcon (ROS distro) or pip (editable, pip mode)."""
+
+from glob import glob
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+package_name = "r2s2r_capture"
+here = Path(__file__).resolve().parent
+data_files = [
+    ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+    ("share/" + package_name, ["package.xml"]),
+]
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    package_data={package_name: ["py.typed"]},
+    include_package_data=True,
+    data_files=data_files,
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="r2s2r developers",
+    maintainer_email="r2s2r@example.org",
+    description="Real-to-sim: record, calibrate, reconstruct and identify a MuJoCo world from rosbag2 captures.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+
+        ],
+    },
+)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# make setup: idempotent install of everything r2s2r needs, into .venv and install/.
+# Re-running it only does what changed: apt packages already present are skipped, pip is a no-op when
+# the venv already satisfies requirements/constraints.txt, colcon rebuilds only changed interfaces.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PYTHON=${PYTHON:-python3}
+VENV=$ROOT/.venv
+START=$(date +%s)
+say() { printf '[setup] %s\n' "$*"; }
+
+# 1. Debian packages: compilers and cmake for r2s2r_msgs, EGL/OSMesa for headless MuJoCo
+#    rendering, libusb for open3d, Python headers for the rosidl Python extensions.
+APT_PKGS=(build-essential cmake pkg-config libegl1 libgl1 libosmesa6 libusb-1.0-0 python3-dev python3-venv)
+missing=()
+for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# A pyenv/other interpreter brings its own headers; python3-dev/venv only matter for Debian's python3.
+if ! "$PYTHON" -c 'import sysconfig,os,sys; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"],"Python.h")) else 1)'; then :; else
+  missing=("${missing[@]/python3-dev}")
+fi
+"$PYTHON" -m venv --help >/dev/null 2>&1 && missing=("${missing[@]/python3-venv}")
+read -r -a missing <<<"${missing[*]:-}"
+if ((${#missing[@]})); then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    say "missing Debian packages; run:  sudo apt-get install -y ${missing[*]}"
+    exit 1
+  fi
+fi
+
+# 2. The virtual environment, pinned by requirements/constraints.txt.
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+stamp=$VENV/.r2s2r-requirements
+want=$(cat requirements/requirements.txt requirements/constraints.txt | sha256sum | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "installing Python packages (pinned by requirements/constraints.txt)"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip==26.3" 2>&1 | grep -v '^WARNING: Location' || true
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+      -r requirements/requirements.txt -c requirements/constraints.txt 2>&1 | grep -v '^WARNING: Location' || true
+  "$VENV/bin/python" -m pip check >/dev/null || { "$VENV/bin/python" -m pip check; exit 1; }
+  "$VENV/bin/python" -c 'import rclpy, mujoco, cv2, rosbags, transforms3d, scipy, yaml' \
+      || { say "the Python packages did not install; see the pip output above"; exit 1; }
+  echo "$want" >"$stamp"
+else
+  say "Python packages already match requirements/constraints.txt"
+fi
+
+# 3. The ROS wheels' CMake exports name their build machine's Python (see the script's docstring).
+"$VENV/bin/python" tools/fix_ros_cmake_exports.py "$VENV"
+
+# 4. Build the interface packages with colcon against the venv.
+# shellcheck disable=SC1091
+source "$VENV/bin/activate"
+export AMENT_PREFIX_PATH=$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}
+export CMAKE_PREFIX_PATH=$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+paths=(src/r2s2r_msgs)
+# tf2_msgs is not on PyPI; build the verbatim standard TFMessage definition only when no real
+# tf2_msgs is installed (a ROS distro's own always wins: vendor/ carries COLCON_IGNORE).
+has_tf2=0
+IFS=: read -r -a prefixes <<<"$AMENT_PREFIX_PATH"
+for p in "${prefixes[@]}"; do [ -f "$p/share/ament_index/resource_index/packages/tf2_msgs" ] && has_tf2=1; done
+[ "$has_tf2" = 1 ] || paths+=(vendor/tf2_msgs)
+mkdir -p build
+say "building ${paths[*]} with colcon"
+colcon --log-base build/log build --paths "${paths[@]}" --build-base build --install-base install \
+    --event-handlers console_direct- console_stderr- status- \
+    --cmake-args -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF >build/colcon.out 2>&1 \
+  || { tail -40 build/colcon.out; say "colcon build failed; full output in build/colcon.out"; exit 1; }
+
+# 5. The Python packages, editable, so their console scripts (the nodes and `r2s2r`) are on PATH.
+for pkg in r2s2r_sim r2s2r_eval r2s2r_capture; do
+  if ! "$VENV/bin/python" -m pip show -q "$pkg" >/dev/null 2>&1; then
+    say "installing $pkg (editable)"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "src/$pkg" 2>&1 | grep -v '^WARNING: Location' || true
+  fi
+done
+
+# 6. Smoke check through the same environment script users source.
+bash -c 'source ./env.sh && python -c "import rclpy, r2s2r_msgs.msg, tf2_msgs.msg, r2s2r_sim, r2s2r_eval, r2s2r_capture"' \
+  || { say "environment check failed"; exit 1; }
+say "done in $(( $(date +%s) - START )) s. Use it in a shell with:  source env.sh"
