@@ -1,0 +1,45 @@
+"""Bring up a world and evaluate a policy in it: ``ros2 launch r2s2r_sim world.launch.py mode:=sim``.
+
+The node list is not written here: it comes from ``r2s2r_sim.graph``, the single definition that
+the pip-mode ``r2s2r launch world`` also runs. This file only turns it into launch_ros actions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+from r2s2r_sim.graph import load_graph, resolve
+
+GRAPH = "world"
+
+
+def _nodes(context: LaunchContext) -> list[Node]:
+    graph = load_graph(GRAPH)
+    given = {arg.name: context.launch_configurations[arg.name] for arg in graph.arguments}
+    config = Path(FindPackageShare("r2s2r_sim").perform(context)) / "config"
+    actions = []
+    for node in resolve(graph, given, config=config):
+        parameters: list[object] = [str(node.params_file)] if node.params_file else []
+        parameters.append(node.parameters)
+        actions.append(Node(
+            package=node.package, executable=node.executable, name=node.name, output="screen",
+            parameters=parameters, remappings=list(node.remappings),
+            on_exit=Shutdown(reason=f"required node {node.name} exited") if node.required else None,
+        ))
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the graph's arguments (mode, world, ... with defaults and descriptions), then its nodes."""
+    graph = load_graph(GRAPH)
+    declared = [
+        DeclareLaunchArgument(arg.name, default_value=arg.default, description=arg.description,
+                              choices=list(arg.choices) or None)
+        for arg in graph.arguments
+    ]
+    return LaunchDescription([*declared, OpaqueFunction(function=_nodes)])

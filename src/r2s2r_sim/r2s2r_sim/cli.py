@@ -1,0 +1,80 @@
+"""The ``r2s2r`` command: ``r2s2r launch world mode:=sim ...`` and ``r2s2r demo`` for pip installs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from r2s2r_sim.graph import Graph, GraphError, load_graph, parse_arguments, resolve
+from r2s2r_sim.launcher import EXIT_NOT_STARTED, Launcher
+
+DEMO_ARGS = ("mode:=sim", "episodes:=3", "seed:=0", "results:=out/demo.sqlite")
+
+
+def _show_args(graph: Graph) -> str:
+    lines = [f"Arguments (pass arguments as '<name>:=<value>') of graph '{graph.name}':", ""]
+    for arg in graph.arguments:
+        choices = f" (one of: {', '.join(arg.choices)})" if arg.choices else ""
+        lines += [f"    '{arg.name}':", f"        {arg.description}{choices}",
+                  f"        (default: '{arg.default}')", ""]
+    return "\n".join(lines)
+
+
+def _show_graph(graph: Graph, tokens: list[str]) -> str:
+    lines = []
+    for node in resolve(graph, parse_arguments(graph, tokens)):
+        flag = " (required)" if node.required else ""
+        lines.append(f"{node.package}/{node.executable} as {node.name}{flag}: {' '.join(node.ros_args())}")
+    return "\n".join(lines)
+
+
+def cmd_launch(ns: argparse.Namespace) -> int:
+    """Start the graph's nodes as processes; see :mod:`r2s2r_sim.launcher` for semantics."""
+    try:
+        graph = load_graph(ns.graph)
+        if ns.show_args:
+            print(_show_args(graph))
+            return 0
+        if ns.print:
+            print(_show_graph(graph, ns.arguments))
+            return 0
+        nodes = resolve(graph, parse_arguments(graph, ns.arguments))
+    except (GraphError, FileNotFoundError) as err:
+        print(f"r2s2r launch: error: {err}", file=sys.stderr)
+        return EXIT_NOT_STARTED
+    return Launcher(nodes).run()
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    """Run the main job on the bundled world: the reference policy for a few sim episodes."""
+    ns.graph, ns.show_args, ns.print = "world", False, False
+    ns.arguments = [*DEMO_ARGS, *ns.arguments]
+    print(f"r2s2r demo: r2s2r launch world {' '.join(ns.arguments)}", flush=True)
+    return cmd_launch(ns)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``r2s2r`` command."""
+    parser = argparse.ArgumentParser(prog="r2s2r", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    launch = sub.add_parser("launch", help="start a node graph (pip-mode `ros2 launch`)")
+    launch.add_argument("graph", help="graph name, e.g. world")
+    launch.add_argument("arguments", nargs="*", metavar="name:=value", help="launch arguments")
+    launch.add_argument("--show-args", action="store_true", help="list the graph's arguments and exit")
+    launch.add_argument("--print", action="store_true", help="print the resolved nodes and exit")
+    launch.set_defaults(func=cmd_launch)
+    demo = sub.add_parser("demo", help="run the reference policy on the bundled world in sim")
+    demo.add_argument("arguments", nargs="*", metavar="name:=value", help="override demo arguments")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``r2s2r`` console script."""
+    ns = build_parser().parse_args(argv)
+    return int(ns.func(ns))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

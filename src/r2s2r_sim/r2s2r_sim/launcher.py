@@ -1,0 +1,197 @@
+"""Pip-mode launcher: run a resolved node graph as separate OS processes, with launch semantics.
+
+``launch``/``launch_ros`` and the ``ros2`` CLI cannot be installed from PyPI, so this is the smallest
+process supervisor that gives a pip install what ``ros2 launch`` gives a ROS distro for our one graph:
+every node is its own process started with the same ``--ros-args`` launch_ros would pass, output
+lines are prefixed ``[name-N]``, Ctrl-C (SIGINT) or SIGTERM stops the children in reverse start order
+(SIGINT, then SIGTERM, then SIGKILL after timeouts, as launch escalates), the graph stops when a
+required node exits, and the exit status is non-zero when a node could not start or failed.
+It is not a launch-system clone: no substitutions, events or includes beyond what graph.py defines.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from r2s2r_sim.graph import ResolvedNode
+
+EXIT_INTERRUPTED = 130  # the shell convention for "stopped by Ctrl-C"
+EXIT_NOT_STARTED = 2
+
+
+class LaunchError(RuntimeError):
+    """A node of the graph could not be started; the message names the node and executable."""
+
+
+def find_executable(node: ResolvedNode, env: Mapping[str, str]) -> Path:
+    """Locate a node's executable as ``ros2 run`` would: ``<prefix>/lib/<package>/``, then PATH.
+
+    Raises:
+        LaunchError: not found anywhere, naming the places looked at.
+    """
+    looked = []
+    for prefix in filter(None, env.get("AMENT_PREFIX_PATH", "").split(os.pathsep)):
+        candidate = Path(prefix) / "lib" / node.package / node.executable
+        looked.append(str(candidate.parent))
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(node.executable, path=env.get("PATH"))
+    if found:
+        return Path(found)
+    raise LaunchError(
+        f"node '{node.name}': executable '{node.executable}' of package '{node.package}' not found "
+        f"(looked in PATH and {', '.join(looked) or 'no AMENT_PREFIX_PATH'}); run `make setup` and "
+        "`source env.sh`"
+    )
+
+
+@dataclass
+class _Child:
+    node: ResolvedNode
+    label: str
+    proc: subprocess.Popen[bytes]
+    pump: threading.Thread
+    stopping: bool = False
+
+
+class Launcher:
+    """Runs resolved nodes as child processes until a required one exits or we are interrupted."""
+
+    def __init__(self, nodes: list[ResolvedNode], *, env: Mapping[str, str] | None = None,
+                 out: TextIO | None = None, sigint_timeout: float = 10.0,
+                 sigterm_timeout: float = 5.0) -> None:
+        self._nodes = nodes
+        self._env = dict(os.environ if env is None else env)
+        self._out = out if out is not None else sys.stdout
+        self._sigint_timeout = sigint_timeout
+        self._sigterm_timeout = sigterm_timeout
+        self._children: list[_Child] = []
+        self._lock = threading.Lock()
+        self._interrupted = threading.Event()
+
+    def log(self, text: str) -> None:
+        """Write one line of the launcher's own output (``[r2s2r]`` prefix, like launch's ``[INFO]``)."""
+        with self._lock:
+            self._out.write(f"[r2s2r] {text}\n")
+            self._out.flush()
+
+    def _pump(self, label: str, stream: TextIO | object) -> None:
+        for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            with self._lock:
+                self._out.write(f"[{label}] {line}\n")
+                self._out.flush()
+
+    def _start(self, node: ResolvedNode, exe: Path, index: int) -> _Child:
+        # Own process group: the terminal's Ctrl-C reaches only us, and we stop children in order.
+        proc = subprocess.Popen(  # noqa: S603 - list arguments, no shell
+            [str(exe), *node.ros_args()], env=self._env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        label = f"{node.executable}-{index}"
+        pump = threading.Thread(target=self._pump, args=(label, proc.stdout), daemon=True)
+        pump.start()
+        self.log(f"process started with pid [{proc.pid}]: {label} ({node.package}/{node.executable})")
+        return _Child(node=node, label=label, proc=proc, pump=pump)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self._interrupted.set()
+
+    def run(self) -> int:
+        """Start every node, supervise, stop everything; return the graph's exit status.
+
+        0: every node that ended on its own ended cleanly. 2: a node could not be started (nothing
+        is left running). 130: interrupted by SIGINT/SIGTERM. Otherwise the first non-zero exit
+        code of a node that died on its own.
+        """
+        try:
+            executables = [find_executable(node, self._env) for node in self._nodes]
+        except LaunchError as err:
+            self.log(f"error: {err}")
+            return EXIT_NOT_STARTED
+        if not self._nodes:
+            self.log("error: no node runs with these arguments")
+            return EXIT_NOT_STARTED
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        status = 0
+        try:
+            for index, (node, exe) in enumerate(zip(self._nodes, executables, strict=True), start=1):
+                try:
+                    self._children.append(self._start(node, exe, index))
+                except OSError as err:
+                    self.log(f"error: node '{node.name}' failed to start: {err}")
+                    status = EXIT_NOT_STARTED
+                    return status
+            status = self._supervise()
+            return status
+        finally:
+            self._shutdown()
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            if self._interrupted.is_set() and status == 0:
+                status = EXIT_INTERRUPTED
+
+    def _supervise(self) -> int:
+        first_failure = 0
+        reported: set[int] = set()
+        while not self._interrupted.is_set():
+            for child in self._children:
+                code = child.proc.poll()
+                if code is None or id(child) in reported:
+                    continue
+                reported.add(id(child))
+                child.pump.join(timeout=1.0)
+                how = "finished cleanly" if code == 0 else f"died with exit code {code}"
+                self.log(f"process has {how}: {child.label} (pid {child.proc.pid})")
+                if code != 0 and not first_failure:
+                    first_failure = code if code > 0 else 128 - code
+                if child.node.required:
+                    self.log(f"required node '{child.node.name}' exited: stopping the graph")
+                    return first_failure
+            if len(reported) == len(self._children):
+                return first_failure
+            time.sleep(0.05)
+        self.log("interrupted: stopping the graph")
+        return EXIT_INTERRUPTED
+
+    def _shutdown(self) -> None:
+        for child in reversed(self._children):
+            if child.proc.poll() is not None:
+                continue
+            child.stopping = True
+            self.log(f"sending SIGINT to {child.label}")
+            self._signal(child, signal.SIGINT)
+            if not self._wait(child, self._sigint_timeout):
+                self.log(f"{child.label} ignored SIGINT for {self._sigint_timeout:g} s: sending SIGTERM")
+                self._signal(child, signal.SIGTERM)
+                if not self._wait(child, self._sigterm_timeout):
+                    self.log(f"{child.label} ignored SIGTERM: sending SIGKILL")
+                    self._signal(child, signal.SIGKILL)
+                    child.proc.wait()
+            child.pump.join(timeout=1.0)
+            self.log(f"{child.label} stopped (exit code {child.proc.returncode})")
+
+    @staticmethod
+    def _signal(child: _Child, signum: int) -> None:
+        try:
+            child.proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    @staticmethod
+    def _wait(child: _Child, timeout: float) -> bool:
+        try:
+            child.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True

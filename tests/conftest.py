@@ -1,0 +1,82 @@
+"""Shared fixtures: an isolated ROS 2 environment for tests that start real processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+def _free_domain_id() -> int:
+    # Each test gets its own DDS domain so parallel runs and other machines cannot interfere.
+    # 0..101 are the safe range on Linux (ports); xdist workers and pids spread the choice.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or "0"
+    base = (os.getpid() * 7 + int(worker) * 13) % 60
+    _free_domain_id.counter = getattr(_free_domain_id, "counter", 0) + 1  # type: ignore[attr-defined]
+    return 20 + (base + _free_domain_id.counter) % 80  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def ros_env() -> dict[str, str]:
+    """Environment for child processes: its own ROS_DOMAIN_ID, localhost-only discovery, no colour."""
+    env = dict(os.environ)
+    env["ROS_DOMAIN_ID"] = str(_free_domain_id())
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env.pop("ROS_LOCALHOST_ONLY", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["RCUTILS_COLORIZED_OUTPUT"] = "0"
+    env.setdefault("MUJOCO_GL", "egl")
+    return env
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """../shared beside the checkout: the conformance corpora. Tests that need it skip without it."""
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} (the shared conformance corpora) is not present beside this checkout")
+    return SHARED
+
+
+class Processes:
+    """Starts executables as separate OS processes and makes sure they are gone after the test."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, args: list[str], **kwargs: object) -> subprocess.Popen[str]:
+        exe = shutil.which(args[0], path=self.env.get("PATH"))
+        if exe is None:
+            raise FileNotFoundError(f"{args[0]} is not on PATH; run `make setup` and `source env.sh`")
+        proc = subprocess.Popen(  # noqa: S603 - list arguments, no shell
+            [exe, *args[1:]], env=self.env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs,  # type: ignore[arg-type]
+        )
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(2)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def processes(ros_env: dict[str, str]) -> Iterator[Processes]:
+    """Start real executables in the isolated environment; all are stopped at teardown."""
+    procs = Processes(ros_env)
+    yield procs
+    procs.stop_all()

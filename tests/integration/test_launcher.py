@@ -1,0 +1,139 @@
+"""The pip-mode launcher runs real rclpy processes over DDS with launch semantics."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from r2s2r_sim.graph import Graph, NodeSpec, resolve
+from r2s2r_sim.launcher import EXIT_INTERRUPTED, EXIT_NOT_STARTED, Launcher
+
+pytestmark = pytest.mark.integration
+NODES = Path(__file__).with_name("graph_nodes.py")
+PKG = "r2s2r_launch_test"
+
+
+@pytest.fixture
+def prefix(tmp_path: Path, ros_env: dict[str, str]) -> dict[str, str]:
+    """An install prefix laid out as colcon does (lib/<package>/<exe>) holding the test nodes."""
+    lib = tmp_path / "prefix" / "lib" / PKG
+    lib.mkdir(parents=True)
+    for role in ("talker", "listener", "echo_params", "crasher"):
+        exe = lib / role
+        exe.write_text(f"#!/bin/sh\nexec {sys.executable} {NODES} {role} \"$@\"\n")
+        exe.chmod(0o755)
+    env = dict(ros_env)
+    env["AMENT_PREFIX_PATH"] = f"{tmp_path / 'prefix'}{os.pathsep}{env.get('AMENT_PREFIX_PATH', '')}"
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "echo.yaml").write_text("echo:\n  ros__parameters:\n    greeting: from-file\n")
+    return env
+
+
+def _graph(*nodes: NodeSpec) -> Graph:
+    return Graph(name="t", description="test graph", arguments=(), nodes=nodes)
+
+
+def _node(role: str, name: str | None = None, **kw: object) -> NodeSpec:
+    return NodeSpec(package=PKG, executable=role, name=name or role, modes=frozenset({None}), **kw)  # type: ignore[arg-type]
+
+
+class _Out(list[str]):
+    def write(self, text: str) -> None:
+        self.extend(text.splitlines())
+
+    def flush(self) -> None:
+        pass
+
+
+def _run(nodes: list, env: dict[str, str]) -> tuple[int, list[str]]:
+    out = _Out()
+    code = Launcher(nodes, env=env, out=out, sigint_timeout=5.0).run()  # type: ignore[arg-type]
+    return code, list(out)
+
+
+def _resolve(graph: Graph, tmp_path: Path) -> list:
+    # Test graphs have no mode argument: run every node (modes={None} matches values.get("mode")).
+    return resolve(graph, {}, config=tmp_path / "config")
+
+
+def test_talker_listener_over_dds_and_required_exit(prefix: dict[str, str], tmp_path: Path) -> None:
+    graph = _graph(_node("talker"), _node("listener", required=True, parameters={"want": "5"}))
+    code, out = _run(_resolve(graph, tmp_path), prefix)
+    assert code == 0, out
+    assert any(line.startswith("[listener-2] listener received 5 messages") for line in out), out
+    # The talker never exits by itself: the launcher stopped it with SIGINT once the listener was done.
+    assert "[r2s2r] sending SIGINT to talker-1" in out
+    assert "[talker-1] talker stopped by SIGINT" in out
+
+
+def test_parameters_file_and_overrides_reach_the_node(prefix: dict[str, str], tmp_path: Path) -> None:
+    echo = _node("echo_params", name="echo", params_file="echo.yaml", required=True,
+                 parameters={"count": "7", "flag": "true"})
+    code, out = _run(_resolve(_graph(echo), tmp_path), prefix)
+    assert code == 0, out
+    assert "[echo_params-1] params {'greeting': 'from-file', 'count': 7, 'flag': True} node_name=echo" in out, out
+
+
+def test_required_node_death_stops_graph_with_its_code(prefix: dict[str, str], tmp_path: Path) -> None:
+    graph = _graph(_node("talker"), _node("crasher", required=True))
+    code, out = _run(_resolve(graph, tmp_path), prefix)
+    assert code == 3, out
+    assert any(line.startswith("[r2s2r] process has died with exit code 3: crasher-2") for line in out), out
+    assert "[talker-1] talker stopped by SIGINT" in out
+
+
+def test_missing_executable_starts_nothing(prefix: dict[str, str], tmp_path: Path) -> None:
+    graph = _graph(_node("talker"), _node("no_such_exe"))
+    code, out = _run(_resolve(graph, tmp_path), prefix)
+    assert code == EXIT_NOT_STARTED
+    assert any("executable 'no_such_exe' of package 'r2s2r_launch_test' not found" in line for line in out), out
+    assert not any("process started" in line for line in out)
+
+
+def test_ctrl_c_stops_children_in_reverse_order(prefix: dict[str, str], tmp_path: Path) -> None:
+    # The launcher runs as its own process, as a user would start it, and gets SIGINT like Ctrl-C.
+    script = tmp_path / "run_graph.py"
+    script.write_text(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from r2s2r_sim.graph import Graph, NodeSpec, resolve\n"
+        "from r2s2r_sim.launcher import Launcher\n"
+        f"nodes = [NodeSpec(package={PKG!r}, executable=r, name=r, modes=frozenset({{None}})) "
+        "for r in ('talker', 'echo_params')]\n"
+        f"g = Graph(name='t', description='', arguments=(), nodes=tuple(nodes))\n"
+        f"sys.exit(Launcher(resolve(g, {{}}, config=Path({str(tmp_path / 'config')!r}))).run())\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], env=prefix, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ({"[talker-1] talker up", "[echo_params-2] echo_params up"} <= set(lines)):
+        lines.append(proc.stdout.readline().rstrip("\n"))
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
+    lines += rest.splitlines()
+    assert proc.returncode == EXIT_INTERRUPTED, lines
+    order = [line for line in lines if "sending SIGINT" in line]
+    assert order == ["[r2s2r] sending SIGINT to echo_params-2", "[r2s2r] sending SIGINT to talker-1"], lines
+    assert "[talker-1] talker stopped by SIGINT" in lines and "[echo_params-2] echo_params stopped by SIGINT" in lines
+
+
+def test_cli_refuses_bad_arguments(ros_env: dict[str, str]) -> None:
+    for args, message in (
+        (["nope:=1"], "graph 'world' has no argument 'nope'"),
+        (["mode:=banana"], "argument mode:=banana is not one of sim, real"),
+        (["mode"], "argument 'mode' is not of the form name:=value"),
+    ):
+        proc = subprocess.run(["r2s2r", "launch", "world", *args], env=ros_env, text=True,
+                              capture_output=True, timeout=60)
+        assert proc.returncode == EXIT_NOT_STARTED, proc
+        assert message in proc.stderr, proc.stderr
+    proc = subprocess.run(["r2s2r", "launch", "nograph"], env=ros_env, text=True, capture_output=True, timeout=60)
+    assert proc.returncode == EXIT_NOT_STARTED and "unknown graph 'nograph' (graphs: world)" in proc.stderr

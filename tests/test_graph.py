@@ -1,0 +1,98 @@
+"""The single node-graph definition: which nodes run per mode, their parameters and conditions."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from r2s2r_sim.graph import GraphError, load_graph, parse_arguments, resolve
+from r2s2r_sim.paths import config_dir
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _names(**given: str) -> list[str]:
+    return [n.name for n in resolve(load_graph("world"), given)]
+
+
+def test_sim_mode_runs_sim_policy_and_evaluator() -> None:
+    assert _names(mode="sim") == ["sim_node", "policy_node", "evaluator_node"]
+
+
+def test_real_mode_has_no_simulator_and_wall_time() -> None:
+    nodes = resolve(load_graph("world"), {"mode": "real"})
+    assert [n.name for n in nodes] == ["policy_node", "evaluator_node"]
+    assert all(n.parameters["use_sim_time"] is False for n in nodes)
+
+
+def test_use_sim_time_follows_mode_but_sim_node_runs_on_wall_time() -> None:
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim"})}
+    assert nodes["policy_node"].parameters["use_sim_time"] is True
+    assert nodes["evaluator_node"].parameters["use_sim_time"] is True
+    assert "use_sim_time" not in nodes["sim_node"].parameters  # it publishes /clock
+
+
+def test_conditions_drop_nodes() -> None:
+    assert _names(mode="sim", run_policy="false", evaluate="false") == ["sim_node"]
+
+
+def test_parameters_are_typed_from_arguments() -> None:
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"seed": "42", "lockstep": "false",
+                                                             "world": "/tmp/my world"})}
+    assert nodes["sim_node"].parameters == {"world": "/tmp/my world", "seed": 42, "lockstep": False,
+                                            "real_time": False, "policy_id": "reference"}
+    assert nodes["sim_node"].required and nodes["evaluator_node"].required
+    assert not nodes["policy_node"].required
+
+
+def test_ros_args_are_what_ros2_run_passes() -> None:
+    node = resolve(load_graph("world"), {"seed": "3"})[0]
+    args = node.ros_args()
+    assert args[:3] == ["--ros-args", "-r", "__node:=sim_node"]
+    assert args[args.index("--params-file") + 1] == str(config_dir() / "sim_node.yaml")
+    assert "seed:=3" in args and "lockstep:=true" in args
+
+
+def test_every_node_has_its_parameter_file() -> None:
+    for mode in ("sim", "real"):
+        for node in resolve(load_graph("world"), {"mode": mode}):
+            assert node.params_file is not None and node.params_file.is_file()
+
+
+@pytest.mark.parametrize(("tokens", "message"), [
+    (["mode:=banana"], "argument mode:=banana is not one of sim, real"),
+    (["bogus:=1"], "graph 'world' has no argument 'bogus'"),
+    (["mode"], "not of the form name:=value"),
+])
+def test_bad_arguments_are_refused(tokens: list[str], message: str) -> None:
+    graph = load_graph("world")
+    with pytest.raises(GraphError, match=message):
+        resolve(graph, parse_arguments(graph, tokens))
+
+
+def test_unknown_graph_lists_graphs() -> None:
+    with pytest.raises(GraphError, match=r"unknown graph 'x' \(graphs: world\)"):
+        load_graph("x")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None,
+                    reason="launch/launch_ros are not installable from PyPI; runs where a ROS distro provides them")
+def test_launch_file_yields_the_same_graph() -> None:  # pragma: no cover - needs a ROS distro
+    from launch import LaunchContext, LaunchDescription
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    spec = importlib.util.spec_from_file_location("world_launch", REPO / "launch" / "world.launch.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    description: LaunchDescription = module.generate_launch_description()
+    declared = [e for e in description.entities if isinstance(e, DeclareLaunchArgument)]
+    assert [d.name for d in declared] == [a.name for a in load_graph("world").arguments]
+    context = LaunchContext()
+    for d in declared:
+        d.visit(context)
+    context.launch_configurations["mode"] = "real"
+    opaque = next(e for e in description.entities if isinstance(e, OpaqueFunction))
+    nodes = opaque.execute(context)
+    assert [n.node_executable for n in nodes] == ["policy_node", "evaluator_node"]
