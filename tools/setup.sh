@@ -78,7 +78,8 @@ colcon --log-base build/log build --paths "${paths[@]}" --build-base build --ins
 for pkg in r2s2r_sim r2s2r_eval r2s2r_capture; do
   if ! "$VENV/bin/python" -m pip show -q "$pkg" >/dev/null 2>&1; then
     say "installing $pkg (editable)"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e "src/$pkg" 2>&1 | grep -v '^WARNING: Location' || true
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
+        -e "src/$pkg" >build/pip-"$pkg".out 2>&1 || { cat build/pip-"$pkg".out; exit 1; }
   fi
 done
 
