@@ -27,7 +27,12 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-
+            "policy_node = r2s2r_eval.policy_node:main",
+            "evaluator_node = r2s2r_eval.evaluator_node:main",
+        ],
+        # Policy plug-ins: name = module:Class (a subclass of r2s2r_eval.policy.Policy).
+        "r2s2r.policies": [
+            "reference = r2s2r_eval.policies.reference.policy:ReferencePolicy",
         ],
     },
 )
