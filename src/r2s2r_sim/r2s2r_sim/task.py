@@ -1,0 +1,126 @@
+"""Pick-and-place task checker: decides when an episode ends and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from r2s2r_sim.errors import WorldError
+from r2s2r_sim.world_config import TaskConfig, TaskType
+
+if TYPE_CHECKING:
+    from r2s2r_sim.world import SimWorld
+
+__all__ = ["Outcome", "PickPlaceTask"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """End of an episode.
+
+    Attributes:
+        success: the task was achieved.
+        reason: ``"success"``, ``"timeout"`` or ``"object_dropped"``.
+        metrics: named diagnostic terms (see :class:`PickPlaceTask`).
+    """
+
+    success: bool
+    reason: str
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+class PickPlaceTask:
+    """Pick the object off the table and place it at the target.
+
+    **Task description:** grasp ``task.object_body`` (a free body on the table) and release it at
+    ``task.target_site`` (e.g. the centre of a bin).
+
+    **Randomizations:** at ``SimWorld.reset(seed)`` the object's x, y (m) and yaw (rad) are drawn uniformly
+    from ``task.object_pose_range`` (``tabletop-pick-v1``: x in [0.35, 0.55], y in [-0.15, 0.05], yaw in
+    [-pi, pi]); the height stays the MJCF resting height.
+
+    **Success conditions:** horizontal object-to-target distance <= ``success_radius`` (0.06 m in
+    ``tabletop-pick-v1``) AND ``|object z - target z|`` <= ``success_height`` (0.06 m) AND the object is not
+    held: the gripper command is at least half open, or no robot geom touches the object.
+    **Failures:** ``object_dropped`` when the object centre falls below ``table_top_z - 0.05`` m (or, without
+    ``table_top_z``, 0.05 m below its MJCF resting height); ``timeout`` when ``world.time >= timeout``.
+    Checked in that order: success, object_dropped, timeout.
+
+    Metrics (all floats): ``object_to_target_m`` (horizontal distance, >= 0), ``object_height_m`` (object
+    centre height above its resting height on the table), ``object_lifted`` (1.0 if more than
+    ``LIFT_THRESHOLD_M`` above rest, else 0.0), ``gripper_released`` (1.0 if not held, else 0.0),
+    ``object_above_target_m`` (object z - target z).
+    """
+
+    LIFT_THRESHOLD_M = 0.02
+    DROP_MARGIN_M = 0.05
+
+    def __init__(self, config: TaskConfig) -> None:
+        """Bind a task config (``WorldConfig.task``).
+
+        Raises:
+            WorldError: if the config is not a pick-and-place task.
+        """
+        if config.type is not TaskType.PICK_PLACE:
+            raise WorldError(
+                f"task.type: PickPlaceTask needs {TaskType.PICK_PLACE.value!r}, got {config.type}"
+            )
+        self.config = config
+
+    def _rest_z(self, world: SimWorld) -> float:
+        model = world.model
+        bid = model.body(self.config.object_body).id
+        jnt = int(model.body_jntadr[bid])
+        if jnt >= 0:
+            return float(model.qpos0[model.jnt_qposadr[jnt] + 2])
+        return float(model.body_pos[bid, 2])
+
+    def _touching_robot(self, world: SimWorld) -> bool:
+        model, data = world.model, world.data
+        obj = model.body(self.config.object_body).id
+        robot = world.robot_body_ids
+        for i in range(data.ncon):
+            b1 = int(model.geom_bodyid[data.contact.geom1[i]])
+            b2 = int(model.geom_bodyid[data.contact.geom2[i]])
+            if (b1 == obj and b2 in robot) or (b2 == obj and b1 in robot):
+                return True
+        return False
+
+    def metrics(self, world: SimWorld) -> dict[str, float]:
+        """Named diagnostic terms for the current state (see the class docstring)."""
+        cfg = self.config
+        obj, _ = world.body_pose(cfg.object_body)
+        target, _ = world.site_pose(cfg.target_site)
+        rest_z = self._rest_z(world)
+        open_fraction = world.gripper_open_fraction
+        released = (open_fraction is not None and open_fraction >= 0.5) or not self._touching_robot(world)
+        height = float(obj[2] - rest_z)
+        return {
+            "object_to_target_m": float(np.linalg.norm(obj[:2] - target[:2])),
+            "object_height_m": height,
+            "object_lifted": float(height > self.LIFT_THRESHOLD_M),
+            "gripper_released": float(released),
+            "object_above_target_m": float(obj[2] - target[2]),
+        }
+
+    def evaluate(self, world: SimWorld) -> Outcome | None:
+        """Return the outcome if the episode is over, else None."""
+        cfg = self.config
+        m = self.metrics(world)
+        if (
+            m["object_to_target_m"] <= cfg.success_radius
+            and abs(m["object_above_target_m"]) <= cfg.success_height
+            and m["gripper_released"] > 0.5
+        ):
+            return Outcome(True, "success", m)
+        obj_z = m["object_height_m"] + self._rest_z(world)
+        floor_z = (
+            cfg.table_top_z if cfg.table_top_z is not None else self._rest_z(world)
+        ) - self.DROP_MARGIN_M
+        if obj_z < floor_z:
+            return Outcome(False, "object_dropped", m)
+        if world.time >= cfg.timeout:
+            return Outcome(False, "timeout", m)
+        return None

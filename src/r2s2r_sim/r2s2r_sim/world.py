@@ -1,0 +1,586 @@
+"""SimWorld: a composed MuJoCo world (scene + attached robot) with named accessors; no ROS."""
+
+from __future__ import annotations
+
+import os
+
+# MuJoCo picks its GL backend when first imported; headless EGL is the only one that works here.
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import hashlib  # noqa: E402
+import math  # noqa: E402
+import warnings  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from r2s2r_sim.errors import WorldError  # noqa: E402
+from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
+
+__all__ = ["CommandCheck", "SimWorld"]
+
+# Physics options copied from the robot MJCF when robot.options_from_robot (the parent's <option> wins on
+# attach, and Gen3/xArm7 chatter without their implicitfast).  Environment fields (gravity, wind, density,
+# viscosity, magnetic) stay the scene's.
+_ROBOT_OPTION_FIELDS = (
+    "timestep",
+    "integrator",
+    "cone",
+    "impratio",
+    "solver",
+    "iterations",
+    "tolerance",
+    "ls_iterations",
+    "ls_tolerance",
+    "noslip_iterations",
+    "noslip_tolerance",
+    "ccd_iterations",
+    "ccd_tolerance",
+    "jacobian",
+    "disableflags",
+    "enableflags",
+    "o_margin",
+    "o_solref",
+    "o_solimp",
+    "o_friction",
+)
+
+_OPTICAL_FROM_MUJOCO_CAMERA = np.diag([1.0, -1.0, -1.0])  # 180 deg about x: -z/y-up -> z fwd/y down
+
+
+@dataclass(frozen=True)
+class CommandCheck:
+    """Result of a command.
+
+    Attributes:
+        accepted: the command was applied (possibly clamped); if False the state is unchanged.
+        clamped: at least one value was clamped to its limits.
+        reason: why it was refused or clamped; empty when applied as given.
+    """
+
+    accepted: bool
+    clamped: bool
+    reason: str
+
+
+def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
+    return quat
+
+
+def _names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
+    return [mujoco.mj_id2name(model, objtype, i) or f"<unnamed #{i}>" for i in range(count)]
+
+
+class SimWorld:
+    """A world folder composed into one MuJoCo model, addressed by name.
+
+    The scene MJCF and the robot MJCF are loaded from their own folders (so mesh paths resolve there), the
+    robot is attached at ``robot.attach``, the robot's physics options are copied in, and every name the
+    interface uses is resolved to an id once, here.  All names given to and returned by this class are
+    unprefixed (as in ``world.yaml``).
+
+    Arm commands are joint positions (rad or m) in ``arm_joint_names`` order, written to the ctrl of the
+    position actuator that drives each joint (found through ``actuator_trnid``, never by name).  The
+    gripper command is mapped linearly from ``gripper.command_range`` onto ``gripper.ctrl_range``.
+    """
+
+    def __init__(self, world_dir: str | Path, *, config: WorldConfig | None = None) -> None:
+        """Load, compose and compile a world.
+
+        Args:
+            world_dir: the world folder (holding ``world.yaml``).
+            config: an already parsed config (e.g. a variant made with ``dataclasses.replace``); read from
+                ``world_dir`` when None.
+
+        Raises:
+            WorldError: naming the file and field at fault.
+        """
+        self.config: WorldConfig = config if config is not None else load_world_config(world_dir)
+        cfg = self.config
+        self._src = str(cfg.source)
+        self._robot_rel = self._rel(cfg.robot.mjcf)
+        self._scene_rel = self._rel(cfg.scene)
+        self._prefix = cfg.robot.prefix
+
+        scene_spec = self._load_spec(cfg.scene, "scene")
+        robot_spec = self._load_spec(cfg.robot.mjcf, "robot.mjcf")
+        robot_root = robot_spec.worldbody.first_body()
+        if robot_root is None:
+            raise WorldError(f"{self._src}: robot.mjcf: {self._robot_rel} has no body under <worldbody>")
+        self._robot_root_name = robot_root.name
+        if not self._robot_root_name:
+            raise WorldError(f"{self._src}: robot.mjcf: the root body of {self._robot_rel} must be named")
+
+        if cfg.robot.options_from_robot:
+            for name in _ROBOT_OPTION_FIELDS:
+                setattr(scene_spec.option, name, getattr(robot_spec.option, name))
+        frame = self._attach_frame(scene_spec)
+        with warnings.catch_warnings():
+            # An empty prefix is the documented default; names are checked for clashes by the compiler.
+            warnings.filterwarnings("ignore", message=".*empty prefix.*")
+            try:
+                scene_spec.attach(robot_spec, prefix=self._prefix, frame=frame)
+                if cfg.physics.timestep is not None:
+                    scene_spec.option.timestep = cfg.physics.timestep
+                self.model: mujoco.MjModel = scene_spec.compile()
+            except ValueError as err:
+                raise WorldError(
+                    f"{self._src}: robot.mjcf: composing {self._scene_rel} with {self._robot_rel} "
+                    f"failed: {err}"
+                ) from err
+        self._spec = scene_spec
+        self.data: mujoco.MjData = mujoco.MjData(self.model)
+        self.world_id: str = cfg.id
+        self.timestep: float = float(self.model.opt.timestep)
+
+        self._resolve_robot()
+        self._resolve_cameras()
+        self._resolve_task()
+        self.world_hash: str = self._content_hash()
+        self._gripper_command: float | None = None
+        self.reset(0)
+
+    # ------------------------------------------------------------------------------------------ loading
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.config.world_dir))
+        except ValueError:
+            return str(path)
+
+    def _load_spec(self, path: Path, field: str) -> mujoco.MjSpec:
+        try:
+            spec = mujoco.MjSpec.from_file(str(path))
+        except ValueError as err:
+            raise WorldError(f"{self._src}: {field}: {self._rel(path)} is not valid MJCF: {err}") from err
+        # Before anything reads meshes/textures: refuse files outside the world folder.
+        self._check_asset_paths(spec, path, field)
+        try:
+            # Compiling alone surfaces missing meshes/textures with the file that references them.
+            spec.compile()
+        except ValueError as err:
+            raise WorldError(f"{self._src}: {field}: {self._rel(path)} does not compile: {err}") from err
+        return spec
+
+    def _check_asset_paths(self, spec: mujoco.MjSpec, path: Path, field: str) -> None:
+        """Refuse mesh/texture/hfield files that resolve outside the world folder."""
+        if self.config.allow_external_paths:
+            return
+        root = self.config.world_dir.resolve()
+        base = path.parent
+        for kind, items, subdir in (
+            ("mesh", spec.meshes, spec.meshdir),
+            ("texture", spec.textures, spec.texturedir),
+            ("hfield", spec.hfields, spec.meshdir),
+        ):
+            for item in items:
+                if not item.file:
+                    continue
+                resolved = (base / (subdir or "") / item.file).resolve()
+                if not resolved.is_relative_to(root):
+                    raise WorldError(
+                        f"{self._src}: {field}: {self._rel(path)}: {kind} {item.name or item.file!r} file "
+                        f"{item.file!r} escapes the world folder {root}"
+                    )
+
+    def _attach_frame(self, scene_spec: mujoco.MjSpec) -> mujoco.MjsFrame:
+        attach = self.config.robot.attach
+        parent = scene_spec.worldbody
+        pos = np.asarray(attach.pos, dtype=np.float64)
+        quat = np.asarray(attach.quat, dtype=np.float64)
+        quat = quat / np.linalg.norm(quat)
+        if attach.site is not None:
+            site = scene_spec.site(attach.site)
+            target = site if site is not None else scene_spec.frame(attach.site)
+            if target is None:
+                raise WorldError(
+                    f"{self._src}: robot.attach.site: no site or frame {attach.site!r} in {self._scene_rel} "
+                    f"(sites: {sorted(s.name for s in scene_spec.sites if s.name)})"
+                )
+            # Compose the site pose with the offset; the site's parent body becomes the frame's parent.
+            parent = target.parent
+            site_quat = np.asarray(target.quat, dtype=np.float64)
+            site_quat = site_quat / np.linalg.norm(site_quat)
+            rotated = np.empty(3)
+            mujoco.mju_rotVecQuat(rotated, pos, site_quat)
+            pos = np.asarray(target.pos, dtype=np.float64) + rotated
+            out = np.empty(4)
+            mujoco.mju_mulQuat(out, site_quat, quat)
+            quat = out
+        return parent.add_frame(pos=pos, quat=quat)
+
+    def _full(self, name: str) -> str:
+        return self._prefix + name
+
+    def _robot_names(self, objtype: mujoco.mjtObj) -> list[str]:
+        count = {
+            mujoco.mjtObj.mjOBJ_JOINT: self.model.njnt,
+            mujoco.mjtObj.mjOBJ_ACTUATOR: self.model.nu,
+            mujoco.mjtObj.mjOBJ_SITE: self.model.nsite,
+            mujoco.mjtObj.mjOBJ_KEY: self.model.nkey,
+        }[objtype]
+        names = _names(self.model, objtype, count)
+        return [n[len(self._prefix) :] for n in names if n.startswith(self._prefix)]
+
+    def _robot_id(self, objtype: mujoco.mjtObj, name: str, field: str, what: str) -> int:
+        idx = int(mujoco.mj_name2id(self.model, objtype, self._full(name)))
+        if idx < 0:
+            raise WorldError(
+                f"{self._src}: {field}: {what} {name!r} not in {self._robot_rel} "
+                f"({what}s: {self._robot_names(objtype)})"
+            )
+        return idx
+
+    def _actuator_for_joint(self, joint_id: int, name: str, field: str) -> int:
+        model = self.model
+        found = [
+            i
+            for i in range(model.nu)
+            if int(model.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+            and model.actuator_trnid[i, 0] == joint_id
+        ]
+        if len(found) != 1:
+            raise WorldError(
+                f"{self._src}: {field}: joint {name!r} must be driven by exactly one actuator in "
+                f"{self._robot_rel}, found {len(found)}"
+            )
+        act = found[0]
+        # A position servo: affine bias with gain == -bias[1] (force = kp*(ctrl - q) - kv*qdot).
+        kp = model.actuator_gainprm[act, 0]
+        if int(model.actuator_biastype[act]) != int(mujoco.mjtBias.mjBIAS_AFFINE) or not math.isclose(
+            kp, -model.actuator_biasprm[act, 1], rel_tol=1e-9
+        ):
+            raise WorldError(
+                f"{self._src}: {field}: actuator {model.actuator(act).name!r} on joint {name!r} is not a "
+                "position servo (ctrl must be a joint position)"
+            )
+        return act
+
+    def _resolve_robot(self) -> None:
+        cfg = self.config.robot
+        model = self.model
+        jt = mujoco.mjtObj.mjOBJ_JOINT
+        self.arm_joint_names: tuple[str, ...] = cfg.arm_joints
+        self._arm_jnt = np.array(
+            [self._robot_id(jt, n, f"robot.arm_joints[{i}]", "joint") for i, n in enumerate(cfg.arm_joints)],
+            dtype=np.int64,
+        )
+        for i, (jid, name) in enumerate(zip(self._arm_jnt, cfg.arm_joints, strict=True)):
+            if int(model.jnt_type[jid]) not in (
+                int(mujoco.mjtJoint.mjJNT_HINGE),
+                int(mujoco.mjtJoint.mjJNT_SLIDE),
+            ):
+                raise WorldError(
+                    f"{self._src}: robot.arm_joints[{i}]: joint {name!r} must be a hinge or slide joint"
+                )
+        self._arm_act = np.array(
+            [
+                self._actuator_for_joint(int(j), n, f"robot.arm_joints[{i}]")
+                for i, (j, n) in enumerate(zip(self._arm_jnt, cfg.arm_joints, strict=True))
+            ],
+            dtype=np.int64,
+        )
+        limits = np.full((len(self._arm_jnt), 2), [-np.inf, np.inf])
+        for i, (jid, act) in enumerate(zip(self._arm_jnt, self._arm_act, strict=True)):
+            if model.jnt_limited[jid]:
+                limits[i] = model.jnt_range[jid]
+            if model.actuator_ctrllimited[act]:
+                lo, hi = model.actuator_ctrlrange[act]
+                limits[i] = (max(limits[i, 0], lo), min(limits[i, 1], hi))
+        self.arm_limits: np.ndarray = limits
+        self.arm_limits.setflags(write=False)
+
+        self.gripper_joint_names: tuple[str, ...] = ()
+        self.gripper_command_range: tuple[float, float] | None = None
+        self._grip_jnt = np.zeros(0, dtype=np.int64)
+        self._grip_act = -1
+        if cfg.gripper is not None:
+            g = cfg.gripper
+            self.gripper_joint_names = g.joints
+            self._grip_jnt = np.array(
+                [
+                    self._robot_id(jt, n, f"robot.gripper.joints[{i}]", "joint")
+                    for i, n in enumerate(g.joints)
+                ],
+                dtype=np.int64,
+            )
+            self._grip_act = self._robot_id(
+                mujoco.mjtObj.mjOBJ_ACTUATOR, g.actuator, "robot.gripper.actuator", "actuator"
+            )
+            if self._grip_act in set(self._arm_act.tolist()):
+                raise WorldError(
+                    f"{self._src}: robot.gripper.actuator: {g.actuator!r} also drives an arm joint"
+                )
+            self.gripper_command_range = (min(g.command_range), max(g.command_range))
+        self.joint_names: tuple[str, ...] = self.arm_joint_names + self.gripper_joint_names
+        all_jnt = np.concatenate([self._arm_jnt, self._grip_jnt])
+        self._state_qadr = model.jnt_qposadr[all_jnt]
+        self._state_dadr = model.jnt_dofadr[all_jnt]
+
+        self._ee_site = -1
+        if cfg.ee_site is not None:
+            self._ee_site = self._robot_id(mujoco.mjtObj.mjOBJ_SITE, cfg.ee_site, "robot.ee_site", "site")
+        self._ee_body = int(model.jnt_bodyid[self._arm_jnt[-1]])
+        self._base_body = mujoco.mj_name2id(
+            model, mujoco.mjtObj.mjOBJ_BODY, self._full(self._robot_root_name)
+        )
+        # Every body in the robot's subtree, for contact checks (e.g. "is the object held").
+        root = self._base_body
+        self.robot_body_ids: frozenset[int] = frozenset(
+            b for b in range(model.nbody) if b == root or self._is_descendant(b, root)
+        )
+
+        self._home_key = -1
+        self._home_qpos: np.ndarray | None = None
+        if cfg.home_keyframe is not None:
+            self._home_key = self._robot_id(
+                mujoco.mjtObj.mjOBJ_KEY, cfg.home_keyframe, "robot.home_keyframe", "keyframe"
+            )
+            key_qpos = model.key_qpos[self._home_key]
+            self._home_qpos = key_qpos[model.jnt_qposadr[self._arm_jnt]].copy()
+        elif cfg.home_qpos is not None:
+            self._home_qpos = np.asarray(cfg.home_qpos, dtype=np.float64)
+        assert self._home_qpos is not None
+        outside = (self._home_qpos < limits[:, 0] - 1e-9) | (self._home_qpos > limits[:, 1] + 1e-9)
+        if np.any(outside):
+            bad = [n for n, o in zip(self.arm_joint_names, outside, strict=True) if o]
+            field = "robot.home_keyframe" if cfg.home_keyframe is not None else "robot.home_qpos"
+            raise WorldError(f"{self._src}: {field}: home is outside the limits of joints {bad}")
+
+    def _is_descendant(self, body: int, root: int) -> bool:
+        while body > 0:
+            body = int(self.model.body_parentid[body])
+            if body == root:
+                return True
+        return False
+
+    def _resolve_cameras(self) -> None:
+        self._cam_ids: dict[str, int] = {}
+        for i, cam in enumerate(self.config.cameras):
+            self._cam_ids[cam.name] = self._camera_id(cam.mjcf_camera, f"cameras[{i}].mjcf_camera")
+
+    def _camera_id(self, name: str, field: str) -> int:
+        ct = mujoco.mjtObj.mjOBJ_CAMERA
+        for candidate in (name, self._full(name)):
+            idx = int(mujoco.mj_name2id(self.model, ct, candidate))
+            if idx >= 0:
+                return idx
+        raise WorldError(
+            f"{self._src}: {field}: camera {name!r} not in {self._scene_rel} or {self._robot_rel} "
+            f"(cameras: {_names(self.model, ct, self.model.ncam)})"
+        )
+
+    def _resolve_task(self) -> None:
+        task = self.config.task
+        self._obj_body = -1
+        self._obj_qadr = -1
+        if task is None:
+            return
+        model = self.model
+        self._obj_body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, task.object_body)
+        if self._obj_body < 0:
+            raise WorldError(
+                f"{self._src}: task.object_body: body {task.object_body!r} not in {self._scene_rel} "
+                f"(bodies: {_names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)})"
+            )
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, task.target_site) < 0:
+            raise WorldError(
+                f"{self._src}: task.target_site: site {task.target_site!r} not in {self._scene_rel} "
+                f"(sites: {_names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)})"
+            )
+        jnt = int(model.body_jntadr[self._obj_body])
+        if jnt >= 0 and int(model.jnt_type[jnt]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            self._obj_qadr = int(model.jnt_qposadr[jnt])
+        elif task.object_pose_range is not None:
+            raise WorldError(
+                f"{self._src}: task.object_pose_range: body {task.object_body!r} has no free joint "
+                "to randomize"
+            )
+
+    def _content_hash(self) -> str:
+        # The compiled binary model: independent of where the files live, identical for identical content.
+        size = mujoco.mj_sizeModel(self.model)
+        buffer = np.zeros(size, dtype=np.uint8)
+        mujoco.mj_saveModel(self.model, None, buffer)
+        return hashlib.sha256(buffer.tobytes()).hexdigest()
+
+    # ---------------------------------------------------------------------------------------- episodes
+
+    def reset(self, seed: int) -> None:
+        """Reset to home and randomize the object pose from ``seed``.
+
+        Home is the keyframe (or ``home_qpos``); arm ctrl is set to the home positions; the object's x, y
+        and yaw are drawn, in that order, from ``np.random.default_rng(seed)`` within
+        ``task.object_pose_range`` (its height stays the MJCF one).
+        """
+        model, data = self.model, self.data
+        if self._home_key >= 0:
+            mujoco.mj_resetDataKeyframe(model, data, self._home_key)
+        else:
+            mujoco.mj_resetData(model, data)
+        assert self._home_qpos is not None
+        data.qpos[model.jnt_qposadr[self._arm_jnt]] = self._home_qpos
+        data.ctrl[self._arm_act] = self._home_qpos
+        cfg = self.config.robot.gripper
+        if cfg is not None:
+            if self._home_key >= 0:
+                # Keep the keyframe's gripper ctrl; report it in command units.
+                self._gripper_command = self._ctrl_to_command(float(data.ctrl[self._grip_act]))
+            else:
+                self.set_gripper_command(cfg.open_command)
+        rng = np.random.default_rng(seed)
+        task = self.config.task
+        if task is not None and task.object_pose_range is not None and self._obj_qadr >= 0:
+            r = task.object_pose_range
+            x = rng.uniform(*r.x)
+            y = rng.uniform(*r.y)
+            yaw = rng.uniform(*r.yaw)
+            adr = self._obj_qadr
+            data.qpos[adr : adr + 2] = (x, y)
+            data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        mujoco.mj_forward(model, data)
+
+    def _ctrl_to_command(self, ctrl: float) -> float:
+        g = self.config.robot.gripper
+        assert g is not None
+        (c0, c1), (u0, u1) = g.command_range, g.ctrl_range
+        return c0 + (ctrl - u0) * (c1 - c0) / (u1 - u0)
+
+    def set_arm_command(self, positions: Sequence[float]) -> CommandCheck:
+        """Command arm joint positions (rad or m), in ``arm_joint_names`` order.
+
+        Refuses (state unchanged) a wrong length or any NaN/inf; clamps to ``arm_limits``.
+        """
+        try:
+            target = np.array(positions, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            return CommandCheck(False, False, f"arm command is not a list of numbers: {err}")
+        n = len(self.arm_joint_names)
+        if target.shape != (n,):
+            return CommandCheck(False, False, f"arm command must have {n} values, got shape {target.shape}")
+        if not np.all(np.isfinite(target)):
+            bad = [name for name, v in zip(self.arm_joint_names, target, strict=True) if not math.isfinite(v)]
+            return CommandCheck(False, False, f"arm command has non-finite values for joints {bad}")
+        clamped = np.clip(target, self.arm_limits[:, 0], self.arm_limits[:, 1])
+        changed = clamped != target
+        self.data.ctrl[self._arm_act] = clamped
+        if np.any(changed):
+            names = [name for name, c in zip(self.arm_joint_names, changed, strict=True) if c]
+            return CommandCheck(True, True, f"clamped to joint limits: {names}")
+        return CommandCheck(True, False, "")
+
+    def set_gripper_command(self, value: float) -> CommandCheck:
+        """Command the gripper in ``gripper.command_range`` units; refuses NaN/inf, clamps to the range."""
+        g = self.config.robot.gripper
+        if g is None or self.gripper_command_range is None:
+            return CommandCheck(False, False, f"world {self.world_id!r} has no gripper")
+        try:
+            v = float(value)
+        except (TypeError, ValueError) as err:
+            return CommandCheck(False, False, f"gripper command is not a number: {err}")
+        if not math.isfinite(v):
+            return CommandCheck(False, False, f"gripper command must be finite, got {v}")
+        lo, hi = self.gripper_command_range
+        c = min(max(v, lo), hi)
+        (c0, c1), (u0, u1) = g.command_range, g.ctrl_range
+        self.data.ctrl[self._grip_act] = u0 + (c - c0) * (u1 - u0) / (c1 - c0)
+        self._gripper_command = c
+        if c != v:
+            return CommandCheck(True, True, f"clamped to the gripper command range [{lo}, {hi}]")
+        return CommandCheck(True, False, "")
+
+    @property
+    def gripper_command(self) -> float | None:
+        """Last applied gripper command (command units), None without a gripper."""
+        return self._gripper_command
+
+    @property
+    def gripper_open_fraction(self) -> float | None:
+        """How open the last gripper command is: 1 fully open, 0 fully closed; None without a gripper."""
+        g = self.config.robot.gripper
+        if g is None or self._gripper_command is None:
+            return None
+        return (self._gripper_command - g.closed_command) / (g.open_command - g.closed_command)
+
+    def step(self, n: int = 1) -> None:
+        """Advance the physics by ``n`` timesteps."""
+        if n < 1:
+            raise ValueError(f"step count must be >= 1, got {n}")
+        mujoco.mj_step(self.model, self.data, nstep=n)
+
+    @property
+    def time(self) -> float:
+        """Simulation time (s) since reset."""
+        return float(self.data.time)
+
+    # ------------------------------------------------------------------------------------------ state
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions, velocities and efforts in ``joint_names`` order.
+
+        Efforts are the actuator generalized force on each joint (N·m or N; 0 for unactuated joints).
+        """
+        d = self.data
+        return (
+            d.qpos[self._state_qadr].copy(),
+            d.qvel[self._state_dadr].copy(),
+            d.qfrc_actuator[self._state_dadr].copy(),
+        )
+
+    def _lookup(self, objtype: mujoco.mjtObj, name: str, what: str, count: int) -> int:
+        for candidate in (name, self._full(name)):
+            idx = int(mujoco.mj_name2id(self.model, objtype, candidate))
+            if idx >= 0:
+                return idx
+        raise WorldError(
+            f"world {self.world_id!r}: no {what} {name!r} (have: {_names(self.model, objtype, count)})"
+        )
+
+    def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World-frame position (3,) and wxyz quaternion (4,) of a body (scene or unprefixed robot name)."""
+        bid = self._lookup(mujoco.mjtObj.mjOBJ_BODY, name, "body", self.model.nbody)
+        return self.data.xpos[bid].copy(), self.data.xquat[bid].copy()
+
+    def site_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World-frame position and wxyz quaternion of a site."""
+        sid = self._lookup(mujoco.mjtObj.mjOBJ_SITE, name, "site", self.model.nsite)
+        return self._site_pose(sid)
+
+    def _site_pose(self, sid: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.data.site_xpos[sid].copy(), _mat_to_quat(self.data.site_xmat[sid])
+
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """End-effector pose: ``robot.ee_site``, or the body of the last arm joint if none is given."""
+        if self._ee_site >= 0:
+            return self._site_pose(self._ee_site)
+        return self.data.xpos[self._ee_body].copy(), self.data.xquat[self._ee_body].copy()
+
+    def camera_id(self, camera: str) -> int:
+        """MuJoCo camera id of a configured ROS camera name, or of an MJCF camera name."""
+        if camera in self._cam_ids:
+            return self._cam_ids[camera]
+        return self._lookup(mujoco.mjtObj.mjOBJ_CAMERA, camera, "camera", self.model.ncam)
+
+    def camera_pose(self, camera: str) -> tuple[np.ndarray, np.ndarray]:
+        """Pose of the camera's optical frame (REP-103: z forward, x right, y down) in the world frame.
+
+        ``camera`` is a ROS camera name from ``cameras`` or an MJCF camera name.
+        """
+        cid = self.camera_id(camera)
+        rot = self.data.cam_xmat[cid].reshape(3, 3) @ _OPTICAL_FROM_MUJOCO_CAMERA
+        return self.data.cam_xpos[cid].copy(), _mat_to_quat(rot)
+
+    def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """World pose of the robot's root body."""
+        b = self._base_body
+        return self.data.xpos[b].copy(), self.data.xquat[b].copy()
+
+    def state_vector(self) -> np.ndarray:
+        """``qpos, qvel, act, ctrl`` concatenated (for determinism checks)."""
+        d = self.data
+        return np.concatenate([d.qpos, d.qvel, d.act, d.ctrl])

@@ -1,0 +1,30 @@
+"""Registry of the worlds bundled with r2s2r_sim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["WORLDS", "world_path"]
+
+_HERE = Path(__file__).resolve().parent
+
+# id -> world folder.  Ids are versioned: outputs are compared over time.
+WORLDS: dict[str, Path] = {
+    "tabletop-pick-v1": _HERE / "tabletop_pick",
+}
+
+
+def world_path(id_or_path: str | Path) -> Path:
+    """Return the folder of a bundled world id, or an existing world folder given as a path.
+
+    Raises:
+        ValueError: if ``id_or_path`` is neither a registered id nor an existing directory; the message
+            lists the valid ids.
+    """
+    key = str(id_or_path)
+    if key in WORLDS:
+        return WORLDS[key]
+    candidate = Path(id_or_path)
+    if candidate.is_dir():
+        return candidate.resolve()
+    raise ValueError(f"unknown world {key!r}: not a directory and not one of the ids {sorted(WORLDS)}")
