@@ -1,10 +1,16 @@
-"""The ``r2s2r`` command: ``r2s2r launch world mode:=sim ...`` and ``r2s2r demo`` for pip installs."""
+"""The ``r2s2r`` command: ``r2s2r launch world mode:=sim ...``, ``r2s2r demo``, and plug-in subcommands.
+
+Other packages add subcommands through the ``r2s2r.commands`` entry-point group: each entry point is
+a function ``register(subparsers) -> None`` that adds one parser and sets ``func`` on it, the
+function that runs the command and returns its exit status.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
 from r2s2r_sim.graph import Graph, GraphError, load_graph, parse_arguments, resolve
 from r2s2r_sim.launcher import EXIT_NOT_STARTED, Launcher
@@ -67,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the reference policy on the bundled world in sim")
     demo.add_argument("arguments", nargs="*", metavar="name:=value", help="override demo arguments")
     demo.set_defaults(func=cmd_demo)
+    for entry in sorted(entry_points(group="r2s2r.commands"), key=lambda e: e.name):
+        entry.load()(sub)
     return parser
 
 
