@@ -34,5 +34,9 @@ setup(
         "r2s2r.policies": [
             "reference = r2s2r_eval.policies.reference.policy:ReferencePolicy",
         ],
+        # Subcommands of the `r2s2r` CLI: name = module:register (adds a parser, sets func).
+        "r2s2r.commands": [
+            "metrics = r2s2r_eval.metrics_cli:register",
+        ],
     },
 )
