@@ -1,0 +1,41 @@
+"""Parameters of the reference pick-and-place policy."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from r2s2r_eval.policy import PolicyParams
+
+__all__ = ["ReferenceParams"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceParams(PolicyParams):
+    """Parameters of :class:`~r2s2r_eval.policies.reference.policy.ReferencePolicy`.
+
+    Attributes:
+        perception_noise_m: standard deviation (m) of Gaussian noise added to the horizontal (x, y) cube
+            position estimate, drawn once per episode from the episode's policy stream; >= 0.
+        grasp_offset_m: height (m) of the tool centre point above the estimated cube centre when the
+            gripper closes; in [-0.05, 0.1].  0 puts the fingertips 5 mm above the table.
+        speed: scale of the Cartesian (0.15 m/s), tool-yaw (1 rad/s) and joint (1.5 rad/s) speed limits;
+            in (0, 10].
+        control_rate_hz: rate (Hz) the policy asks to be called at; in (0, 1000].
+    """
+
+    perception_noise_m: float = 0.0
+    grasp_offset_m: float = 0.0
+    speed: float = 1.0
+    control_rate_hz: float = 10.0
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("perception_noise_m", self.perception_noise_m, 0.0 <= self.perception_noise_m, ">= 0"),
+            ("grasp_offset_m", self.grasp_offset_m, -0.05 <= self.grasp_offset_m <= 0.1, "in [-0.05, 0.1]"),
+            ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
+            ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
+        )
+        for name, value, ok, expected in checks:
+            if not (math.isfinite(value) and ok):
+                raise ValueError(f"{name}: must be {expected}, got {value}")

@@ -1,0 +1,100 @@
+"""Colour segmentation of the cube and its pose estimate from RGB-D; numpy and OpenCV only."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+__all__ = ["CubeEstimate", "estimate_cube", "segment_colour"]
+
+# OpenCV hue is 0..179 (degrees / 2).  A hue window of +-8 (16 deg) and saturation above 60 % of the
+# object's keeps the red cube under the scene's shading and refuses the brown table (hue ~14, sat ~0.45).
+_HUE_TOL = 8
+_SAT_FRACTION = 0.6
+_MIN_VALUE = 30
+_MIN_PIXELS = 30
+# Points within this height (m) of the highest cube point belong to its top face.
+_TOP_FACE_BAND_M = 0.006
+
+
+@dataclass(frozen=True)
+class CubeEstimate:
+    """Cube pose estimate in the world frame.
+
+    Attributes:
+        position: centre (m), shape (3,).
+        yaw: rotation about world z (rad) modulo pi/2, in [-pi/4, pi/4).
+        pixels: number of segmented pixels with valid depth.
+    """
+
+    position: np.ndarray
+    yaw: float
+    pixels: int
+
+
+def _hsv_of(rgb: tuple[float, float, float]) -> np.ndarray:
+    pixel = (
+        np.clip(np.round(np.array(rgb, dtype=np.float64) * 255.0), 0, 255).astype(np.uint8).reshape(1, 1, 3)
+    )
+    return cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV).reshape(3).astype(np.int32)
+
+
+def segment_colour(rgb: np.ndarray, colour: tuple[float, float, float]) -> np.ndarray:
+    """Mask (HxW bool) of the largest connected blob of ``colour`` (linear RGB in [0, 1]) in ``rgb``."""
+    target = _hsv_of(colour)
+    hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV).astype(np.int32)
+    dh = np.abs(hsv[..., 0] - target[0])
+    dh = np.minimum(dh, 180 - dh)  # hue is circular
+    mask = (dh <= _HUE_TOL) & (hsv[..., 1] >= _SAT_FRACTION * target[1]) & (hsv[..., 2] >= _MIN_VALUE)
+    mask8 = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask8, connectivity=8)
+    if count <= 1:
+        return np.zeros(mask.shape, dtype=bool)
+    largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    return np.asarray(labels == largest)
+
+
+def estimate_cube(
+    rgb: np.ndarray,
+    depth: np.ndarray,
+    k: np.ndarray,
+    camera_pose: np.ndarray,
+    colour: tuple[float, float, float],
+    half_size: float,
+) -> CubeEstimate | None:
+    """Estimate the pose of a cube of ``colour`` from one aligned RGB-D frame.
+
+    The segmented pixels are back-projected through ``k`` with their depth and moved to the world with
+    ``camera_pose``; the points near the highest one form the top face, whose minimum-area rectangle gives
+    the horizontal centre and the yaw; the centre height is the top face minus ``half_size``.
+
+    Args:
+        rgb: HxWx3 uint8.
+        depth: HxW float32 metres, NaN where invalid.
+        k: 3x3 intrinsics.
+        camera_pose: 4x4 pose of the optical frame in the world.
+        colour: the cube's RGB in [0, 1].
+        half_size: half the cube's edge (m).
+
+    Returns:
+        The estimate, or None when fewer than 30 cube pixels with valid depth are seen.
+    """
+    mask = segment_colour(rgb, colour) & np.isfinite(depth)
+    v, u = np.nonzero(mask)
+    if u.size < _MIN_PIXELS:
+        return None
+    z = depth[v, u].astype(np.float64)
+    pts = np.stack([(u - k[0, 2]) * z / k[0, 0], (v - k[1, 2]) * z / k[1, 1], z], axis=1)
+    world = pts @ camera_pose[:3, :3].T + camera_pose[:3, 3]
+    top_z = float(np.percentile(world[:, 2], 98))
+    top = world[world[:, 2] >= top_z - _TOP_FACE_BAND_M]
+    if len(top) < 5:
+        top = world
+    (cx, cy), _, angle = cv2.minAreaRect((top[:, :2] * 1000.0).astype(np.float32))
+    yaw = math.radians(angle)
+    yaw = (yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
+    centre = np.array([cx / 1000.0, cy / 1000.0, top_z - half_size])
+    return CubeEstimate(position=centre, yaw=yaw, pixels=int(u.size))

@@ -1,0 +1,417 @@
+"""The policy plug-in API: observations, actions, the ``Policy`` base class and its registry; no rclpy."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib
+import inspect
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Action",
+    "EpisodeInfo",
+    "Observation",
+    "ObservationKind",
+    "Policy",
+    "PolicyError",
+    "PolicyParams",
+    "available_policies",
+    "load_policy",
+    "params_from_dict",
+    "resolve_policy",
+]
+
+ENTRY_POINT_GROUP = "r2s2r.policies"
+# Seed-sequence key of the policy's own random stream, kept apart from the world's variation stream.
+_POLICY_STREAM = 0x504F4C
+
+
+class PolicyError(ValueError):
+    """A policy name, its parameters, an observation or an action is invalid.
+
+    The message names the policy, field or value at fault and what was expected.
+    """
+
+
+class ObservationKind(enum.Enum):
+    """Parts of an :class:`Observation` a policy can require; the policy node watches their age."""
+
+    JOINT_STATE = "joint_state"
+    RGB = "rgb"
+    DEPTH = "depth"
+    CAMERA_INFO = "camera_info"
+    CAMERA_POSE = "camera_pose"
+    BASE_POSE = "base_pose"
+
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _check_matrix(value: np.ndarray | None, name: str, shape: tuple[int, ...]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, np.ndarray) or value.shape != shape:
+        got = getattr(value, "shape", type(value).__name__)
+        raise PolicyError(f"Observation.{name}: must be a {shape} array, got {got}")
+    if not np.all(np.isfinite(value)):
+        raise PolicyError(f"Observation.{name}: must be finite")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Observation:
+    """What the robot's sensors report at one instant: only what real hardware provides.
+
+    Attributes:
+        stamp: time of the observation (s; sim time in sim, wall time on hardware).
+        joint_names: names as on ``/joint_states``.
+        joint_positions: positions (rad or m), float64, one per name.
+        joint_velocities: velocities (rad/s or m/s), float64, one per name.
+        rgb: colour image, HxWx3 uint8 RGB, or ``None``.
+        depth: depth aligned to ``rgb``, HxW float32 metres; invalid pixels are NaN.
+        camera_k: 3x3 intrinsics of ``rgb`` (px).
+        camera_pose: 4x4 pose of the camera optical frame in the world frame (``T_world_camera``: maps
+            optical-frame points to world points), from ``/tf``.
+        base_pose: 4x4 pose of the robot base in the world frame, from ``/tf``.
+    """
+
+    stamp: float
+    joint_names: tuple[str, ...]
+    joint_positions: FloatArray
+    joint_velocities: FloatArray
+    rgb: npt.NDArray[np.uint8] | None = None
+    depth: npt.NDArray[np.float32] | None = None
+    camera_k: FloatArray | None = None
+    camera_pose: FloatArray | None = None
+    base_pose: FloatArray | None = None
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.stamp):
+            raise PolicyError(f"Observation.stamp: must be finite, got {self.stamp}")
+        n = len(self.joint_names)
+        for name in ("joint_positions", "joint_velocities"):
+            value = getattr(self, name)
+            if not isinstance(value, np.ndarray) or value.shape != (n,):
+                got = getattr(value, "shape", type(value).__name__)
+                raise PolicyError(f"Observation.{name}: must have shape ({n},) like joint_names, got {got}")
+        if self.rgb is not None and (
+            self.rgb.ndim != 3 or self.rgb.shape[2] != 3 or self.rgb.dtype != np.uint8
+        ):
+            raise PolicyError(f"Observation.rgb: must be HxWx3 uint8, got {self.rgb.shape} {self.rgb.dtype}")
+        if self.depth is not None:
+            if self.depth.ndim != 2 or self.depth.dtype != np.float32:
+                raise PolicyError(
+                    f"Observation.depth: must be HxW float32, got {self.depth.shape} {self.depth.dtype}"
+                )
+            if self.rgb is not None and self.depth.shape != self.rgb.shape[:2]:
+                raise PolicyError(
+                    f"Observation.depth: shape {self.depth.shape} differs from rgb {self.rgb.shape[:2]} "
+                    "(depth must be aligned to colour)"
+                )
+        _check_matrix(self.camera_k, "camera_k", (3, 3))
+        _check_matrix(self.camera_pose, "camera_pose", (4, 4))
+        _check_matrix(self.base_pose, "base_pose", (4, 4))
+
+    def positions(self, names: tuple[str, ...] | list[str]) -> FloatArray:
+        """Positions of ``names`` in that order.
+
+        Raises:
+            PolicyError: a name is not in ``joint_names``.
+        """
+        index = {n: i for i, n in enumerate(self.joint_names)}
+        missing = [n for n in names if n not in index]
+        if missing:
+            raise PolicyError(f"Observation: joints {missing} not in joint_names {list(self.joint_names)}")
+        return np.array([self.joint_positions[index[n]] for n in names], dtype=np.float64)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Action:
+    """One command: arm position targets in command order and one gripper command.
+
+    Attributes:
+        arm_positions: target positions (rad or m), in ``EpisodeInfo.arm_joint_names`` order.
+        gripper: gripper command in its command units (see ``EpisodeInfo.gripper_command_range``).
+    """
+
+    arm_positions: FloatArray
+    gripper: float
+
+    def __post_init__(self) -> None:
+        arm = np.asarray(self.arm_positions, dtype=np.float64)
+        if arm.ndim != 1:
+            raise PolicyError(f"Action.arm_positions: must be 1-D, got shape {arm.shape}")
+        if not np.all(np.isfinite(arm)):
+            raise PolicyError(f"Action.arm_positions: must be finite, got {arm.tolist()}")
+        if not math.isfinite(self.gripper):
+            raise PolicyError(f"Action.gripper: must be finite, got {self.gripper}")
+        object.__setattr__(self, "arm_positions", arm)
+        object.__setattr__(self, "gripper", float(self.gripper))
+
+    def check(self, info: EpisodeInfo) -> None:
+        """Check the action against the episode's interface.
+
+        Raises:
+            PolicyError: wrong number of arm positions, or a gripper command outside its range.
+        """
+        n = len(info.arm_joint_names)
+        if self.arm_positions.shape != (n,):
+            raise PolicyError(
+                f"Action.arm_positions: has {self.arm_positions.shape[0]} values, the arm has {n} joints "
+                f"{list(info.arm_joint_names)}"
+            )
+        lo, hi = sorted(info.gripper_command_range)
+        if not lo - 1e-9 <= self.gripper <= hi + 1e-9:
+            raise PolicyError(f"Action.gripper: {self.gripper} outside the command range [{lo}, {hi}]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeInfo:
+    """What a policy is told when an episode starts.
+
+    Attributes:
+        episode_index: counts episodes since the evaluation started, from 0.
+        seed: the variation seed the world was reset with; also seeds the policy's own stream.
+        world_id: world id, e.g. ``tabletop-pick-v1``.
+        arm_joint_names: arm joints in command order (names as on ``/joint_states``).
+        gripper_command_range: ``(open, closed)`` gripper commands.
+        control_period: time between two ``act`` calls (s).
+    """
+
+    episode_index: int
+    seed: int
+    world_id: str
+    arm_joint_names: tuple[str, ...]
+    gripper_command_range: tuple[float, float]
+    control_period: float
+
+    def __post_init__(self) -> None:
+        if self.episode_index < 0:
+            raise PolicyError(f"EpisodeInfo.episode_index: must be >= 0, got {self.episode_index}")
+        if self.seed < 0:
+            raise PolicyError(f"EpisodeInfo.seed: must be >= 0, got {self.seed}")
+        if not self.arm_joint_names:
+            raise PolicyError("EpisodeInfo.arm_joint_names: must not be empty")
+        if not (math.isfinite(self.control_period) and self.control_period > 0):
+            raise PolicyError(f"EpisodeInfo.control_period: must be > 0 s, got {self.control_period}")
+
+    def rng(self) -> np.random.Generator:
+        """A fresh generator for the policy, determined by ``seed`` and independent of the world's stream."""
+        return np.random.default_rng(np.random.SeedSequence([self.seed, _POLICY_STREAM]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyParams:
+    """Base of the typed parameter dataclasses of policies (frozen, keyword-only)."""
+
+
+class Policy:
+    """Base class of policy plug-ins.
+
+    A subclass sets ``params_type`` to a frozen dataclass derived from :class:`PolicyParams`, lists the
+    observation parts it needs in ``requires``, and overrides :meth:`reset` and :meth:`act`. The contract is
+    checked when the subclass is defined.
+    """
+
+    params_type: ClassVar[type[PolicyParams]] = PolicyParams
+    requires: ClassVar[frozenset[ObservationKind]] = frozenset({ObservationKind.JOINT_STATE})
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        params = cls.__dict__.get("params_type", cls.params_type)
+        if not (
+            isinstance(params, type) and issubclass(params, PolicyParams) and dataclasses.is_dataclass(params)
+        ):
+            raise TypeError(
+                f"{where}.params_type must be a dataclass derived from PolicyParams, got {params!r}"
+            )
+        if not params.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            raise TypeError(f"{where}.params_type {params.__name__} must be a frozen dataclass")
+        for field in dataclasses.fields(params):
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                raise TypeError(f"{where}.params_type {params.__name__}.{field.name} needs a default value")
+        requires = cls.requires
+        if not isinstance(requires, frozenset) or not all(isinstance(r, ObservationKind) for r in requires):
+            raise TypeError(f"{where}.requires must be a frozenset of ObservationKind, got {requires!r}")
+        for method in ("reset", "act"):
+            if getattr(cls, method) is getattr(Policy, method):
+                raise TypeError(f"{where} must override Policy.{method}()")
+        if list(inspect.signature(cls.act).parameters) != ["self", "observation"]:
+            raise TypeError(f"{where}.act must have the signature act(self, observation)")
+        if list(inspect.signature(cls.reset).parameters) != ["self", "info"]:
+            raise TypeError(f"{where}.reset must have the signature reset(self, info)")
+
+    def __init__(self, params: PolicyParams | None = None) -> None:
+        """Build the policy with ``params`` (an instance of ``params_type``; ``None`` uses its defaults).
+
+        Raises:
+            PolicyError: ``params`` is of the wrong type.
+        """
+        params = self.params_type() if params is None else params
+        if type(params) is not self.params_type:
+            raise PolicyError(
+                f"{type(self).__name__}: params must be {self.params_type.__name__}, "
+                f"got {type(params).__name__}"
+            )
+        self.params = params
+
+    def control_rate_hz(self) -> float | None:
+        """Rate (Hz) the policy asks to be called at, or None to leave it to the caller."""
+        return None
+
+    def reset(self, info: EpisodeInfo) -> None:
+        """Start an episode; called before the first :meth:`act` of each episode."""
+        raise NotImplementedError
+
+    def act(self, observation: Observation) -> Action:
+        """Return the command for ``observation``; raise to end the episode as a failure."""
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------------- parameters
+
+_SCALARS: dict[Any, tuple[type, ...]] = {float: (int, float), int: (int,), bool: (bool,), str: (str,)}
+
+
+def _field_type(params_type: type, field: dataclasses.Field[Any]) -> Any:
+    hints = typing.get_type_hints(params_type)
+    return hints[field.name]
+
+
+def _coerce(policy: str, name: str, kind: Any, value: Any) -> Any:
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(kind)
+        if value is None and type(None) in options:
+            return None
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(policy, name, option, value)
+            except PolicyError:
+                continue
+        raise PolicyError(f"policy {policy!r}: parameter {name!r} must be {kind}, got {value!r}")
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        allowed = [e.value for e in kind]
+        if value not in allowed:
+            raise PolicyError(
+                f"policy {policy!r}: parameter {name!r} must be one of {allowed}, got {value!r}"
+            )
+        return kind(value)
+    if origin is tuple:
+        args = typing.get_args(kind)
+        if not isinstance(value, list | tuple):
+            raise PolicyError(f"policy {policy!r}: parameter {name!r} must be a list, got {value!r}")
+        item = args[0] if len(args) == 2 and args[1] is Ellipsis else None
+        if item is None and len(args) != len(value):
+            raise PolicyError(
+                f"policy {policy!r}: parameter {name!r} must have {len(args)} items, got {value!r}"
+            )
+        return tuple(
+            _coerce(policy, f"{name}[{i}]", item if item is not None else args[i], v)
+            for i, v in enumerate(value)
+        )
+    accepted = _SCALARS.get(kind)
+    if accepted is None:
+        raise PolicyError(f"policy {policy!r}: parameter {name!r} has unsupported type {kind}")
+    if isinstance(value, bool) and kind is not bool:
+        raise PolicyError(f"policy {policy!r}: parameter {name!r} must be {kind.__name__}, got {value!r}")
+    if not isinstance(value, accepted):
+        raise PolicyError(
+            f"policy {policy!r}: parameter {name!r} must be {kind.__name__}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    return kind(value)
+
+
+def params_from_dict(
+    params_type: type[PolicyParams], values: Mapping[str, Any], *, policy: str = ""
+) -> PolicyParams:
+    """Build ``params_type`` from a plain mapping (e.g. parsed YAML), checking names and types.
+
+    Ints are accepted for float fields; enums are given by value; tuples as lists.
+
+    Raises:
+        PolicyError: an unknown name (listing the valid ones), a value of the wrong type, or a value the
+            dataclass's own validation refuses.
+    """
+    label = policy or params_type.__name__
+    fields = {f.name: f for f in dataclasses.fields(params_type)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise PolicyError(f"policy {label!r}: unknown parameter(s) {unknown} (valid: {sorted(fields)})")
+    kwargs = {
+        name: _coerce(label, name, _field_type(params_type, fields[name]), value)
+        for name, value in values.items()
+    }
+    try:
+        return params_type(**kwargs)
+    except (ValueError, TypeError) as err:
+        raise PolicyError(f"policy {label!r}: {err}") from err
+
+
+# --------------------------------------------------------------------------------------------- registry
+
+
+def available_policies() -> dict[str, str]:
+    """Registered policy names and their ``module:Class`` targets (entry-point group ``r2s2r.policies``)."""
+    return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _import_target(name: str, target: str) -> type[Policy]:
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise PolicyError(f"policy {name!r}: target {target!r} is not 'package.module:Class'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise PolicyError(f"policy {name!r}: cannot import {module_name!r}: {err}") from err
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise PolicyError(f"policy {name!r}: module {module_name!r} has no {attr!r}") from None
+    if not (isinstance(obj, type) and issubclass(obj, Policy)) or obj is Policy:
+        raise PolicyError(f"policy {name!r}: {target!r} is not a subclass of r2s2r_eval.policy.Policy")
+    return obj
+
+
+def resolve_policy(name: str) -> type[Policy]:
+    """Return the policy class registered as ``name``, or named by a ``package.module:Class`` string.
+
+    Raises:
+        PolicyError: an unknown name (listing the registered ones) or a target that does not import to a
+            ``Policy`` subclass.
+    """
+    if ":" in name:
+        return _import_target(name, name)
+    registered = available_policies()
+    if name not in registered:
+        raise PolicyError(
+            f"unknown policy {name!r}: registered policies are {sorted(registered)} "
+            "(or give 'package.module:Class')"
+        )
+    return _import_target(name, registered[name])
+
+
+def load_policy(name: str, params: Mapping[str, Any] | None = None) -> Policy:
+    """Build the policy ``name`` with ``params`` (a mapping of its parameter dataclass's fields).
+
+    Raises:
+        PolicyError: unknown policy or invalid parameters (a ``ValueError``).
+    """
+    cls = resolve_policy(name)
+    return cls(params_from_dict(cls.params_type, params or {}, policy=name))
