@@ -27,7 +27,12 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-
+            "recorder_node = r2s2r_capture.recorder_node:main",
+            "player_node = r2s2r_capture.player_node:main",
+        ],
+        "r2s2r.commands": [
+            "record = r2s2r_capture.commands:register_record",
+            "play = r2s2r_capture.commands:register_play",
         ],
     },
 )

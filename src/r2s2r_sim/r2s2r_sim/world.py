@@ -10,7 +10,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import hashlib  # noqa: E402
 import math  # noqa: E402
 import warnings  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -89,13 +89,22 @@ class SimWorld:
     gripper command is mapped linearly from ``gripper.command_range`` onto ``gripper.ctrl_range``.
     """
 
-    def __init__(self, world_dir: str | Path, *, config: WorldConfig | None = None) -> None:
+    def __init__(
+        self,
+        world_dir: str | Path,
+        *,
+        config: WorldConfig | None = None,
+        spec_editor: Callable[[mujoco.MjSpec], None] | None = None,
+    ) -> None:
         """Load, compose and compile a world.
 
         Args:
             world_dir: the world folder (holding ``world.yaml``).
             config: an already parsed config (e.g. a variant made with ``dataclasses.replace``); read from
                 ``world_dir`` when None.
+            spec_editor: called once with the composed ``MjSpec`` (scene + attached robot, physics options
+                set) just before it is compiled, e.g. to apply a variation; ``None`` compiles it as is.
+                Its own exceptions propagate unchanged.
 
         Raises:
             WorldError: naming the file and field at fault.
@@ -127,11 +136,20 @@ class SimWorld:
                 scene_spec.attach(robot_spec, prefix=self._prefix, frame=frame)
                 if cfg.physics.timestep is not None:
                     scene_spec.option.timestep = cfg.physics.timestep
-                self.model: mujoco.MjModel = scene_spec.compile()
             except ValueError as err:
                 raise WorldError(
                     f"{self._src}: robot.mjcf: composing {self._scene_rel} with {self._robot_rel} "
                     f"failed: {err}"
+                ) from err
+            if spec_editor is not None:
+                spec_editor(scene_spec)
+            try:
+                self.model: mujoco.MjModel = scene_spec.compile()
+            except ValueError as err:
+                edited = " (after spec_editor)" if spec_editor is not None else ""
+                raise WorldError(
+                    f"{self._src}: robot.mjcf: composing {self._scene_rel} with {self._robot_rel} "
+                    f"failed{edited}: {err}"
                 ) from err
         self._spec = scene_spec
         self.data: mujoco.MjData = mujoco.MjData(self.model)
