@@ -74,7 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("arguments", nargs="*", metavar="name:=value", help="override demo arguments")
     demo.set_defaults(func=cmd_demo)
     for entry in sorted(entry_points(group="r2s2r.commands"), key=lambda e: e.name):
-        entry.load()(sub)
+        try:
+            register = entry.load()
+        except (ImportError, AttributeError) as err:
+            # A broken plug-in must not take the other subcommands down with it; say which one.
+            print(f"r2s2r: warning: subcommand '{entry.name}' ({entry.value}) unavailable: {err}",
+                  file=sys.stderr)
+            continue
+        register(sub)
     return parser
 
 
