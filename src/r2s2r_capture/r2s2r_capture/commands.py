@@ -1,0 +1,78 @@
+"""``r2s2r record`` and ``r2s2r play``: argparse front ends that run the nodes' ``main`` with ROS args."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _ros_args(params: dict[str, Any], remaps: list[str] | None = None) -> list[str]:
+    args = ["--ros-args"]
+    for name, value in params.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, list):
+            text = "[" + ",".join(f"'{v}'" for v in value) + "]"
+        else:
+            text = str(value)
+        args += ["-p", f"{name}:={text}"]
+    return args + [item for r in (remaps or []) for item in ("-r", r)]
+
+
+def cmd_record(ns: argparse.Namespace) -> int:
+    """Run recorder_node in-process until Ctrl-C/SIGTERM."""
+    from r2s2r_capture import recorder_node  # noqa: PLC0415 - imports rclpy only when used
+
+    params: dict[str, Any] = {
+        "output": ns.output,
+        "storage": ns.storage,
+        "all_topics": ns.all,
+        "max_bag_size_bytes": ns.max_bag_size,
+        "max_bag_duration_s": float(ns.max_bag_duration),
+    }
+    if ns.topics:
+        params["topics"] = ns.topics
+    return recorder_node.main(["r2s2r-record", *_ros_args(params)])
+
+
+def cmd_play(ns: argparse.Namespace) -> int:
+    """Run player_node in-process; returns 0 at the end of the bag."""
+    from r2s2r_capture import player_node  # noqa: PLC0415
+
+    params: dict[str, Any] = {
+        "bag": ns.bag,
+        "rate": float(ns.rate),
+        "start_offset_s": float(ns.start_offset),
+        "loop": ns.loop,
+        "clock": not ns.no_clock,
+    }
+    if ns.topics:
+        params["topics"] = ns.topics
+    if ns.remap:
+        params["remap"] = ns.remap
+    return player_node.main(["r2s2r-play", *_ros_args(params)])
+
+
+def register_record(subparsers: Any) -> None:
+    """Add ``r2s2r record``."""
+    p = subparsers.add_parser("record", help="record topics to a rosbag2 bag (pip-mode `ros2 bag record`)")
+    p.add_argument("topics", nargs="*", help="absolute topic names")
+    p.add_argument("-a", "--all", action="store_true", help="record every topic")
+    p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")
+    p.add_argument("-s", "--storage", default="mcap", choices=["mcap", "sqlite3"])
+    p.add_argument("-b", "--max-bag-size", type=int, default=0, help="split size in bytes (0: never)")
+    p.add_argument("-d", "--max-bag-duration", type=float, default=0.0, help="split duration in s (0: never)")
+    p.set_defaults(func=cmd_record)
+
+
+def register_play(subparsers: Any) -> None:
+    """Add ``r2s2r play``."""
+    p = subparsers.add_parser("play", help="replay a rosbag2 bag with /clock (pip-mode `ros2 bag play`)")
+    p.add_argument("bag", help="bag folder or .mcap/.db3 file")
+    p.add_argument("-r", "--rate", type=float, default=1.0)
+    p.add_argument("--start-offset", type=float, default=0.0, help="seconds to skip from the start")
+    p.add_argument("--topics", nargs="*", default=[], help="only these topics")
+    p.add_argument("--remap", nargs="*", default=[], help="/from:=/to")
+    p.add_argument("-l", "--loop", action="store_true")
+    p.add_argument("--no-clock", action="store_true", help="do not publish /clock")
+    p.set_defaults(func=cmd_play)

@@ -1,0 +1,11 @@
+"""The error family of :mod:`r2s2r_capture`: every message names the bag, file, topic or field at fault."""
+
+from __future__ import annotations
+
+
+class BagError(ValueError):
+    """A bag (folder or data file) cannot be written or read as asked: the message names bag and field."""
+
+
+class CaptureError(RuntimeError):
+    """Recording or replaying failed at run time (writer thread died, queue overflow policy, ...)."""

@@ -1,0 +1,219 @@
+"""recorder_node: records topics to a rosbag2 bag (MCAP by default) without deserialising them.
+
+Subscriptions are raw (serialized CDR bytes straight from the middleware). Their QoS follows the publishers
+found on the graph (reliable and transient-local only if every publisher offers it) with a deep history, so
+a burst is buffered rather than lost. Messages go to a :class:`~r2s2r_capture.bag_writer.ThreadedBagWriter`
+(bounded queue, drops counted). Topics are (re)discovered every 0.5 s, so publishers may start later.
+SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata.yaml written).
+``/r2s2r/episode_outcome`` (r2s2r_msgs/msg/EpisodeOutcome) is recorded like any topic: it is the episode
+boundary record.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from r2s2r_capture.bag_writer import BagWriter, Storage, ThreadedBagWriter, TopicSpec, WriterConfig
+from r2s2r_capture.errors import BagError, CaptureError
+
+EPISODE_TOPIC = "/r2s2r/episode_outcome"
+HISTORY_DEPTH = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecorderConfig:
+    """What and where to record."""
+
+    output: Path
+    topics: tuple[str, ...] = ()
+    all_topics: bool = False
+    writer: WriterConfig = WriterConfig()
+    max_queue: int = 10000
+
+    def __post_init__(self) -> None:
+        if not self.topics and not self.all_topics:
+            raise BagError("topics is empty and all_topics is false: nothing to record")
+        bad = [t for t in self.topics if not t.startswith("/")]
+        if bad:
+            raise BagError(f"topics must be absolute names starting with '/': got {bad}")
+        if self.output.exists():
+            raise BagError(f"output {self.output} exists already, not overwriting")
+
+
+class RecorderNode(Node):
+    """Thin adapter: discovers topics, subscribes raw, hands bytes to the threaded writer."""
+
+    def __init__(self) -> None:
+        super().__init__("recorder_node")
+        self.config = self._read_parameters()
+        self.bag = ThreadedBagWriter(
+            BagWriter(self.config.output, self.config.writer), max_queue=self.config.max_queue
+        )
+        self.bag.__enter__()
+        self._handles: dict[str, int] = {}
+        self._subs: list[object] = []
+        self._discover()
+        self.create_timer(0.5, self._discover)
+        self.get_logger().info(f"recording to {self.config.output} ({self.config.writer.storage.value})")
+
+    def _read_parameters(self) -> RecorderConfig:
+        def desc(text: str, **kw: object) -> ParameterDescriptor:
+            return ParameterDescriptor(description=text, read_only=True, **kw)  # type: ignore[arg-type]
+
+        p = self.declare_parameter
+        topics = p("topics", [""], desc("absolute topic names to record")).value
+        all_topics = p("all_topics", False, desc("record every topic on the graph")).value
+        output = p("output", "", desc("bag folder to create (must not exist)")).value
+        storage = p(
+            "storage", "mcap", desc("storage plugin", additional_constraints="one of: mcap, sqlite3")
+        ).value
+        size = p(
+            "max_bag_size_bytes",
+            0,
+            desc(
+                "split when a file holds this many bytes (0: never)",
+                integer_range=[IntegerRange(from_value=0, to_value=2**62, step=1)],
+            ),
+        ).value
+        dur = p(
+            "max_bag_duration_s",
+            0.0,
+            desc(
+                "split after this many seconds (s, 0: never)",
+                floating_point_range=[FloatingPointRange(from_value=0.0, to_value=1e9)],
+            ),
+        ).value
+        flush = p(
+            "flush_interval_s",
+            0.5,
+            desc(
+                "flush a chunk at least this often (s): the crash-loss bound",
+                floating_point_range=[FloatingPointRange(from_value=0.01, to_value=60.0)],
+            ),
+        ).value
+        queue = p(
+            "max_queue",
+            10000,
+            desc(
+                "messages buffered for the writer thread before dropping",
+                integer_range=[IntegerRange(from_value=1, to_value=10**7, step=1)],
+            ),
+        ).value
+        if not output:
+            raise BagError("parameter output is empty: give the bag folder to create")
+        try:
+            kind = Storage(storage)
+        except ValueError:
+            raise BagError(
+                f"parameter storage is {storage!r}: allowed {[s.value for s in Storage]}"
+            ) from None
+        return RecorderConfig(
+            output=Path(output),
+            topics=tuple(t for t in topics if t),
+            all_topics=all_topics,
+            writer=WriterConfig(
+                storage=kind, max_bag_size_bytes=size, max_bag_duration_s=dur, flush_interval_s=flush
+            ),
+            max_queue=queue,
+        )
+
+    def _qos_for(self, topic: str) -> QoSProfile | None:
+        infos = self.get_publishers_info_by_topic(topic)
+        if not infos:
+            return None
+        reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
+        latched = all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
+        return QoSProfile(
+            history=HistoryPolicy.KEEP_LAST,
+            depth=HISTORY_DEPTH,
+            reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+        )
+
+    def _discover(self) -> None:
+        wanted = set(self.config.topics)
+        for topic, types in self.get_topic_names_and_types():
+            if topic in self._handles or (not self.config.all_topics and topic not in wanted):
+                continue
+            if self.config.all_topics and topic in ("/rosout", "/parameter_events") and topic not in wanted:
+                continue
+            qos = self._qos_for(topic)
+            if qos is None:
+                continue
+            msgtype = types[0]
+            try:
+                handle = self.bag.add_topic(TopicSpec(topic=topic, msgtype=msgtype))
+                msg_class = _import_type(msgtype)
+            except (BagError, ImportError, AttributeError) as err:
+                self.get_logger().error(f"not recording {topic}: {err}")
+                self._handles[topic] = -1
+                continue
+            self._handles[topic] = handle
+            self._subs.append(
+                self.create_subscription(
+                    msg_class,
+                    topic,
+                    lambda data, h=handle: self.bag.put(h, self.get_clock().now().nanoseconds, data),
+                    qos,
+                    raw=True,
+                )
+            )
+            self.get_logger().info(f"recording {topic} ({msgtype}, {qos.reliability.name.lower()})")
+
+    def summary(self) -> str:
+        """Per-topic received and dropped counts."""
+        lines = []
+        for topic, h in sorted(self._handles.items()):
+            if h >= 0:
+                lines.append(f"{topic}: received {self.bag.received[h]}, dropped {self.bag.drops[h]}")
+        return "; ".join(lines) or "no topics recorded"
+
+
+def _import_type(msgtype: str) -> type:
+    import importlib  # noqa: PLC0415
+
+    pkg, kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)  # type: ignore[no-any-return]
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Record until SIGINT/SIGTERM; returns 0, or 1 on a configuration or writer error."""
+    # rclpy's default handlers (SignalHandlerOptions.ALL) turn both SIGINT and SIGTERM into a context
+    # shutdown, so spin() returns and the bag is closed in ``finally``.
+    rclpy.init(args=args)
+    node: RecorderNode | None = None
+    code = 0
+    try:
+        node = RecorderNode()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (BagError, CaptureError) as err:
+        rclpy.logging.get_logger("recorder_node").fatal(str(err))
+        code = 1
+    finally:
+        if node is not None:
+            try:
+                node.bag.close()
+                print(f"recorder_node: closed {node.config.output}: {node.summary()}", flush=True)
+            except (CaptureError, BagError) as err:
+                print(f"recorder_node: {err}", file=sys.stderr, flush=True)
+                code = 1
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+import json
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from r2s2r_capture.bag_reader import BagReader
+from r2s2r_capture.bag_writer import BagWriter, TopicSpec, load_typestore
+
+pytestmark = pytest.mark.integration
+TOPICS = ["/camera/color/image_raw", "/camera/depth/image_raw", "/joint_states"]
+
+
+def _record(processes, out: Path, duration: float) -> tuple:
+    rec = processes.start(
+        [
+            "recorder_node",
+            "--ros-args",
+            "-p",
+            f"output:={out}",
+            "-p",
+            "topics:=[" + ",".join(f"'{t}'" for t in TOPICS) + "]",
+        ]
+    )
+    pub = processes.start(
+        [
+            sys.executable,
+            "-m",
+            "r2s2r_capture.bench_recorder",
+            "publish",
+            "--duration",
+            str(duration),
+            "--scale",
+            "0.2",
+        ]
+    )
+    return rec, pub
+
+
+def _sent(pub) -> dict[str, int]:
+    out = pub.communicate(timeout=60)[0]
+    return json.loads(next(line for line in out.splitlines() if line.startswith("SENT "))[5:])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_record_then_signal_closes_bag(processes, tmp_path: Path, sig: int) -> None:
+    out = tmp_path / "bag"
+    rec, pub = _record(processes, out, 2.0)
+    sent = _sent(pub)
+    time.sleep(0.5)
+    rec.send_signal(sig)
+    log = rec.communicate(timeout=30)[0]
+    assert rec.returncode == 0, log
+    assert (out / "metadata.yaml").is_file()
+    with BagReader(out) as bag:
+        assert {t: bag.topics[t].message_count for t in TOPICS} == sent, log
+        assert not bag.notes
+
+
+def test_record_sigkill_keeps_flushed_chunks(processes, tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    rec, pub = _record(processes, out, 6.0)
+    time.sleep(5.0)
+    kill_ns = time.time_ns()
+    rec.send_signal(signal.SIGKILL)
+    rec.wait(timeout=10)
+    assert not (out / "metadata.yaml").exists()
+    with BagReader(out) as bag:
+        assert bag.message_count > 0
+        assert all(bag.topics[t].message_count > 0 for t in TOPICS)
+        # flush_interval_s is 0.5 s: no more than about that (plus scheduling slack) is lost
+        assert (kill_ns - bag.end_ns) / 1e9 < 1.5
+        for msg in bag.messages():
+            bag.deserialize(msg)
+
+
+LISTENER = textwrap.dedent("""
+    import json, time, rclpy
+    from rosgraph_msgs.msg import Clock
+    from std_msgs.msg import String
+    rclpy.init()
+    node = rclpy.create_node("listener")
+    got, clocks = [], []
+    node.create_subscription(String, "/remapped", lambda m: got.append((time.monotonic(), m.data)), 100)
+    on_clock = lambda m: clocks.append(m.clock.sec * 10**9 + m.clock.nanosec)  # noqa: E731
+    node.create_subscription(Clock, "/clock", on_clock, 100)
+    print("READY", flush=True)
+    end = time.monotonic() + 12
+    while time.monotonic() < end and len(got) < 10:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    print("GOT " + json.dumps({"got": got, "clocks": clocks}), flush=True)
+""")
+
+
+def test_player_replays_with_timing_and_clock(processes, tmp_path: Path) -> None:
+    ts = load_typestore()
+    string = ts.get_msgdef("std_msgs/msg/String").cls
+    bag_path = tmp_path / "small"
+    base = 5_000_000_000
+    with BagWriter(bag_path, typestore=ts) as bag:
+        h = bag.add_topic(TopicSpec(topic="/chatter", msgtype="std_msgs/msg/String"))
+        for i in range(10):
+            bag.write(
+                h,
+                base + i * 200_000_000,
+                bytes(ts.serialize_cdr(string(data=f"m{i}"), "std_msgs/msg/String")),
+            )
+    listener = processes.start([sys.executable, "-c", LISTENER])
+    assert listener.stdout.readline().strip() == "READY"
+    time.sleep(1.0)
+    player = processes.start(
+        [
+            "player_node",
+            "--ros-args",
+            "-p",
+            f"bag:={bag_path}",
+            "-p",
+            "rate:=2.0",
+            "-p",
+            "remap:=['/chatter:=/remapped']",
+        ]
+    )
+    log = player.communicate(timeout=60)[0]
+    assert player.returncode == 0, log
+    assert "/chatter: published 10" in log
+    out = listener.communicate(timeout=30)[0]
+    data = json.loads(next(line for line in out.splitlines() if line.startswith("GOT "))[4:])
+    got = data["got"]
+    assert [d for _, d in got] == [f"m{i}" for i in range(10)]
+    gaps = [b[0] - a[0] for a, b in zip(got, got[1:], strict=False)]
+    assert all(abs(g - 0.1) < 0.05 for g in gaps), gaps  # 0.2 s recorded at rate 2
+    clocks = data["clocks"]
+    assert clocks == sorted(clocks)  # /clock follows bag time, monotonic
+    assert clocks[0] >= base and base + 8 * 200_000_000 <= clocks[-1] <= base + 9 * 200_000_000
+
+
+def test_player_refuses_bad_bag(processes, shared_dir: Path) -> None:
+    bag = shared_dir / "conformance" / "rosbag2" / "wrong_rmw_test_mcap"
+    player = processes.start(["player_node", "--ros-args", "-p", f"bag:={bag}"])
+    log = player.communicate(timeout=30)[0]
+    assert player.returncode == 1
+    assert "serialization_format is 'wrong_format'" in log
+
+
+def test_player_reports_skipped(processes, shared_dir: Path) -> None:
+    bag = shared_dir / "conformance" / "rosbag2" / "talker_sqlite3"
+    player = processes.start(
+        ["player_node", "--ros-args", "-p", f"bag:={bag}", "-p", "rate:=20.0", "-p", "topics:=['/topic']"]
+    )
+    log = player.communicate(timeout=30)[0]
+    assert player.returncode == 0, log
+    assert "/topic: published 10" in log
+    assert "/rosout: published 0, skipped 10 (not in topics filter)" in log
