@@ -1,0 +1,244 @@
+"""Sampling and applying variations: ``(seed, VariationConfig) -> Variation -> edited MjSpec``.
+
+A variation is a point of the unit cube ``[0, 1)^d`` (one coordinate per dimension of every enabled axis,
+in registry order) mapped by each axis onto its ranges.  :func:`sample_variation` draws the point from
+``np.random.default_rng(seed)`` (training); :func:`sample_sweep` draws ``n`` points from a scrambled Sobol
+sequence (sweeps, low discrepancy) or from per-variation seeds.  Nothing here reads the global RNG, and
+nothing touches the episode runner: :func:`apply_variation` only edits an ``MjSpec``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import mujoco
+import numpy as np
+from scipy.stats import qmc
+
+from r2s2r_sim.variations.config import AXES, VariationConfig, VariationError
+from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_config import ObjectPoseRange, WorldConfig, load_world_config
+
+__all__ = [
+    "Method",
+    "Variation",
+    "VariedWorld",
+    "apply_variation",
+    "dimension_names",
+    "initial_state_offsets",
+    "make_world",
+    "sample_sweep",
+    "sample_variation",
+    "sobol_points",
+    "sweep_variation",
+    "variation_from_unit",
+]
+
+Method = Literal["sobol", "random"]
+
+
+@dataclass(frozen=True, eq=True)
+class Variation:
+    """One realised variation.
+
+    Attributes:
+        seed: the seed it was drawn with (the sweep seed for Sobol sweeps).
+        config: the axis config.
+        method: ``"random"`` (unit point from ``default_rng(seed)``) or ``"sobol"`` (point ``index`` of
+            the scrambled Sobol sequence seeded with ``seed``).
+        index: position in its sweep (0 for a single random variation).
+        unit: the unit-cube point, one coordinate per name of :func:`dimension_names`.
+        params: realised parameters, ``"<axis>.<name>" -> value`` in physical units, in axis order.
+    """
+
+    seed: int
+    config: VariationConfig
+    method: Method
+    index: int
+    unit: tuple[float, ...]
+    params: Mapping[str, float]
+
+    __hash__ = None  # type: ignore[assignment]  # params is a dict
+
+    def vector(self) -> np.ndarray:
+        """The realised parameters as a float array, in ``params`` order."""
+        return np.fromiter(self.params.values(), dtype=np.float64, count=len(self.params))
+
+    def axis_params(self, axis: str) -> dict[str, float]:
+        """The realised parameters of one axis, unprefixed (empty when the axis is disabled)."""
+        self.config.axis(axis)
+        prefix = f"{axis}."
+        return {k[len(prefix) :]: v for k, v in self.params.items() if k.startswith(prefix)}
+
+
+def dimension_names(config: VariationConfig) -> tuple[str, ...]:
+    """Names (``"<axis>.<dim>"``) of the unit-cube coordinates of ``config``; disabled axes have none."""
+    return tuple(f"{a}.{d}" for a in config.enabled_axes() for d in AXES[a].dims(config.axis(a)))
+
+
+def variation_from_unit(
+    config: VariationConfig,
+    unit: np.ndarray | tuple[float, ...],
+    *,
+    seed: int,
+    index: int = 0,
+    method: Method = "random",
+) -> Variation:
+    """Realise the variation at a unit-cube point.
+
+    Raises:
+        VariationError: if the point has the wrong size or leaves ``[0, 1)``, or an axis cannot realise it
+            (e.g. clutter that does not fit).
+    """
+    point = tuple(float(u) for u in np.asarray(unit, dtype=np.float64).reshape(-1))
+    names = dimension_names(config)
+    if len(point) != len(names):
+        raise VariationError(
+            f"unit point has {len(point)} coordinates, the config needs {len(names)}: {names}"
+        )
+    if not all(0.0 <= u <= 1.0 for u in point):
+        raise VariationError(f"unit point must lie in [0, 1]^{len(names)}, got {point}")
+    params: dict[str, float] = {}
+    k = 0
+    for axis_name in config.enabled_axes():
+        axis, cfg = AXES[axis_name], config.axis(axis_name)
+        d = len(axis.dims(cfg))
+        values = axis.realise(cfg, tuple(min(u, math.nextafter(1.0, 0.0)) for u in point[k : k + d]), params)
+        params.update({f"{axis_name}.{n}": float(v) for n, v in values.items()})
+        k += d
+    return Variation(
+        seed=int(seed), config=config, method=method, index=int(index), unit=point, params=params
+    )
+
+
+def sample_variation(config: VariationConfig, seed: int) -> Variation:
+    """The variation of ``seed`` for training: unit point ``np.random.default_rng(seed).random(d)``."""
+    d = len(dimension_names(config))
+    return variation_from_unit(config, np.random.default_rng(seed).random(d), seed=seed)
+
+
+def sobol_points(config: VariationConfig, n: int, *, seed: int, start: int = 0) -> np.ndarray:
+    """Points ``start .. start + n - 1`` of the scrambled Sobol sequence of ``config``'s dimension, (n, d)."""
+    if n < 0 or start < 0:
+        raise VariationError(f"n and start must be >= 0, got n={n}, start={start}")
+    d = len(dimension_names(config))
+    if d == 0:
+        return np.zeros((n, 0))
+    engine = qmc.Sobol(d, scramble=True, seed=seed)
+    if start:
+        engine.fast_forward(start)
+    with warnings.catch_warnings():
+        # Balance is best for powers of two; any n is still a valid prefix of the sequence.
+        warnings.filterwarnings("ignore", message=".*balance properties.*")
+        return engine.random(n)
+
+
+def _random_seeds(seed: int, n: int) -> list[int]:
+    return [int(c.generate_state(1, dtype=np.uint64)[0]) for c in np.random.SeedSequence(seed).spawn(n)]
+
+
+def sample_sweep(config: VariationConfig, n: int, *, seed: int, method: Method = "sobol") -> list[Variation]:
+    """``n`` variations for a sweep.
+
+    ``"sobol"``: the first ``n`` points of the scrambled Sobol sequence seeded with ``seed`` (low
+    discrepancy; ``n`` a power of two balances best).  ``"random"``: ``sample_variation`` with ``n`` seeds
+    spawned from ``seed`` (each variation's own seed is in ``Variation.seed``).
+    """
+    if method == "sobol":
+        points = sobol_points(config, n, seed=seed)
+        return [
+            variation_from_unit(config, p, seed=seed, index=i, method="sobol") for i, p in enumerate(points)
+        ]
+    if method == "random":
+        out = []
+        for i, s in enumerate(_random_seeds(seed, n)):
+            v = sample_variation(config, s)
+            out.append(dataclasses.replace(v, index=i))
+        return out
+    raise VariationError(f"unknown sampling method {method!r} (methods: ['random', 'sobol'])")
+
+
+def sweep_variation(config: VariationConfig, *, seed: int, index: int, method: Method = "sobol") -> Variation:
+    """Variation ``index`` of ``sample_sweep(config, n, seed=seed, method=method)`` for any ``n > index``."""
+    if method == "sobol":
+        point = sobol_points(config, 1, seed=seed, start=index)[0]
+        return variation_from_unit(config, point, seed=seed, index=index, method="sobol")
+    if method == "random":
+        v = sample_variation(config, _random_seeds(seed, index + 1)[index])
+        return dataclasses.replace(v, index=index)
+    raise VariationError(f"unknown sampling method {method!r} (methods: ['random', 'sobol'])")
+
+
+def apply_variation(spec: mujoco.MjSpec, variation: Variation) -> None:
+    """Edit a composed world ``spec`` in place; disabled axes leave it untouched.
+
+    Raises:
+        VariationError: if the config names something the world lacks.
+    """
+    for name in variation.config.enabled_axes():
+        AXES[name].apply(spec, variation.config.axis(name), variation.axis_params(name))
+
+
+def initial_state_offsets(variation: Variation) -> dict[str, float]:
+    """Joint name -> start offset from home (rad or m); empty when ``robot_state`` is disabled."""
+    return variation.axis_params("robot_state")
+
+
+class VariedWorld(SimWorld):
+    """A :class:`SimWorld` with a variation applied to its spec before compilation.
+
+    At reset the task object starts at the variation's pose (``objects`` axis; otherwise ``world.yaml``'s
+    randomisation with the reset seed) and the arm at home plus the ``robot_state`` offsets, clipped to the
+    joint limits, with the servos commanded there.
+    """
+
+    def __init__(
+        self, world_dir: str | Path, variation: Variation, *, config: WorldConfig | None = None
+    ) -> None:
+        self.variation = variation
+        cfg = config if config is not None else load_world_config(world_dir)
+        obj = variation.axis_params("objects")
+        if obj:
+            if cfg.task is None or cfg.task.object_body != variation.config.objects.body:
+                raise VariationError(
+                    f"objects.body: {variation.config.objects.body!r} is not the task object of "
+                    f"{cfg.source} ({None if cfg.task is None else cfg.task.object_body!r})"
+                )
+            pinned = ObjectPoseRange(x=(obj["x"],) * 2, y=(obj["y"],) * 2, yaw=(obj["yaw"],) * 2)
+            cfg = dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, object_pose_range=pinned))
+        offsets = initial_state_offsets(variation)
+        arm = set(cfg.robot.arm_joints)
+        for i, joint in enumerate(offsets):
+            if joint not in arm:
+                raise VariationError(
+                    f"robot_state.joints[{i}]: {joint!r} is not an arm joint of {cfg.source} "
+                    f"(arm joints: {list(cfg.robot.arm_joints)})"
+                )
+        self._offsets = np.array([offsets.get(j, 0.0) for j in cfg.robot.arm_joints])
+        super().__init__(world_dir, config=cfg, spec_editor=partial(apply_variation, variation=variation))
+
+    def reset(self, seed: int) -> None:
+        """Reset as :meth:`SimWorld.reset`, then offset the arm from home by the variation's offsets."""
+        super().reset(seed)
+        if not np.any(self._offsets):
+            return
+        n = len(self.arm_joint_names)
+        home = self.joint_state()[0][:n]
+        start = np.clip(home + self._offsets, self.arm_limits[:, 0], self.arm_limits[:, 1])
+        prefix = self.config.robot.prefix
+        for name, q in zip(self.arm_joint_names, start, strict=True):
+            self.data.joint(prefix + name).qpos[0] = q
+        self.set_arm_command(start)
+        mujoco.mj_forward(self.model, self.data)
+
+
+def make_world(world_dir: str | Path, variation: Variation) -> VariedWorld:
+    """Build the world of ``world_dir`` with ``variation`` applied (see :class:`VariedWorld`)."""
+    return VariedWorld(world_dir, variation)
