@@ -1,0 +1,860 @@
+"""sim_node: serves a MuJoCo world on the real drivers' topic interface, with /clock.
+
+Topic and service names, types and QoS come from ``config/interface.yaml`` (:mod:`r2s2r_sim.interface`);
+messages are built by :mod:`r2s2r_sim.ros_conversions`. The node runs on wall time and *produces* sim time:
+every stamp it publishes (joint states, images, camera info, /tf, outcomes) is sim time, and /clock is
+monotonic across resets (a reset takes one physics step of sim time, so stamps are strictly increasing).
+
+Threads:
+
+* physics: fixed-step loop on the world timestep. It applies commands, steps, publishes /joint_states and
+  /clock (at ``joint_state_rate_hz``), /tf (``tf_rate_hz``) and the episode outcome, and hands camera
+  ticks to the render thread as snapshots (qpos, mocap). With ``real_time`` it sleeps to keep sim time on
+  wall time; if it falls more than 0.25 s behind it re-anchors and warns (the real-time factor is then < 1).
+* render (if cameras are on): owns the GL context, a private ``MjData`` and the renderer; renders colour and
+  aligned depth of each due camera in one pass and publishes both images and their camera infos with the
+  snapshot's stamp. In ``real_time`` mode a frame that finds the renderer busy with the previous one waits
+  at most one frame (one pending slot); older pending frames are dropped and counted, so rendering never
+  stalls physics. Otherwise (as fast as possible, or lockstep) physics waits for the renderer instead, so
+  every camera tick is rendered at its sim time.
+* executor (main thread): command subscriptions, the policy heartbeat and the services.
+
+Lockstep handshake (``lockstep:=true``): physics advances in control periods of ``1 / control_rate_hz``
+seconds. At the end of each period (and right after a reset) the node publishes the *observation*: the
+period-end /joint_states, /clock and /tf, and, if a camera tick falls on that step, its images, all with the
+same stamp ``t_obs`` — it waits until those images are published. It then stops physics and /clock until a
+``builtin_interfaces/Time`` on ``policy_heartbeat`` (``/r2s2r/policy_ack``) arrives with a stamp
+``>= t_obs``: the policy echoes the stamp of the newest observation it has answered (its /joint_states
+header stamp, equivalently the /clock it last saw) after publishing its command for it. Older acks are
+ignored. If no policy answers, the node does not deadlock and does not advance: it logs once that it is
+waiting, and re-publishes the pending observation's /joint_states and /clock every 0.5 s (same stamp) so a
+policy that connects late still receives it; services (reset, pause, step) keep working. ``step`` while
+paused advances one control period without waiting for an ack.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+
+from r2s2r_sim import ros_conversions as conv
+from r2s2r_sim.interface import Interface, load_interface
+from r2s2r_sim.paths import config_dir
+from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.world import CommandCheck, SimWorld
+from r2s2r_sim.world_config import TaskType
+from r2s2r_sim.worlds import world_path
+
+__all__ = ["SimNode", "SimNodeConfig", "SimNodeError", "main", "variation_hash"]
+
+_NS = 1_000_000_000
+_LOCKSTEP_REPUBLISH_S = 0.5
+_MAX_LAG_S = 0.25
+_SERVICE_WAIT_S = 30.0
+
+
+class SimNodeError(ValueError):
+    """An invalid sim node parameter; the message names the parameter, the value and what is allowed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimNodeConfig:
+    """The sim node's parameters, read once at start-up (see ``config/sim_node.yaml``)."""
+
+    world: str = "tabletop-pick-v1"
+    seed: int = 0
+    real_time: bool = False
+    joint_state_rate_hz: float = 500.0
+    camera_rate_hz: float = 0.0
+    cameras_enabled: bool = True
+    lockstep: bool = False
+    control_rate_hz: float = 10.0
+    tf_rate_hz: float = 100.0
+    publish_clock: bool = True
+    policy_id: str = ""
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    description: str
+    low: float | None = None
+    high: float | None = None
+    read_only: bool = True
+
+
+_PARAMS = (
+    _Param(
+        "world", "Bundled world id (e.g. tabletop-pick-v1) or path of a world folder (world.yaml + MJCF)."
+    ),
+    _Param("seed", "Variation seed of the initial reset (the reset service takes its own).", 0, 2**62),
+    _Param("real_time", "Pace physics to the wall clock (true) or run as fast as possible (false)."),
+    _Param(
+        "joint_state_rate_hz",
+        "Rate (Hz, sim time) of /joint_states and /clock; at most the physics rate 1/timestep.",
+        1.0,
+        1000.0,
+    ),
+    _Param(
+        "camera_rate_hz",
+        "Rate (Hz, sim time) of every camera's images and camera_info; 0 uses world.yaml's rate_hz.",
+        0.0,
+        120.0,
+    ),
+    _Param("cameras_enabled", "Render and publish the world's RGB-D cameras."),
+    _Param(
+        "lockstep", "Advance physics one control period only after the policy acknowledged the observation."
+    ),
+    _Param(
+        "control_rate_hz",
+        "Policy control rate (Hz): the period that lockstep waits at and that the step service advances; "
+        "its period must be a whole number of physics timesteps.",
+        0.1,
+        1000.0,
+    ),
+    _Param("tf_rate_hz", "Rate (Hz, sim time) of the dynamic /tf (base_link -> ee_link).", 1.0, 1000.0),
+    _Param("publish_clock", "Publish /clock (sim time); other nodes then run with use_sim_time:=true."),
+    _Param("policy_id", "Policy id echoed in every EpisodeOutcome (free text)."),
+)
+
+
+def _descriptor(param: _Param, default: Any) -> ParameterDescriptor:
+    desc = ParameterDescriptor(description=param.description, read_only=param.read_only)
+    if isinstance(default, bool) or isinstance(default, str):
+        return desc
+    if isinstance(default, int):
+        desc.integer_range = [
+            IntegerRange(from_value=int(param.low or 0), to_value=int(param.high or 0), step=1)
+        ]
+        desc.additional_constraints = f"integer in [{int(param.low or 0)}, {int(param.high or 0)}]"
+    else:
+        desc.floating_point_range = [
+            FloatingPointRange(
+                from_value=float(param.low or 0.0), to_value=float(param.high or 0.0), step=0.0
+            )
+        ]
+        desc.additional_constraints = f"number in [{param.low}, {param.high}]"
+    return desc
+
+
+def _allowed(param: _Param, default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, str):
+        return "a string"
+    if isinstance(default, int):
+        return f"an integer in [{int(param.low or 0)}, {int(param.high or 0)}]"
+    return f"a floating-point number in [{param.low}, {param.high}] (write 15.0, not 15)"
+
+
+def variation_hash(world_hash: str, variation_config: str, seed: int) -> str:
+    """Return an initial state's identity: sha256 of ``world_hash``, ``variation_config`` and ``seed``."""
+    return hashlib.sha256(f"{world_hash}\n{variation_config}\n{int(seed)}".encode()).hexdigest()
+
+
+def _period_steps(rate_hz: float, dt_ns: int) -> float:
+    return _NS / rate_hz / dt_ns
+
+
+class _Ticker:
+    """A fixed-rate schedule in integer sim-time nanoseconds, restarted at every episode."""
+
+    def __init__(self, rate_hz: float) -> None:
+        self.period_ns = round(_NS / rate_hz)
+        self.next_ns = 0
+
+    def restart(self, now_ns: int) -> None:
+        self.next_ns = now_ns + self.period_ns
+
+    def due(self, now_ns: int) -> bool:
+        if now_ns < self.next_ns:
+            return False
+        while self.next_ns <= now_ns:
+            self.next_ns += self.period_ns
+        return True
+
+
+@dataclass(frozen=True)
+class _CameraOut:
+    name: str
+    mjcf_camera: str
+    width: int
+    height: int
+    frame_id: str
+    depth_range: tuple[float, float]
+    k: np.ndarray
+    static: bool
+    color_pub: Publisher
+    color_info_pub: Publisher
+    depth_pub: Publisher
+    depth_info_pub: Publisher
+
+
+@dataclass(frozen=True)
+class _RenderJob:
+    stamp_ns: int
+    qpos: np.ndarray
+    mocap_pos: np.ndarray
+    mocap_quat: np.ndarray
+    cameras: tuple[int, ...]
+
+
+@dataclass
+class _StepOutput:
+    stamp_ns: int
+    joint_state: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    ee_in_base: tuple[np.ndarray, np.ndarray] | None = None
+    dynamic_cameras: list[tuple[str, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
+    render: _RenderJob | None = None
+    outcome: Any = None
+
+
+class SimNode(Node):
+    """The MuJoCo world behind the real drivers' topics; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Declare and validate parameters, load the world, create the interface and start the threads.
+
+        Raises:
+            SimNodeError: an invalid parameter (naming it, its value and the allowed values).
+            WorldError: the world cannot be loaded.
+        """
+        super().__init__("sim_node", **kwargs)
+        self.config = self._read_parameters()
+        cfg = self.config
+        try:
+            folder = world_path(cfg.world)
+        except ValueError as err:
+            raise SimNodeError(f"parameter world: {err}") from None
+        self.world = SimWorld(folder)
+        self._check_rates()
+        self.interface: Interface = load_interface()
+        self._task = self._make_task()
+
+        self._dt_ns = round(self.world.timestep * _NS)
+        self._control_steps = round(_period_steps(cfg.control_rate_hz, self._dt_ns))
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self._running = True
+        self._clock_ns = 0
+        self._paused = False
+        self._step_budget = 0
+        self._steps_done = 0
+        self._period_steps = 0
+        self._reset_pending = True
+        self._reset_done = 0
+        self._obs_ns = -1
+        self._ack_ns = -1
+        self._episode_seed = cfg.seed
+        self._episode_start_ns = 0
+        self._episodes_reported = 0
+        self._outcome_sent = False
+        self._waiting_logged = False
+        self.world.reset(cfg.seed)
+
+        self._make_publishers()
+        self._cameras = self._make_cameras() if cfg.cameras_enabled else []
+        self._js_tick = _Ticker(cfg.joint_state_rate_hz)
+        self._tf_tick = _Ticker(cfg.tf_rate_hz)
+        self._cam_ticks = (
+            [
+                _Ticker(cfg.camera_rate_hz if cfg.camera_rate_hz > 0 else c.rate_hz)
+                for c in self.world.config.cameras
+            ]
+            if self._cameras
+            else []
+        )
+        self._publish_static_tf()
+        self._make_subscriptions_and_services()
+
+        # Render thread state: one pending job slot, guarded by _render_cv.
+        self._render_cv = threading.Condition()
+        self._render_job: _RenderJob | None = None
+        self._render_busy = False
+        self._render_error: BaseException | None = None
+        self._render_ready = threading.Event()
+        self.frames_published = 0
+        self.frames_dropped = 0
+        self.render_seconds = 0.0  # wall time spent rendering and publishing frames
+        self._render_thread: threading.Thread | None = None
+        if self._cameras:
+            self._render_thread = threading.Thread(target=self._render_loop, name="sim_render", daemon=True)
+            self._render_thread.start()
+            if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
+                self._running = False
+                raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
+        self._physics_thread = threading.Thread(target=self._physics_loop, name="sim_physics", daemon=True)
+        self._physics_thread.start()
+        mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
+        self.get_logger().info(
+            f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
+            f"dt {self.world.timestep} s, "
+            f"{mode}, joint states {cfg.joint_state_rate_hz} Hz, cameras "
+            f"{[c.name for c in self._cameras] if self._cameras else 'off'}"
+        )
+
+    # ---------------------------------------------------------------------------------- configuration
+
+    def _read_parameters(self) -> SimNodeConfig:
+        defaults = SimNodeConfig()
+        values: dict[str, Any] = {}
+        if self.get_parameter("use_sim_time").value:
+            raise SimNodeError(
+                "parameter use_sim_time: got true, allowed: false — the sim node produces /clock and runs on "
+                "wall time; set use_sim_time only on the other nodes"
+            )
+        for param in _PARAMS:
+            default = getattr(defaults, param.name)
+            try:
+                value = self.declare_parameter(param.name, default, _descriptor(param, default)).value
+            except (InvalidParameterValueException, InvalidParameterTypeException) as err:
+                raise SimNodeError(
+                    f"parameter {param.name}: invalid value ({err}); allowed: {_allowed(param, default)}"
+                ) from None
+            values[param.name] = value
+        if not values["world"]:
+            raise SimNodeError("parameter world: got '', allowed: a bundled world id or a world folder path")
+        return SimNodeConfig(**values)
+
+    def _check_rates(self) -> None:
+        cfg = self.config
+        dt = self.world.timestep
+        physics_hz = 1.0 / dt
+        rates: list[tuple[str, float]] = [
+            ("joint_state_rate_hz", cfg.joint_state_rate_hz),
+            ("tf_rate_hz", cfg.tf_rate_hz),
+            ("control_rate_hz", cfg.control_rate_hz),
+        ]
+        if cfg.cameras_enabled:
+            for cam in self.world.config.cameras:
+                rate = cfg.camera_rate_hz if cfg.camera_rate_hz > 0 else cam.rate_hz
+                rates.append(
+                    ("camera_rate_hz" if cfg.camera_rate_hz > 0 else f"cameras[{cam.name}].rate_hz", rate)
+                )
+        for name, rate in rates:
+            if rate > physics_hz * (1 + 1e-9):
+                raise SimNodeError(
+                    f"parameter {name}: got {rate} Hz, allowed: at most the physics rate {physics_hz:g} Hz "
+                    f"(world timestep {dt} s)"
+                )
+        steps = _period_steps(cfg.control_rate_hz, round(dt * _NS))
+        if abs(steps - round(steps)) > 1e-6:
+            raise SimNodeError(
+                f"parameter control_rate_hz: control period 1/{cfg.control_rate_hz} s must be an "
+                "integer multiple "
+                f"of the world timestep {dt} s: got {steps:.4f} timesteps"
+            )
+
+    def _make_task(self) -> Any:
+        task_cfg = self.world.config.task
+        if task_cfg is None:
+            return None
+        if task_cfg.type is TaskType.PICK_PLACE:
+            from r2s2r_sim.task import PickPlaceTask
+
+            return PickPlaceTask(task_cfg)
+        raise SimNodeError(f"world {self.world.world_id}: task type {task_cfg.type} has no checker")
+
+    def _pub(self, key: str, camera: str | None = None) -> Publisher:
+        spec = self.interface.topic_spec(key)
+        return self.create_publisher(
+            interface_class(spec.type), self.interface.topic(key, camera), qos_profile(spec.qos)
+        )
+
+    def _make_publishers(self) -> None:
+        self._joint_pub = self._pub("joint_states")
+        self._tf_pub = self._pub("tf")
+        self._tf_static_pub = self._pub("tf_static")
+        self._clock_pub = self._pub("clock") if self.config.publish_clock else None
+        self._outcome_pub = self._pub("episode_outcome")
+
+    def _make_cameras(self) -> list[_CameraOut]:
+        from r2s2r_sim.rendering import camera_intrinsics
+
+        cams = []
+        model = self.world.model
+        for cam in self.world.config.cameras:
+            cid = self.world.camera_id(cam.name)
+            mjcf_name = model.camera(cid).name
+            cams.append(
+                _CameraOut(
+                    name=cam.name,
+                    mjcf_camera=mjcf_name,
+                    width=cam.width,
+                    height=cam.height,
+                    frame_id=cam.frame_id,
+                    depth_range=cam.depth_range,
+                    k=camera_intrinsics(model, mjcf_name, cam.width, cam.height),
+                    static=int(model.cam_bodyid[cid]) == 0
+                    and int(model.cam_mode[cid]) == int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED),
+                    color_pub=self._pub("color_image", cam.name),
+                    color_info_pub=self._pub("color_info", cam.name),
+                    depth_pub=self._pub("depth_image", cam.name),
+                    depth_info_pub=self._pub("depth_info", cam.name),
+                )
+            )
+        return cams
+
+    def _camera_transforms(
+        self, name: str, frame_id: str, stamp: Time, pose: tuple[np.ndarray, np.ndarray]
+    ) -> list[Any]:
+        link_pos, link_quat = conv.camera_link_pose(*pose)
+        link = conv.camera_link_frame(name)
+        return [
+            conv.transform_msg(conv.WORLD_FRAME, link, link_pos, link_quat, stamp),
+            conv.transform_msg(link, frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp),
+        ]
+
+    def _publish_static_tf(self) -> None:
+        stamp = conv.time_msg(self._clock_ns)
+        transforms = [conv.transform_msg(conv.WORLD_FRAME, conv.BASE_FRAME, *self.world.base_pose(), stamp)]
+        for cam in self._cameras:
+            pose = self.world.camera_pose(cam.name)
+            if cam.static:
+                transforms += self._camera_transforms(cam.name, cam.frame_id, stamp, pose)
+            else:
+                # Only the link -> optical part is static; world -> link goes on /tf.
+                link = conv.camera_link_frame(cam.name)
+                transforms.append(
+                    conv.transform_msg(link, cam.frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp)
+                )
+        self._tf_static_pub.publish(conv.tf_message(transforms))
+
+    def _make_subscriptions_and_services(self) -> None:
+        iface = self.interface
+        subs = MutuallyExclusiveCallbackGroup()
+        services = MutuallyExclusiveCallbackGroup()
+        for key, callback in (
+            ("arm_command", self._on_arm_command),
+            ("gripper_command", self._on_gripper_command),
+            ("policy_heartbeat", self._on_heartbeat),
+        ):
+            spec = iface.topic_spec(key)
+            self.create_subscription(
+                interface_class(spec.type),
+                iface.topic(key),
+                callback,
+                qos_profile(spec.qos),
+                callback_group=subs,
+            )
+        for key, callback in (
+            ("reset_episode", self._on_reset),
+            ("pause", self._on_pause),
+            ("step", self._on_step),
+        ):
+            spec = iface.service_spec(key)
+            self.create_service(interface_class(spec.type), spec.name, callback, callback_group=services)
+
+    # ------------------------------------------------------------------------------------- callbacks
+
+    # rclpy throttles per call site, so arm and gripper each have their own warning lines.
+    def _on_arm_command(self, msg: Any) -> None:
+        try:
+            values = conv.command_array(msg)
+        except conv.CommandError as err:
+            check = CommandCheck(False, False, str(err))
+        else:
+            with self._lock:
+                check = self.world.set_arm_command(values)
+        if not check.accepted:
+            self.get_logger().warning(f"refused arm command: {check.reason}", throttle_duration_sec=1.0)
+        elif check.clamped:
+            self.get_logger().warning(f"clamped arm command: {check.reason}", throttle_duration_sec=1.0)
+
+    def _on_gripper_command(self, msg: Any) -> None:
+        try:
+            values = conv.command_array(msg)
+        except conv.CommandError as err:
+            check = CommandCheck(False, False, str(err))
+        else:
+            if values.shape != (1,):
+                check = CommandCheck(
+                    False, False, f"gripper command must have 1 value, got {values.shape[0]}"
+                )
+            else:
+                with self._lock:
+                    check = self.world.set_gripper_command(float(values[0]))
+        if not check.accepted:
+            self.get_logger().warning(f"refused gripper command: {check.reason}", throttle_duration_sec=1.0)
+        elif check.clamped:
+            self.get_logger().warning(f"clamped gripper command: {check.reason}", throttle_duration_sec=1.0)
+
+    def _on_heartbeat(self, msg: Time) -> None:
+        stamp = conv.time_to_ns(msg)
+        with self._cv:
+            if stamp > self._ack_ns:
+                self._ack_ns = stamp
+                self._cv.notify_all()
+
+    def _on_reset(self, request: Any, response: Any) -> Any:
+        response.world_id = self.world.world_id
+        response.world_hash = self.world.world_hash
+        if request.variation_config.strip():
+            response.success = False
+            response.message = "variation_config is not supported by this sim node yet; send an empty string"
+            return response
+        with self._cv:
+            self.world.reset(int(request.variation_seed))
+            self._clock_ns += self._dt_ns  # the reset takes one step, so stamps stay strictly increasing
+            self._episode_seed = int(request.variation_seed)
+            self._reset_pending = True
+            target = self._reset_done + 1
+            self._cv.notify_all()
+            ok = self._cv.wait_for(lambda: self._reset_done >= target or not self._running, _SERVICE_WAIT_S)
+        response.success = bool(ok and self._running)
+        response.message = (
+            "" if response.success else "the physics thread did not publish the reset observation"
+        )
+        response.variation_hash = variation_hash(
+            self.world.world_hash, request.variation_config, request.variation_seed
+        )
+        return response
+
+    def _on_pause(self, request: Any, response: Any) -> Any:
+        with self._cv:
+            self._paused = bool(request.data)
+            self._cv.notify_all()
+        response.success = True
+        response.message = "paused" if request.data else "running"
+        return response
+
+    def _on_step(self, request: Any, response: Any) -> Any:
+        with self._cv:
+            if not self._paused:
+                response.success = False
+                response.message = "not paused: call the pause service with data=true first"
+                return response
+            target = self._steps_done + 1
+            self._step_budget += 1
+            self._cv.notify_all()
+            ok = self._cv.wait_for(lambda: self._steps_done >= target or not self._running, _SERVICE_WAIT_S)
+            now = self._clock_ns
+        response.success = bool(ok and self._running)
+        # The exact stamp of the period-end observation, so clients can wait for that message.
+        response.message = (
+            f"stamp {now // _NS}.{now % _NS:09d}" if response.success else "step did not complete"
+        )
+        return response
+
+    # --------------------------------------------------------------------------------------- physics
+
+    def _collect(self, *, force: bool) -> _StepOutput:
+        """Read what is due at the current step (lock held)."""
+        now = self._clock_ns
+        out = _StepOutput(stamp_ns=now)
+        if self._js_tick.due(now) or force:
+            out.joint_state = self.world.joint_state()
+            if self._task is not None and not self._outcome_sent:
+                out.outcome = self._task.evaluate(self.world)
+                if out.outcome is not None:
+                    self._outcome_sent = True
+        if self._tf_tick.due(now) or force:
+            out.ee_in_base = conv.relative_pose(*self.world.base_pose(), *self.world.ee_pose())
+            for cam in self._cameras:
+                if not cam.static:
+                    out.dynamic_cameras.append((cam.name, *self.world.camera_pose(cam.name)))
+        due = tuple(i for i, tick in enumerate(self._cam_ticks) if tick.due(now) or force)
+        if due:
+            d = self.world.data
+            out.render = _RenderJob(now, d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy(), due)
+        return out
+
+    def _publish(self, out: _StepOutput) -> None:
+        stamp = conv.time_msg(out.stamp_ns)
+        if out.joint_state is not None:
+            self._joint_pub.publish(conv.joint_state_msg(stamp, self.world.joint_names, *out.joint_state))
+            if self._clock_pub is not None:
+                self._clock_pub.publish(conv.clock_msg(stamp))
+        if out.ee_in_base is not None:
+            transforms = [conv.transform_msg(conv.BASE_FRAME, conv.EE_FRAME, *out.ee_in_base, stamp)]
+            for name, pos, quat in out.dynamic_cameras:
+                cam = next(c for c in self._cameras if c.name == name)
+                transforms += self._camera_transforms(name, cam.frame_id, stamp, (pos, quat))[:1]
+            self._tf_pub.publish(conv.tf_message(transforms))
+        if out.outcome is not None:
+            self._publish_outcome(out.outcome, stamp)
+        if out.render is not None:
+            self._submit_render(out.render)
+
+    def _publish_outcome(self, outcome: Any, stamp: Time) -> None:
+        msg = conv.episode_outcome_msg(
+            stamp=stamp,
+            episode_index=self._episodes_reported,
+            policy_id=self.config.policy_id,
+            world_id=self.world.world_id,
+            variation_seed=self._episode_seed,
+            world_hash=self.world.world_hash,
+            success=outcome.success,
+            failure_reason=outcome.reason,
+            duration_s=(stamp.sec * _NS + stamp.nanosec - self._episode_start_ns) / _NS,
+            metrics=outcome.metrics,
+        )
+        self._episodes_reported += 1
+        self._outcome_pub.publish(msg)
+        self.get_logger().info(
+            f"episode {msg.episode_index} (seed {msg.variation_seed}): "
+            f"{'success' if msg.success else msg.failure_reason} after "
+            f"{msg.duration.sec + msg.duration.nanosec / 1e9:.3f} s"
+        )
+
+    def _physics_loop(self) -> None:
+        try:
+            self._run_physics()
+        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+            if self._running and rclpy.ok(context=self.context):
+                self.get_logger().fatal(f"physics thread failed: {err!r}")
+                self._running = False
+                raise
+
+    def _run_physics(self) -> None:
+        cfg = self.config
+        anchor: tuple[float, int] | None = None  # (wall time, sim ns) that real-time pacing follows
+        last_republish = 0.0
+        while self._running and rclpy.ok(context=self.context):
+            out: _StepOutput | None = None
+            republish: _StepOutput | None = None
+            observation = False
+            with self._cv:
+                if self._reset_pending:
+                    self._reset_pending = False
+                    self._episode_start_ns = self._clock_ns
+                    self._outcome_sent = False
+                    self._period_steps = 0
+                    for tick in (self._js_tick, self._tf_tick, *self._cam_ticks):
+                        tick.restart(self._clock_ns)
+                    out = self._collect(force=True)
+                    observation = True
+                    self._reset_done += 1
+                    self._cv.notify_all()
+                    anchor = None
+                else:
+                    stepping = self._paused and self._step_budget > 0
+                    if self._paused and not stepping:
+                        self._cv.wait(0.1)
+                        anchor = None
+                        continue
+                    if cfg.lockstep and not stepping and self._ack_ns < self._obs_ns:
+                        if not self._waiting_logged:
+                            self.get_logger().info(
+                                f"lockstep: waiting for the policy to acknowledge observation "
+                                f"{self._obs_ns / _NS:.3f} s on {self.interface.topic('policy_heartbeat')}"
+                            )
+                            self._waiting_logged = True
+                        self._cv.wait(0.1)
+                        anchor = None
+                        if time.monotonic() - last_republish >= _LOCKSTEP_REPUBLISH_S:
+                            last_republish = time.monotonic()
+                            republish = _StepOutput(
+                                stamp_ns=self._obs_ns, joint_state=self.world.joint_state()
+                            )
+                        if republish is None or self._ack_ns >= self._obs_ns:
+                            continue
+                    else:
+                        self.world.step(1)
+                        self._clock_ns += self._dt_ns
+                        self._period_steps += 1
+                        period_end = self._period_steps >= self._control_steps
+                        out = self._collect(force=period_end and (cfg.lockstep or stepping))
+                        if period_end:
+                            self._period_steps = 0
+                            observation = True
+                            if stepping:
+                                self._step_budget -= 1
+                                self._steps_done += 1
+                                self._cv.notify_all()
+            if republish is not None:
+                # Late-joining policies still get the pending observation (same stamp).
+                self._publish(republish)
+                continue
+            assert out is not None
+            self._publish(out)
+            if observation and cfg.lockstep:
+                self._wait_render_idle()
+                with self._cv:
+                    self._obs_ns = out.stamp_ns
+                    self._waiting_logged = False
+                last_republish = time.monotonic()
+            if cfg.real_time:
+                anchor = self._pace(anchor, out.stamp_ns)
+
+    def _pace(self, anchor: tuple[float, int] | None, sim_ns: int) -> tuple[float, int]:
+        now = time.monotonic()
+        if anchor is None:
+            return (now, sim_ns)
+        target = anchor[0] + (sim_ns - anchor[1]) / _NS
+        ahead = target - now
+        if ahead > 0:
+            time.sleep(ahead)
+        elif ahead < -_MAX_LAG_S:
+            self.get_logger().warning(
+                f"physics is {-ahead:.2f} s behind real time; re-anchoring (real-time factor < 1)",
+                throttle_duration_sec=5.0,
+            )
+            return (now, sim_ns)
+        return anchor
+
+    # ------------------------------------------------------------------------------------- rendering
+
+    def _submit_render(self, job: _RenderJob) -> None:
+        drop_ok = self.config.real_time and not self.config.lockstep
+        with self._render_cv:
+            if not drop_ok:
+                self._render_cv.wait_for(lambda: self._render_job is None or not self._running)
+            elif self._render_job is not None:
+                self.frames_dropped += 1
+                self.get_logger().warning(
+                    f"renderer busy: dropped camera frame ({self.frames_dropped} so far)",
+                    throttle_duration_sec=5.0,
+                )
+            self._render_job = job
+            self._render_cv.notify_all()
+
+    def _wait_render_idle(self) -> None:
+        with self._render_cv:
+            self._render_cv.wait_for(
+                lambda: (self._render_job is None and not self._render_busy) or not self._running
+            )
+
+    def _render_loop(self) -> None:
+        from r2s2r_sim.rendering import RgbdRenderer, depth_to_uint16_mm
+
+        model = self.world.model
+        data = mujoco.MjData(model)
+        renderers: dict[tuple[int, int], RgbdRenderer] = {}
+        try:
+            for cam in self._cameras:
+                key = (cam.width, cam.height)
+                if key not in renderers:
+                    renderers[key] = RgbdRenderer(model, cam.width, cam.height).__enter__()
+        except BaseException as err:  # noqa: BLE001 - reported to the constructor
+            self._render_error = err
+            self._render_ready.set()
+            for r in renderers.values():
+                r.close()
+            return
+        self._render_ready.set()
+        try:
+            while self._running:
+                with self._render_cv:
+                    self._render_cv.wait_for(lambda: self._render_job is not None or not self._running, 0.5)
+                    job = self._render_job
+                    if job is None:
+                        continue
+                    self._render_job = None
+                    self._render_busy = True
+                    self._render_cv.notify_all()
+                try:
+                    data.qpos[:] = job.qpos
+                    data.mocap_pos[:] = job.mocap_pos
+                    data.mocap_quat[:] = job.mocap_quat
+                    mujoco.mj_kinematics(model, data)
+                    mujoco.mj_camlight(model, data)
+                    stamp = conv.time_msg(job.stamp_ns)
+                    started = time.perf_counter()
+                    for index in job.cameras:
+                        cam = self._cameras[index]
+                        rgb, depth = renderers[(cam.width, cam.height)].render(
+                            data, cam.mjcf_camera, depth_range=cam.depth_range
+                        )
+                        self._publish_frame(cam, rgb, depth_to_uint16_mm(depth), stamp)
+                    self.render_seconds += time.perf_counter() - started
+                finally:
+                    with self._render_cv:
+                        self._render_busy = False
+                        self._render_cv.notify_all()
+        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+            if self._running and rclpy.ok(context=self.context):
+                self.get_logger().fatal(f"render thread failed: {err!r}")
+                self._running = False
+        finally:
+            for r in renderers.values():
+                r.close()
+
+    def _publish_frame(self, cam: _CameraOut, rgb: np.ndarray, depth_mm: np.ndarray, stamp: Time) -> None:
+        info = conv.camera_info_msg(cam.k, cam.width, cam.height, stamp, cam.frame_id)
+        # Aligned depth shares the colour frame and intrinsics (realsense2_camera align_depth).
+        cam.color_pub.publish(conv.rgb_image_msg(rgb, stamp, cam.frame_id))
+        cam.depth_pub.publish(conv.depth_image_msg(depth_mm, stamp, cam.frame_id))
+        cam.color_info_pub.publish(info)
+        cam.depth_info_pub.publish(info)
+        self.frames_published += 1
+
+    # -------------------------------------------------------------------------------------- shutdown
+
+    def destroy_node(self) -> None:
+        """Stop and join the physics and render threads, then destroy the node."""
+        if self._cameras and self.frames_published:
+            self.get_logger().info(
+                f"camera frames: {self.frames_published} published, {self.frames_dropped} dropped, "
+                f"{1e3 * self.render_seconds / self.frames_published:.1f} ms per frame (render + publish)"
+            )
+        self._running = False
+        with self._cv:
+            self._cv.notify_all()
+        with self._render_cv:
+            self._render_cv.notify_all()
+        for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=5.0)
+        super().destroy_node()
+
+
+def _use_large_data_transport() -> None:
+    """Select ``config/fastdds_sim.xml`` (large shared-memory segment) unless the user chose a DDS profile."""
+    rmw = os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    if not rmw.startswith("rmw_fastrtps"):
+        return
+    if os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE") or os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
+        return
+    try:
+        profile = config_dir() / "fastdds_sim.xml"
+    except FileNotFoundError:
+        return
+    if profile.is_file():
+        os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
+    _use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
+    # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
+    rclpy.init(args=args)
+    try:
+        try:
+            node = SimNode()
+        except (SimNodeError, ValueError, RuntimeError) as err:
+            rclpy.logging.get_logger("sim_node").fatal(str(err))
+            return 1
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        try:
+            executor.spin()
+        finally:
+            node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
