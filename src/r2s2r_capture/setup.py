@@ -33,6 +33,9 @@ setup(
         "r2s2r.commands": [
             "record = r2s2r_capture.commands:register_record",
             "play = r2s2r_capture.commands:register_play",
+            "board = r2s2r_capture.capture_cli:register_board",
+            "calibrate = r2s2r_capture.capture_cli:register_calibrate",
+            "sysid = r2s2r_capture.capture_cli:register_sysid",
         ],
     },
 )

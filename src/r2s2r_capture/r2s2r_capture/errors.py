@@ -9,3 +9,11 @@ class BagError(ValueError):
 
 class CaptureError(RuntimeError):
     """Recording or replaying failed at run time (writer thread died, queue overflow policy, ...)."""
+
+
+class CalibrationError(ValueError):
+    """Calibration input or output is unusable (too few views or corners, bad file): names what and why."""
+
+
+class IdentificationError(ValueError):
+    """Identification input is unusable (array shapes, unknown joints, static arm): names the field."""
