@@ -35,6 +35,10 @@ CREATE TABLE episodes (
 );
 CREATE INDEX episodes_policy_world ON episodes (policy, world_id);
 """
+# Optional sweep columns (nullable, so schema version 1 still describes the file): added on open when missing.
+# episode_key: the sweep's deterministic episode identity (unique); variation: JSON of the variation.
+_OPTIONAL_COLUMNS = {"episode_key": "TEXT", "variation": "TEXT"}
+_OPTIONAL_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS episodes_key ON episodes (episode_key)"
 
 
 class ResultsError(RuntimeError):
@@ -57,6 +61,8 @@ class EpisodeRow:
         duration_s: episode length (s, the episode's clock).
         metrics: named scalars.
         started_at: ISO-8601 UTC wall time the episode started.
+        episode_key: a sweep episode's deterministic identity (unique in the store), or None.
+        variation: the episode's variation (method, index, seed, realised vector...), or None.
     """
 
     policy: str
@@ -70,6 +76,8 @@ class EpisodeRow:
     metrics: Mapping[str, float]
     started_at: str
     id: int = 0
+    episode_key: str | None = None
+    variation: Mapping[str, Any] | None = None
 
 
 def utc_now() -> str:
@@ -119,6 +127,7 @@ class ResultsStore:
                     conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                     conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self._add_optional_columns(conn)
         except BaseException:
             conn.close()
             raise
@@ -140,6 +149,15 @@ class ResultsStore:
             raise ResultsError(
                 f"{self.path}: results schema version {version}, this r2s2r reads version {SCHEMA_VERSION}"
             )
+
+    @staticmethod
+    def _add_optional_columns(conn: sqlite3.Connection) -> None:
+        have = {r[1] for r in conn.execute("PRAGMA table_info(episodes)")}
+        with conn:
+            for name, kind in _OPTIONAL_COLUMNS.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} {kind}")
+            conn.execute(_OPTIONAL_INDEX)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -165,7 +183,8 @@ class ResultsStore:
         """Insert ``row`` and commit; return its id.
 
         Raises:
-            ResultsError: a non-finite duration or metric, or parameters that are not JSON-serialisable.
+            ResultsError: a non-finite duration or metric, parameters or variation that are not
+                JSON-serialisable, or an ``episode_key`` already stored.
         """
         if not math.isfinite(row.duration_s):
             raise ResultsError(f"{self.path}: duration_s must be finite, got {row.duration_s}")
@@ -177,23 +196,33 @@ class ResultsStore:
         except (TypeError, ValueError) as err:
             raise ResultsError(f"{self.path}: parameters are not JSON-serialisable: {err}") from err
         metrics = json.dumps({k: float(v) for k, v in row.metrics.items()}, sort_keys=True)
-        with self._db as db:
-            cur = db.execute(
-                "INSERT INTO episodes (policy, parameters, world_id, world_hash, seed, success, reason, "
-                "duration_s, metrics, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    row.policy,
-                    params,
-                    row.world_id,
-                    row.world_hash,
-                    int(row.seed),
-                    int(bool(row.success)),
-                    row.reason,
-                    float(row.duration_s),
-                    metrics,
-                    row.started_at,
-                ),
-            )
+        try:
+            variation = None if row.variation is None else json.dumps(dict(row.variation), allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise ResultsError(f"{self.path}: variation is not JSON-serialisable: {err}") from err
+        try:
+            with self._db as db:
+                cur = db.execute(
+                    "INSERT INTO episodes (policy, parameters, world_id, world_hash, seed, success, reason, "
+                    "duration_s, metrics, started_at, episode_key, variation) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        row.policy,
+                        params,
+                        row.world_id,
+                        row.world_hash,
+                        int(row.seed),
+                        int(bool(row.success)),
+                        row.reason,
+                        float(row.duration_s),
+                        metrics,
+                        row.started_at,
+                        row.episode_key,
+                        variation,
+                    ),
+                )
+        except sqlite3.IntegrityError as err:
+            raise ResultsError(f"{self.path}: episode_key {row.episode_key!r} is already stored") from err
         assert cur.lastrowid is not None
         return int(cur.lastrowid)
 
@@ -225,7 +254,14 @@ class ResultsStore:
                 duration_s=rec["duration_s"],
                 metrics=json.loads(rec["metrics"]),
                 started_at=rec["started_at"],
+                episode_key=rec["episode_key"],
+                variation=None if rec["variation"] is None else json.loads(rec["variation"]),
             )
+
+    def episode_keys(self) -> set[str]:
+        """The ``episode_key`` of every stored row that has one (what a resumed sweep skips)."""
+        cursor = self._db.execute("SELECT episode_key FROM episodes WHERE episode_key IS NOT NULL")
+        return {k for (k,) in cursor}
 
     def __len__(self) -> int:
         """Number of stored episodes."""

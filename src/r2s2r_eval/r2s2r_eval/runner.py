@@ -15,6 +15,7 @@ from types import TracebackType
 
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
 from r2s2r_sim.task import PickPlaceTask
+from r2s2r_sim.variations import Variation, make_world
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
 
@@ -86,14 +87,20 @@ class EpisodeRunner:
             result = runner.run(policy, seed=3)
     """
 
-    def __init__(self, world: str | Path, *, camera: str | None = None) -> None:
+    def __init__(
+        self, world: str | Path, *, camera: str | None = None, variation: Variation | None = None
+    ) -> None:
         """Compose the world (a bundled id or a folder); the renderer opens in ``__enter__``.
+
+        ``variation``: build the world through ``r2s2r_sim.variations.make_world`` with it applied.
 
         Raises:
             RunnerError: the world has no task or no such camera.
             WorldError: the world folder is invalid.
+            VariationError: the variation cannot be applied to the world.
         """
-        self.world = SimWorld(world_path(world))
+        path = world_path(world)
+        self.world: SimWorld = SimWorld(path) if variation is None else make_world(path, variation)
         cfg = self.world.config
         if cfg.task is None:
             raise RunnerError(f"world {cfg.id!r} has no task to evaluate")
