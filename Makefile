@@ -19,8 +19,12 @@ test: setup
 test-fast: setup
 	@$(ENV) python -m pytest tests -m "not integration"
 
+# Each benchmark measures against a baseline run side by side in the same process/run (ratios).
 bench: setup
 	@$(ENV) python -m r2s2r_sim.bench --out out/bench.json
+	@$(ENV) python -m r2s2r_sim.variations.bench
+	@$(ENV) python -m r2s2r_eval.bench_sweep --out out/bench_sweep.json
+	@$(ENV) python -m r2s2r_capture.bench_recorder --json out/bench_recorder.json
 
 lint: setup
 	@$(ENV) ruff check src tests tools launch

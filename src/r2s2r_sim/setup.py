@@ -15,7 +15,7 @@ data_files = [
 # The top-level launch/ and config/ folders of the repository are this package's share/ files, so
 # `ros2 launch r2s2r_sim world.launch.py` finds them after `colcon build`.
 repo = here.parent.parent
-for folder in ("launch", "config"):
+for folder in ("launch", "config", "config/emulated_hardware"):
     files = sorted(os.path.relpath(p, here) for p in glob(str(repo / folder / "*.*")))
     if files:
         data_files.append(("share/" + package_name + "/" + folder, files))
@@ -36,6 +36,7 @@ setup(
     entry_points={
         "console_scripts": [
             "sim_node = r2s2r_sim.sim_node:main",
+            "emulated_hardware_node = r2s2r_sim.emulated_hardware_node:main",
             "r2s2r = r2s2r_sim.cli:main",
         ],
     },

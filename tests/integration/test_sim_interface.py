@@ -516,7 +516,8 @@ def test_lockstep_waits_for_the_policy_ack(processes: Any, probe: Probe) -> None
     )
     js = probe.subscribe("joint_states")
     clock = probe.subscribe("clock")
-    color = probe.subscribe("color_image", CAMERA, keep=3)
+    frame_keys = ("color_image", "depth_image", "color_info", "depth_info")
+    frame = [probe.subscribe(key, CAMERA, keep=3) for key in frame_keys]
     ack = probe.publisher("policy_heartbeat")
     wait_for(
         lambda: probe.count(js) and ack.get_subscription_count(), STARTUP_S, "joint states, ack subscriber"
@@ -535,12 +536,14 @@ def test_lockstep_waits_for_the_policy_ack(processes: Any, probe: Probe) -> None
             "the pending observation to be republished",
         )
         assert newest_clock() == obs, f"round {i}: /clock advanced without an ack"
-        # The observation's image was published before the node started waiting.
-        wait_for(
-            lambda obs=obs: any(stamp_ns(m) == obs for _, m in probe.msgs(color)),
-            5,
-            "the observation's image",
-        )
+        # The observation's images and camera infos were published before the node started waiting, and
+        # are re-sent with the joint states (best effort: one may be lost, the policy must still get it).
+        for name in frame:
+            wait_for(
+                lambda obs=obs, name=name: sum(stamp_ns(m) == obs for _, m in probe.msgs(name)) >= 2,
+                5,
+                f"the observation's {name} and its re-send",
+            )
         ack.publish(conv.time_msg(obs - 1))  # an older stamp is not an ack for this observation
         ack.publish(conv.time_msg(obs))
         new = obs + 100_000_000

@@ -17,3 +17,7 @@ class CalibrationError(ValueError):
 
 class IdentificationError(ValueError):
     """Identification input is unusable (array shapes, unknown joints, static arm): names the field."""
+
+
+class ReconstructionError(ValueError):
+    """Reconstruction input or output is unusable (frame shapes, no table found, bad world): names the field."""

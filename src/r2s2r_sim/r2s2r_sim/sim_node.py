@@ -27,9 +27,18 @@ same stamp ``t_obs`` — it waits until those images are published. It then stop
 ``>= t_obs``: the policy echoes the stamp of the newest observation it has answered (its /joint_states
 header stamp, equivalently the /clock it last saw) after publishing its command for it. Older acks are
 ignored. If no policy answers, the node does not deadlock and does not advance: it logs once that it is
-waiting, and re-publishes the pending observation's /joint_states and /clock every 0.5 s (same stamp) so a
-policy that connects late still receives it; services (reset, pause, step) keep working. ``step`` while
-paused advances one control period without waiting for an ack.
+waiting, and re-publishes the pending observation every 0.5 s: its /joint_states and /clock (same stamp)
+and each camera's last frame (colour, depth and both camera_infos, as published: same stamp, not
+re-rendered), so a policy that connects late, or missed a best-effort image, still receives it; services
+(reset, pause, step) keep working. ``step`` while paused advances one control period without waiting for an
+ack.
+
+Variation: the reset service's ``variation_config`` is YAML text of the variation axes (the schema of
+``config/variations.yaml``); non-empty, the node rebuilds its world as
+``make_world(world, sample_variation(config, variation_seed))`` (physics under the lock, the renderer on the
+render thread at its next frame) and answers the varied model's ``world_hash``. Empty, it runs the config of
+the ``variations`` parameter, or the base world if that is empty too. A malformed config or one that cannot
+be applied is refused (``success=false``, the message names the field) and the old world keeps running.
 """
 
 from __future__ import annotations
@@ -38,10 +47,12 @@ import dataclasses
 import hashlib
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -59,11 +70,25 @@ from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.interface import Interface, load_interface
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.variations import (
+    VariationConfig,
+    VariationError,
+    load_variation_config,
+    make_world,
+    sample_variation,
+)
 from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import TaskType
 from r2s2r_sim.worlds import world_path
 
-__all__ = ["SimNode", "SimNodeConfig", "SimNodeError", "main", "variation_hash"]
+__all__ = [
+    "SimNode",
+    "SimNodeConfig",
+    "SimNodeError",
+    "main",
+    "parse_variation_config",
+    "variation_hash",
+]
 
 _NS = 1_000_000_000
 _LOCKSTEP_REPUBLISH_S = 0.5
@@ -90,6 +115,7 @@ class SimNodeConfig:
     tf_rate_hz: float = 100.0
     publish_clock: bool = True
     policy_id: str = ""
+    variations: str = ""
 
 
 @dataclass(frozen=True)
@@ -133,6 +159,11 @@ _PARAMS = (
     _Param("tf_rate_hz", "Rate (Hz, sim time) of the dynamic /tf (base_link -> ee_link).", 1.0, 1000.0),
     _Param("publish_clock", "Publish /clock (sim time); other nodes then run with use_sim_time:=true."),
     _Param("policy_id", "Policy id echoed in every EpisodeOutcome (free text)."),
+    _Param(
+        "variations",
+        "Variations YAML (schema of config/variations.yaml) applied, with the reset's seed, when a reset "
+        "gives an empty variation_config (and at start-up); empty: the base world.",
+    ),
 )
 
 
@@ -168,6 +199,22 @@ def _allowed(param: _Param, default: Any) -> str:
 def variation_hash(world_hash: str, variation_config: str, seed: int) -> str:
     """Return an initial state's identity: sha256 of ``world_hash``, ``variation_config`` and ``seed``."""
     return hashlib.sha256(f"{world_hash}\n{variation_config}\n{int(seed)}".encode()).hexdigest()
+
+
+def parse_variation_config(text: str) -> VariationConfig:
+    """Parse and validate variation axes given as YAML text (the schema of ``config/variations.yaml``).
+
+    Raises:
+        VariationError: "variation_config: <field>: ..." naming the field at fault, or the YAML error.
+    """
+    with tempfile.TemporaryDirectory(prefix="r2s2r_variation_") as tmp:
+        path = Path(tmp) / "variation_config.yaml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            config = load_variation_config(path)
+        except VariationError as err:
+            raise VariationError(str(err).replace(str(path), "variation_config")) from None
+    return dataclasses.replace(config, source=None)
 
 
 def _period_steps(rate_hz: float, dt_ns: int) -> float:
@@ -215,6 +262,17 @@ class _RenderJob:
     mocap_pos: np.ndarray
     mocap_quat: np.ndarray
     cameras: tuple[int, ...]
+    model: mujoco.MjModel  # the world's model when the job was made (a reset may swap the world)
+    outs: tuple[_CameraOut, ...]  # the cameras (intrinsics) of that world
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A camera's last published messages, kept so lockstep can re-send them without re-rendering."""
+
+    color: Any
+    depth: Any
+    info: Any
 
 
 @dataclass
@@ -241,10 +299,24 @@ class SimNode(Node):
         self.config = self._read_parameters()
         cfg = self.config
         try:
-            folder = world_path(cfg.world)
+            self._folder = world_path(cfg.world)
         except ValueError as err:
             raise SimNodeError(f"parameter world: {err}") from None
-        self.world = SimWorld(folder)
+        self._variations_text = ""  # the ``variations`` file's text: the config of resets that give none
+        if cfg.variations:
+            try:
+                load_variation_config(cfg.variations)
+                self._variations_text = Path(cfg.variations).read_text(encoding="utf-8")
+            except (VariationError, OSError) as err:
+                raise SimNodeError(
+                    f"parameter variations: {err}; allowed: '' or a variations YAML file"
+                ) from None
+        self._base_world: SimWorld | None = None
+        self._world_key: tuple[str, int] | None = None  # (variation text, seed) of self.world, once built
+        try:
+            self.world, self._world_key = self._world_for(self._variations_text, cfg.seed)
+        except VariationError as err:
+            raise SimNodeError(f"parameter variations: {err} (with seed {cfg.seed})") from None
         self._check_rates()
         self.interface: Interface = load_interface()
         self._task = self._make_task()
@@ -271,7 +343,7 @@ class SimNode(Node):
         self.world.reset(cfg.seed)
 
         self._make_publishers()
-        self._cameras = self._make_cameras() if cfg.cameras_enabled else []
+        self._cameras = self._make_cameras(self.world) if cfg.cameras_enabled else []
         self._js_tick = _Ticker(cfg.joint_state_rate_hz)
         self._tf_tick = _Ticker(cfg.tf_rate_hz)
         self._cam_ticks = (
@@ -291,6 +363,7 @@ class SimNode(Node):
         self._render_busy = False
         self._render_error: BaseException | None = None
         self._render_ready = threading.Event()
+        self._last_frames: dict[str, _Frame] = {}  # camera name -> last frame published (under _render_cv)
         self.frames_published = 0
         self.frames_dropped = 0
         self.render_seconds = 0.0  # wall time spent rendering and publishing frames
@@ -363,6 +436,33 @@ class SimNode(Node):
                 f"of the world timestep {dt} s: got {steps:.4f} timesteps"
             )
 
+    def _world_for(self, text: str, seed: int) -> tuple[SimWorld, tuple[str, int]]:
+        """The world of variation ``text`` (YAML; empty: the base world) and ``seed``, and its key.
+
+        The current world is reused when it already is that world; the base world is built once. Slow
+        (composes and compiles the model): call without the physics lock.
+
+        Raises:
+            VariationError: ``text`` is malformed or the variation cannot be applied to the world.
+        """
+        if not text.strip():
+            key = ("", 0)
+            if self._world_key == key:
+                return self.world, key
+            if self._base_world is None:
+                self._base_world = SimWorld(self._folder)
+            return self._base_world, key
+        key = (text, int(seed))
+        if self._world_key == key:
+            return self.world, key
+        config = parse_variation_config(text)
+        try:
+            return make_world(self._folder, sample_variation(config, int(seed))), key
+        except VariationError:
+            raise
+        except ValueError as err:  # WorldError: the edited model does not compile
+            raise VariationError(f"variation_config: the varied world does not compile: {err}") from None
+
     def _make_task(self) -> Any:
         task_cfg = self.world.config.task
         if task_cfg is None:
@@ -386,14 +486,25 @@ class SimNode(Node):
         self._clock_pub = self._pub("clock") if self.config.publish_clock else None
         self._outcome_pub = self._pub("episode_outcome")
 
-    def _make_cameras(self) -> list[_CameraOut]:
+    def _make_cameras(self, world: SimWorld, reuse: Sequence[_CameraOut] = ()) -> list[_CameraOut]:
+        """The cameras of ``world``; publishers are taken from ``reuse`` (same names) or created."""
         from r2s2r_sim.rendering import camera_intrinsics
 
         cams = []
-        model = self.world.model
-        for cam in self.world.config.cameras:
-            cid = self.world.camera_id(cam.name)
+        model = world.model
+        old = {c.name: c for c in reuse}
+        for cam in world.config.cameras:
+            cid = world.camera_id(cam.name)
             mjcf_name = model.camera(cid).name
+            if cam.name in old:
+                cams.append(
+                    dataclasses.replace(
+                        old[cam.name],
+                        mjcf_camera=mjcf_name,
+                        k=camera_intrinsics(model, mjcf_name, cam.width, cam.height),
+                    )
+                )
+                continue
             cams.append(
                 _CameraOut(
                     name=cam.name,
@@ -505,14 +616,24 @@ class SimNode(Node):
                 self._cv.notify_all()
 
     def _on_reset(self, request: Any, response: Any) -> Any:
+        seed = int(request.variation_seed)
+        text = request.variation_config if request.variation_config.strip() else self._variations_text
         response.world_id = self.world.world_id
         response.world_hash = self.world.world_hash
-        if request.variation_config.strip():
+        try:
+            world, key = self._world_for(text, seed)
+        except VariationError as err:
+            # Refused: the node keeps running the old world and episode.
             response.success = False
-            response.message = "variation_config is not supported by this sim node yet; send an empty string"
+            response.message = f"reset refused: {err}"
+            response.variation_hash = ""
+            self.get_logger().warning(response.message)
             return response
+        swapped = world is not self.world
         with self._cv:
-            self.world.reset(int(request.variation_seed))
+            if swapped:
+                self._swap_world(world, key)
+            self.world.reset(seed)
             self._clock_ns += self._dt_ns  # the reset takes one step, so stamps stay strictly increasing
             self._episode_seed = int(request.variation_seed)
             self._reset_pending = True
@@ -523,10 +644,23 @@ class SimNode(Node):
         response.message = (
             "" if response.success else "the physics thread did not publish the reset observation"
         )
-        response.variation_hash = variation_hash(
-            self.world.world_hash, request.variation_config, request.variation_seed
-        )
+        if swapped:
+            self._publish_static_tf()  # the camera extrinsics may have changed
+        response.world_hash = self.world.world_hash
+        response.variation_hash = variation_hash(self.world.world_hash, text, seed)
+        if response.success and swapped:
+            self.get_logger().info(
+                f"reset: world {self.world.world_id} ({self.world.world_hash[:12]}), "
+                + (f"variation seed {seed}" if text.strip() else "base (no variation)")
+            )
         return response
+
+    def _swap_world(self, world: SimWorld, key: tuple[str, int]) -> None:
+        """Run ``world`` from now on (lock held); the render thread rebuilds its renderers on its next job."""
+        self.world, self._world_key = world, key
+        self._task = self._make_task()
+        if self._cameras:
+            self._cameras = self._make_cameras(world, reuse=self._cameras)
 
     def _on_pause(self, request: Any, response: Any) -> Any:
         with self._cv:
@@ -574,7 +708,15 @@ class SimNode(Node):
         due = tuple(i for i, tick in enumerate(self._cam_ticks) if tick.due(now) or force)
         if due:
             d = self.world.data
-            out.render = _RenderJob(now, d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy(), due)
+            out.render = _RenderJob(
+                now,
+                d.qpos.copy(),
+                d.mocap_pos.copy(),
+                d.mocap_quat.copy(),
+                due,
+                self.world.model,
+                tuple(self._cameras),
+            )
         return out
 
     def _publish(self, out: _StepOutput) -> None:
@@ -681,8 +823,11 @@ class SimNode(Node):
                                 self._steps_done += 1
                                 self._cv.notify_all()
             if republish is not None:
-                # Late-joining policies still get the pending observation (same stamp).
+                # Late-joining policies, and ones that missed a best-effort image, still get the pending
+                # observation (same stamps): joint states and /clock, and each camera's last frame. The
+                # renderer is idle here (lockstep waits for it before waiting for the ack).
                 self._publish(republish)
+                self._resend_frames()
                 continue
             assert out is not None
             self._publish(out)
@@ -739,11 +884,19 @@ class SimNode(Node):
         model = self.world.model
         data = mujoco.MjData(model)
         renderers: dict[tuple[int, int], RgbdRenderer] = {}
-        try:
-            for cam in self._cameras:
+
+        def open_renderers(outs: Sequence[_CameraOut]) -> None:
+            # GL contexts are made current on this thread only, so (re)building them happens here.
+            for r in renderers.values():
+                r.close()
+            renderers.clear()
+            for cam in outs:
                 key = (cam.width, cam.height)
                 if key not in renderers:
                     renderers[key] = RgbdRenderer(model, cam.width, cam.height).__enter__()
+
+        try:
+            open_renderers(self._cameras)
         except BaseException as err:  # noqa: BLE001 - reported to the constructor
             self._render_error = err
             self._render_ready.set()
@@ -762,6 +915,11 @@ class SimNode(Node):
                     self._render_busy = True
                     self._render_cv.notify_all()
                 try:
+                    if job.model is not model:
+                        # A reset swapped the world (variation): new model, new GL resources.
+                        model = job.model
+                        data = mujoco.MjData(model)
+                        open_renderers(job.outs)
                     data.qpos[:] = job.qpos
                     data.mocap_pos[:] = job.mocap_pos
                     data.mocap_quat[:] = job.mocap_quat
@@ -770,7 +928,7 @@ class SimNode(Node):
                     stamp = conv.time_msg(job.stamp_ns)
                     started = time.perf_counter()
                     for index in job.cameras:
-                        cam = self._cameras[index]
+                        cam = job.outs[index]
                         rgb, depth = renderers[(cam.width, cam.height)].render(
                             data, cam.mjcf_camera, depth_range=cam.depth_range
                         )
@@ -789,13 +947,31 @@ class SimNode(Node):
                 r.close()
 
     def _publish_frame(self, cam: _CameraOut, rgb: np.ndarray, depth_mm: np.ndarray, stamp: Time) -> None:
-        info = conv.camera_info_msg(cam.k, cam.width, cam.height, stamp, cam.frame_id)
         # Aligned depth shares the colour frame and intrinsics (realsense2_camera align_depth).
-        cam.color_pub.publish(conv.rgb_image_msg(rgb, stamp, cam.frame_id))
-        cam.depth_pub.publish(conv.depth_image_msg(depth_mm, stamp, cam.frame_id))
-        cam.color_info_pub.publish(info)
-        cam.depth_info_pub.publish(info)
+        frame = _Frame(
+            color=conv.rgb_image_msg(rgb, stamp, cam.frame_id),
+            depth=conv.depth_image_msg(depth_mm, stamp, cam.frame_id),
+            info=conv.camera_info_msg(cam.k, cam.width, cam.height, stamp, cam.frame_id),
+        )
+        self._send_frame(cam, frame)
+        with self._render_cv:
+            self._last_frames[cam.name] = frame
         self.frames_published += 1
+
+    @staticmethod
+    def _send_frame(cam: _CameraOut, frame: _Frame) -> None:
+        cam.color_pub.publish(frame.color)
+        cam.depth_pub.publish(frame.depth)
+        cam.color_info_pub.publish(frame.info)
+        cam.depth_info_pub.publish(frame.info)
+
+    def _resend_frames(self) -> None:
+        """Re-send each camera's last frame, as published (same stamp); lockstep's pending observation."""
+        with self._render_cv:
+            frames = [(cam, self._last_frames.get(cam.name)) for cam in self._cameras]
+        for cam, frame in frames:
+            if frame is not None:
+                self._send_frame(cam, frame)
 
     # -------------------------------------------------------------------------------------- shutdown
 
