@@ -1,0 +1,426 @@
+"""emulated_hardware_node: a STAND-IN for a real arm's ros2_control driver plus a realsense2_camera driver.
+
+Not a robot.  It serves an :class:`~r2s2r_sim.emulated_hardware.EmulatedArm` (a separate MuJoCo instance of
+the world with a hardware profile applied) on exactly the driver topics of ``config/interface.yaml``:
+``/joint_states``, the camera's colour and aligned-depth images and camera infos (``D`` = the profile's
+plumb_bob coefficients), ``/tf`` (``base_link -> ee_link``, as robot_state_publisher would) and
+``/tf_static`` (world -> base_link and the camera's calibrated extrinsics), and it takes the same arm and
+gripper commands.  It runs on WALL-CLOCK time: no ``/clock``, ``use_sim_time`` must be false, and every stamp
+is the system time at which the state was sampled.
+
+Threads: physics (steps paced to the wall clock, releases commands after the profile's latency, publishes
+joint states and /tf), render (renders the camera at the profile's rate with lens distortion; a frame that
+finds the renderer busy replaces the pending one, and the dropped frame is counted) and the executor.
+
+Stand-in services, which a real robot does not have (a real-mode evaluator hook may call them):
+
+* ``/emulated_hardware/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode``): the operator's reset — arm home,
+  cube placed for the seed.  ``world_hash`` is the base world's hash (the task's identity).
+* ``/emulated_hardware/judge`` (``std_srvs/srv/Trigger``): a stand-in for a human judge — ``success`` and a
+  JSON ``message`` with the reason and the task metrics of the current state.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from r2s2r_sim import ros_conversions as conv
+from r2s2r_sim.emulated_hardware import (
+    STAND_IN_BANNER,
+    EmulatedArm,
+    HardwareProfileError,
+    load_hardware_profile,
+)
+from r2s2r_sim.interface import load_interface
+from r2s2r_sim.paths import config_dir
+from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.sim_node import _use_large_data_transport, variation_hash
+from r2s2r_sim.world import CommandCheck
+
+__all__ = ["DEFAULT_PROFILE", "EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
+
+DEFAULT_PROFILE = "emulated_hardware/default_profile.yaml"  # relative to config_dir()
+_NS = 1_000_000_000
+_MAX_LAG_S = 0.25
+_TF_RATE_HZ = 100.0  # robot_state_publisher's usual rate, as the sim node's tf_rate_hz
+
+
+class EmulatedHardwareError(ValueError):
+    """An invalid parameter of the emulated hardware node (names the parameter, value and what is allowed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmulatedHardwareConfig:
+    """The node's parameters (see ``config/emulated_hardware_node.yaml``)."""
+
+    world: str = "tabletop-pick-v1"
+    profile: str = ""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class _Frame:
+    stamp: Time
+    qpos: np.ndarray
+    mocap_pos: np.ndarray
+    mocap_quat: np.ndarray
+
+
+class EmulatedHardwareNode(Node):
+    """The emulated cell behind the real drivers' topics; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        """Read parameters, build the emulated arm, create the interface and start the threads.
+
+        Raises:
+            EmulatedHardwareError: an invalid parameter.
+            HardwareProfileError, WorldError: the profile or world cannot be loaded.
+        """
+        super().__init__("emulated_hardware", **kwargs)
+        self.get_logger().warning(STAND_IN_BANNER)
+        self.config = self._read_parameters()
+        cfg = self.config
+        path = Path(cfg.profile) if cfg.profile else config_dir() / DEFAULT_PROFILE
+        self.profile = load_hardware_profile(path)
+        try:
+            self.arm = EmulatedArm(cfg.world, self.profile, seed=cfg.seed)
+        except ValueError as err:
+            if isinstance(err, HardwareProfileError):
+                raise
+            raise EmulatedHardwareError(f"parameter world: {err}") from None
+        self.interface = load_interface()
+        self._lock = threading.Lock()
+        self._running = True
+        cam = self.profile.camera
+        self._k = cam.intrinsics.k()
+        self._d = cam.distortion.d()
+        self._frame_id = self.arm.camera_frame_id
+
+        self._joint_pub = self._pub("joint_states")
+        self._tf_pub = self._pub("tf")
+        self._tf_static_pub = self._pub("tf_static")
+        self._color_pub = self._pub("color_image", cam.name)
+        self._color_info_pub = self._pub("color_info", cam.name)
+        self._depth_pub = self._pub("depth_image", cam.name)
+        self._depth_info_pub = self._pub("depth_info", cam.name)
+        self._publish_static_tf()
+        subs = MutuallyExclusiveCallbackGroup()
+        for key, callback in (("arm_command", self._on_arm), ("gripper_command", self._on_gripper)):
+            spec = self.interface.topic_spec(key)
+            self.create_subscription(
+                interface_class(spec.type),
+                self.interface.topic(key),
+                callback,
+                qos_profile(spec.qos),
+                callback_group=subs,
+            )
+        services = MutuallyExclusiveCallbackGroup()
+        reset_type = interface_class(self.interface.service_spec("reset_episode").type)
+        self.create_service(reset_type, "~/reset_episode", self._on_reset, callback_group=services)
+        self.create_service(Trigger, "~/judge", self._on_judge, callback_group=services)
+
+        self.frames_published = 0
+        self.frames_dropped = 0
+        self.joint_states_published = 0
+        self._frame_cv = threading.Condition()
+        self._frame: _Frame | None = None
+        self._render_ready = threading.Event()
+        self._render_error: BaseException | None = None
+        self._render_thread = threading.Thread(target=self._render_loop, name="emu_render", daemon=True)
+        self._render_thread.start()
+        if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
+            self._running = False
+            raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
+        self._physics_thread = threading.Thread(target=self._physics_loop, name="emu_physics", daemon=True)
+        self._physics_thread.start()
+        drv = self.profile.driver
+        self.get_logger().warning(
+            f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
+            f"sha256 {self.profile.sha256[:12]}), seed {cfg.seed}; wall-clock time, no /clock; "
+            f"joint states {drv.joint_state_rate_hz} Hz, latency {drv.command_latency_s * 1e3:.0f} ms, "
+            f"camera {cam.name} {cam.width}x{cam.height} @ {cam.rate_hz} Hz (plumb_bob D={self._d.tolist()})"
+        )
+
+    # ---------------------------------------------------------------------------------- configuration
+
+    def _read_parameters(self) -> EmulatedHardwareConfig:
+        if self.get_parameter("use_sim_time").value:
+            raise EmulatedHardwareError(
+                "parameter use_sim_time: got true, allowed: false — emulated hardware runs on wall-clock "
+                "time like a real robot (no /clock)"
+            )
+        d = EmulatedHardwareConfig()
+        specs = (
+            ("world", d.world, "Bundled world id or world folder path the emulated cell is built from."),
+            (
+                "profile",
+                d.profile,
+                f"Hardware profile YAML path; empty: config/{DEFAULT_PROFILE} (the shipped stand-in).",
+            ),
+            ("seed", d.seed, "Seed of the initial object placement and of the joint-state noise."),
+        )
+        values: dict[str, Any] = {}
+        for name, default, text in specs:
+            desc = ParameterDescriptor(description=text, read_only=True)
+            if isinstance(default, int):
+                desc.integer_range = [IntegerRange(from_value=0, to_value=2**62, step=1)]
+            try:
+                values[name] = self.declare_parameter(name, default, desc).value
+            except (InvalidParameterValueException, InvalidParameterTypeException) as err:
+                allowed = "an integer in [0, 2**62]" if isinstance(default, int) else "a string"
+                raise EmulatedHardwareError(f"parameter {name}: {err}; allowed: {allowed}") from None
+        if not values["world"]:
+            raise EmulatedHardwareError("parameter world: got '', allowed: a bundled world id or folder path")
+        return EmulatedHardwareConfig(**values)
+
+    def _pub(self, key: str, camera: str | None = None) -> Any:
+        spec = self.interface.topic_spec(key)
+        return self.create_publisher(
+            interface_class(spec.type), self.interface.topic(key, camera), qos_profile(spec.qos)
+        )
+
+    def _now(self) -> Time:
+        return self.get_clock().now().to_msg()
+
+    def _publish_static_tf(self) -> None:
+        stamp = self._now()
+        world = self.arm.world
+        link_pos, link_quat = conv.camera_link_pose(*world.camera_pose(self.profile.camera.name))
+        link = conv.camera_link_frame(self.profile.camera.name)
+        self._tf_static_pub.publish(
+            conv.tf_message(
+                [
+                    conv.transform_msg(conv.WORLD_FRAME, conv.BASE_FRAME, *world.base_pose(), stamp),
+                    conv.transform_msg(conv.WORLD_FRAME, link, link_pos, link_quat, stamp),
+                    conv.transform_msg(link, self._frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp),
+                ]
+            )
+        )
+
+    # -------------------------------------------------------------------------------------- callbacks
+
+    def _on_arm(self, msg: Any) -> None:
+        try:
+            values = conv.command_array(msg)
+        except conv.CommandError as err:
+            check = CommandCheck(False, False, str(err))
+        else:
+            with self._lock:
+                check = self.arm.submit_arm(values)
+        if not check.accepted:
+            self.get_logger().warning(f"refused arm command: {check.reason}", throttle_duration_sec=1.0)
+
+    def _on_gripper(self, msg: Any) -> None:
+        try:
+            values = conv.command_array(msg)
+        except conv.CommandError as err:
+            check = CommandCheck(False, False, str(err))
+        else:
+            if values.shape != (1,):
+                check = CommandCheck(
+                    False, False, f"gripper command must have 1 value, got {values.shape[0]}"
+                )
+            else:
+                with self._lock:
+                    check = self.arm.submit_gripper(float(values[0]))
+        if not check.accepted:
+            self.get_logger().warning(f"refused gripper command: {check.reason}", throttle_duration_sec=1.0)
+
+    def _on_reset(self, request: Any, response: Any) -> Any:
+        response.world_id = self.arm.world_id
+        response.world_hash = self.arm.base_world_hash
+        if request.variation_config.strip():
+            response.success = False
+            response.message = "variation_config is not supported by the emulated hardware; send ''"
+            return response
+        with self._lock:
+            self.arm.reset(int(request.variation_seed))
+        response.success = True
+        response.message = f"emulated hardware reset (stand-in for an operator), profile {self.profile.name}"
+        response.variation_hash = variation_hash(self.arm.base_world_hash, "", int(request.variation_seed))
+        self.get_logger().info(f"reset: seed {request.variation_seed}")
+        return response
+
+    def _on_judge(self, request: Any, response: Any) -> Any:
+        del request
+        with self._lock:
+            outcome = self.arm.judge()
+            response.message = self.arm.judge_json()
+        response.success = bool(outcome.success)
+        return response
+
+    # ---------------------------------------------------------------------------------------- physics
+
+    def _physics_loop(self) -> None:
+        try:
+            self._run_physics()
+        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+            if self._running and rclpy.ok(context=self.context):
+                self.get_logger().fatal(f"physics thread failed: {err!r}")
+                self._running = False
+                raise
+
+    def _run_physics(self) -> None:
+        arm = self.arm
+        dt = arm.dt
+        js_period = 1.0 / self.profile.driver.joint_state_rate_hz
+        cam_period = 1.0 / self.profile.camera.rate_hz
+        tf_period = 1.0 / _TF_RATE_HZ
+        names = arm.world.joint_names
+        start = time.monotonic()
+        steps = 0
+        next_js = next_tf = next_cam = 0.0
+        while self._running and rclpy.ok(context=self.context):
+            now = time.monotonic() - start
+            due = int(now / dt) - steps
+            if due < 0:
+                time.sleep(min(-due * dt, dt))
+                continue
+            if due * dt > _MAX_LAG_S:
+                self.get_logger().warning(
+                    f"physics is {due * dt:.2f} s behind the wall clock; skipping ahead",
+                    throttle_duration_sec=5.0,
+                )
+                steps += due - 1
+                due = 1
+            if due == 0:
+                time.sleep(max(0.0, (steps + 1) * dt - now))
+                continue
+            with self._lock:
+                arm.advance(due)
+                steps += due
+                t = steps * dt + 1e-9  # schedules compare with a tolerance for float step times
+                js = arm.joint_state() if t >= next_js else None
+                tf = (
+                    conv.relative_pose(*arm.world.base_pose(), *arm.world.ee_pose()) if t >= next_tf else None
+                )
+                d = arm.world.data
+                frame = (d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy()) if t >= next_cam else None
+            stamp = self._now()
+            if js is not None:
+                next_js = _advance(next_js, js_period, t)
+                self._joint_pub.publish(conv.joint_state_msg(stamp, names, *js))
+                self.joint_states_published += 1
+            if tf is not None:
+                next_tf = _advance(next_tf, tf_period, t)
+                self._tf_pub.publish(
+                    conv.tf_message([conv.transform_msg(conv.BASE_FRAME, conv.EE_FRAME, *tf, stamp)])
+                )
+            if frame is not None:
+                next_cam = _advance(next_cam, cam_period, t)
+                with self._frame_cv:
+                    if self._frame is not None:
+                        self.frames_dropped += 1
+                        self.get_logger().warning(
+                            f"renderer busy: dropped camera frame ({self.frames_dropped} so far)",
+                            throttle_duration_sec=5.0,
+                        )
+                    self._frame = _Frame(stamp, *frame)
+                    self._frame_cv.notify_all()
+
+    # -------------------------------------------------------------------------------------- rendering
+
+    def _render_loop(self) -> None:
+        model = self.arm.world.model
+        data = mujoco.MjData(model)
+        try:
+            camera = self.arm.camera_renderer().__enter__()
+        except BaseException as err:  # noqa: BLE001 - reported to the constructor
+            self._render_error = err
+            self._render_ready.set()
+            return
+        self._render_ready.set()
+        cam = self.profile.camera
+        try:
+            while self._running:
+                with self._frame_cv:
+                    self._frame_cv.wait_for(lambda: self._frame is not None or not self._running, 0.5)
+                    job, self._frame = self._frame, None
+                if job is None:
+                    continue
+                data.qpos[:] = job.qpos
+                data.mocap_pos[:] = job.mocap_pos
+                data.mocap_quat[:] = job.mocap_quat
+                mujoco.mj_kinematics(model, data)
+                mujoco.mj_camlight(model, data)
+                rgb, depth_mm = camera.render(data)
+                info = conv.camera_info_msg(self._k, cam.width, cam.height, job.stamp, self._frame_id)
+                info.d = self._d.tolist()  # distortion_model is plumb_bob; the images are distorted
+                self._color_pub.publish(conv.rgb_image_msg(rgb, job.stamp, self._frame_id))
+                self._depth_pub.publish(conv.depth_image_msg(depth_mm, job.stamp, self._frame_id))
+                self._color_info_pub.publish(info)
+                self._depth_info_pub.publish(info)
+                self.frames_published += 1
+        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+            if self._running and rclpy.ok(context=self.context):
+                self.get_logger().fatal(f"render thread failed: {err!r}")
+                self._running = False
+        finally:
+            camera.__exit__(None, None, None)
+
+    def destroy_node(self) -> None:
+        """Stop and join the physics and render threads, then destroy the node."""
+        self.get_logger().info(
+            f"emulated hardware: {self.joint_states_published} joint states, {self.frames_published} camera "
+            f"frames published, {self.frames_dropped} dropped"
+        )
+        self._running = False
+        with self._frame_cv:
+            self._frame_cv.notify_all()
+        for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=5.0)
+        super().destroy_node()
+
+
+def _advance(next_t: float, period: float, now: float) -> float:
+    """The next due time after ``now`` on a fixed schedule (skipping missed ticks)."""
+    next_t += period
+    if next_t <= now:
+        next_t = now + period
+    return next_t
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Run the emulated hardware until interrupted; 1 on a configuration error."""
+    _use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
+    # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
+    rclpy.init(args=args)
+    try:
+        try:
+            node = EmulatedHardwareNode()
+        except (ValueError, RuntimeError) as err:
+            rclpy.logging.get_logger("emulated_hardware").fatal(str(err))
+            return 1
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        try:
+            executor.spin()
+        finally:
+            node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
