@@ -27,6 +27,16 @@ def test_real_mode_has_no_simulator_and_wall_time() -> None:
     assert all(n.parameters["use_sim_time"] is False for n in nodes)
 
 
+def test_real_mode_can_run_the_emulated_hardware_stand_in() -> None:
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "emulate_hardware": "true",
+                                                             "hardware_profile": "/p.yaml"})}
+    assert list(nodes) == ["emulated_hardware", "policy_node", "evaluator_node"]
+    assert nodes["emulated_hardware"].required
+    assert nodes["emulated_hardware"].parameters == {"world": "tabletop-pick-v1", "seed": 0, "profile": "/p.yaml"}
+    # The emulator is a real-mode stand-in only: sim mode never starts it.
+    assert "emulated_hardware" not in _names(mode="sim", emulate_hardware="true")
+
+
 def test_use_sim_time_follows_mode_but_sim_node_runs_on_wall_time() -> None:
     nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim"})}
     assert nodes["policy_node"].parameters["use_sim_time"] is True

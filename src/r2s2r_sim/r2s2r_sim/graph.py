@@ -115,6 +115,12 @@ def world_graph() -> Graph:
                      description="Bundled world id or path of a world folder (world.yaml + MJCF)."),
             Argument(name="policy", default="reference",
                      description="Policy name (entry point in r2s2r.policies) or package.module:Class."),
+            Argument(name="emulate_hardware", default="false", choices=_BOOL,
+                     description="Real mode only: start the emulated hardware (a stand-in for the arm "
+                                 "driver + RealSense, not a robot) instead of relying on real drivers."),
+            Argument(name="hardware_profile", default="",
+                     description="Real mode with emulate_hardware: the emulator's hardware profile YAML "
+                                 "(empty: the shipped config/emulated_hardware/default_profile.yaml)."),
             Argument(name="run_policy", default="true", choices=_BOOL,
                      description="Start the policy node."),
             Argument(name="evaluate", default="true", choices=_BOOL,
@@ -137,6 +143,13 @@ def world_graph() -> Graph:
                 params_file="sim_node.yaml", required=True,
                 parameters={"world": "{world}", "seed": "{seed}", "lockstep": "{lockstep}",
                             "real_time": "{real_time}", "policy_id": "{policy}"},
+            ),
+            NodeSpec(
+                # The node name must stay emulated_hardware: its services are private (~/reset_episode).
+                package="r2s2r_sim", executable="emulated_hardware_node", name="emulated_hardware",
+                modes=frozenset({"real"}), params_file="emulated_hardware_node.yaml",
+                when="emulate_hardware", required=True,
+                parameters={"world": "{world}", "seed": "{seed}", "profile": "{hardware_profile}"},
             ),
             NodeSpec(
                 package="r2s2r_eval", executable="policy_node", name="policy_node",
