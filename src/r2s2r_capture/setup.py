@@ -36,6 +36,7 @@ setup(
             "board = r2s2r_capture.capture_cli:register_board",
             "calibrate = r2s2r_capture.capture_cli:register_calibrate",
             "sysid = r2s2r_capture.capture_cli:register_sysid",
+            "reconstruct = r2s2r_capture.reconstruct_cli:register_reconstruct",
         ],
     },
 )

@@ -20,4 +20,4 @@ class IdentificationError(ValueError):
 
 
 class ReconstructionError(ValueError):
-    """Reconstruction input or output is unusable (frame shapes, no table found, bad world): names the field."""
+    """Reconstruction input or output is unusable (frame shapes, no table, bad world): names the field."""

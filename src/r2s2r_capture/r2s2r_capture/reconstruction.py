@@ -1,0 +1,608 @@
+"""Scene reconstruction from posed RGB-D frames (Open3D): TSDF fusion, table plane, objects on it.
+
+Pure Python, no ROS.  Conventions: depth is metric z-depth in metres (0 = no data), RGB is uint8, ``K`` is
+the 3x3 pinhole matrix of the optical frame (z forward, x right, y down), ``T_world_camera`` maps optical
+frame points into the world frame, and the world z axis points up (gravity along -z).
+
+Pipeline::
+
+    scene = integrate_tsdf(frames, K, poses, voxel=0.004)           # sparse TSDF volume, colour
+    result = segment_scene(scene.point_cloud(), SegmentConfig(keepout=RobotKeepOut(center=(0, 0, 0.75))))
+    result.table, result.objects                                     # TableEstimate, ReconstructedObject...
+
+Objects are assumed to rest on the table: each box is extended down to the table plane (the contact strip
+is not observable), so heights and centroids refer to the full object.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from r2s2r_capture.errors import ReconstructionError
+
+__all__ = [
+    "PrimitiveKind",
+    "ReconstructedObject",
+    "RobotKeepOut",
+    "SceneResult",
+    "SegmentConfig",
+    "TableEstimate",
+    "TsdfScene",
+    "integrate_tsdf",
+    "segment_scene",
+]
+
+
+def _o3d():  # noqa: ANN202 - open3d is heavy; imported on first use so `r2s2r --help` stays fast
+    import open3d as o3d  # noqa: PLC0415
+
+    return o3d
+
+
+# ----------------------------------------------------------------------------------------------- TSDF
+
+
+_TILE = 64  # voxels per tile edge (each tile is an Open3D UniformTSDFVolume, one voxel of overlap per side)
+
+
+@dataclass(frozen=True, eq=False)
+class TsdfScene:
+    """A fused, sparse TSDF volume with RGB8 colour.
+
+    Open3D's hashed volumes (``ScalableTSDFVolume``, ``t.geometry.VoxelBlockGrid``) integrate nothing with
+    the open3d 0.20 CPU wheel this project pins (every extraction is empty, even for a flat test plane), so
+    the volume is tiled by hand: ``UniformTSDFVolume`` tiles of ``64^3`` voxels, allocated only where the
+    depth points fall (the same idea as the scalable volume's blocks, at a coarser grain).
+
+    Attributes:
+        tiles: ``open3d.pipelines.integration.UniformTSDFVolume`` per allocated tile.
+        voxel: voxel edge (m).
+        n_frames: frames integrated.
+    """
+
+    tiles: tuple[object, ...]
+    voxel: float
+    n_frames: int
+
+    def point_cloud(self):  # noqa: ANN201 - open3d.geometry.PointCloud
+        """Surface points (zero crossings) with colours, seams between tiles merged."""
+        o3d = _o3d()
+        pcd = o3d.geometry.PointCloud()
+        for tile in self.tiles:
+            pcd += tile.extract_point_cloud()
+        return pcd.voxel_down_sample(self.voxel) if len(pcd.points) else pcd
+
+    def triangle_mesh(self):  # noqa: ANN201 - open3d.geometry.TriangleMesh
+        """Marching-cubes mesh with vertex colours (tiles concatenated, duplicate vertices merged)."""
+        o3d = _o3d()
+        mesh = o3d.geometry.TriangleMesh()
+        for tile in self.tiles:
+            mesh += tile.extract_triangle_mesh()
+        mesh.merge_close_vertices(self.voxel * 0.1)
+        mesh.compute_vertex_normals()
+        return mesh
+
+
+def _check_K(K: np.ndarray) -> np.ndarray:
+    K = np.asarray(K, dtype=np.float64)
+    if K.shape != (3, 3) or not np.all(np.isfinite(K)) or K[0, 0] <= 0 or K[1, 1] <= 0:
+        raise ReconstructionError(f"K: must be a finite 3x3 pinhole matrix with fx, fy > 0, got {K.tolist()}")
+    return K
+
+
+def _check_pose(T: np.ndarray, i: int) -> np.ndarray:
+    T = np.asarray(T, dtype=np.float64)
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise ReconstructionError(f"poses[{i}]: must be a finite 4x4 T_world_camera, got shape {T.shape}")
+    R = T[:3, :3]
+    if not np.allclose(R @ R.T, np.eye(3), atol=1e-4) or np.linalg.det(R) <= 0:
+        raise ReconstructionError(f"poses[{i}]: rotation part is not a proper rotation matrix")
+    return T
+
+
+def integrate_tsdf(
+    frames: Sequence[tuple[np.ndarray, np.ndarray]],
+    K: np.ndarray,
+    poses: Sequence[np.ndarray] | np.ndarray,
+    *,
+    voxel: float = 0.004,
+    sdf_trunc: float | None = None,
+    depth_trunc: float = 3.0,
+    bounds: tuple[Sequence[float], Sequence[float]] | None = None,
+    max_tiles: int = 400,
+) -> TsdfScene:
+    """Fuse posed RGB-D frames into a coloured, sparse TSDF volume (see :class:`TsdfScene`).
+
+    Args:
+        frames: ``(rgb uint8 (H, W, 3), depth float (H, W) metres, 0 = no data)`` per frame.
+        K: 3x3 pinhole matrix of the optical frame (the same for all frames).
+        poses: per frame ``T_world_camera`` (4x4, optical frame in world).
+        voxel: TSDF voxel edge (m).
+        sdf_trunc: truncation distance (m); default ``3 * voxel``.
+        depth_trunc: depth beyond this (m) is ignored.
+        bounds: optional world-frame box ``(min xyz, max xyz)``; depth pixels whose points fall outside are
+            ignored (keeps floor and room out of the volume).
+        max_tiles: refuse scenes needing more tiles than this (memory: ~6 MB per tile).
+
+    Raises:
+        ReconstructionError: naming the frame and field at fault.
+    """
+    o3d = _o3d()
+    K = _check_K(K)
+    if len(frames) == 0:
+        raise ReconstructionError("frames: no RGB-D frames given; record a sweep of the scene")
+    if len(poses) != len(frames):
+        raise ReconstructionError(f"poses: {len(poses)} poses for {len(frames)} frames")
+    if not (math.isfinite(voxel) and 0.0005 <= voxel <= 0.1):
+        raise ReconstructionError(f"voxel: must be in [0.0005, 0.1] m, got {voxel}")
+    trunc = 3.0 * voxel if sdf_trunc is None else float(sdf_trunc)
+    if not (math.isfinite(trunc) and voxel < trunc < _TILE * voxel / 2):
+        raise ReconstructionError(f"sdf_trunc: must be in ({voxel}, {_TILE * voxel / 2}) m, got {trunc}")
+    lo = hi = None
+    if bounds is not None:
+        lo, hi = (np.asarray(b, dtype=np.float64).reshape(3) for b in bounds)
+        if not np.all(lo < hi):
+            raise ReconstructionError(f"bounds: need min < max per axis, got {lo.tolist()} {hi.tolist()}")
+    # Pass 1: check inputs, mask depth, find the tiles the surfaces (+- trunc) fall in.
+    tile_len = _TILE * voxel
+    prepared = []
+    keys: set[tuple[int, int, int]] = set()
+    rays_cache: dict[tuple[int, int], np.ndarray] = {}
+    offsets = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * trunc
+    for i, ((rgb, depth), T) in enumerate(zip(frames, poses, strict=True)):
+        rgb = np.asarray(rgb)
+        depth = np.asarray(depth)
+        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+            raise ReconstructionError(
+                f"frames[{i}].rgb: must be uint8 (H, W, 3), got {rgb.dtype} {rgb.shape}"
+            )
+        if depth.shape != rgb.shape[:2]:
+            raise ReconstructionError(
+                f"frames[{i}].depth: shape {depth.shape} does not match rgb {rgb.shape[:2]}"
+            )
+        T = _check_pose(T, i)
+        h, w = depth.shape
+        depth = np.nan_to_num(depth.astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+        depth[(depth < 0) | (depth > depth_trunc)] = 0.0
+        rays = rays_cache.get((h, w))
+        if rays is None:
+            u, v = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
+            rays = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], -1)
+            rays_cache[(h, w)] = rays
+        pts = (rays * depth[..., None].astype(np.float64)) @ T[:3, :3].T + T[:3, 3]
+        valid = depth > 0
+        if lo is not None:
+            valid &= np.all((pts >= lo) & (pts <= hi), axis=-1)
+            depth = np.where(valid, depth, 0.0).astype(np.float32)
+        sample = pts[::2, ::2][valid[::2, ::2]]
+        for off in offsets:
+            keys.update(map(tuple, np.unique(np.floor((sample + off) / tile_len).astype(np.int64), axis=0)))
+        prepared.append((np.ascontiguousarray(rgb), np.ascontiguousarray(depth), T))
+    if not keys:
+        raise ReconstructionError("frames: no valid depth (all zero, beyond depth_trunc or outside bounds)")
+    if len(keys) > max_tiles:
+        raise ReconstructionError(
+            f"bounds: the surfaces span {len(keys)} TSDF tiles of {tile_len:.3f} m, more than max_tiles "
+            f"{max_tiles}; give tighter bounds or a coarser voxel"
+        )
+    # Pass 2: integrate every frame into every tile (tiles overlap by one voxel so seams close).
+    tiles = []
+    for key in sorted(keys):
+        tile = o3d.pipelines.integration.UniformTSDFVolume(
+            length=(_TILE + 2) * voxel,
+            resolution=_TILE + 2,
+            sdf_trunc=trunc,
+            color_type=o3d.pipelines.integration.TSDFVolumeColorType.RGB8,
+            origin=np.asarray(key, dtype=np.float64) * tile_len - voxel,
+        )
+        tiles.append(tile)
+    for rgb, depth, T in prepared:
+        h, w = depth.shape
+        intr = o3d.camera.PinholeCameraIntrinsic(w, h, K[0, 0], K[1, 1], K[0, 2], K[1, 2])
+        rgbd = o3d.geometry.RGBDImage.create_from_color_and_depth(
+            o3d.geometry.Image(rgb),
+            o3d.geometry.Image(depth),
+            depth_scale=1.0,
+            depth_trunc=float(depth_trunc),
+            convert_rgb_to_intensity=False,
+        )
+        extrinsic = np.linalg.inv(T)
+        for tile in tiles:
+            tile.integrate(rgbd, intr, extrinsic)
+    return TsdfScene(tiles=tuple(tiles), voxel=float(voxel), n_frames=len(frames))
+
+
+# ------------------------------------------------------------------------------------------ segmentation
+
+
+class PrimitiveKind(enum.Enum):
+    """Collision/visual geometry fitted to an object."""
+
+    BOX = "box"  # the gravity-aligned oriented box fits the surface points
+    OPEN_BOX = "open_box"  # a box with an open top (bin, tray): floor + four walls
+    MESH = "mesh"  # neither: the convex hull
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotKeepOut:
+    """A vertical cylinder around the robot base; clusters with points inside it are the robot.
+
+    Attributes:
+        center: base position (m, world), bottom of the cylinder.
+        radius: cylinder radius (m).
+        height: cylinder height above ``center`` (m).
+    """
+
+    center: tuple[float, float, float]
+    radius: float = 0.15
+    height: float = 2.0
+
+    def __post_init__(self) -> None:
+        if len(self.center) != 3 or not all(math.isfinite(v) for v in self.center):
+            raise ReconstructionError(f"keepout.center: must be 3 finite numbers, got {self.center}")
+        for name in ("radius", "height"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ReconstructionError(f"keepout.{name}: must be > 0, got {value}")
+
+    def contains(self, points: np.ndarray) -> np.ndarray:
+        """Mask of ``points`` (N, 3) inside the cylinder."""
+        c = np.asarray(self.center)
+        d = np.linalg.norm(points[:, :2] - c[:2], axis=1)
+        return (d <= self.radius) & (points[:, 2] >= c[2] - 0.01) & (points[:, 2] <= c[2] + self.height)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SegmentConfig:
+    """Parameters of :func:`segment_scene` (lengths in m).
+
+    Attributes:
+        voxel: point spacing the cloud is downsampled to.
+        plane_distance: RANSAC inlier distance of the table plane.
+        max_planes: horizontal/other planes tried before giving up.
+        max_tilt_deg: a plane whose normal is within this of world z is horizontal.
+        min_height: points lower than this above the table are table (the contact strip is not an object).
+        max_height: clusters reaching higher than this above the table are not objects.
+        table_margin: object points must lie within the table footprint grown by this.
+        cluster_eps: DBSCAN neighbourhood radius.
+        cluster_min_points: DBSCAN core point count.
+        min_object_points: smaller clusters are noise.
+        box_fit_tol: a point fits the box if within this of its surface; ``None`` uses ``2 * voxel``.
+        box_fit_fraction: fraction of points that must fit for a :attr:`PrimitiveKind.BOX`.
+        keepout: the robot; clusters touching it are dropped.
+        seed: seed of Open3D's RANSAC.
+    """
+
+    voxel: float = 0.004
+    plane_distance: float = 0.005
+    max_planes: int = 4
+    max_tilt_deg: float = 10.0
+    min_height: float = 0.008
+    max_height: float = 0.5
+    table_margin: float = 0.02
+    cluster_eps: float = 0.012
+    cluster_min_points: int = 10
+    min_object_points: int = 60
+    box_fit_tol: float | None = None
+    box_fit_fraction: float = 0.9
+    keepout: RobotKeepOut | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("voxel", "plane_distance", "min_height", "max_height", "cluster_eps", "max_tilt_deg"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ReconstructionError(f"{name}: must be > 0, got {value}")
+        if self.max_height <= self.min_height:
+            raise ReconstructionError(
+                f"max_height must exceed min_height: got {self.max_height} and {self.min_height}"
+            )
+        if not 0 < self.box_fit_fraction <= 1:
+            raise ReconstructionError(f"box_fit_fraction: must be in (0, 1], got {self.box_fit_fraction}")
+        for name in ("max_planes", "cluster_min_points", "min_object_points"):
+            if getattr(self, name) < 1:
+                raise ReconstructionError(f"{name}: must be >= 1, got {getattr(self, name)}")
+
+    @property
+    def fit_tol(self) -> float:
+        """Box fit tolerance (m)."""
+        return 2.0 * self.voxel if self.box_fit_tol is None else self.box_fit_tol
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class TableEstimate:
+    """The table top.
+
+    Attributes:
+        height: z of the top surface (m).
+        center: (x, y) of the observed top's oriented rectangle (m).
+        size: (x, y) extents of that rectangle in its own frame (m).
+        yaw: rotation of the rectangle about z (rad).
+        color: mean RGB in [0, 1].
+        n_points: inlier count.
+        floor_height: z of the floor plane if one was seen, else ``None``.
+    """
+
+    height: float
+    center: tuple[float, float]
+    size: tuple[float, float]
+    yaw: float
+    color: tuple[float, float, float]
+    n_points: int
+    floor_height: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ReconstructedObject:
+    """One object on the table.
+
+    Attributes:
+        name: ``object_<i>``, by decreasing point count.
+        position: centre of the fitted gravity-aligned box (m, world); the box reaches down to the table.
+        quat: its orientation, wxyz (a yaw about z).
+        size: full box extents along its own x, y, z (m).
+        aabb_size: world axis-aligned extents of the points (m).
+        color: mean RGB in [0, 1].
+        n_points: cluster size.
+        primitive: the fitted geometry.
+        box_fit: fraction of points within ``fit_tol`` of the box surface.
+        wall_thickness: wall thickness of an :attr:`PrimitiveKind.OPEN_BOX` (m), else 0.
+        floor_thickness: floor thickness of an :attr:`PrimitiveKind.OPEN_BOX` (m), else 0.
+        hull_vertices: convex hull vertices in the object frame (V, 3).
+        hull_triangles: hull triangles (F, 3), outward.
+    """
+
+    name: str
+    position: np.ndarray
+    quat: np.ndarray
+    size: np.ndarray
+    aabb_size: np.ndarray
+    color: tuple[float, float, float]
+    n_points: int
+    primitive: PrimitiveKind
+    box_fit: float
+    wall_thickness: float = 0.0
+    floor_thickness: float = 0.0
+    hull_vertices: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    hull_triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int32))
+
+    @property
+    def yaw(self) -> float:
+        """Rotation about world z (rad)."""
+        w, _, _, z = self.quat
+        return 2.0 * math.atan2(z, w)
+
+    @property
+    def volume(self) -> float:
+        """Box volume (m^3)."""
+        return float(np.prod(self.size))
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class SceneResult:
+    """Output of :func:`segment_scene`.
+
+    Attributes:
+        table: the table top.
+        objects: objects on it, robot excluded.
+        n_robot_clusters: clusters dropped because they touch the robot keep-out.
+        n_noise_clusters: clusters dropped as too small.
+    """
+
+    table: TableEstimate
+    objects: tuple[ReconstructedObject, ...]
+    n_robot_clusters: int = 0
+    n_noise_clusters: int = 0
+
+    def object(self, name: str) -> ReconstructedObject:
+        """The object called ``name``; raises :class:`ReconstructionError` listing the names."""
+        for obj in self.objects:
+            if obj.name == name:
+                return obj
+        raise ReconstructionError(f"object: no object {name!r} (objects: {[o.name for o in self.objects]})")
+
+
+def _min_area_rect(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Minimum-area rectangle of 2-D points: centre, (size_a, size_b), yaw of the ``a`` axis in [0, pi/2)."""
+    import cv2  # noqa: PLC0415
+
+    (cx, cy), _, angle = cv2.minAreaRect(xy.astype(np.float32))
+    # The rectangle is symmetric under quarter turns: report the side in [0, pi/2) as ``a`` and refine
+    # centre and sizes in float64 (cv2 works in float32).
+    yaw = math.radians(angle) % (math.pi / 2.0)
+    c, s = math.cos(yaw), math.sin(yaw)
+    local = (xy - np.array([cx, cy])) @ np.array([[c, -s], [s, c]])
+    # Trimmed extents: single stray surface points at the TSDF's rounded edges would inflate the size.
+    lo, hi = np.percentile(local, 0.5, axis=0), np.percentile(local, 99.5, axis=0)
+    centre = np.array([cx, cy]) + np.array([[c, -s], [s, c]]) @ ((lo + hi) / 2.0)
+    return centre, hi - lo, yaw
+
+
+def _yaw_quat(yaw: float) -> np.ndarray:
+    return np.array([math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)])
+
+
+def _rotz(yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _box_surface_distance(local: np.ndarray, half: np.ndarray) -> np.ndarray:
+    q = np.abs(local) - half
+    outside = np.linalg.norm(np.maximum(q, 0.0), axis=1)
+    inside = -np.max(q, axis=1)
+    return np.where(np.all(q < 0, axis=1), inside, outside)
+
+
+def _find_planes(o3d, pcd, cfg: SegmentConfig) -> list[tuple[float, np.ndarray]]:  # noqa: ANN001
+    """Horizontal planes ``(height, inlier indices into pcd)``, largest first search, up to max_planes."""
+    o3d.utility.random.seed(cfg.seed)
+    remaining = np.arange(len(pcd.points))
+    cos_tilt = math.cos(math.radians(cfg.max_tilt_deg))
+    planes = []
+    for _ in range(cfg.max_planes):
+        if len(remaining) < 3 * cfg.min_object_points:
+            break
+        sub = pcd.select_by_index(remaining.tolist())
+        model, inliers = sub.segment_plane(
+            distance_threshold=cfg.plane_distance, ransac_n=3, num_iterations=1000
+        )
+        inliers = np.asarray(inliers, dtype=np.int64)
+        if len(inliers) < cfg.min_object_points:
+            break
+        a, b, c, d = model
+        idx = remaining[inliers]
+        if abs(c) / math.sqrt(a * a + b * b + c * c) >= cos_tilt:
+            z = np.asarray(pcd.points)[idx, 2]
+            planes.append((float(np.median(z)), idx))
+        remaining = np.setdiff1d(remaining, idx, assume_unique=True)
+    return planes
+
+
+def segment_scene(pcd, config: SegmentConfig | None = None) -> SceneResult:  # noqa: ANN001 - o3d PointCloud
+    """Find the table plane and the objects on it in a fused point cloud (world frame, z up).
+
+    The table is the highest horizontal RANSAC plane holding at least a quarter of the points of the largest
+    horizontal plane (a floor seen below it is reported as ``floor_height``).  Points more than
+    ``min_height`` above it and over its footprint are clustered with DBSCAN; clusters touching
+    ``config.keepout`` (the robot) or taller than ``max_height`` are dropped; the rest become
+    :class:`ReconstructedObject` s with a gravity-aligned box (minimum-area rectangle in xy, extended down
+    to the table), a convex hull and a primitive: box if ``box_fit_fraction`` of the points lie within
+    ``fit_tol`` of its surface, open box (bin) if the top of the box is empty, else the convex hull.
+
+    Raises:
+        ReconstructionError: empty cloud, or no horizontal plane (no table seen).
+    """
+    o3d = _o3d()
+    cfg = config if config is not None else SegmentConfig()
+    if len(pcd.points) == 0:
+        raise ReconstructionError("point cloud: empty; were the frames' depth and poses valid?")
+    if not pcd.has_colors():
+        raise ReconstructionError("point cloud: has no colours; integrate RGB-D frames with colour")
+    pcd = pcd.voxel_down_sample(cfg.voxel)
+    pts = np.asarray(pcd.points)
+    cols = np.asarray(pcd.colors)
+
+    planes = _find_planes(o3d, pcd, cfg)
+    if not planes:
+        raise ReconstructionError(
+            f"table: no horizontal plane within {cfg.max_tilt_deg} deg of level among {len(pts)} points; "
+            "record views that show the table top"
+        )
+    biggest = max(len(idx) for _, idx in planes)
+    candidates = [p for p in planes if len(p[1]) >= 0.25 * biggest]
+    height, inliers = max(candidates, key=lambda p: p[0])
+    lower = [h for h, idx in planes if h < height - 0.1 and len(idx) >= 0.25 * biggest]
+    # The table's inliers may include coplanar clutter far away: keep the largest connected piece.
+    tab = pcd.select_by_index(inliers.tolist())
+    labels = np.asarray(tab.cluster_dbscan(eps=3.0 * cfg.voxel, min_points=cfg.cluster_min_points))
+    if labels.size and labels.max() >= 0:
+        main = np.bincount(labels[labels >= 0]).argmax()
+        inliers = inliers[labels == main]
+    height = float(np.median(pts[inliers, 2]))
+    t_centre, t_size, t_yaw = _min_area_rect(pts[inliers, :2])
+    table = TableEstimate(
+        height=height,
+        center=(float(t_centre[0]), float(t_centre[1])),
+        size=(float(t_size[0]), float(t_size[1])),
+        yaw=float(t_yaw),
+        color=tuple(float(v) for v in cols[inliers].mean(axis=0)),
+        n_points=len(inliers),
+        floor_height=max(lower) if lower else None,
+    )
+
+    # Points above the table top, over its (grown) footprint.
+    rel = pts[:, 2] - height
+    local = (pts[:, :2] - t_centre) @ _rotz(t_yaw)[:2, :2]
+    over = np.all(np.abs(local) <= t_size / 2.0 + cfg.table_margin, axis=1)
+    # No height cap yet: the robot must stay one cluster so that touching the keep-out removes all of it.
+    above = np.flatnonzero((rel > cfg.min_height) & over)
+    objects: list[ReconstructedObject] = []
+    n_robot = n_noise = 0
+    if len(above):
+        sub = pcd.select_by_index(above.tolist())
+        labels = np.asarray(sub.cluster_dbscan(eps=cfg.cluster_eps, min_points=cfg.cluster_min_points))
+        clusters = [above[labels == k] for k in range(int(labels.max()) + 1)] if labels.size else []
+        clusters.sort(key=len, reverse=True)
+        for idx in clusters:
+            if cfg.keepout is not None and np.any(cfg.keepout.contains(pts[idx])):
+                n_robot += 1
+                continue
+            if len(idx) < cfg.min_object_points or pts[idx, 2].max() - height > cfg.max_height:
+                n_noise += 1
+                continue
+            objects.append(_fit_object(f"object_{len(objects)}", pts[idx], cols[idx], height, cfg))
+    return SceneResult(
+        table=table, objects=tuple(objects), n_robot_clusters=n_robot, n_noise_clusters=n_noise
+    )
+
+
+def _fit_object(
+    name: str, pts: np.ndarray, cols: np.ndarray, table_z: float, cfg: SegmentConfig
+) -> ReconstructedObject:
+    o3d = _o3d()
+    centre_xy, size_xy, yaw = _min_area_rect(pts[:, :2])
+    top = float(pts[:, 2].max())
+    height = top - table_z
+    position = np.array([centre_xy[0], centre_xy[1], table_z + height / 2.0])
+    size = np.array([size_xy[0], size_xy[1], height])
+    R = _rotz(yaw)
+    local = (pts - position) @ R  # object frame coordinates
+    half = size / 2.0
+    tol = cfg.fit_tol
+    fit = float(np.mean(_box_surface_distance(local, half) <= tol))
+
+    primitive = PrimitiveKind.MESH
+    wall = floor = 0.0
+    if fit >= cfg.box_fit_fraction:
+        primitive = PrimitiveKind.BOX
+    else:
+        inset = np.maximum(0.25 * half[:2], 2.0 * cfg.voxel)
+        interior = np.all(np.abs(local[:, :2]) <= half[:2] - inset, axis=1)
+        upper = local[:, 2] > half[2] - 0.25 * size[2]
+        rim_band = local[:, 2] > 0.0  # upper half of the walls
+        if interior.any() or rim_band.any():
+            top_filled = np.count_nonzero(interior & upper) / max(1, np.count_nonzero(upper))
+            if top_filled < 0.05 and rim_band.any():
+                primitive = PrimitiveKind.OPEN_BOX
+                # Distance in from the outer rectangle of the upper wall points: outer face ~0, inner ~t.
+                d_in = np.min(half[:2] - np.abs(local[rim_band, :2]), axis=1)
+                wall = float(np.clip(np.percentile(d_in, 95), cfg.voxel, 0.3 * min(size_xy)))
+                low = interior & (local[:, 2] < 0.0)
+                floor_top = float(np.median(local[low, 2])) + half[2] if low.any() else cfg.min_height / 2.0
+                floor = float(np.clip(floor_top, 0.002, 0.5 * size[2]))
+
+    # Convex hull of the points plus their footprint on the table (the unseen bottom).
+    foot = local.copy()
+    foot[:, 2] = -half[2]
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(np.vstack([local, foot])))
+    try:
+        hull, _ = cloud.compute_convex_hull()
+        hull_v = np.asarray(hull.vertices).copy()
+        hull_t = np.asarray(hull.triangles).astype(np.int32).copy()
+    except RuntimeError:  # degenerate (flat) cluster: qhull fails
+        hull_v, hull_t = np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int32)
+        if primitive is PrimitiveKind.MESH:
+            primitive = PrimitiveKind.BOX
+    aabb = pts.max(axis=0) - pts.min(axis=0)
+    aabb[2] = height
+    return ReconstructedObject(
+        name=name,
+        position=position,
+        quat=_yaw_quat(yaw),
+        size=size,
+        aabb_size=aabb,
+        color=tuple(float(v) for v in cols.mean(axis=0)),
+        n_points=len(pts),
+        primitive=primitive,
+        box_fit=fit,
+        wall_thickness=wall,
+        floor_thickness=floor,
+        hull_vertices=hull_v,
+        hull_triangles=hull_t,
+    )
