@@ -635,7 +635,9 @@ class SimNode(Node):
                 self._swap_world(world, key)
             self.world.reset(seed)
             self._clock_ns += self._dt_ns  # the reset takes one step, so stamps stay strictly increasing
-            self._episode_seed = int(request.variation_seed)
+            if swapped:
+                self._publish_static_tf()  # camera extrinsics may have changed; before the reset observation
+            self._episode_seed = seed
             self._reset_pending = True
             target = self._reset_done + 1
             self._cv.notify_all()
@@ -644,8 +646,6 @@ class SimNode(Node):
         response.message = (
             "" if response.success else "the physics thread did not publish the reset observation"
         )
-        if swapped:
-            self._publish_static_tf()  # the camera extrinsics may have changed
         response.world_hash = self.world.world_hash
         response.variation_hash = variation_hash(self.world.world_hash, text, seed)
         if response.success and swapped:
