@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,26 +16,40 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
-def _free_domain_id() -> int:
-    # Each test gets its own DDS domain so parallel runs and other machines cannot interfere.
-    # 0..101 are the safe range on Linux (ports); xdist workers and pids spread the choice.
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or "0"
-    base = (os.getpid() * 7 + int(worker) * 13) % 60
-    _free_domain_id.counter = getattr(_free_domain_id, "counter", 0) + 1  # type: ignore[attr-defined]
-    return 20 + (base + _free_domain_id.counter) % 80  # type: ignore[attr-defined]
+def _claim_domain_id() -> tuple[int, object]:
+    """Claim a ROS_DOMAIN_ID no other test on this machine holds, by an exclusive lock file per id.
+
+    Each test gets its own DDS domain so parallel runs (other checkouts, CI, xdist workers) cannot
+    see each other's nodes. Ids 1..101 are the range Linux can use without port clashes.
+    """
+    lock_dir = Path(tempfile.gettempdir()) / "r2s2r-ros-domains"
+    lock_dir.mkdir(exist_ok=True)
+    start = os.getpid() % 101
+    for offset in range(101):
+        domain = 1 + (start + offset) % 101
+        handle = open(lock_dir / f"{domain}.lock", "w")  # noqa: SIM115 - held for the test's life
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return domain, handle
+    raise RuntimeError(f"all ROS domain ids 1..101 are claimed (lock files in {lock_dir})")
 
 
 @pytest.fixture
-def ros_env() -> dict[str, str]:
+def ros_env() -> Iterator[dict[str, str]]:
     """Environment for child processes: its own ROS_DOMAIN_ID, localhost-only discovery, no colour."""
+    domain, lock = _claim_domain_id()
     env = dict(os.environ)
-    env["ROS_DOMAIN_ID"] = str(_free_domain_id())
+    env["ROS_DOMAIN_ID"] = str(domain)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env.pop("ROS_LOCALHOST_ONLY", None)
     env["PYTHONUNBUFFERED"] = "1"
     env["RCUTILS_COLORIZED_OUTPUT"] = "0"
     env.setdefault("MUJOCO_GL", "egl")
-    return env
+    yield env
+    lock.close()  # type: ignore[attr-defined]
 
 
 @pytest.fixture
