@@ -35,6 +35,7 @@ setup(
         ],
         # Subcommands of the `r2s2r` CLI: name = module:register (adds a parser, sets func).
         "r2s2r.commands": [
+            "compare = r2s2r_eval.compare_cli:register",
             "metrics = r2s2r_eval.metrics_cli:register",
             "sweep = r2s2r_eval.sweep_cli:register",
         ],

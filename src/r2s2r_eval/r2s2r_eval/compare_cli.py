@@ -1,0 +1,108 @@
+"""``r2s2r compare --sim RESULTS --real RESULTS -o DIR``: does sim predict real? A report and a summary.
+
+RESULTS is an r2s2r results store (SQLite, as written by ``r2s2r sweep --results``) or its
+Parquet/CSV export (``r2s2r sweep --export``). DIR must not exist; it receives ``report.html`` (one
+self-contained page), ``summary.json`` and the PNG plots. The summary is also printed here.
+
+Bad input (unreadable file, missing column, no episodes, different worlds on the two sides without
+``--allow-different-worlds``, an existing DIR) exits with status 2 and a message naming the file.
+A policy on one side only is excluded and listed as a warning in the report and the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from r2s2r_eval.compare import (
+    CompareError,
+    CompareSettings,
+    compare,
+    format_summary,
+    load_episodes,
+    write_report,
+)
+
+__all__ = ["cmd_compare", "register"]
+
+
+def cmd_compare(ns: argparse.Namespace) -> int:
+    """Run ``r2s2r compare``; 0 on success, 2 on bad input."""
+    try:
+        settings = CompareSettings(
+            confidence=ns.confidence,
+            resamples=ns.resamples,
+            seed=ns.seed,
+            n_bins=ns.bins,
+            max_depth=ns.max_depth,
+            mmrv_comparison=ns.mmrv_comparison,
+            allow_different_worlds=ns.allow_different_worlds,
+        )
+        if Path(ns.out).exists():  # fail before the work, not after
+            raise CompareError(
+                f"{ns.out}: already exists; refusing to overwrite (choose a new output folder)"
+            )
+        comparison = compare(load_episodes(ns.sim), load_episodes(ns.real), settings)
+        out = write_report(comparison, ns.out)
+    except CompareError as err:
+        print(f"r2s2r compare: {err}", file=sys.stderr)
+        return 2
+    print(format_summary(comparison.summary))
+    print(f"\nreport: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: got {value}")
+    return value
+
+
+def _open_unit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1): got {text}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand (entry point of the ``r2s2r.commands`` group)."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="sim-vs-real report (HTML + summary.json) from two results files",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--sim", required=True, help="sim results: SQLite store, .parquet or .csv export")
+    parser.add_argument("--real", required=True, help="real results: SQLite store, .parquet or .csv export")
+    parser.add_argument("-o", "--out", required=True, help="output folder (must not exist)")
+    parser.add_argument(
+        "--allow-different-worlds",
+        action="store_true",
+        help="compare results whose world ids differ (a warning in the report instead of an error)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)"
+    )
+    parser.add_argument("--confidence", type=_open_unit, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--bins", type=_positive_int, default=5, help="quantile bins per axis (default 5)")
+    parser.add_argument(
+        "--max-depth", type=int, choices=(1, 2, 3), default=2, help="failure tree depth (default 2)"
+    )
+    parser.add_argument(
+        "--mmrv-comparison",
+        choices=("less", "greater"),
+        default="less",
+        help="MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code",
+    )
+    parser.set_defaults(func=cmd_compare)
