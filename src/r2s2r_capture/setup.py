@@ -37,6 +37,10 @@ setup(
             "calibrate = r2s2r_capture.capture_cli:register_calibrate",
             "sysid = r2s2r_capture.capture_cli:register_sysid",
             "reconstruct = r2s2r_capture.reconstruct_cli:register_reconstruct",
+            "signature = r2s2r_capture.signature_cli:register_signature",
+            "capture = r2s2r_capture.real2sim_cli:register_capture",
+            "real2sim = r2s2r_capture.real2sim_cli:register_real2sim",
+            "resim = r2s2r_capture.real2sim_cli:register_resim",
         ],
     },
 )

@@ -38,6 +38,9 @@ DELAY_NUMERIC = "r2s2r_command_delay_s"
 # Largest recording we accept (samples): guards memory when reading untrusted .npz files.
 MAX_SAMPLES = 2_000_000
 PARAM_KINDS = ("damping", "armature", "frictionloss", "kp")
+# Opt-in kinds (not fitted by default): ``kv``, the position servo's derivative gain.  Joint damping and
+# servo kv act alike on position tracking (both are -c qdot), so fit one of the two, not both.
+EXTRA_KINDS = ("kv",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,7 +240,8 @@ class SysidConfig:
 
     Attributes:
         joints: joints whose parameters are fitted (default: all recorded joints).
-        kinds: per-joint parameters to fit, from ``damping, armature, frictionloss, kp``.
+        kinds: per-joint parameters to fit, from ``damping, armature, frictionloss, kp`` (and the opt-in
+            ``kv``, see ``EXTRA_KINDS``).
         fit_delay: fit one command delay (s) shared by all joints.
         scale_range: bounds for damping/armature/kp as multiples of the nominal value.
         frictionloss_max: upper bound of friction loss (N m or N).
@@ -259,9 +263,11 @@ class SysidConfig:
 
     def __post_init__(self) -> None:
         """Validate kinds and ranges (errors name the field)."""
-        bad = [k for k in self.kinds if k not in PARAM_KINDS]
+        bad = [k for k in self.kinds if k not in PARAM_KINDS + EXTRA_KINDS]
         if bad:
-            raise IdentificationError(f"sysid kinds {bad} unknown; valid: {list(PARAM_KINDS)}")
+            raise IdentificationError(
+                f"sysid kinds {bad} unknown; valid: {list(PARAM_KINDS + EXTRA_KINDS)}"
+            )
         if not self.kinds and not self.fit_delay:
             raise IdentificationError("sysid has nothing to fit: kinds is empty and fit_delay is false")
         lo, hi = self.scale_range
@@ -418,6 +424,13 @@ def _set_kp(actuator: str) -> Any:
     return modifier
 
 
+def _set_kv(actuator: str) -> Any:
+    def modifier(spec: mujoco.MjSpec, p: sysid.Parameter) -> None:
+        sysid.apply_dgain(spec, actuator, float(p.value[0]))
+
+    return modifier
+
+
 def _build_params(
     spec: mujoco.MjSpec, model: mujoco.MjModel, problem: _Problem, cfg: SysidConfig
 ) -> sysid.ParameterDict:
@@ -446,13 +459,17 @@ def _build_params(
                     )
                 )
                 continue
-            if kind == "kp":
+            if kind in ("kp", "kv"):
                 if not sysid.model_modifier.is_position_actuator(spec.actuator(model.actuator(aid).name)):
                     raise IdentificationError(
                         f"actuator {model.actuator(aid).name!r} is not a position servo"
                     )
-                nominal = float(model.actuator_gainprm[aid, 0])
-                modifier = _set_kp(model.actuator(aid).name)
+                if kind == "kp":
+                    nominal = float(model.actuator_gainprm[aid, 0])
+                    modifier = _set_kp(model.actuator(aid).name)
+                else:
+                    nominal = -float(model.actuator_biasprm[aid, 2])
+                    modifier = _set_kv(model.actuator(aid).name)
             else:
                 nominal = float(model.dof_damping[dof] if kind == "damping" else model.dof_armature[dof])
                 modifier = _set_joint_attr(kind, joint)

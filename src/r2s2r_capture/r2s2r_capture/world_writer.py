@@ -265,6 +265,7 @@ def write_world(
     task: TaskSpec,
     robot_mjcf_dir: str | Path | None = None,
     world_id: str = "reconstructed-v1",
+    robot_mjcf: str | Path | None = None,
 ) -> Path:
     """Write a world folder for the reconstructed scene and check that :class:`SimWorld` loads it.
 
@@ -280,6 +281,8 @@ def write_world(
         robot_mjcf_dir: folder holding the robot MJCF and its assets, copied to ``robot/``; default the
             template robot MJCF's folder.
         world_id: ``id`` of the new world.
+        robot_mjcf: the robot MJCF to use instead of the template's (e.g. one with identified dynamics);
+            it must lie inside ``robot_mjcf_dir`` (default: its own folder).
 
     Returns:
         ``out_dir``.
@@ -321,12 +324,13 @@ def write_world(
     cam_cfg = tcfg.cameras[0] if tcfg.cameras else None
     mjcf_camera = cam_cfg.mjcf_camera if cam_cfg else "camera"
 
-    robot_src = Path(robot_mjcf_dir) if robot_mjcf_dir is not None else tcfg.robot.mjcf.parent
+    robot_file = Path(robot_mjcf) if robot_mjcf is not None else tcfg.robot.mjcf
+    robot_src = Path(robot_mjcf_dir) if robot_mjcf_dir is not None else robot_file.parent
     try:
-        robot_rel = tcfg.robot.mjcf.resolve().relative_to(robot_src.resolve())
+        robot_rel = robot_file.resolve().relative_to(robot_src.resolve())
     except ValueError:
         raise ReconstructionError(
-            f"robot_mjcf_dir: {robot_src} does not contain the template robot MJCF {tcfg.robot.mjcf}"
+            f"robot_mjcf_dir: {robot_src} does not contain the robot MJCF {robot_file}"
         ) from None
 
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -1,0 +1,603 @@
+"""``r2s2r real2sim``: one capture (see :mod:`r2s2r_capture.capture`) in, one identified world folder out.
+
+Stages, each timed and reported through ``progress``:
+
+1. **read**: the bag(s) with :class:`~r2s2r_capture.bag_reader.BagReader`; phases are cut by the
+   ``/r2s2r/capture/phase`` markers.  All inputs are checked here, before any slow stage: no board views,
+   no board at a known pose, too few RGB-D frames, or a missing or static excitation is an error saying
+   what to record.
+2. **intrinsics**: ``K`` and plumb_bob ``D`` from the hand-held board views (``cv2.calibrateCamera``).  The
+   ``CameraInfo`` in the bag (the driver's factory values) is not used, only its image size.
+3. **extrinsics**: the board lying at known poses; one PnP over the corners of all placements, mapped to the
+   world through each placement's ``T_world_board`` (board-at-known-pose, fixed camera).
+4. **reconstruction**: the scene frames are undistorted with the calibrated ``D`` (colour bilinear, depth
+   nearest), fused into a TSDF with the calibrated ``K`` and pose, and segmented (table, objects).
+5. **identification**: ``mujoco.sysid`` on the excitation segment: per arm joint armature, friction loss,
+   servo ``kp`` and ``kv`` and one command delay; the trailing part is held out for validation.  Joint
+   damping is kept at its nominal value: it acts on position tracking exactly like the servo's ``kv``
+   (both ``-c qdot``), so only their sum is identifiable and it is fitted through ``kv``.
+6. **world**: :func:`~r2s2r_capture.world_writer.write_world` with the identified camera and a copy of the
+   template robot MJCF carrying the fitted values (and the delay as ``<custom><numeric>``), plus
+   ``calibration/camera_info.yaml``, ``identification/`` (fitted MJCF, ``sysid.yaml``, HTML report) and
+   ``real2sim.yaml`` (summary).  Everything is built in a temporary sibling folder and renamed into place
+   at the end: a failure leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from r2s2r_capture.errors import BagError, CalibrationError, IdentificationError, ReconstructionError
+
+__all__ = [
+    "CaptureData",
+    "JointMotion",
+    "Real2SimConfig",
+    "Real2SimResult",
+    "extrinsics_from_known_poses",
+    "read_capture",
+    "read_joint_motion",
+    "real2sim",
+]
+
+PHASE_TOPIC = "/r2s2r/capture/phase"
+JOINT_STATES = "/joint_states"
+ARM_COMMAND = "/forward_position_controller/commands"
+DEFAULT_FIT_KINDS = ("armature", "frictionloss", "kp", "kv")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Real2SimConfig:
+    """Settings of the pipeline.
+
+    Attributes:
+        camera: ROS camera name (topics ``/<camera>/...``).
+        min_board_views: hand-held board views with enough corners needed for intrinsics.
+        min_scene_frames: RGB-D frames of the scene needed.
+        calib_flags: ``cv2.CALIB_*`` flags; 0 fits k1, k2, p1, p2 and k3.
+        voxel: TSDF voxel (m).
+        max_object_height: clusters reaching higher above the table are not objects (m); keeps the arm,
+            which leaves the base keep-out cylinder when it reaches over the table, out of the objects.
+        fit_kinds: per-joint parameters identified (see the module docstring for damping).
+        validation_fraction: trailing part of the excitation held out.
+        max_iters: optimiser iterations.
+        sample_stride: use every n-th joint state for identification (1: all).
+        report: write the toolbox's HTML report.
+        world_id: ``id`` of the written world.
+    """
+
+    camera: str = "camera"
+    min_board_views: int = 5
+    min_scene_frames: int = 1
+    calib_flags: int = 0
+    voxel: float = 0.004
+    max_object_height: float = 0.3
+    fit_kinds: tuple[str, ...] = DEFAULT_FIT_KINDS
+    validation_fraction: float = 0.25
+    max_iters: int = 30
+    sample_stride: int = 1
+    report: bool = True
+    world_id: str = "real2sim-v1"
+
+    def __post_init__(self) -> None:
+        """Validate counts (errors name the field)."""
+        if self.min_board_views < 3 or self.min_scene_frames < 1 or self.sample_stride < 1:
+            raise ValueError(
+                f"min_board_views >= 3, min_scene_frames >= 1 and sample_stride >= 1 required: got "
+                f"{self.min_board_views}, {self.min_scene_frames} and {self.sample_stride}"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class JointMotion:
+    """Arm motion from a bag: joint-state times (s, bag clock), measured q, qd and the commands in effect.
+
+    ``q_cmd[i]`` is the latest command stamped at or before ``t[i]``; ``cmd_t``/``cmd_q`` are the raw
+    commands (s, rad).  Columns follow ``joint_names``.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    q_cmd: np.ndarray
+    cmd_t: np.ndarray
+    cmd_q: np.ndarray
+    joint_names: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class CaptureData:
+    """What :func:`read_capture` found in the bag(s)."""
+
+    board: Any
+    board_views: list[tuple[str, np.ndarray]]
+    known_views: list[tuple[np.ndarray, np.ndarray]]  # (T_world_board, rgb)
+    scene_frames: list[tuple[np.ndarray, np.ndarray]]  # (rgb, depth m)
+    image_size: tuple[int, int]
+    motion: JointMotion | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Real2SimResult:
+    """The written world and the figures of each stage (also in ``real2sim.yaml``)."""
+
+    world_dir: Path
+    K: np.ndarray
+    D: np.ndarray
+    T_world_camera: np.ndarray
+    intrinsics_rms_px: float
+    extrinsics_rms_px: float
+    objects: dict[str, dict[str, Any]]
+    sysid: dict[str, Any]
+    stage_s: dict[str, float]
+
+    def summary(self) -> str:
+        """Human-readable summary."""
+        K = self.K
+        lines = [
+            f"camera: fx {K[0, 0]:.2f} fy {K[1, 1]:.2f} cx {K[0, 2]:.2f} cy {K[1, 2]:.2f} px, "
+            f"D {np.round(self.D, 4).tolist()}, reprojection {self.intrinsics_rms_px:.3f} px",
+            f"camera pose: {np.round(self.T_world_camera[:3, 3], 4).tolist()} m "
+            f"(PnP RMS {self.extrinsics_rms_px:.3f} px)",
+        ]
+        for name, o in self.objects.items():
+            lines.append(
+                f"{name}: {o['role']}, centre {np.round(o['position'], 4).tolist()} m, "
+                f"size {np.round(o['size'], 4).tolist()} m"
+            )
+        s = self.sysid
+        lines.append(
+            f"dynamics: delay {s['fitted'].get('command_delay_s', 0.0) * 1000:.1f} ms, held-out RMS "
+            f"{s['rms_val_before']:.5f} -> {s['rms_val_after']:.5f} rad"
+        )
+        lines.append("stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.stage_s.items()))
+        lines.append(f"world: {self.world_dir}")
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- reading
+
+
+def _image(msg: Any, what: str) -> np.ndarray:
+    h, w = int(msg.height), int(msg.width)
+    buf = np.asarray(msg.data, dtype=np.uint8)
+    if msg.encoding in ("rgb8", "bgr8"):
+        img = buf.reshape(h, int(msg.step))[:, : w * 3].reshape(h, w, 3)
+        return img[..., ::-1].copy() if msg.encoding == "bgr8" else img.copy()
+    if msg.encoding in ("16UC1", "mono16"):
+        return buf.reshape(h, int(msg.step)).view(np.uint16)[:, :w].copy()
+    if msg.encoding == "32FC1":
+        return buf.reshape(h, int(msg.step)).view(np.float32)[:, :w].copy()
+    raise BagError(f"{what}: unsupported image encoding {msg.encoding!r}")
+
+
+def _depth_m(img: np.ndarray) -> np.ndarray:
+    return img.astype(np.float64) / 1000.0 if img.dtype == np.uint16 else img.astype(np.float64)
+
+
+def _stamp_s(msg: Any, fallback_ns: int) -> float:
+    stamp = getattr(getattr(msg, "header", None), "stamp", None)
+    if stamp is None or (stamp.sec == 0 and stamp.nanosec == 0):
+        return fallback_ns * 1e-9
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def read_joint_motion(
+    bag: str | Path, arm_joints: Sequence[str], *, window: tuple[float, float] | None = None
+) -> JointMotion | None:
+    """Joint states and arm commands of a bag (optionally only within ``window``, s); None without commands.
+
+    Raises:
+        BagError: unreadable bag, or joint states lacking an arm joint.
+    """
+    from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
+
+    ts, qs, qds, cts, cqs = [], [], [], [], []
+    idx: list[int] | None = None
+    with BagReader(bag) as reader:
+        for m in reader.messages([JOINT_STATES, ARM_COMMAND]):
+            msg = reader.deserialize(m)
+            if m.topic == ARM_COMMAND:
+                t = m.timestamp_ns * 1e-9
+                if window and not window[0] <= t <= window[1]:
+                    continue
+                cts.append(t)
+                cqs.append(np.asarray(msg.data, dtype=np.float64))
+                continue
+            t = _stamp_s(msg, m.timestamp_ns)
+            if window and not window[0] <= t <= window[1]:
+                continue
+            names = list(msg.name)
+            if idx is None or len(names) != len(idx):
+                missing = [n for n in arm_joints if n not in names]
+                if missing:
+                    raise BagError(f"bag {bag}: {JOINT_STATES} lacks arm joints {missing} (has {names})")
+                idx = [names.index(n) for n in arm_joints]
+            pos, vel = np.asarray(msg.position), np.asarray(msg.velocity)
+            ts.append(t)
+            qs.append(pos[idx])
+            qds.append(vel[idx] if vel.size == len(names) else np.zeros(len(idx)))
+    if not cts or len(ts) < 2:
+        return None
+    bad = [i for i, c in enumerate(cqs) if c.shape != (len(arm_joints),)]
+    if bad:
+        raise BagError(
+            f"bag {bag}: {ARM_COMMAND} message {bad[0]} has {cqs[bad[0]].size} values, expected "
+            f"{len(arm_joints)} ({list(arm_joints)})"
+        )
+    t = np.array(ts)
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    keep = np.concatenate([[True], np.diff(t) > 0])
+    t, q, qd = t[keep], np.array(qs)[order][keep], np.array(qds)[order][keep]
+    cmd_t, cmd_q = np.array(cts), np.array(cqs)
+    k = np.searchsorted(cmd_t, t + 1e-9, side="right") - 1
+    q_cmd = cmd_q[np.clip(k, 0, None)]
+    q_cmd[k < 0] = q[k < 0]  # before the first command the arm holds where it is
+    return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints))
+
+
+def read_capture(
+    bags: Sequence[str | Path], arm_joints: Sequence[str], config: Real2SimConfig | None = None
+) -> CaptureData:
+    """Collect board views, known-pose views, scene frames and the excitation from capture bag(s).
+
+    Raises:
+        BagError: unreadable bag, or no capture phase markers.
+    """
+    from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
+    from r2s2r_capture.capture import board_from_json  # noqa: PLC0415
+
+    cfg = config or Real2SimConfig()
+    color = f"/{cfg.camera}/color/image_raw"
+    depth = f"/{cfg.camera}/aligned_depth_to_color/image_raw"
+    info = f"/{cfg.camera}/color/camera_info"
+    board = None
+    views: list[tuple[str, np.ndarray]] = []
+    known: list[tuple[np.ndarray, np.ndarray]] = []
+    scene: list[tuple[np.ndarray, np.ndarray]] = []
+    size: tuple[int, int] | None = None
+    motion: JointMotion | None = None
+    for bag in bags:
+        phase: dict[str, Any] | None = None
+        pending_rgb: tuple[int, np.ndarray] | None = None
+        excitation: list[float] = []
+        markers = 0
+        with BagReader(bag) as reader:
+            for m in reader.messages([PHASE_TOPIC, color, depth, info]):
+                msg = reader.deserialize(m)
+                if m.topic == PHASE_TOPIC:
+                    markers += 1
+                    try:
+                        mark = json.loads(msg.data)
+                    except ValueError as err:
+                        raise BagError(f"bag {bag}: {PHASE_TOPIC}: not JSON: {err}") from err
+                    if "board" in mark and board is None:
+                        board = board_from_json(mark["board"])
+                    phase = mark if mark.get("event") == "start" else None
+                    if mark.get("phase") == "excitation":
+                        excitation.append(m.timestamp_ns * 1e-9)
+                    continue
+                if m.topic == info:
+                    size = (int(msg.width), int(msg.height))
+                    continue
+                if phase is None:
+                    continue
+                name = phase.get("phase")
+                img = _image(msg, f"bag {bag}: {m.topic}")
+                if m.topic == color:
+                    if name == "board_intrinsics":
+                        views.append((f"{Path(bag).name}@{m.timestamp_ns}", img))
+                    elif name == "board_known_pose":
+                        known.append((np.asarray(phase["T_world_board"], dtype=np.float64), img))
+                    elif name == "scene":
+                        pending_rgb = (m.timestamp_ns, img)
+                elif m.topic == depth and name == "scene" and pending_rgb is not None:
+                    scene.append((pending_rgb[1], _depth_m(img)))
+                    pending_rgb = None
+        if markers == 0:
+            raise BagError(
+                f"bag {bag}: no {PHASE_TOPIC} markers; record it with `r2s2r capture` (see "
+                "r2s2r_capture.capture for the phases)"
+            )
+        if len(excitation) >= 2 and motion is None:
+            motion = read_joint_motion(bag, arm_joints, window=(excitation[0], excitation[-1]))
+    if size is None and views:
+        size = (views[0][1].shape[1], views[0][1].shape[0])
+    return CaptureData(board, views, known, scene, size or (0, 0), motion)
+
+
+def check_capture(data: CaptureData, config: Real2SimConfig) -> None:
+    """Refuse unusable input before any slow stage, saying what to record."""
+    if data.board is None or len(data.board_views) < config.min_board_views:
+        raise CalibrationError(
+            f"the capture has {len(data.board_views)} hand-held board views, at least "
+            f"{config.min_board_views} are needed: record the board_intrinsics phase (move the ChArUco board "
+            "in front of the camera at several distances and tilts)"
+        )
+    if not data.known_views:
+        raise CalibrationError(
+            "the capture has no view of the board at a known pose: record the board_known_pose phase (board "
+            "flat on the table at a pose you know, T_world_board in the phase marker)"
+        )
+    if len(data.scene_frames) < config.min_scene_frames:
+        raise ReconstructionError(
+            f"the capture has {len(data.scene_frames)} RGB-D scene frames, at least "
+            f"{config.min_scene_frames} "
+            "needed: record the scene phase (colour + aligned depth, board removed)"
+        )
+    m = data.motion
+    if m is None or m.t.size < 40:
+        raise IdentificationError(
+            "the capture has no excitation (arm commands with joint states): record the excitation phase "
+            "(r2s2r_capture.sysid.excitation_trajectory sent to the arm)"
+        )
+    span_cmd, span_q = np.ptp(m.q_cmd, axis=0), np.ptp(m.q, axis=0)
+    static = [n for n, a, b in zip(m.joint_names, span_cmd, span_q, strict=True) if a < 0.05 or b < 0.02]
+    if static:
+        raise IdentificationError(
+            f"the arm is static in the excitation: joints {static} move less than 0.05 rad; record an "
+            "excitation trajectory that moves every arm joint (r2s2r_capture.sysid.excitation_trajectory)"
+        )
+
+
+# ------------------------------------------------------------------------------------------- stages
+
+
+def extrinsics_from_known_poses(
+    views: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray, board: Any
+) -> tuple[np.ndarray, float, int]:
+    """``T_world_camera`` (optical frame) from views of the board at known world poses: one joint PnP.
+
+    Returns:
+        ``(T_world_camera, rms_px, n_corners)``.
+
+    Raises:
+        CalibrationError: fewer than 6 corners in all views together, or PnP failure.
+    """
+    import cv2  # noqa: PLC0415
+
+    from r2s2r_capture.calibration import detect_board  # noqa: PLC0415
+
+    obj, img = [], []
+    corners = board.corners_m()
+    for T_world_board, rgb in views:
+        det = detect_board(rgb, board)
+        if len(det) == 0:
+            continue
+        pts = corners[det.ids]
+        obj.append(pts @ T_world_board[:3, :3].T + T_world_board[:3, 3])
+        img.append(det.corners_px)
+    n = int(sum(len(o) for o in obj))
+    if n < 6:
+        raise CalibrationError(
+            f"the board at its known pose shows {n} corners in {len(views)} views, at least 6 needed: record "
+            "the board_known_pose phase with the whole board in view"
+        )
+    P, U = np.vstack(obj), np.vstack(img)
+    ok, rvec, tvec = cv2.solvePnP(P, U, K, D, flags=cv2.SOLVEPNP_ITERATIVE)
+    if not ok:
+        raise CalibrationError(f"solvePnP failed on {n} known-pose corners")
+    rvec, tvec = cv2.solvePnPRefineLM(P, U, K, D, rvec, tvec)
+    proj, _ = cv2.projectPoints(P, rvec, tvec, K, D)
+    rms = float(np.sqrt(np.mean(np.sum((proj.reshape(-1, 2) - U) ** 2, axis=1))))
+    R, _ = cv2.Rodrigues(rvec)
+    T_camera_world = np.eye(4)
+    T_camera_world[:3, :3], T_camera_world[:3, 3] = R, tvec.ravel()
+    return np.linalg.inv(T_camera_world), rms, n
+
+
+def _undistort(frames: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray) -> list:
+    import cv2  # noqa: PLC0415
+
+    h, w = frames[0][1].shape
+    mx, my = cv2.initUndistortRectifyMap(K, D, None, K, (w, h), cv2.CV_32FC1)
+    out = []
+    for rgb, depth in frames:
+        out.append(
+            (
+                cv2.remap(rgb, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0),
+                cv2.remap(depth, mx, my, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0),
+            )
+        )
+    return out
+
+
+def _pick_task(objects: Sequence[Any]) -> tuple[str, str]:
+    from r2s2r_capture.reconstruction import PrimitiveKind  # noqa: PLC0415
+
+    if len(objects) < 2:
+        raise ReconstructionError(
+            f"the scene shows {len(objects)} object(s) on the table; the task needs an object and a target "
+            "(bin): record the scene phase with both in view"
+        )
+    boxes = [o for o in objects if o.primitive is PrimitiveKind.OPEN_BOX]
+    target = max(boxes or objects, key=lambda o: o.volume)
+    obj = min((o for o in objects if o is not target), key=lambda o: o.volume)
+    return obj.name, target.name
+
+
+def _robot_with_fit(template_cfg: Any, fitted: dict[str, float], params: Any, dst: Path) -> Path:
+    """Copy the template robot folder to ``dst`` and write the fitted values into its MJCF."""
+    import mujoco  # noqa: PLC0415
+    from mujoco import sysid as mjsysid  # noqa: PLC0415
+
+    from r2s2r_capture.sysid import DELAY_NUMERIC  # noqa: PLC0415
+
+    src_dir = template_cfg.robot.mjcf.parent
+    shutil.copytree(src_dir, dst, ignore=shutil.ignore_patterns("world.yaml", ".*"))
+    mjcf = dst / template_cfg.robot.mjcf.name
+    spec = mujoco.MjSpec.from_file(str(mjcf))
+    mjsysid.apply_param_modifiers_spec(params, spec)
+    if "command_delay_s" in fitted:
+        spec.add_numeric(name=DELAY_NUMERIC, data=[fitted["command_delay_s"]])
+    spec.compile()
+    mjcf.write_text(spec.to_xml(), encoding="utf-8")
+    return dst
+
+
+def real2sim(
+    bags: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    template: str | Path = "tabletop-pick-v1",
+    config: Real2SimConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Real2SimResult:
+    """Turn capture bag(s) into an identified world folder (see the module docstring for the stages).
+
+    Raises:
+        BagError, CalibrationError, ReconstructionError, IdentificationError: naming what to record or
+            what is wrong; nothing is left at ``out_dir``.
+    """
+    from r2s2r_sim.world_config import load_world_config  # noqa: PLC0415
+    from r2s2r_sim.worlds import world_path  # noqa: PLC0415
+
+    from r2s2r_capture import calibration as cal  # noqa: PLC0415
+    from r2s2r_capture import reconstruction as rc  # noqa: PLC0415
+    from r2s2r_capture import sysid as S  # noqa: PLC0415
+    from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world  # noqa: PLC0415
+
+    cfg = config or Real2SimConfig()
+    say = progress or (lambda _line: None)
+    out = Path(out_dir)
+    if out.exists():
+        raise ReconstructionError(f"output {out} already exists; refusing to overwrite it")
+    if not bags:
+        raise BagError("no bag given")
+    try:
+        template_dir = world_path(template)
+    except ValueError as err:
+        raise ReconstructionError(f"--template: {err}") from err
+    tcfg = load_world_config(template_dir)
+    arm_joints = tuple(tcfg.robot.arm_joints)
+    stage_s: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def done(stage: str, line: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        stage_s[stage] = now - clock
+        clock = now
+        say(f"[{stage}] {line} ({stage_s[stage]:.1f} s)")
+
+    data = read_capture(bags, arm_joints, cfg)
+    check_capture(data, cfg)
+    assert data.motion is not None
+    done(
+        "read",
+        f"{len(data.board_views)} board views, {len(data.known_views)} known-pose views, "
+        f"{len(data.scene_frames)} RGB-D frames, {data.motion.t.size} joint states",
+    )
+
+    intr = cal.calibrate_intrinsics(
+        data.board_views, data.board, min_views=cfg.min_board_views, flags=cfg.calib_flags
+    )
+    K, D = intr.camera_matrix, intr.distortion
+    done("intrinsics", f"{intr.n_views} views, RMS {intr.rms_px:.3f} px")
+
+    T_wc, ext_rms, n_ext = extrinsics_from_known_poses(data.known_views, K, D, data.board)
+    done("extrinsics", f"{n_ext} corners, PnP RMS {ext_rms:.3f} px")
+
+    frames = _undistort(data.scene_frames, K, D)
+    scene = rc.integrate_tsdf(frames, K, [T_wc] * len(frames), voxel=cfg.voxel)
+    attach = tcfg.robot.attach
+    keepout = rc.RobotKeepOut(center=tuple(attach.pos)) if attach.site is None else None
+    seg = rc.segment_scene(
+        scene.point_cloud(),
+        rc.SegmentConfig(voxel=cfg.voxel, keepout=keepout, max_height=cfg.max_object_height),
+    )
+    obj_name, target_name = _pick_task(seg.objects)
+    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects")
+
+    m = data.motion
+    sl = slice(None, None, cfg.sample_stride)
+    rec = S.JointRecording(m.t[sl], m.q_cmd[sl], m.q[sl], m.qd[sl], m.joint_names)
+    sysid_cfg = S.SysidConfig(
+        kinds=cfg.fit_kinds, validation_fraction=cfg.validation_fraction, max_iters=cfg.max_iters
+    )
+    ident = S.identify(tcfg.robot.mjcf, rec, sysid_cfg)
+    done(
+        "identification",
+        f"{len(ident.fitted)} parameters, held-out RMS {ident.rms_val_before:.5f} -> "
+        f"{ident.rms_val_after:.5f} rad",
+    )
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        robot_dir = _robot_with_fit(tcfg, ident.fitted, ident._ctx["fitted"], tmp / "robot_src")
+        world = write_world(
+            tmp / "world",
+            template=template_dir,
+            table=seg.table,
+            objects=seg.objects,
+            camera=CameraModel(K=K, width=data.image_size[0], height=data.image_size[1], T_world_camera=T_wc),
+            task=TaskSpec(object=obj_name, target=target_name),
+            robot_mjcf_dir=robot_dir,
+            robot_mjcf=robot_dir / tcfg.robot.mjcf.name,
+            world_id=cfg.world_id,
+        )
+        cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
+        S.write_identification(ident, world / "identification", report=cfg.report)
+        objects = {
+            o.name: {
+                "role": {obj_name: "task object", target_name: "target"}.get(o.name, "object"),
+                "position": [float(v) for v in o.position],
+                "size": [float(v) for v in o.size],
+                "yaw": float(o.yaw),
+                "primitive": o.primitive.value,
+            }
+            for o in seg.objects
+        }
+        sysid_summary = {
+            "nominal": ident.nominal,
+            "fitted": ident.fitted,
+            "rms_train_before": ident.rms_train_before,
+            "rms_train_after": ident.rms_train_after,
+            "rms_val_before": ident.rms_val_before,
+            "rms_val_after": ident.rms_val_after,
+        }
+        done("world", f"wrote {out}")
+        summary = {
+            "bags": [str(b) for b in bags],
+            "template": str(template_dir),
+            "camera": {
+                "K": K.tolist(),
+                "D": D.tolist(),
+                "image_size": list(data.image_size),
+                "intrinsics_rms_px": intr.rms_px,
+                "T_world_camera": T_wc.tolist(),
+                "extrinsics_rms_px": ext_rms,
+            },
+            "table_top_z": float(seg.table.height),
+            "objects": objects,
+            "sysid": sysid_summary,
+            "stage_s": stage_s,
+        }
+        (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
+        os.rename(world, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Real2SimResult(
+        world_dir=out,
+        K=K,
+        D=D,
+        T_world_camera=T_wc,
+        intrinsics_rms_px=intr.rms_px,
+        extrinsics_rms_px=ext_rms,
+        objects=objects,
+        sysid=sysid_summary,
+        stage_s=stage_s,
+    )

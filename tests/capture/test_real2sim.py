@@ -1,0 +1,128 @@
+"""End to end: emulated capture -> real2sim -> a world SimWorld loads, checked against the emulator's truth.
+
+Small captures (8 board views, 1 RGB-D frame, 8 s excitation, 20 optimiser iterations) for the default
+hardware profile and one random profile; bad captures (no board views, no RGB-D frame, static arm) fail
+before anything is written; resim on the produced world gives finite divergence.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import dataclasses  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from r2s2r_capture.errors import CalibrationError, IdentificationError, ReconstructionError  # noqa: E402
+from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
+from r2s2r_capture.resim import resim  # noqa: E402
+from r2s2r_capture.sysid import ExcitationConfig  # noqa: E402
+from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: E402
+from r2s2r_sim.world import SimWorld  # noqa: E402
+
+from r2s2r_capture import bench_real2sim as B  # noqa: E402
+from r2s2r_capture import capture as C  # noqa: E402
+
+EXC = ExcitationConfig(
+    duration_s=8.0,
+    rate_hz=500.0,
+    base_freq_hz=0.2,
+    n_harmonics=5,
+    range_fraction=0.35,
+    max_velocity=1.2,
+    ramp_s=0.5,
+)
+SMALL = C.CaptureConfig(n_intrinsics_views=8, n_scene_frames=1, excitation=EXC)
+CONFIG = Real2SimConfig(max_iters=20, report=False)
+# Parameters the excitation identifies (see the closing note: the wrists' armature, kp, kv and friction loss
+# scale together, and shoulder armature is small next to the link inertia).
+IDENTIFIABLE = [f"{j}/{k}" for j in ("shoulder_pan", "shoulder_lift", "elbow") for k in ("kp", "viscous")]
+
+
+def _run(profile: Path, root: Path) -> dict:
+    cap = C.capture_emulated(root / "capture", profile=profile, config=SMALL)
+    result = real2sim([cap.bag], root / "world", config=CONFIG)
+    return {
+        "cap": cap,
+        "result": result,
+        "errors": B.compare(result, load_hardware_profile(profile), cap.truth),
+    }
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _run(B.DEFAULT_PROFILE, tmp_path_factory.mktemp("default"))
+
+
+@pytest.fixture(scope="module")
+def random_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("random")
+    return _run(B.random_profile(7, root / "profile.yaml"), root)
+
+
+def _check(run: dict) -> None:
+    e = run["errors"]
+    assert e["camera_position_mm"] <= 5.0 and e["camera_rotation_deg"] <= 0.5, e
+    assert set(e["objects"]) == {"cube", "bin"}, e["objects"]
+    for body, o in e["objects"].items():
+        assert o["position_mm"] <= 10.0 and o["size_mm"] <= 10.0, (body, o)
+    for name in [*IDENTIFIABLE, "command_delay_s"]:
+        assert e["sysid"][name]["error_pct"] <= 10.0, (name, e["sysid"][name])
+    s = run["result"].sysid
+    assert s["rms_val_after"] * 5 <= s["rms_val_before"], s
+    world = SimWorld(run["result"].world_dir)
+    assert world.world_id == "real2sim-v1" and world.config.task is not None
+    for rel in (
+        "calibration/camera_info.yaml",
+        "identification/sysid.yaml",
+        "real2sim.yaml",
+        "robot/arm6.xml",
+    ):
+        assert (run["result"].world_dir / rel).is_file(), rel
+
+
+def test_default_profile_within_targets(default_run: dict) -> None:
+    _check(default_run)
+
+
+def test_random_profile_within_targets(random_run: dict) -> None:
+    _check(random_run)
+
+
+def test_resim_reports_finite_divergence(default_run: dict, tmp_path: Path) -> None:
+    res = resim(default_run["cap"].bag, default_run["result"].world_dir)
+    stats = res.stats()
+    assert np.isfinite(stats["joint_rmse"]) and np.isfinite(stats["ee_rmse_m"])
+    assert res.delay_s > 0.0  # the identified delay is applied
+    assert stats["joint_rmse"] < 0.01, res.summary()
+    assert res.write_csv(tmp_path / "d.csv").read_text().count("\n") == res.t.size + 1
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"n_intrinsics_views": 0}, CalibrationError, "board views.*record the board_intrinsics phase"),
+        ({"n_scene_frames": 0}, ReconstructionError, "RGB-D scene frames.*record the scene phase"),
+        ({"static": True}, IdentificationError, "static.*excitation trajectory"),
+    ],
+)
+def test_bad_capture_is_refused_and_nothing_written(
+    change: dict, error: type, match: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short = dataclasses.replace(EXC, duration_s=1.0)
+    if change.pop("static", False):
+        monkeypatch.setattr(
+            C,
+            "excitation_trajectory",
+            lambda model, names, cfg, *, seed, center: (np.arange(200) / 500.0, np.tile(center, (200, 1))),
+        )
+    cfg = dataclasses.replace(SMALL, excitation=short, **change)
+    bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag
+    out = tmp_path / "out" / "world"
+    out.parent.mkdir()
+    with pytest.raises(error, match=match):
+        real2sim([bag], out, config=CONFIG)
+    assert list(out.parent.iterdir()) == []
