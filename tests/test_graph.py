@@ -106,3 +106,17 @@ def test_launch_file_yields_the_same_graph() -> None:  # pragma: no cover - need
     opaque = next(e for e in description.entities if isinstance(e, OpaqueFunction))
     nodes = opaque.execute(context)
     assert [n.node_executable for n in nodes] == ["policy_node", "evaluator_node"]
+
+
+def test_real_mode_hooks_follow_emulate_hardware() -> None:
+    def hooks(**given: str) -> tuple[object, object]:
+        node = {n.name: n for n in resolve(load_graph("world"), given)}["evaluator_node"]
+        return node.parameters["reset_hook"], node.parameters["judge_hook"]
+
+    assert hooks(mode="real", emulate_hardware="true") == (
+        "service:/emulated_hardware/reset_episode", "service:/emulated_hardware/judge")
+    assert hooks(mode="real") == ("prompt", "prompt")  # real drivers: the operator resets and judges
+    assert hooks(mode="real", emulate_hardware="true", judge_hook="prompt",
+                 reset_hook="service:/cell/reset") == ("service:/cell/reset", "prompt")
+    args = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "emulate_hardware": "true"})}
+    assert "reset_hook:=service:/emulated_hardware/reset_episode" in args["evaluator_node"].ros_args()

@@ -6,7 +6,10 @@ driver at 500 Hz joint states) and ``recorder_node`` as separate processes in an
 1. throughput: SIGINT after ``--duration`` s; compares each topic's sent count with the bag's count (drops),
    reports MB/s written and the recorder's CPU time;
 2. crash loss: SIGKILL after ``--duration`` s; opens the unfinished bag and reports how much of the data sent
-   before the kill is missing (messages and seconds).
+   before the kill is missing (messages and seconds);
+3. player timing: replays the throughput bag with ``player_node`` (in a child process, rate 1, no
+   subscribers) and reports the median and p99 of publish time minus scheduled time (ms; the publish time
+   is taken when ``publish`` returns, the schedule is ``t0 + (t - start) / rate`` as the player computes it).
 
 ``python -m r2s2r_capture.bench_recorder publish --duration S`` runs only the synthetic publisher, printing
 ``SENT {json}`` at the end (used by the integration tests).
@@ -154,10 +157,81 @@ def run_once(out: Path, duration: float, kill: bool, storage: str = "mcap") -> d
     return result
 
 
+def player_timing(bag: Path) -> dict[str, float]:
+    """Replay ``bag`` with a :class:`PlayerNode` in this process; the player's timing error figures (ms).
+
+    The node's publishers and its reader are wrapped (nothing in the player changes): each publish is timed
+    when it returns and compared with ``t0 + (t - start) / rate``, ``t0`` taken as the player starts a pass.
+    """
+    import numpy as np  # noqa: PLC0415
+    import rclpy  # noqa: PLC0415
+
+    from r2s2r_capture.player_node import PlayerConfig, PlayerNode  # noqa: PLC0415
+
+    errors: list[float] = []
+    rclpy.init()
+    try:
+        node = PlayerNode(PlayerConfig(bag=bag, clock=False))
+        play_once = node._play_once
+
+        def timed_play_once(reader, pubs, start):  # type: ignore[no-untyped-def]
+            current = [0]
+            read = reader.messages
+
+            def messages(topics=None):  # type: ignore[no-untyped-def]
+                for msg in read(topics):
+                    current[0] = msg.timestamp_ns
+                    yield msg
+
+            t0 = time.monotonic()
+            rate = node.config.rate
+
+            class Timed:
+                def __init__(self, pub: object) -> None:
+                    self.pub = pub
+
+                def publish(self, data: bytes) -> None:
+                    self.pub.publish(data)  # type: ignore[attr-defined]
+                    errors.append(time.monotonic() - (t0 + (current[0] - start) / 1e9 / rate))
+
+            reader.messages = messages
+            play_once(reader, {t: Timed(p) for t, p in pubs.items()}, start)
+
+        node._play_once = timed_play_once  # type: ignore[method-assign]
+        node.play()
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+    ms = np.asarray(errors) * 1e3
+    if not ms.size:
+        return {"messages": 0}
+    return {
+        "messages": int(ms.size),
+        "median_ms": round(float(np.median(ms)), 3),
+        "p99_ms": round(float(np.percentile(ms, 99)), 3),
+        "max_ms": round(float(ms.max()), 3),
+    }
+
+
+def run_player(bag: Path) -> dict[str, float]:
+    """Player timing in a child process (its own rclpy context and DDS domain)."""
+    out = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "r2s2r_capture.bench_recorder", "play-timing", "--bag", str(bag)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    ).stdout
+    line = next((x for x in out.splitlines() if x.startswith("TIMING ")), None)
+    return json.loads(line[7:]) if line else {"error": out[-500:]}  # type: ignore[dict-item]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark (or only the synthetic publisher)."""
     parser = argparse.ArgumentParser(prog="bench_recorder", description=__doc__)
-    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "publish"])
+    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "publish", "play-timing"])
+    parser.add_argument("--bag", type=Path, help="play-timing mode: the bag to replay")
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--scale", type=float, default=1.0, help="publisher rate factor (publish mode)")
     parser.add_argument("--json", default="out/bench_recorder.json")
@@ -165,9 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     if ns.mode == "publish":
         publish(ns.duration, ns.scale)
         return 0
+    if ns.mode == "play-timing":
+        print("TIMING " + json.dumps(player_timing(ns.bag)), flush=True)
+        return 0
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         results["throughput"] = run_once(Path(tmp) / "bench", ns.duration, kill=False)
+        results["player_timing"] = run_player(Path(tmp) / "bench")
         results["sigkill"] = run_once(Path(tmp) / "killed", ns.duration, kill=True)
     tp, sk = results["throughput"], results["sigkill"]
     print(f"{'topic':32} {'sent':>7} {'in bag':>7} {'drops':>6}")
@@ -178,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"SIGKILL: bag holds {sk['bag']}; data up to {sk['loss_window_s']} s before the kill is missing; "
         f"sent-but-not-in-bag incl. after-kill sends: {lost}"
+    )
+    pt = results["player_timing"]
+    print(
+        f"player timing (publish - scheduled, {pt.get('messages')} messages): "
+        f"median {pt.get('median_ms')} ms, p99 {pt.get('p99_ms')} ms, max {pt.get('max_ms')} ms"
     )
     Path(ns.json).parent.mkdir(parents=True, exist_ok=True)
     Path(ns.json).write_text(json.dumps(results, indent=2))

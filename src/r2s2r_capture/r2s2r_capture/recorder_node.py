@@ -6,7 +6,8 @@ a burst is buffered rather than lost. Messages go to a :class:`~r2s2r_capture.ba
 (bounded queue, drops counted). Topics are (re)discovered every 0.5 s, so publishers may start later.
 SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata.yaml written).
 ``/r2s2r/episode_outcome`` (r2s2r_msgs/msg/EpisodeOutcome) is recorded like any topic: it is the episode
-boundary record.
+boundary record. Each topic's ``offered_qos_profiles`` in the metadata are the QoS of the publishers found
+when it was first discovered (as ``ros2 bag record`` writes them).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
 from r2s2r_capture.bag_writer import BagWriter, Storage, ThreadedBagWriter, TopicSpec, WriterConfig
 from r2s2r_capture.errors import BagError, CaptureError
@@ -126,6 +128,9 @@ class RecorderNode(Node):
             max_queue=queue,
         )
 
+    def _offered_qos(self, topic: str) -> tuple[Qos, ...]:
+        return tuple(_bag_qos(i.qos_profile) for i in self.get_publishers_info_by_topic(topic))
+
     def _qos_for(self, topic: str) -> QoSProfile | None:
         infos = self.get_publishers_info_by_topic(topic)
         if not infos:
@@ -151,7 +156,9 @@ class RecorderNode(Node):
                 continue
             msgtype = types[0]
             try:
-                handle = self.bag.add_topic(TopicSpec(topic=topic, msgtype=msgtype))
+                handle = self.bag.add_topic(
+                    TopicSpec(topic=topic, msgtype=msgtype, offered_qos_profiles=self._offered_qos(topic))
+                )
                 msg_class = _import_type(msgtype)
             except (BagError, ImportError, AttributeError) as err:
                 self.get_logger().error(f"not recording {topic}: {err}")
@@ -176,6 +183,30 @@ class RecorderNode(Node):
             if h >= 0:
                 lines.append(f"{topic}: received {self.bag.received[h]}, dropped {self.bag.drops[h]}")
         return "; ".join(lines) or "no topics recorded"
+
+
+def _bag_qos(qos: QoSProfile) -> Qos:
+    """An endpoint's rclpy QoS as the rosbags ``Qos`` that rosbag2 metadata stores (enums by name)."""
+
+    def enum(kind: type, policy: object) -> object:
+        name = getattr(policy, "name", "UNKNOWN").upper()
+        return kind.__members__.get(name, kind.__members__["UNKNOWN"])  # type: ignore[attr-defined]
+
+    def qtime(duration: object) -> QosTime:
+        ns = int(getattr(duration, "nanoseconds", 0))
+        return QosTime(*divmod(ns, 1_000_000_000))
+
+    return Qos(
+        enum(QosHistory, qos.history),  # type: ignore[arg-type]
+        int(qos.depth),
+        enum(QosReliability, qos.reliability),  # type: ignore[arg-type]
+        enum(QosDurability, qos.durability),  # type: ignore[arg-type]
+        qtime(qos.deadline),
+        qtime(qos.lifespan),
+        enum(QosLiveliness, qos.liveliness),  # type: ignore[arg-type]
+        qtime(qos.liveliness_lease_duration),
+        bool(qos.avoid_ros_namespace_conventions),
+    )
 
 
 def _import_type(msgtype: str) -> type:

@@ -4,15 +4,36 @@ For episode i it calls the world's reset service with seed ``seed0 + i``, then t
 ``~/reset_episode`` (if ``policy_reset_service`` is set), waits for the first ``EpisodeOutcome`` with that
 seed (from the sim's task checker or a policy error) or ``episode_timeout_s`` of wall time, and writes one
 row to ``results``. When done it logs ``evaluator: N episodes, K succeeded`` and exits 0.
+
+Real mode (``mode: real``: real drivers, or the emulated hardware stand-in, on wall-clock time) has no sim
+reset service and no task checker. Two hooks take their place:
+
+* ``reset_hook``: ``prompt`` (the operator resets the cell and presses Enter on the evaluator's terminal) or
+  ``service:<name>`` (an ``r2s2r_msgs/srv/ResetEpisode`` service, e.g.
+  ``service:/emulated_hardware/reset_episode``);
+* ``judge_hook``: ``prompt`` (the operator answers y/n and a reason) or ``service:<name>`` (a
+  ``std_srvs/srv/Trigger``: ``success``, and a ``message`` that is JSON with ``reason``, ``seed`` and
+  ``metrics`` (name -> number) as ``/emulated_hardware/judge`` sends, or plain text used as the reason).
+
+A real-mode episode ends when the policy node says it is done (``std_msgs/msg/UInt64`` with the episode's
+seed on ``policy_done_topic``, default ``/policy_node/episode_done``), when the policy node reports a policy
+error (an ``EpisodeOutcome`` for the seed), or after ``episode_timeout_s`` of wall time; then the judge is
+asked. The row stores the judge's verdict (a policy error stays the reason) with
+``variation = {"mode": "real", "end": ..., ...}``, and the verdict is published as the episode's
+``EpisodeOutcome`` so that a recording holds it (see :func:`outcomes_from_records`).
 """
 
 from __future__ import annotations
 
+import enum
+import json
+import math
+import sys
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 import rclpy
 import yaml
@@ -21,14 +42,148 @@ from r2s2r_sim.ros_qos import interface_class, qos_profile
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from std_msgs.msg import UInt64
+from std_srvs.srv import Trigger
 
 from r2s2r_eval.results import EpisodeRow, ResultsError, ResultsStore, utc_now
+from r2s2r_sim import ros_conversions as rc
 
-__all__ = ["EvaluatorConfig", "EvaluatorError", "EvaluatorNode", "main"]
+__all__ = [
+    "EvaluatorConfig",
+    "EvaluatorError",
+    "EvaluatorNode",
+    "Hook",
+    "HookKind",
+    "Judgement",
+    "RecordedOutcome",
+    "judgement_from_trigger",
+    "main",
+    "outcomes_from_records",
+    "parse_hook",
+]
+
+MODES = ("sim", "real")
 
 
 class EvaluatorError(ValueError):
     """An invalid parameter of the evaluator: names the parameter, the value and what is allowed."""
+
+
+class HookKind(enum.Enum):
+    """Who resets or judges a real-mode episode."""
+
+    PROMPT = "prompt"  # the operator, on the evaluator's terminal
+    SERVICE = "service"  # a ROS service (ResetEpisode for reset, std_srvs/Trigger for judge)
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A parsed ``reset_hook`` / ``judge_hook`` value."""
+
+    kind: HookKind
+    service: str = ""
+
+    def __str__(self) -> str:
+        return self.kind.value if self.kind is HookKind.PROMPT else f"service:{self.service}"
+
+
+def parse_hook(value: str, parameter: str) -> Hook:
+    """``'prompt'`` or ``'service:/name'`` -> :class:`Hook`; anything else raises :class:`EvaluatorError`."""
+    if value == HookKind.PROMPT.value:
+        return Hook(HookKind.PROMPT)
+    kind, sep, name = value.partition(":")
+    if sep and kind == HookKind.SERVICE.value and name.startswith("/") and len(name) > 1 and " " not in name:
+        return Hook(HookKind.SERVICE, name)
+    raise EvaluatorError(
+        f"parameter {parameter}: got {value!r}; allowed: 'prompt' or 'service:<absolute service name>' "
+        "(e.g. service:/emulated_hardware/reset_episode)"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    """A judge's verdict on a real-mode episode."""
+
+    success: bool
+    reason: str  # "success" or why not
+    metrics: dict[str, float] = field(default_factory=dict)
+    seed: int | None = None  # the seed the judge believes it judged, if it says
+
+
+def judgement_from_trigger(success: bool, message: str) -> Judgement:
+    """Map a ``std_srvs/Trigger`` judge answer to a :class:`Judgement`.
+
+    ``message`` is JSON ``{"reason": str, "seed": int, "metrics": {name: number}, ...}`` (as the emulated
+    hardware's judge sends; extra keys ignored, non-numeric metrics dropped) or plain text (the reason).
+    """
+    reason = "success" if success else "judged_failure"
+    metrics: dict[str, float] = {}
+    seed = None
+    try:
+        doc = json.loads(message) if message.strip() else {}
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict):
+        if isinstance(doc.get("reason"), str) and doc["reason"]:
+            reason = doc["reason"]
+        if isinstance(doc.get("seed"), int):
+            seed = int(doc["seed"])
+        raw = doc.get("metrics")
+        if isinstance(raw, dict):
+            metrics = {
+                str(k): float(v)
+                for k, v in raw.items()
+                if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            }
+    elif message.strip() and not success:
+        reason = message.strip()
+    return Judgement(
+        success=bool(success), reason="success" if success else reason, metrics=metrics, seed=seed
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedOutcome:
+    """One episode's outcome rebuilt from recorded ``EpisodeOutcome`` messages."""
+
+    seed: int
+    episode_index: int
+    policy_id: str
+    world_id: str
+    world_hash: str
+    success: bool
+    reason: str
+    duration_s: float
+    metrics: dict[str, float]
+    stamp_s: float  # header stamp of the deciding message (end of the episode)
+
+
+def outcomes_from_records(messages: Iterable[Any]) -> list[RecordedOutcome]:
+    """Rebuild episode outcomes from ``EpisodeOutcome`` messages in recording order (pure; no ROS needed).
+
+    Works on deserialised messages from a bag (rosbags or rclpy objects with the message's fields).
+    Consecutive messages for the same seed describe one episode and the last one decides: in real mode a
+    policy error is followed by the evaluator's judged outcome for that seed.
+    """
+    out: list[RecordedOutcome] = []
+    for msg in messages:
+        outcome = RecordedOutcome(
+            seed=int(msg.variation_seed),
+            episode_index=int(msg.episode_index),
+            policy_id=str(msg.policy_id),
+            world_id=str(msg.world_id),
+            world_hash=str(msg.world_hash),
+            success=bool(msg.success),
+            reason="success" if msg.success else (str(msg.failure_reason) or "failure"),
+            duration_s=int(msg.duration.sec) + int(msg.duration.nanosec) * 1e-9,
+            metrics={str(m.name): float(m.value) for m in msg.metrics},
+            stamp_s=int(msg.header.stamp.sec) + int(msg.header.stamp.nanosec) * 1e-9,
+        )
+        if out and out[-1].seed == outcome.seed:
+            out[-1] = outcome
+        else:
+            out.append(outcome)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,8 +199,21 @@ class EvaluatorConfig:
     episode_timeout_s: float = 120.0
     service_timeout_s: float = 60.0
     startup_delay_s: float = 2.0
+    mode: str = "sim"
+    world: str = "tabletop-pick-v1"
+    reset_hook: str = "prompt"
+    judge_hook: str = "prompt"
+    policy_done_topic: str = "/policy_node/episode_done"
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise EvaluatorError(f"parameter mode: got {self.mode!r}; allowed: {', '.join(MODES)}")
+        parse_hook(self.reset_hook, "reset_hook")
+        parse_hook(self.judge_hook, "judge_hook")
+        if self.mode == "real" and not self.policy_done_topic.startswith("/"):
+            raise EvaluatorError(
+                f"parameter policy_done_topic: got {self.policy_done_topic!r}; allowed: an absolute name"
+            )
         if self.episodes < 1:
             raise EvaluatorError(f"parameter episodes: got {self.episodes}; allowed: an integer >= 1")
         if not self.results:
@@ -74,6 +242,29 @@ _DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "first reset (best-effort images published before the policy subscribes are lost).",
         (0.0, 600.0),
     ),
+    "mode": ("sim: reset and outcome come from the sim node; real: from reset_hook and judge_hook.", None),
+    "world": ("World id recorded in real-mode rows when the reset hook does not report one.", None),
+    "reset_hook": (
+        "Real mode: who resets the cell. 'prompt' (operator presses Enter; needs a terminal on stdin) or "
+        "'service:<name>' (r2s2r_msgs/srv/ResetEpisode, e.g. service:/emulated_hardware/reset_episode).",
+        None,
+    ),
+    "judge_hook": (
+        "Real mode: who judges an episode. 'prompt' (operator answers y/n) or 'service:<name>' "
+        "(std_srvs/srv/Trigger; success + JSON message with reason and metrics, e.g. "
+        "service:/emulated_hardware/judge).",
+        None,
+    ),
+    "policy_done_topic": (
+        "Real mode: std_msgs/msg/UInt64 topic on which the policy node says it finished the episode "
+        "with that seed.",
+        None,
+    ),
+}
+_CONSTRAINTS = {
+    "mode": "one of: sim, real",
+    "reset_hook": "prompt | service:<name>",
+    "judge_hook": "prompt | service:<name>",
 }
 
 
@@ -82,7 +273,9 @@ def _read_config(node: Node) -> EvaluatorConfig:
     values: dict[str, Any] = {}
     for name, (text, bounds) in _DESCRIPTIONS.items():
         default = getattr(defaults, name)
-        desc = ParameterDescriptor(description=text, read_only=True)
+        desc = ParameterDescriptor(
+            description=text, read_only=True, additional_constraints=_CONSTRAINTS.get(name, "")
+        )
         if bounds is not None and isinstance(default, int):
             desc.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]), step=1)]
         elif bounds is not None:
@@ -102,14 +295,28 @@ def _read_config(node: Node) -> EvaluatorConfig:
 class EvaluatorNode(Node):
     """Sequences episodes; the executor runs in a background thread while :meth:`run` waits on futures."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, stdin: TextIO | None = None, **kwargs: Any) -> None:
         """Read parameters and create the clients and the outcome subscription.
 
+        ``stdin`` is where ``prompt`` hooks read the operator's answers (default ``sys.stdin``).
+
         Raises:
-            EvaluatorError: an invalid parameter.
+            EvaluatorError: an invalid parameter, or a ``prompt`` hook in real mode without a terminal.
         """
         super().__init__("evaluator_node", **kwargs)
         cfg = self.config = _read_config(self)
+        self._stdin = stdin if stdin is not None else sys.stdin
+        self.reset_hook = parse_hook(cfg.reset_hook, "reset_hook")
+        self.judge_hook = parse_hook(cfg.judge_hook, "judge_hook")
+        if cfg.mode == "real":
+            for name, hook in (("reset_hook", self.reset_hook), ("judge_hook", self.judge_hook)):
+                if hook.kind is HookKind.PROMPT and not (stdin is not None or sys.stdin.isatty()):
+                    raise EvaluatorError(
+                        f"parameter {name}: 'prompt' needs an operator at a terminal, but the evaluator's "
+                        "stdin is not a TTY (`r2s2r launch` gives its nodes no stdin): run evaluator_node in "
+                        "a terminal of its own (launch with evaluate:=false), or use "
+                        f"{name}:=service:<name>"
+                    )
         try:
             params = yaml.safe_load(cfg.policy_params) or {}
         except yaml.YAMLError as err:
@@ -138,6 +345,24 @@ class EvaluatorNode(Node):
             self._on_outcome,
             qos_profile(out_spec.qos),
         )
+        self._done = False
+        self._hook_reset = self._judge = self._outcome_pub = None
+        if cfg.mode == "real":
+            if self.reset_hook.kind is HookKind.SERVICE:
+                self._hook_reset = self.create_client(self._reset_type, self.reset_hook.service)
+            if self.judge_hook.kind is HookKind.SERVICE:
+                self._judge = self.create_client(Trigger, self.judge_hook.service)
+            self.create_subscription(UInt64, cfg.policy_done_topic, self._on_done, 10)
+            # The judged verdict is published as the episode's outcome, so that recordings hold it.
+            self._outcome_pub = self.create_publisher(
+                interface_class(out_spec.type), iface.topic("episode_outcome"), qos_profile(out_spec.qos)
+            )
+
+    def _on_done(self, msg: Any) -> None:
+        with self._cv:
+            if self._seed is not None and int(msg.data) == self._seed:
+                self._done = True
+                self._cv.notify_all()
 
     def _on_outcome(self, msg: Any) -> None:
         with self._cv:
@@ -168,6 +393,8 @@ class EvaluatorNode(Node):
             ResultsError: the results file is not an r2s2r results database.
         """
         cfg = self.config
+        if cfg.mode == "real":
+            return self._run_real()
         successes = 0
         for client in (self._sim_reset, self._policy_reset):
             if client is not None and not client.wait_for_service(timeout_sec=cfg.service_timeout_s):
@@ -215,6 +442,149 @@ class EvaluatorNode(Node):
                     f"episode {i} (seed {seed}): {'success' if success else reason} after {duration:.2f} s"
                 )
         return cfg.episodes, successes
+
+    # ------------------------------------------------------------------------------------- real mode
+
+    def _wait_future(self, client: Any, request: Any) -> Any:
+        timeout = self.config.service_timeout_s
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise RuntimeError(f"service {client.srv_name} did not appear within {timeout} s")
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout):
+            raise RuntimeError(f"service {client.srv_name} did not answer within {timeout} s")
+        return future.result()
+
+    def _ask(self, question: str) -> str:
+        print(question, end="", flush=True)
+        line = self._stdin.readline()
+        if not line:
+            raise RuntimeError("operator prompt: stdin closed")
+        return line.strip()
+
+    def _reset_real(self, index: int, seed: int) -> tuple[str, str, str]:
+        """Reset the cell through the reset hook; returns (world_id, world_hash, variation_hash)."""
+        if self._hook_reset is None:
+            self._ask(
+                f"[evaluator] episode {index} (seed {seed}): reset the cell (arm home, cube placed), "
+                "then press Enter: "
+            )
+            return self.config.world, "", ""
+        request = self._reset_type.Request(variation_seed=seed, variation_config="")
+        response = self._wait_future(self._hook_reset, request)
+        if not response.success:
+            raise RuntimeError(f"service {self._hook_reset.srv_name} refused seed {seed}: {response.message}")
+        return response.world_id or self.config.world, response.world_hash, response.variation_hash
+
+    def _judge_real(self, index: int, seed: int) -> Judgement:
+        if self._judge is None:
+            question = f"[evaluator] episode {index} (seed {seed}): success? [y/n] "
+            while (answer := self._ask(question).lower()) not in ("y", "n"):
+                print("answer y or n", flush=True)
+            if answer == "y":
+                return Judgement(success=True, reason="success", seed=seed)
+            reason = self._ask("[evaluator] failure reason (Enter: not_achieved): ") or "not_achieved"
+            return Judgement(success=False, reason=reason, seed=seed)
+        response = self._wait_future(self._judge, Trigger.Request())
+        judgement = judgement_from_trigger(bool(response.success), str(response.message))
+        if judgement.seed is not None and judgement.seed != seed:
+            self.get_logger().warning(f"judge reports seed {judgement.seed}, the episode's seed is {seed}")
+        return judgement
+
+    def _run_real(self) -> tuple[int, int]:
+        """Real mode: reset hook, policy reset, wait for done/error/timeout, judge hook, row + outcome."""
+        cfg = self.config
+        successes = 0
+        for client in (self._hook_reset, self._judge, self._policy_reset):
+            if client is not None and not client.wait_for_service(timeout_sec=cfg.service_timeout_s):
+                raise RuntimeError(
+                    f"service {client.srv_name} did not appear within {cfg.service_timeout_s} s"
+                )
+        time.sleep(cfg.startup_delay_s)
+        self.get_logger().info(
+            f"real mode: reset {self.reset_hook}, judge {self.judge_hook}, episode end at "
+            f"{cfg.policy_done_topic} or after {cfg.episode_timeout_s:g} s"
+        )
+        with ResultsStore(cfg.results) as store:
+            for i in range(cfg.episodes):
+                seed = cfg.seed0 + i
+                with self._cv:
+                    self._seed, self._outcome, self._done = None, None, False
+                world_id, world_hash, var_hash = self._reset_real(i, seed)
+                started, t0 = utc_now(), time.monotonic()
+                with self._cv:
+                    self._seed = seed
+                if self._policy_reset is not None:
+                    self._call(self._policy_reset, seed)
+                with self._cv:
+                    self._cv.wait_for(lambda: self._done or self._outcome is not None, cfg.episode_timeout_s)
+                    error, done = self._outcome, self._done
+                    self._seed = None
+                duration = time.monotonic() - t0
+                end = "policy_error" if error is not None else "policy_done" if done else "timeout"
+                judged = self._judge_real(i, seed)
+                success = judged.success and error is None
+                reason = (
+                    "success" if success else (error.failure_reason if error is not None else judged.reason)
+                )
+                store.add(
+                    EpisodeRow(
+                        policy=cfg.policy,
+                        parameters=self.policy_params,
+                        world_id=world_id,
+                        world_hash=world_hash,
+                        seed=seed,
+                        success=success,
+                        reason=reason,
+                        duration_s=duration,
+                        metrics=judged.metrics,
+                        started_at=started,
+                        variation={
+                            "mode": "real",
+                            "end": end,
+                            "reset_hook": str(self.reset_hook),
+                            "judge_hook": str(self.judge_hook),
+                            "variation_hash": var_hash,
+                        },
+                    )
+                )
+                self._publish_outcome(
+                    i, seed, world_id, world_hash, success, reason, duration, judged.metrics
+                )
+                successes += int(success)
+                self.get_logger().info(
+                    f"episode {i} (seed {seed}): {'success' if success else reason} after {duration:.2f} s "
+                    f"(ended by {end}; judged by {self.judge_hook})"
+                )
+        return cfg.episodes, successes
+
+    def _publish_outcome(
+        self,
+        index: int,
+        seed: int,
+        world_id: str,
+        world_hash: str,
+        success: bool,
+        reason: str,
+        duration: float,
+        metrics: dict[str, float],
+    ) -> None:
+        assert self._outcome_pub is not None
+        self._outcome_pub.publish(
+            rc.episode_outcome_msg(
+                stamp=self.get_clock().now().to_msg(),
+                episode_index=index,
+                policy_id=self.config.policy,
+                world_id=world_id,
+                variation_seed=seed,
+                world_hash=world_hash,
+                success=success,
+                failure_reason="" if success else reason,
+                duration_s=duration,
+                metrics=metrics,
+            )
+        )
 
 
 def main(args: Sequence[str] | None = None) -> int:

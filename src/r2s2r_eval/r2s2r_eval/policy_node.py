@@ -10,6 +10,10 @@ Episodes: the evaluator calls ``~/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode
 the node then drops its cached observations, resets the policy and acts until an ``EpisodeOutcome`` for that
 seed arrives. With ``autostart`` it starts episode 0 (seed ``seed``) on its own. A policy exception ends the
 episode: the node publishes a failed ``EpisodeOutcome`` with ``failure_reason = "policy_error: ..."``.
+Done signal (what ends a real-mode episode, where no task checker exists): when the policy reports that it
+has finished (a ``done`` attribute, property or no-argument method that is true), the node publishes the
+episode's seed once on ``~/episode_done`` (``std_msgs/msg/UInt64``, reliable, volatile) and keeps acting
+until the outcome arrives. A policy without ``done`` never sends it (then the evaluator's timeout ends it).
 Watchdog: if a required observation is older than ``max_observation_age_s`` the node holds (publishes
 nothing new) and logs once until fresh data arrives.
 """
@@ -32,6 +36,7 @@ from r2s2r_sim.worlds import world_path
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
+from std_msgs.msg import UInt64
 
 from r2s2r_eval.conversions import (
     ConversionError,
@@ -170,6 +175,7 @@ class PolicyNode(Node):
         self._last_act = -math.inf
         self._holding = False
         self._start_stamp = None
+        self._done_sent = False
 
         iface = load_interface()
         cam = self.camera.name
@@ -195,6 +201,7 @@ class PolicyNode(Node):
         self._grip_pub = pub("gripper_command")
         self._ack_pub = pub("policy_heartbeat")
         self._outcome_pub = pub("episode_outcome")
+        self._done_pub = self.create_publisher(UInt64, "~/episode_done", 10)
         reset_type = interface_class(iface.service_spec("reset_episode").type)
         self.create_service(reset_type, "~/reset_episode", self._on_reset)
         self.get_logger().info(
@@ -216,6 +223,7 @@ class PolicyNode(Node):
             self._start_stamp: float | None = None
             self._last_act = -math.inf
             self._holding = False
+            self._done_sent = False
             info = EpisodeInfo(
                 episode_index=self._episode,
                 seed=seed,
@@ -315,8 +323,12 @@ class PolicyNode(Node):
             if stale:
                 # Waiting for the first images of an episode is normal; only real staleness is reported.
                 if not self._holding:
-                    log = self.get_logger().warning if self._last_act > -math.inf else self.get_logger().info
-                    log(f"watchdog: holding, stale or missing observations: {stale}")
+                    # One call site per severity: rclpy refuses a call site that changes severity.
+                    text = f"watchdog: holding, stale or missing observations: {stale}"
+                    if self._last_act > -math.inf:
+                        self.get_logger().warning(text)
+                    else:
+                        self.get_logger().info(text)
                     self._holding = True
                 return
             if self._holding:
@@ -361,6 +373,10 @@ class PolicyNode(Node):
         self._arm_pub.publish(arm)
         self._grip_pub.publish(grip)
         self._ack_pub.publish(Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec))
+        if not self._done_sent and _policy_done(policy):
+            self._done_sent = True
+            self.get_logger().info(f"episode {self._episode} (seed {self._seed}): policy done")
+            self._done_pub.publish(UInt64(data=self._seed))
 
     def _lookup(self, frame: str, kind: ObservationKind) -> Any:
         try:
@@ -369,6 +385,15 @@ class PolicyNode(Node):
             if kind in self._need:
                 raise
             return None
+
+
+def _policy_done(policy: Policy) -> bool:
+    """The policy's optional ``done`` (attribute, property or method); False when it has none."""
+    done = getattr(policy, "done", False)
+    try:
+        return bool(done() if callable(done) else done)
+    except Exception:  # noqa: BLE001 - a broken done() must not stop the robot's commands
+        return False
 
 
 def main(args: Sequence[str] | None = None) -> int:

@@ -18,6 +18,11 @@ Stand-in services, which a real robot does not have (a real-mode evaluator hook 
   cube placed for the seed.  ``world_hash`` is the base world's hash (the task's identity).
 * ``/emulated_hardware/judge`` (``std_srvs/srv/Trigger``): a stand-in for a human judge — ``success`` and a
   JSON ``message`` with the reason and the task metrics of the current state.
+
+STAND-IN GROUND TRUTH, which real hardware cannot give, only with ``ground_truth: true`` (default false, so
+the node's topics stay exactly the drivers'): ``/emulated_hardware/ground_truth/cube_pose``
+(``geometry_msgs/msg/PoseStamped``, frame ``world``, reliable/volatile) — the task object's true pose at the
+instant of each camera frame, stamped like that frame.  Recordings use it to check perception on replay.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import mujoco
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
@@ -73,6 +79,7 @@ class EmulatedHardwareConfig:
     world: str = "tabletop-pick-v1"
     profile: str = ""
     seed: int = 0
+    ground_truth: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,16 @@ class EmulatedHardwareNode(Node):
         self._depth_pub = self._pub("depth_image", cam.name)
         self._depth_info_pub = self._pub("depth_info", cam.name)
         self._publish_static_tf()
+        self._truth_pub = None
+        task = self.arm.world.config.task
+        if cfg.ground_truth and task is not None:
+            model = self.arm.world.model
+            self._truth_body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, task.object_body)
+            self._truth_pub = self.create_publisher(PoseStamped, "~/ground_truth/cube_pose", 10)
+            self.get_logger().warning(
+                f"publishing STAND-IN ground truth {self._truth_pub.topic_name} (body {task.object_body!r}); "
+                "real hardware has no such topic"
+            )
         subs = MutuallyExclusiveCallbackGroup()
         for key, callback in (("arm_command", self._on_arm), ("gripper_command", self._on_gripper)):
             spec = self.interface.topic_spec(key)
@@ -175,16 +192,23 @@ class EmulatedHardwareNode(Node):
                 f"Hardware profile YAML path; empty: config/{DEFAULT_PROFILE} (the shipped stand-in).",
             ),
             ("seed", d.seed, "Seed of the initial object placement and of the joint-state noise."),
+            (
+                "ground_truth",
+                d.ground_truth,
+                "Also publish the STAND-IN ground truth ~/ground_truth/cube_pose at each camera frame "
+                "(real hardware has no such topic; for recordings that test perception).",
+            ),
         )
         values: dict[str, Any] = {}
         for name, default, text in specs:
             desc = ParameterDescriptor(description=text, read_only=True)
-            if isinstance(default, int):
+            if isinstance(default, int) and not isinstance(default, bool):
                 desc.integer_range = [IntegerRange(from_value=0, to_value=2**62, step=1)]
             try:
                 values[name] = self.declare_parameter(name, default, desc).value
             except (InvalidParameterValueException, InvalidParameterTypeException) as err:
-                allowed = "an integer in [0, 2**62]" if isinstance(default, int) else "a string"
+                kinds = {int: "an integer in [0, 2**62]", bool: "true or false"}
+                allowed = kinds.get(type(default), "a string")
                 raise EmulatedHardwareError(f"parameter {name}: {err}; allowed: {allowed}") from None
         if not values["world"]:
             raise EmulatedHardwareError("parameter world: got '', allowed: a bundled world id or folder path")
@@ -367,6 +391,8 @@ class EmulatedHardwareNode(Node):
                 self._depth_pub.publish(conv.depth_image_msg(depth_mm, job.stamp, self._frame_id))
                 self._color_info_pub.publish(info)
                 self._depth_info_pub.publish(info)
+                if self._truth_pub is not None:
+                    self._truth_pub.publish(self._truth_msg(data, job.stamp))
                 self.frames_published += 1
         except Exception as err:  # noqa: BLE001 - reported, then the node stops
             if self._running and rclpy.ok(context=self.context):
@@ -374,6 +400,16 @@ class EmulatedHardwareNode(Node):
                 self._running = False
         finally:
             camera.__exit__(None, None, None)
+
+    def _truth_msg(self, data: mujoco.MjData, stamp: Time) -> PoseStamped:
+        """The task object's pose in ``data`` (after ``mj_kinematics``) as stand-in ground truth."""
+        msg = PoseStamped()
+        msg.header.stamp, msg.header.frame_id = stamp, conv.WORLD_FRAME
+        pos, quat = data.xpos[self._truth_body], data.xquat[self._truth_body]  # quat is w, x, y, z
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pos)
+        o = msg.pose.orientation
+        o.w, o.x, o.y, o.z = (float(v) for v in quat)
+        return msg
 
     def destroy_node(self) -> None:
         """Stop and join the physics and render threads, then destroy the node."""

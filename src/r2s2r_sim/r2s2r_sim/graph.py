@@ -100,6 +100,9 @@ def _yaml_scalar(value: object) -> str:
 
 
 _BOOL = ("true", "false")
+# The emulated hardware's stand-in services (an operator's reset, a human judge); real hardware has neither.
+EMULATED_RESET = "/emulated_hardware/reset_episode"
+EMULATED_JUDGE = "/emulated_hardware/judge"
 
 
 def world_graph() -> Graph:
@@ -136,6 +139,15 @@ def world_graph() -> Graph:
                      description="Sim only: pace physics to the wall clock instead of as fast as possible."),
             Argument(name="results", default="out/results.sqlite",
                      description="SQLite file the evaluator appends episode rows to."),
+            Argument(name="reset_hook", default="auto",
+                     description="Real mode: who resets the cell before each episode. prompt (the operator "
+                                 "presses Enter; needs the evaluator on a terminal), service:<name> "
+                                 "(r2s2r_msgs/srv/ResetEpisode) or auto: "
+                                 f"service:{EMULATED_RESET} with emulate_hardware, else prompt."),
+            Argument(name="judge_hook", default="auto",
+                     description="Real mode: who judges each episode. prompt (the operator answers y/n), "
+                                 "service:<name> (std_srvs/srv/Trigger) or auto: "
+                                 f"service:{EMULATED_JUDGE} with emulate_hardware, else prompt."),
         ),
         nodes=(
             NodeSpec(
@@ -163,7 +175,8 @@ def world_graph() -> Graph:
                 required=True,
                 parameters={"episodes": "{episodes}", "seed": "{seed}", "policy": "{policy}",
                             "world": "{world}", "mode": "{mode}", "results": "{results}",
-                            "use_sim_time": "{use_sim_time}"},
+                            "use_sim_time": "{use_sim_time}", "reset_hook": "{reset_hook}",
+                            "judge_hook": "{judge_hook}"},
             ),
         ),
     )
@@ -202,6 +215,11 @@ def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
         values[name] = value
     # use_sim_time follows the mode: in sim everything but the simulator runs on /clock.
     values["use_sim_time"] = "true" if values.get("mode") == "sim" else "false"
+    # Real-mode hooks: auto asks the emulated hardware's stand-in services when it runs, else the operator.
+    emulated = values.get("emulate_hardware") == "true"
+    for hook, service in (("reset_hook", EMULATED_RESET), ("judge_hook", EMULATED_JUDGE)):
+        if values.get(hook) == "auto":
+            values[hook] = f"service:{service}" if emulated else "prompt"
     return values
 
 
