@@ -41,6 +41,7 @@ def test_use_sim_time_follows_mode_but_sim_node_runs_on_wall_time() -> None:
     nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim"})}
     assert nodes["policy_node"].parameters["use_sim_time"] is True
     assert nodes["evaluator_node"].parameters["use_sim_time"] is True
+    assert nodes["evaluator_node"].parameters["seed0"] == 0
     assert "use_sim_time" not in nodes["sim_node"].parameters  # it publishes /clock
 
 
@@ -120,3 +121,16 @@ def test_real_mode_hooks_follow_emulate_hardware() -> None:
                  reset_hook="service:/cell/reset") == ("service:/cell/reset", "prompt")
     args = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "emulate_hardware": "true"})}
     assert "reset_hook:=service:/emulated_hardware/reset_episode" in args["evaluator_node"].ros_args()
+
+
+def test_every_parameter_the_graph_passes_is_one_the_node_declares() -> None:
+    # The parameter files list every parameter a node declares (with its default), so a name the graph
+    # passes but the node never declares (silently ignored by rclpy) shows up here.
+    import yaml
+
+    for mode, extra in (("sim", {}), ("real", {"emulate_hardware": "true"})):
+        for node in resolve(load_graph("world"), {"mode": mode, **extra}):
+            assert node.params_file is not None
+            declared = yaml.safe_load(node.params_file.read_text())[node.name]["ros__parameters"]
+            unknown = set(node.parameters) - set(declared) - {"use_sim_time"}
+            assert not unknown, f"{node.name} is passed {sorted(unknown)} but declares {sorted(declared)}"

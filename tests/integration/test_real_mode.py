@@ -4,8 +4,8 @@
 the evaluator resets through ``/emulated_hardware/reset_episode``, ends the episode at the policy's done
 signal (or its timeout) and asks ``/emulated_hardware/judge`` (a stand-in for a human judge).
 
-The policy is :class:`DoneReferencePolicy`: the reference policy plus the optional ``done`` property the
-policy node turns into its ``~/episode_done`` signal (the reference policy itself does not declare one yet).
+The policy is the reference policy; its ``done`` property is what the policy node turns into its
+``~/episode_done`` signal.
 """
 
 from __future__ import annotations
@@ -15,22 +15,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from r2s2r_eval.policies.reference.policy import Phase, ReferencePolicy
 from r2s2r_eval.results import ResultsStore
 
 pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).resolve().parent
-POLICY = f"{Path(__file__).stem}:DoneReferencePolicy"
+POLICY = "reference"
 
-
-class DoneReferencePolicy(ReferencePolicy):
-    """The reference policy, done once its script reaches :attr:`Phase.DONE`."""
-
-    @property
-    def done(self) -> bool:
-        """True once the cube has been released and the arm has retreated."""
-        return getattr(self, "_phase", None) is Phase.DONE
 
 
 def launch_real(ros_env: dict[str, str], results: Path, *args: str, timeout: float = 420.0) -> str:

@@ -270,6 +270,15 @@ class Policy:
         """Rate (Hz) the policy asks to be called at, or None to leave it to the caller."""
         return None
 
+    @property
+    def done(self) -> bool:
+        """True once the policy considers its episode finished (it then holds its last command).
+
+        On hardware nothing else ends an episode early: the policy node announces it, then the
+        evaluator asks the judge. The default, False, leaves the end to the outcome or the timeout.
+        """
+        return False
+
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode; called before the first :meth:`act` of each episode."""
         raise NotImplementedError

@@ -388,11 +388,10 @@ class PolicyNode(Node):
 
 
 def _policy_done(policy: Policy) -> bool:
-    """The policy's optional ``done`` (attribute, property or method); False when it has none."""
-    done = getattr(policy, "done", False)
+    """The policy's :attr:`Policy.done`; a broken ``done`` reads as False rather than stop the commands."""
     try:
-        return bool(done() if callable(done) else done)
-    except Exception:  # noqa: BLE001 - a broken done() must not stop the robot's commands
+        return bool(policy.done)
+    except Exception:  # noqa: BLE001 - a broken done must not stop the robot's commands
         return False
 
 

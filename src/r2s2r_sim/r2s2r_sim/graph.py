@@ -166,14 +166,13 @@ def world_graph() -> Graph:
             NodeSpec(
                 package="r2s2r_eval", executable="policy_node", name="policy_node",
                 modes=frozenset({"sim", "real"}), params_file="policy_node.yaml", when="run_policy",
-                parameters={"policy": "{policy}", "world": "{world}", "use_sim_time": "{use_sim_time}",
-                            "lockstep": "{lockstep}"},
+                parameters={"policy": "{policy}", "world": "{world}", "use_sim_time": "{use_sim_time}"},
             ),
             NodeSpec(
                 package="r2s2r_eval", executable="evaluator_node", name="evaluator_node",
                 modes=frozenset({"sim", "real"}), params_file="evaluator_node.yaml", when="evaluate",
                 required=True,
-                parameters={"episodes": "{episodes}", "seed": "{seed}", "policy": "{policy}",
+                parameters={"episodes": "{episodes}", "seed0": "{seed}", "policy": "{policy}",
                             "world": "{world}", "mode": "{mode}", "results": "{results}",
                             "use_sim_time": "{use_sim_time}", "reset_hook": "{reset_hook}",
                             "judge_hook": "{judge_hook}"},

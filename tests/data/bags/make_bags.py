@@ -11,8 +11,8 @@ What it does, reproducibly (fixed seeds 0 and 1, the shipped default hardware pr
    ``/emulated_hardware/ground_truth/cube_pose`` (real hardware has no such topic).
 2. Runs the world graph exactly as ``r2s2r launch world mode:=real emulate_hardware:=true episodes:=2``
    resolves it (same executables and parameters), plus ``ground_truth:=true`` for the emulator and the
-   :class:`DoneReferencePolicy` (the reference policy with a ``done`` property, so an episode ends when the
-   script is done).  The evaluator resets and judges through the emulator's stand-in services and publishes
+   reference policy (its ``done`` property ends an episode when the script is done). The evaluator
+   resets and judges through the emulator's stand-in services and publishes
    each judged outcome on ``/r2s2r/episode_outcome``.
 3. Learns the interface signature of that FULL recording (all rates as recorded) ->
    ``real_emulated_signature.yaml``, the reference of the signature gate.
@@ -41,7 +41,6 @@ from r2s2r_capture.bag_reader import BagReader
 from r2s2r_capture.bag_writer import BagWriter, TopicSpec
 from r2s2r_capture.signature import signature_of_bag
 from r2s2r_eval.evaluator_node import outcomes_from_records
-from r2s2r_eval.policies.reference.policy import Phase, ReferencePolicy
 from r2s2r_sim.graph import load_graph, resolve
 from r2s2r_sim.launcher import Launcher
 from rosbags.rosbag2.metadata import parse_qos
@@ -73,14 +72,6 @@ DECIMATE_HZ = {"/joint_states": 25.0, "/tf": 25.0}
 FRAME_AFTER_RESET_S = 0.5
 
 
-class DoneReferencePolicy(ReferencePolicy):
-    """The reference policy, done once its script reaches :attr:`Phase.DONE` (the node's done signal)."""
-
-    @property
-    def done(self) -> bool:
-        """True once the cube has been released and the arm has retreated."""
-        return getattr(self, "_phase", None) is Phase.DONE
-
 
 def record_full(out: Path, results: Path, env: dict[str, str]) -> None:
     """Record two real-mode episodes on the emulated hardware into ``out`` (full rates)."""
@@ -97,7 +88,7 @@ def record_full(out: Path, results: Path, env: dict[str, str]) -> None:
         "episodes": str(EPISODES),
         "seed": "0",
         "results": str(results),
-        "policy": f"{Path(__file__).stem}:DoneReferencePolicy",
+        "policy": "reference",
     }
     nodes = []
     for node in resolve(load_graph("world"), given):

@@ -149,6 +149,11 @@ class ReferencePolicy(Policy):
         return self._phase
 
     @property
+    def done(self) -> bool:
+        """True once the cube has been released and the arm retreats (the last phase)."""
+        return self._phase is Phase.DONE
+
+    @property
     def estimate(self) -> CubeEstimate | None:
         """The (noisy) cube estimate of this episode, once perceived."""
         return self._estimate
