@@ -7,10 +7,12 @@ import os
 # MuJoCo picks its GL backend when first imported; headless EGL is the only one that works here.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import contextlib  # noqa: E402
 import hashlib  # noqa: E402
+import logging  # noqa: E402
 import math  # noqa: E402
 import warnings  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
+from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -19,6 +21,8 @@ import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = ["CommandCheck", "SimWorld"]
 
@@ -49,6 +53,27 @@ _ROBOT_OPTION_FIELDS = (
 )
 
 _OPTICAL_FROM_MUJOCO_CAMERA = np.diag([1.0, -1.0, -1.0])  # 180 deg about x: -z/y-up -> z fwd/y down
+
+
+@contextlib.contextmanager
+def _quiet_empty_prefix_warning() -> Iterator[None]:
+    """Drop MuJoCo's C-level "empty prefix" attach warning (printed to stdout and MUJOCO_LOG.TXT).
+
+    An empty prefix is this world format's documented default, so the warning is noise on every load;
+    any other MuJoCo warning raised meanwhile goes to this module's logger. The handler is process-wide,
+    so the previous one is restored on exit.
+    """
+    previous = mujoco.get_mju_user_warning()
+
+    def _handler(message: str) -> None:
+        if "empty prefix" not in message:
+            _LOG.warning("MuJoCo: %s", message)
+
+    mujoco.set_mju_user_warning(_handler)
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(previous)
 
 
 @dataclass(frozen=True)
@@ -129,7 +154,7 @@ class SimWorld:
             for name in _ROBOT_OPTION_FIELDS:
                 setattr(scene_spec.option, name, getattr(robot_spec.option, name))
         frame = self._attach_frame(scene_spec)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _quiet_empty_prefix_warning():
             # An empty prefix is the documented default; names are checked for clashes by the compiler.
             warnings.filterwarnings("ignore", message=".*empty prefix.*")
             try:
