@@ -34,9 +34,11 @@ def publish(duration: float, scale: float = 1.0) -> dict[str, int]:
     """Publish the synthetic streams for ``duration`` s; returns the sent count per topic."""
     import rclpy  # noqa: PLC0415
     import rclpy.duration  # noqa: PLC0415
+    from r2s2r_sim.dds import use_large_data_transport  # noqa: PLC0415
     from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
     from sensor_msgs.msg import Image, JointState  # noqa: PLC0415
 
+    use_large_data_transport()  # the stand-in camera uses the same Fast DDS fix as the sim node
     rclpy.init()
     node = rclpy.create_node("synthetic_sensors")
     qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)

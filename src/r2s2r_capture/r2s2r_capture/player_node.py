@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import rclpy
+from r2s2r_sim.dds import use_large_data_transport
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -203,6 +204,7 @@ class PlayerNode(Node):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Replay a bag; returns 0 at the end, 1 if the bag cannot be read or parameters are invalid."""
+    use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
     rclpy.init(args=args)
     node: PlayerNode | None = None
     code = 0

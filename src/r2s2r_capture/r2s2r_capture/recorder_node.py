@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import rclpy
+from r2s2r_sim.dds import use_large_data_transport
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -220,6 +221,7 @@ def main(args: Sequence[str] | None = None) -> int:
     """Record until SIGINT/SIGTERM; returns 0, or 1 on a configuration or writer error."""
     # rclpy's default handlers (SignalHandlerOptions.ALL) turn both SIGINT and SIGTERM into a context
     # shutdown, so spin() returns and the bag is closed in ``finally``.
+    use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
     rclpy.init(args=args)
     node: RecorderNode | None = None
     code = 0

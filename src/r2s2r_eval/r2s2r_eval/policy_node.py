@@ -29,6 +29,7 @@ from typing import Any
 import rclpy
 import yaml
 from builtin_interfaces.msg import Time
+from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ros_qos import interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
@@ -397,6 +398,7 @@ def _policy_done(policy: Policy) -> bool:
 
 def main(args: Sequence[str] | None = None) -> int:
     """Run the policy node until interrupted; returns 1 on a configuration error."""
+    use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
     rclpy.init(args=args)
     try:
         try:

@@ -48,6 +48,7 @@ from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from r2s2r_sim import ros_conversions as conv
+from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.emulated_hardware import (
     STAND_IN_BANNER,
     EmulatedArm,
@@ -57,7 +58,7 @@ from r2s2r_sim.emulated_hardware import (
 from r2s2r_sim.interface import load_interface
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ros_qos import interface_class, qos_profile
-from r2s2r_sim.sim_node import _use_large_data_transport, variation_hash
+from r2s2r_sim.sim_node import variation_hash
 from r2s2r_sim.world import CommandCheck
 
 __all__ = ["DEFAULT_PROFILE", "EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
@@ -436,7 +437,7 @@ def _advance(next_t: float, period: float, now: float) -> float:
 
 def main(args: Sequence[str] | None = None) -> int:
     """Run the emulated hardware until interrupted; 1 on a configuration error."""
-    _use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
+    use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
     # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
     rclpy.init(args=args)
     try:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import sys
 import tempfile
 import threading
@@ -67,8 +66,8 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 
 from r2s2r_sim import ros_conversions as conv
+from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.interface import Interface, load_interface
-from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ros_qos import interface_class, qos_profile
 from r2s2r_sim.variations import (
     VariationConfig,
@@ -993,24 +992,9 @@ class SimNode(Node):
         super().destroy_node()
 
 
-def _use_large_data_transport() -> None:
-    """Select ``config/fastdds_sim.xml`` (large shared-memory segment) unless the user chose a DDS profile."""
-    rmw = os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    if not rmw.startswith("rmw_fastrtps"):
-        return
-    if os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE") or os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
-        return
-    try:
-        profile = config_dir() / "fastdds_sim.xml"
-    except FileNotFoundError:
-        return
-    if profile.is_file():
-        os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
-
-
 def main(args: Sequence[str] | None = None) -> int:
     """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
-    _use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
+    use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
     # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
     rclpy.init(args=args)
     try:
