@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +15,8 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run
 from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: E402
 from r2s2r_sim.interface import Durability, Reliability, load_interface  # noqa: E402
 from r2s2r_sim.ros_qos import interface_class, qos_profile  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy  # noqa: E402
+from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
@@ -39,80 +36,22 @@ SIM_ONLY = {"clock", "episode_outcome", "policy_heartbeat"}
 COMMANDS = {"arm_command", "gripper_command"}
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-class Probe:
+class Probe(RosProbe):
     """A ROS node in this process, in the test's DDS domain, recording (receipt time, message)."""
 
     def __init__(self, domain_id: int) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node("emulated_hardware_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.lock = threading.Lock()
-        self.received: dict[str, list[tuple[float, Any]]] = {}
-        self._running = True
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while self._running and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - shutting down
-                if self._running:
-                    raise
-
-    def close(self) -> None:
-        self._running = False
-        self._thread.join(timeout=5.0)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        super().__init__(domain_id, "emulated_hardware_probe", IFACE)
 
     def subscribe(self, key: str, camera: str | None = None) -> str:
-        spec = IFACE.topic_spec(key)
-        name = IFACE.topic(key, camera)
-        self.received[name] = []
-
-        def callback(msg: Any, name: str = name) -> None:
-            now = time.time()
-            with self.lock:
-                if hasattr(msg, "encoding"):
-                    msg.data = b""  # keep headers only
-                self.received[name].append((now, msg))
-
-        self.node.create_subscription(interface_class(spec.type), name, callback, qos_profile(spec.qos))
-        return name
-
-    def msgs(self, name: str) -> list[tuple[float, Any]]:
-        with self.lock:
-            return list(self.received[name])
+        return self.record(key, camera, clock=time.time, headers_only=True)
 
     def call(self, srv_type: Any, name: str, request: Any, timeout: float = 20.0) -> Any:
-        client = self.node.create_client(srv_type, name)
-        assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
-        future = client.call_async(request)
-        wait_for(future.done, timeout, f"a response from {name}")
-        return future.result()
+        return self.call_service(srv_type, name, request, timeout)
 
 
 @pytest.fixture
 def probe(ros_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.delenv("ROS_LOCALHOST_ONLY", raising=False)
-    p = Probe(int(ros_env["ROS_DOMAIN_ID"]))
-    yield p
-    p.close()
+    yield from open_probe(Probe, ros_env, monkeypatch)
 
 
 def _stamp_s(msg: Any) -> float:

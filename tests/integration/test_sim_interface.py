@@ -6,7 +6,6 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,8 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run
 
 from r2s2r_sim.interface import Durability, Reliability, load_interface  # noqa: E402
 from r2s2r_sim.ros_qos import interface_class, qos_profile  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy  # noqa: E402
+from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from transforms3d import quaternions as tq  # noqa: E402
 
@@ -74,61 +72,15 @@ class Output:
         raise AssertionError(f"no line matching {pattern!r} in the sim node's output:\n{self.text()[-3000:]}")
 
 
-class Probe:
+class Probe(RosProbe):
     """A ROS node in this process, in the test's DDS domain, recording what it receives."""
 
     def __init__(self, domain_id: int) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context, domain_id=domain_id)
-        self.node = rclpy.create_node("sim_interface_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.lock = threading.Lock()
-        self.received: dict[str, list[tuple[float, Any]]] = {}
-        self._keep: dict[str, int] = {}
-        self._running = True
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while self._running and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - shutting down
-                if self._running:
-                    raise
-
-    def close(self) -> None:
-        self._running = False
-        self._thread.join(timeout=5.0)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        super().__init__(domain_id, "sim_interface_probe", IFACE)
 
     def subscribe(self, key: str, camera: str | None = None, *, keep: int = 100_000) -> str:
         """Record messages of an interface topic with its declared QoS; keep the last ``keep`` messages."""
-        spec = IFACE.topic_spec(key)
-        name = IFACE.topic(key, camera)
-        self.received[name] = []
-        self._keep[name] = keep
-
-        def callback(msg: Any, name: str = name) -> None:
-            now = time.monotonic()
-            with self.lock:
-                bucket = self.received[name]
-                bucket.append((now, msg))
-                if len(bucket) > self._keep[name]:
-                    # Images: drop the payload of old ones, keep the receipt times and headers.
-                    old_time, old = bucket[-self._keep[name] - 1]
-                    if hasattr(old, "data"):
-                        old.data = b""
-
-        self.node.create_subscription(interface_class(spec.type), name, callback, qos_profile(spec.qos))
-        return name
-
-    def msgs(self, name: str) -> list[tuple[float, Any]]:
-        with self.lock:
-            return list(self.received[name])
+        return self.record(key, camera, keep=keep)
 
     def count(self, name: str) -> int:
         with self.lock:
@@ -144,21 +96,7 @@ class Probe:
 
     def call(self, key: str, request: Any, timeout: float = 20.0) -> Any:
         spec = IFACE.service_spec(key)
-        client = self.node.create_client(interface_class(spec.type), spec.name)
-        assert client.wait_for_service(timeout_sec=timeout), f"service {spec.name} not available"
-        future = client.call_async(request)
-        wait_for(future.done, timeout, f"a response from {spec.name}")
-        return future.result()
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        return self.call_service(interface_class(spec.type), spec.name, request, timeout)
 
 
 def stamp_ns(msg: Any) -> int:
@@ -167,11 +105,7 @@ def stamp_ns(msg: Any) -> int:
 
 @pytest.fixture
 def probe(ros_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.delenv("ROS_LOCALHOST_ONLY", raising=False)
-    p = Probe(int(ros_env["ROS_DOMAIN_ID"]))
-    yield p
-    p.close()
+    yield from open_probe(Probe, ros_env, monkeypatch)
 
 
 def start_sim(processes: Any, *params: str) -> Output:

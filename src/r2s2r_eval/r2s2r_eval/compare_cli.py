@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, positive_int
 from r2s2r_eval.compare import (
     CompareError,
     CompareSettings,
@@ -54,26 +55,6 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: got {value}")
-    return value
-
-
-def _open_unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1): got {text}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add the ``compare`` subcommand (entry point of the ``r2s2r.commands`` group)."""
     parser = subparsers.add_parser(
@@ -90,19 +71,10 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="compare results whose world ids differ (a warning in the report instead of an error)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument(
-        "--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)"
-    )
-    parser.add_argument("--confidence", type=_open_unit, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--bins", type=_positive_int, default=5, help="quantile bins per axis (default 5)")
+    add_bootstrap_options(parser, confidence_help="interval level (default 0.95)")
+    parser.add_argument("--bins", type=positive_int, default=5, help="quantile bins per axis (default 5)")
     parser.add_argument(
         "--max-depth", type=int, choices=(1, 2, 3), default=2, help="failure tree depth (default 2)"
     )
-    parser.add_argument(
-        "--mmrv-comparison",
-        choices=("less", "greater"),
-        default="less",
-        help="MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code",
-    )
+    add_mmrv_option(parser)
     parser.set_defaults(func=cmd_compare)

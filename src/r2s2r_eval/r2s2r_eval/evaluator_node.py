@@ -35,12 +35,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-import rclpy
 import yaml
 from r2s2r_sim.interface import load_interface
+from r2s2r_sim.ros_params import declare_parameters, run_node
 from r2s2r_sim.ros_qos import interface_class, qos_profile
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import UInt64
 from std_srvs.srv import Trigger
@@ -269,26 +268,13 @@ _CONSTRAINTS = {
 
 
 def _read_config(node: Node) -> EvaluatorConfig:
-    defaults = EvaluatorConfig()
-    values: dict[str, Any] = {}
-    for name, (text, bounds) in _DESCRIPTIONS.items():
-        default = getattr(defaults, name)
-        desc = ParameterDescriptor(
-            description=text, read_only=True, additional_constraints=_CONSTRAINTS.get(name, "")
-        )
-        if bounds is not None and isinstance(default, int):
-            desc.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]), step=1)]
-        elif bounds is not None:
-            desc.floating_point_range = [
-                FloatingPointRange(from_value=bounds[0], to_value=bounds[1], step=0.0)
-            ]
-        try:
-            values[name] = node.declare_parameter(name, default, desc).value
-        except (
-            rclpy.exceptions.InvalidParameterTypeException,
-            rclpy.exceptions.InvalidParameterValueException,
-        ) as err:
-            raise EvaluatorError(f"parameter {name}: {err}") from None
+    values = declare_parameters(
+        node,
+        vars(EvaluatorConfig()),
+        _DESCRIPTIONS,
+        error=lambda name, _default, err: EvaluatorError(f"parameter {name}: {err}"),
+        constraints=_CONSTRAINTS,
+    )
     return EvaluatorConfig(**values)
 
 
@@ -587,37 +573,28 @@ class EvaluatorNode(Node):
         )
 
 
+def _run(node: EvaluatorNode) -> int:
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    started = time.monotonic()
+    try:
+        total, ok = node.run()
+        node.get_logger().info(
+            f"evaluator: {total} episodes, {ok} succeeded ({time.monotonic() - started:.1f} s wall)"
+        )
+        print(f"evaluator: {total} episodes, {ok} succeeded", flush=True)
+    except (RuntimeError, ResultsError) as err:
+        node.get_logger().fatal(str(err))
+        return 1
+    finally:
+        # Stop the spinning thread before the node and the context go away (else rclcpp aborts).
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=5.0)
+    return 0
+
+
 def main(args: Sequence[str] | None = None) -> int:
     """Run the evaluation; exit 0 when all episodes are stored, 1 on a configuration or service error."""
-    rclpy.init(args=args)
-    code = 0
-    try:
-        try:
-            node = EvaluatorNode()
-        except (EvaluatorError, ValueError) as err:
-            rclpy.logging.get_logger("evaluator_node").fatal(str(err))
-            return 1
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
-        spinner.start()
-        started = time.monotonic()
-        try:
-            total, ok = node.run()
-            node.get_logger().info(
-                f"evaluator: {total} episodes, {ok} succeeded ({time.monotonic() - started:.1f} s wall)"
-            )
-            print(f"evaluator: {total} episodes, {ok} succeeded", flush=True)
-        except (RuntimeError, ResultsError) as err:
-            node.get_logger().fatal(str(err))
-            code = 1
-        finally:
-            # Stop the spinning thread before the node and the context go away (else rclcpp aborts).
-            executor.shutdown(timeout_sec=5.0)
-            spinner.join(timeout=5.0)
-            node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        rclpy.try_shutdown()
-    return code
+    return run_node(EvaluatorNode, args, "evaluator_node", spin=_run, errors=(EvaluatorError, ValueError))

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval import metrics
+from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option
 
 __all__ = ["TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
 
@@ -271,26 +272,6 @@ def cmd_metrics(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: got {value}")
-    return value
-
-
-def _open_unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1): got {text}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add the ``metrics`` subcommand (entry point of the ``r2s2r.commands`` group)."""
     parser = subparsers.add_parser(
@@ -300,18 +281,6 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("table", help="CSV: policy,sim_success,real_success[,sim_trials,real_trials]")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument(
-        "--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)"
-    )
-    parser.add_argument(
-        "--confidence", type=_open_unit, default=0.95, help="Wilson and bootstrap level (default 0.95)"
-    )
-    parser.add_argument(
-        "--mmrv-comparison",
-        choices=("less", "greater"),
-        default="less",
-        help="MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code; "
-        "they differ only on ties in sim",
-    )
+    add_bootstrap_options(parser, confidence_help="Wilson and bootstrap level (default 0.95)")
+    add_mmrv_option(parser, help_suffix="; they differ only on ties in sim")
     parser.set_defaults(func=cmd_metrics)

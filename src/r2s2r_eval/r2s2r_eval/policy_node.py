@@ -31,11 +31,10 @@ import yaml
 from builtin_interfaces.msg import Time
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.interface import load_interface
+from r2s2r_sim.ros_params import declare_parameters, run_node
 from r2s2r_sim.ros_qos import interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_msgs.msg import UInt64
 
@@ -102,28 +101,13 @@ _DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
 }
 
 
-def _descriptor(name: str, default: Any) -> ParameterDescriptor:
-    text, bounds = _DESCRIPTIONS[name]
-    desc = ParameterDescriptor(description=text, read_only=True)
-    if bounds is not None and isinstance(default, int) and not isinstance(default, bool):
-        desc.integer_range = [IntegerRange(from_value=int(bounds[0]), to_value=int(bounds[1]), step=1)]
-    elif bounds is not None and isinstance(default, float):
-        desc.floating_point_range = [FloatingPointRange(from_value=bounds[0], to_value=bounds[1], step=0.0)]
-    return desc
-
-
 def _read_config(node: Node) -> PolicyNodeConfig:
-    defaults = PolicyNodeConfig()
-    values: dict[str, Any] = {}
-    for name in _DESCRIPTIONS:
-        default = getattr(defaults, name)
-        try:
-            values[name] = node.declare_parameter(name, default, _descriptor(name, default)).value
-        except (
-            rclpy.exceptions.InvalidParameterTypeException,
-            rclpy.exceptions.InvalidParameterValueException,
-        ) as err:
-            raise PolicyNodeError(f"parameter {name}: {err}") from None
+    values = declare_parameters(
+        node,
+        vars(PolicyNodeConfig()),
+        _DESCRIPTIONS,
+        error=lambda name, _default, err: PolicyNodeError(f"parameter {name}: {err}"),
+    )
     return PolicyNodeConfig(**values)
 
 
@@ -399,19 +383,4 @@ def _policy_done(policy: Policy) -> bool:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the policy node until interrupted; returns 1 on a configuration error."""
     use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
-    rclpy.init(args=args)
-    try:
-        try:
-            node = PolicyNode()
-        except (PolicyNodeError, ValueError) as err:
-            rclpy.logging.get_logger("policy_node").fatal(str(err))
-            return 1
-        try:
-            rclpy.spin(node)
-        finally:
-            node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        rclpy.try_shutdown()
-    return 0
+    return run_node(PolicyNode, args, "policy_node", spin=rclpy.spin, errors=(PolicyNodeError, ValueError))

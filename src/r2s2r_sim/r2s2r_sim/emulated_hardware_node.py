@@ -40,15 +40,13 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
 from r2s2r_sim.emulated_hardware import (
     STAND_IN_BANNER,
     EmulatedArm,
@@ -57,9 +55,9 @@ from r2s2r_sim.emulated_hardware import (
 )
 from r2s2r_sim.interface import load_interface
 from r2s2r_sim.paths import config_dir
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros_params import declare_parameters, run_node
+from r2s2r_sim.ros_qos import interface_class
 from r2s2r_sim.sim_node import variation_hash
-from r2s2r_sim.world import CommandCheck
 
 __all__ = ["DEFAULT_PROFILE", "EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
 
@@ -140,15 +138,9 @@ class EmulatedHardwareNode(Node):
                 "real hardware has no such topic"
             )
         subs = MutuallyExclusiveCallbackGroup()
-        for key, callback in (("arm_command", self._on_arm), ("gripper_command", self._on_gripper)):
-            spec = self.interface.topic_spec(key)
-            self.create_subscription(
-                interface_class(spec.type),
-                self.interface.topic(key),
-                callback,
-                qos_profile(spec.qos),
-                callback_group=subs,
-            )
+        subscribe_topics(
+            self, self.interface, (("arm_command", self._on_arm), ("gripper_command", self._on_gripper)), subs
+        )
         services = MutuallyExclusiveCallbackGroup()
         reset_type = interface_class(self.interface.service_spec("reset_episode").type)
         self.create_service(reset_type, "~/reset_episode", self._on_reset, callback_group=services)
@@ -184,42 +176,26 @@ class EmulatedHardwareNode(Node):
                 "parameter use_sim_time: got true, allowed: false — emulated hardware runs on wall-clock "
                 "time like a real robot (no /clock)"
             )
-        d = EmulatedHardwareConfig()
-        specs = (
-            ("world", d.world, "Bundled world id or world folder path the emulated cell is built from."),
-            (
-                "profile",
-                d.profile,
+        specs = {
+            "world": ("Bundled world id or world folder path the emulated cell is built from.", None),
+            "profile": (
                 f"Hardware profile YAML path; empty: config/{DEFAULT_PROFILE} (the shipped stand-in).",
+                None,
             ),
-            ("seed", d.seed, "Seed of the initial object placement and of the joint-state noise."),
-            (
-                "ground_truth",
-                d.ground_truth,
+            "seed": ("Seed of the initial object placement and of the joint-state noise.", (0, 2**62)),
+            "ground_truth": (
                 "Also publish the STAND-IN ground truth ~/ground_truth/cube_pose at each camera frame "
                 "(real hardware has no such topic; for recordings that test perception).",
+                None,
             ),
-        )
-        values: dict[str, Any] = {}
-        for name, default, text in specs:
-            desc = ParameterDescriptor(description=text, read_only=True)
-            if isinstance(default, int) and not isinstance(default, bool):
-                desc.integer_range = [IntegerRange(from_value=0, to_value=2**62, step=1)]
-            try:
-                values[name] = self.declare_parameter(name, default, desc).value
-            except (InvalidParameterValueException, InvalidParameterTypeException) as err:
-                kinds = {int: "an integer in [0, 2**62]", bool: "true or false"}
-                allowed = kinds.get(type(default), "a string")
-                raise EmulatedHardwareError(f"parameter {name}: {err}; allowed: {allowed}") from None
+        }
+        values = declare_parameters(self, vars(EmulatedHardwareConfig()), specs, error=_param_error)
         if not values["world"]:
             raise EmulatedHardwareError("parameter world: got '', allowed: a bundled world id or folder path")
         return EmulatedHardwareConfig(**values)
 
     def _pub(self, key: str, camera: str | None = None) -> Any:
-        spec = self.interface.topic_spec(key)
-        return self.create_publisher(
-            interface_class(spec.type), self.interface.topic(key, camera), qos_profile(spec.qos)
-        )
+        return interface_publisher(self, self.interface, key, camera)
 
     def _now(self) -> Time:
         return self.get_clock().now().to_msg()
@@ -242,29 +218,12 @@ class EmulatedHardwareNode(Node):
     # -------------------------------------------------------------------------------------- callbacks
 
     def _on_arm(self, msg: Any) -> None:
-        try:
-            values = conv.command_array(msg)
-        except conv.CommandError as err:
-            check = CommandCheck(False, False, str(err))
-        else:
-            with self._lock:
-                check = self.arm.submit_arm(values)
+        check = arm_command(msg, self.arm.submit_arm, self._lock)
         if not check.accepted:
             self.get_logger().warning(f"refused arm command: {check.reason}", throttle_duration_sec=1.0)
 
     def _on_gripper(self, msg: Any) -> None:
-        try:
-            values = conv.command_array(msg)
-        except conv.CommandError as err:
-            check = CommandCheck(False, False, str(err))
-        else:
-            if values.shape != (1,):
-                check = CommandCheck(
-                    False, False, f"gripper command must have 1 value, got {values.shape[0]}"
-                )
-            else:
-                with self._lock:
-                    check = self.arm.submit_gripper(float(values[0]))
+        check = gripper_command(msg, self.arm.submit_gripper, self._lock)
         if not check.accepted:
             self.get_logger().warning(f"refused gripper command: {check.reason}", throttle_duration_sec=1.0)
 
@@ -427,6 +386,12 @@ class EmulatedHardwareNode(Node):
         super().destroy_node()
 
 
+def _param_error(name: str, default: Any, err: Exception) -> EmulatedHardwareError:
+    kinds = {int: "an integer in [0, 2**62]", bool: "true or false"}
+    allowed = kinds.get(type(default), "a string")
+    return EmulatedHardwareError(f"parameter {name}: {err}; allowed: {allowed}")
+
+
 def _advance(next_t: float, period: float, now: float) -> float:
     """The next due time after ``now`` on a fixed schedule (skipping missed ticks)."""
     next_t += period
@@ -438,26 +403,7 @@ def _advance(next_t: float, period: float, now: float) -> float:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the emulated hardware until interrupted; 1 on a configuration error."""
     use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
-    # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
-    rclpy.init(args=args)
-    try:
-        try:
-            node = EmulatedHardwareNode()
-        except (ValueError, RuntimeError) as err:
-            rclpy.logging.get_logger("emulated_hardware").fatal(str(err))
-            return 1
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        try:
-            executor.spin()
-        finally:
-            node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        rclpy.try_shutdown()
-    return 0
-
+    return run_node(EmulatedHardwareNode, args, "emulated_hardware")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -58,17 +58,16 @@ import mujoco
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
 from r2s2r_sim.interface import Interface, load_interface
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros_params import declare_parameters, run_node
+from r2s2r_sim.ros_qos import interface_class
 from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
@@ -76,7 +75,7 @@ from r2s2r_sim.variations import (
     make_world,
     sample_variation,
 )
-from r2s2r_sim.world import CommandCheck, SimWorld
+from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_config import TaskType
 from r2s2r_sim.worlds import world_path
 
@@ -117,82 +116,55 @@ class SimNodeConfig:
     variations: str = ""
 
 
-@dataclass(frozen=True)
-class _Param:
-    name: str
-    description: str
-    low: float | None = None
-    high: float | None = None
-    read_only: bool = True
-
-
-_PARAMS = (
-    _Param(
-        "world", "Bundled world id (e.g. tabletop-pick-v1) or path of a world folder (world.yaml + MJCF)."
+_PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
+    "world": (
+        "Bundled world id (e.g. tabletop-pick-v1) or path of a world folder (world.yaml + MJCF).",
+        None,
     ),
-    _Param("seed", "Variation seed of the initial reset (the reset service takes its own).", 0, 2**62),
-    _Param("real_time", "Pace physics to the wall clock (true) or run as fast as possible (false)."),
-    _Param(
-        "joint_state_rate_hz",
+    "seed": ("Variation seed of the initial reset (the reset service takes its own).", (0, 2**62)),
+    "real_time": ("Pace physics to the wall clock (true) or run as fast as possible (false).", None),
+    "joint_state_rate_hz": (
         "Rate (Hz, sim time) of /joint_states and /clock; at most the physics rate 1/timestep.",
-        1.0,
-        1000.0,
+        (1.0, 1000.0),
     ),
-    _Param(
-        "camera_rate_hz",
+    "camera_rate_hz": (
         "Rate (Hz, sim time) of every camera's images and camera_info; 0 uses world.yaml's rate_hz.",
-        0.0,
-        120.0,
+        (0.0, 120.0),
     ),
-    _Param("cameras_enabled", "Render and publish the world's RGB-D cameras."),
-    _Param(
-        "lockstep", "Advance physics one control period only after the policy acknowledged the observation."
+    "cameras_enabled": ("Render and publish the world's RGB-D cameras.", None),
+    "lockstep": (
+        "Advance physics one control period only after the policy acknowledged the observation.",
+        None,
     ),
-    _Param(
-        "control_rate_hz",
+    "control_rate_hz": (
         "Policy control rate (Hz): the period that lockstep waits at and that the step service advances; "
         "its period must be a whole number of physics timesteps.",
-        0.1,
-        1000.0,
+        (0.1, 1000.0),
     ),
-    _Param("tf_rate_hz", "Rate (Hz, sim time) of the dynamic /tf (base_link -> ee_link).", 1.0, 1000.0),
-    _Param("publish_clock", "Publish /clock (sim time); other nodes then run with use_sim_time:=true."),
-    _Param("policy_id", "Policy id echoed in every EpisodeOutcome (free text)."),
-    _Param(
-        "variations",
+    "tf_rate_hz": ("Rate (Hz, sim time) of the dynamic /tf (base_link -> ee_link).", (1.0, 1000.0)),
+    "publish_clock": ("Publish /clock (sim time); other nodes then run with use_sim_time:=true.", None),
+    "policy_id": ("Policy id echoed in every EpisodeOutcome (free text).", None),
+    "variations": (
         "Variations YAML (schema of config/variations.yaml) applied, with the reset's seed, when a reset "
         "gives an empty variation_config (and at start-up); empty: the base world.",
+        None,
     ),
-)
+}
 
 
-def _descriptor(param: _Param, default: Any) -> ParameterDescriptor:
-    desc = ParameterDescriptor(description=param.description, read_only=param.read_only)
-    if isinstance(default, bool) or isinstance(default, str):
-        return desc
-    if isinstance(default, int):
-        desc.integer_range = [
-            IntegerRange(from_value=int(param.low or 0), to_value=int(param.high or 0), step=1)
-        ]
-        desc.additional_constraints = f"integer in [{int(param.low or 0)}, {int(param.high or 0)}]"
-    else:
-        desc.floating_point_range = [
-            FloatingPointRange(
-                from_value=float(param.low or 0.0), to_value=float(param.high or 0.0), step=0.0
-            )
-        ]
-        desc.additional_constraints = f"number in [{param.low}, {param.high}]"
-    return desc
-
-
-def _allowed(param: _Param, default: Any) -> str:
+def _allowed(name: str, default: Any) -> str:
     if isinstance(default, bool):
         return "true or false"
     if isinstance(default, str):
         return "a string"
+    low, high = _PARAMS[name][1] or (0, 0)
     if isinstance(default, int):
-        return f"an integer in [{int(param.low or 0)}, {int(param.high or 0)}]"
-    return f"a floating-point number in [{param.low}, {param.high}] (write 15.0, not 15)"
+        return f"an integer in [{int(low)}, {int(high)}]"
+    return f"a floating-point number in [{low}, {high}] (write 15.0, not 15)"
+
+
+def _param_error(name: str, default: Any, err: Exception) -> SimNodeError:
+    return SimNodeError(f"parameter {name}: invalid value ({err}); allowed: {_allowed(name, default)}")
 
 
 def variation_hash(world_hash: str, variation_config: str, seed: int) -> str:
@@ -387,21 +359,12 @@ class SimNode(Node):
 
     def _read_parameters(self) -> SimNodeConfig:
         defaults = SimNodeConfig()
-        values: dict[str, Any] = {}
         if self.get_parameter("use_sim_time").value:
             raise SimNodeError(
                 "parameter use_sim_time: got true, allowed: false — the sim node produces /clock and runs on "
                 "wall time; set use_sim_time only on the other nodes"
             )
-        for param in _PARAMS:
-            default = getattr(defaults, param.name)
-            try:
-                value = self.declare_parameter(param.name, default, _descriptor(param, default)).value
-            except (InvalidParameterValueException, InvalidParameterTypeException) as err:
-                raise SimNodeError(
-                    f"parameter {param.name}: invalid value ({err}); allowed: {_allowed(param, default)}"
-                ) from None
-            values[param.name] = value
+        values = declare_parameters(self, vars(defaults), _PARAMS, error=_param_error, state_range=True)
         if not values["world"]:
             raise SimNodeError("parameter world: got '', allowed: a bundled world id or a world folder path")
         return SimNodeConfig(**values)
@@ -473,10 +436,7 @@ class SimNode(Node):
         raise SimNodeError(f"world {self.world.world_id}: task type {task_cfg.type} has no checker")
 
     def _pub(self, key: str, camera: str | None = None) -> Publisher:
-        spec = self.interface.topic_spec(key)
-        return self.create_publisher(
-            interface_class(spec.type), self.interface.topic(key, camera), qos_profile(spec.qos)
-        )
+        return interface_publisher(self, self.interface, key, camera)
 
     def _make_publishers(self) -> None:
         self._joint_pub = self._pub("joint_states")
@@ -552,19 +512,16 @@ class SimNode(Node):
         iface = self.interface
         subs = MutuallyExclusiveCallbackGroup()
         services = MutuallyExclusiveCallbackGroup()
-        for key, callback in (
-            ("arm_command", self._on_arm_command),
-            ("gripper_command", self._on_gripper_command),
-            ("policy_heartbeat", self._on_heartbeat),
-        ):
-            spec = iface.topic_spec(key)
-            self.create_subscription(
-                interface_class(spec.type),
-                iface.topic(key),
-                callback,
-                qos_profile(spec.qos),
-                callback_group=subs,
-            )
+        subscribe_topics(
+            self,
+            iface,
+            (
+                ("arm_command", self._on_arm_command),
+                ("gripper_command", self._on_gripper_command),
+                ("policy_heartbeat", self._on_heartbeat),
+            ),
+            subs,
+        )
         for key, callback in (
             ("reset_episode", self._on_reset),
             ("pause", self._on_pause),
@@ -577,31 +534,15 @@ class SimNode(Node):
 
     # rclpy throttles per call site, so arm and gripper each have their own warning lines.
     def _on_arm_command(self, msg: Any) -> None:
-        try:
-            values = conv.command_array(msg)
-        except conv.CommandError as err:
-            check = CommandCheck(False, False, str(err))
-        else:
-            with self._lock:
-                check = self.world.set_arm_command(values)
+        # Lambdas: self.world is read under the lock (a reset may swap the world).
+        check = arm_command(msg, lambda values: self.world.set_arm_command(values), self._lock)
         if not check.accepted:
             self.get_logger().warning(f"refused arm command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
             self.get_logger().warning(f"clamped arm command: {check.reason}", throttle_duration_sec=1.0)
 
     def _on_gripper_command(self, msg: Any) -> None:
-        try:
-            values = conv.command_array(msg)
-        except conv.CommandError as err:
-            check = CommandCheck(False, False, str(err))
-        else:
-            if values.shape != (1,):
-                check = CommandCheck(
-                    False, False, f"gripper command must have 1 value, got {values.shape[0]}"
-                )
-            else:
-                with self._lock:
-                    check = self.world.set_gripper_command(float(values[0]))
+        check = gripper_command(msg, lambda value: self.world.set_gripper_command(value), self._lock)
         if not check.accepted:
             self.get_logger().warning(f"refused gripper command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
@@ -995,26 +936,7 @@ class SimNode(Node):
 def main(args: Sequence[str] | None = None) -> int:
     """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
     use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
-    # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
-    rclpy.init(args=args)
-    try:
-        try:
-            node = SimNode()
-        except (SimNodeError, ValueError, RuntimeError) as err:
-            rclpy.logging.get_logger("sim_node").fatal(str(err))
-            return 1
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        try:
-            executor.spin()
-        finally:
-            node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        rclpy.try_shutdown()
-    return 0
-
+    return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError))
 
 if __name__ == "__main__":
     sys.exit(main())

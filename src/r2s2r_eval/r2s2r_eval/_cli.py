@@ -1,0 +1,48 @@
+"""Argument types and options shared by the ``r2s2r compare`` and ``r2s2r metrics`` subcommands."""
+
+from __future__ import annotations
+
+import argparse
+
+MMRV_HELP = "MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code"
+
+
+def positive_int(text: str) -> int:
+    """Argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: got {value}")
+    return value
+
+
+def open_unit(text: str) -> float:
+    """Argparse type: a number in the open interval (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1): got {text}")
+    return value
+
+
+def add_bootstrap_options(parser: argparse.ArgumentParser, *, confidence_help: str) -> None:
+    """Add ``--seed``, ``--resamples`` and ``--confidence`` (bootstrap settings)."""
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)"
+    )
+    parser.add_argument("--confidence", type=open_unit, default=0.95, help=confidence_help)
+
+
+def add_mmrv_option(parser: argparse.ArgumentParser, *, help_suffix: str = "") -> None:
+    """Add ``--mmrv-comparison`` (less | greater, default less)."""
+    parser.add_argument(
+        "--mmrv-comparison",
+        choices=("less", "greater"),
+        default="less",
+        help=MMRV_HELP + help_suffix,
+    )
