@@ -5,7 +5,7 @@ ENV := source ./env.sh &&
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test test-fast bench lint clean
+.PHONY: setup demo test test-fast bench closed-loop lint clean
 
 setup:
 	@bash tools/setup.sh
@@ -25,6 +25,11 @@ bench: setup
 	@$(ENV) python -m r2s2r_sim.variations.bench
 	@$(ENV) python -m r2s2r_eval.bench_sweep --out out/bench_sweep.json
 	@$(ENV) python -m r2s2r_capture.bench_recorder --json out/bench_recorder.json
+
+# Capture the emulated hardware, real2sim, evaluate 6 policies x 50 trials on the emulator ("real"), in
+# the reconstructed world and in the bundled world, and write the comparison reports (~18 min here).
+closed-loop: setup
+	@$(ENV) python -m r2s2r_eval.closed_loop --out out/closed_loop
 
 lint: setup
 	@$(ENV) ruff check src tests tools launch

@@ -32,6 +32,7 @@ setup(
         # Policy plug-ins: name = module:Class (a subclass of r2s2r_eval.policy.Policy).
         "r2s2r.policies": [
             "reference = r2s2r_eval.policies.reference.policy:ReferencePolicy",
+            "topdown = r2s2r_eval.policies.topdown.policy:TopdownPolicy",
         ],
         # Subcommands of the `r2s2r` CLI: name = module:register (adds a parser, sets func).
         "r2s2r.commands": [

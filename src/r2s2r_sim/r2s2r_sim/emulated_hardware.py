@@ -784,8 +784,20 @@ class EmulatedArm:
         WorldError: the world cannot be loaded.
     """
 
-    def __init__(self, world: str | Path, profile: HardwareProfile, *, seed: int = 0) -> None:
-        """Build the base world (for its hash and masses), then the profiled world; reset with ``seed``."""
+    def __init__(
+        self,
+        world: str | Path,
+        profile: HardwareProfile,
+        *,
+        seed: int = 0,
+        extra_spec_editor: Callable[[mujoco.MjSpec], None] | None = None,
+    ) -> None:
+        """Build the base world (for its hash and masses), then the profiled world; reset with ``seed``.
+
+        ``extra_spec_editor``: a further spec edit applied after the profile's (e.g. an operator's
+        lighting and clutter as a variation, ``r2s2r_eval.emulated_runner``); ``base_world_hash`` and the
+        profile checks are unaffected by it.
+        """
         folder = world_path(world)
         config = load_world_config(folder)
         base = SimWorld(folder, config=config)
@@ -822,7 +834,13 @@ class EmulatedArm:
                 )
         del base
         render = render_geometry(profile.camera)
-        editor = _ProfileEditor(profile, config.robot.prefix, masses, mjcf_camera, render)
+        profile_editor = _ProfileEditor(profile, config.robot.prefix, masses, mjcf_camera, render)
+
+        def editor(spec: mujoco.MjSpec) -> None:
+            profile_editor(spec)
+            if extra_spec_editor is not None:
+                extra_spec_editor(spec)
+
         self.world = SimWorld(folder, config=config, spec_editor=editor)
         self.world_id: str = self.world.world_id
         self.mjcf_camera = self.world.model.camera(self.world.camera_id(cam_cfg.name)).name

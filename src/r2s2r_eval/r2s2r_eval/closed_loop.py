@@ -1,0 +1,674 @@
+"""The closed loop (issue 8): does evaluation in the reconstructed world predict the (emulated) hardware?
+
+    python -m r2s2r_eval.closed_loop --out out/closed_loop [--small] [--trials N] [--workers W]
+
+1. **capture** the emulated hardware with a hardware profile (:func:`r2s2r_capture.capture.capture_emulated`)
+   and run **real2sim** on the bag (:func:`r2s2r_capture.real2sim.real2sim`, which never reads the profile);
+2. evaluate a family of policies of different strength (:data:`FAMILY`: reference variants and the
+   depth-only ``topdown`` policy)
+
+   a. **real**: on the emulated hardware in process (:class:`r2s2r_eval.emulated_runner.EmulatedRunner`:
+      the profile's latency, joint noise, distorted camera, judge), each trial with an operator's random
+      object pose, lighting and clutter (the variation engine's ``objects``, ``appearance`` and
+      ``clutter`` axes, ``method="random"``), recorded as variation vectors in a results store;
+   b. **sim**: sweeps in the reconstructed world over the same axes (Sobol points, another seed);
+   c. **baseline sim**: the same sweep in the bundled world, without reconstruction;
+
+3. **compare** real with each sim (:mod:`r2s2r_eval.compare`): ``real_vs_reconstructed/`` and
+   ``real_vs_bundled/`` (``report.html``, ``summary.json``, PNGs), and write ``summary.json`` /
+   ``summary.txt`` with the issue's targets beside the measured values and how much worse the bundled
+   world does.
+
+Both sides use a 1 Hz camera (both policies look once), so the run fits this machine.  Work files live in
+``OUT/work`` (bag, world, results stores); the stores are keyed per episode, so a killed run resumes, and
+the capture and world are reused when present.  The two reports are rewritten on every run.  The
+reconstructed world's id is registered in :data:`r2s2r_sim.worlds.WORLDS` in every process that runs
+episodes, so policies that load scene knowledge by world id (``reference``, ``topdown``) find it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from r2s2r_eval.results import EpisodeRow, ResultsStore, utc_now
+from r2s2r_eval.sweep import PolicySpec, SweepConfig, episode_seed, plan_sweep, run_task, variations_digest
+
+__all__ = [
+    "FAMILY",
+    "SMALL_FAMILY",
+    "ClosedLoopConfig",
+    "main",
+    "operator_variations",
+    "run_closed_loop",
+]
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
+DEFAULT_VARIATIONS = REPO / "config/variations.yaml"
+BUNDLED_WORLD = "tabletop-pick-v1"
+RECONSTRUCTED_ID = "real2sim-closed-loop-v1"
+
+FAMILY: tuple[PolicySpec, ...] = (
+    PolicySpec(name="reference"),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.01}),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.02}),
+    PolicySpec(name="topdown"),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.04}),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.08}),
+)
+"""The evaluated policies: reference variants and the depth-only ``topdown`` design."""
+
+SMALL_FAMILY: tuple[PolicySpec, ...] = (FAMILY[0], FAMILY[3], FAMILY[4])
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClosedLoopConfig:
+    """Settings of one closed-loop run.
+
+    Attributes:
+        out: output folder.
+        profile: hardware profile of the emulated unit ("real").
+        world: the bundled world the profile was written for (also the baseline sim world).
+        variations: variation config; only its operator axes (objects, appearance, clutter) are used.
+        policies: the policy family.
+        trials: trials per policy on every side (one variation each).
+        camera_rate_hz: image rate on every side (Hz).
+        max_steps: control steps (10 Hz) before a trial is given up on every side; both policies finish
+            a success in about 12 s, so 200 (20 s) only shortens failures, which otherwise run to the
+            task's 30 s timeout in sim.
+        workers: worker processes.
+        real_seed: seed of the operator's random variations (and the real episode seeds).
+        sim_seed: Sobol sweep seed of both sim sides.
+        quick_capture: a shorter capture (fewer board views, 6 s excitation) and identification.
+    """
+
+    out: Path
+    profile: Path = DEFAULT_PROFILE
+    world: str = BUNDLED_WORLD
+    variations: Path = DEFAULT_VARIATIONS
+    policies: tuple[PolicySpec, ...] = FAMILY
+    trials: int = 50
+    camera_rate_hz: float = 1.0
+    max_steps: int = 200
+    workers: int = 2
+    real_seed: int = 1
+    sim_seed: int = 0
+    quick_capture: bool = False
+
+    def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ValueError(f"trials: must be >= 1, got {self.trials}")
+        if self.workers < 1:
+            raise ValueError(f"workers: must be >= 1, got {self.workers}")
+        if len(self.policies) < 2:
+            raise ValueError(f"policies: the comparison needs at least 2, got {len(self.policies)}")
+        if not (math.isfinite(self.camera_rate_hz) and self.camera_rate_hz > 0):
+            raise ValueError(f"camera_rate_hz: must be > 0, got {self.camera_rate_hz}")
+
+
+def operator_variations(path: str | Path) -> Any:
+    """The variation config of ``path`` reduced to what an operator changes between trials.
+
+    Object pose, lighting (intensity, direction) and clutter stay as configured; colours, physics, robot
+    start state and camera are disabled (an operator does not repaint the cube or move the camera).
+    """
+    from r2s2r_sim.variations import load_variation_config
+
+    cfg = load_variation_config(path)
+    rep = dataclasses.replace
+    return rep(
+        cfg,
+        appearance=rep(cfg.appearance, color_targets=(), color_jitter=0.0),
+        physics=rep(cfg.physics, enabled=False),
+        robot_state=rep(cfg.robot_state, enabled=False),
+        camera=rep(cfg.camera, enabled=False),
+    )
+
+
+def _say(line: str) -> None:
+    print(f"[closed-loop] {line}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------- real2sim
+
+
+def _capture_and_reconstruct(cfg: ClosedLoopConfig, work: Path) -> tuple[Path, dict[str, float]]:
+    """Capture the emulator and run real2sim, unless the world is already there."""
+    from r2s2r_capture.capture import CaptureConfig, capture_emulated
+    from r2s2r_capture.real2sim import Real2SimConfig, real2sim
+    from r2s2r_capture.sysid import ExcitationConfig
+
+    world = work / "world"
+    wall: dict[str, float] = {}
+    if (world / "world.yaml").is_file():
+        _say(f"reusing the reconstructed world {world}")
+        return world, wall
+    shutil.rmtree(work / "capture", ignore_errors=True)
+    exc = ExcitationConfig(
+        duration_s=6.0 if cfg.quick_capture else 12.0,
+        rate_hz=500.0,
+        base_freq_hz=0.2,
+        n_harmonics=5,
+        range_fraction=0.35,
+        max_velocity=1.2,
+        ramp_s=0.5,
+    )
+    t0 = time.perf_counter()
+    cap = capture_emulated(
+        work / "capture",
+        profile=cfg.profile,
+        world=cfg.world,
+        config=CaptureConfig(n_intrinsics_views=8 if cfg.quick_capture else 12, excitation=exc),
+        progress=lambda line: _say(f"capture: {line}"),
+    )
+    wall["capture"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    real2sim(
+        [cap.bag],
+        world,
+        template=cfg.world,
+        config=Real2SimConfig(
+            max_iters=15 if cfg.quick_capture else 30, report=False, world_id=RECONSTRUCTED_ID
+        ),
+        progress=lambda line: _say(f"real2sim: {line}"),
+    )
+    wall["real2sim"] = time.perf_counter() - t0
+    return world, wall
+
+
+# ---------------------------------------------------------------------------------------- workers
+
+
+def _register_world(world_id: str, folder: str) -> None:
+    """Pool initializer: make ``world_id`` resolvable (policies load scene knowledge by id)."""
+    from r2s2r_sim.worlds import WORLDS
+
+    if world_id not in WORLDS:
+        WORLDS[world_id] = Path(folder)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RealTask:
+    """One operator variation and every policy's trial on it (the cell is built once per variation)."""
+
+    world: str
+    profile: str
+    variations: Any
+    variations_digest: str
+    profile_sha256: str
+    real_seed: int
+    index: int
+    policies: tuple[PolicySpec, ...]
+    keys: tuple[str, ...]
+    camera_rate_hz: float
+    max_steps: int
+
+
+_policy_cache: dict[str, Any] = {}
+
+
+def _real_variation_record(task: _RealTask, variation: Any) -> dict[str, Any]:
+    return {
+        "method": "random",
+        "index": task.index,
+        "sweep_seed": task.real_seed,
+        "repeat": 0,
+        "config_sha256": task.variations_digest,
+        "seed": None if variation is None else int(variation.seed),
+        "unit": [] if variation is None else [float(u) for u in variation.unit],
+        "params": {} if variation is None else {k: float(v) for k, v in variation.params.items()},
+        "operator": "emulated (random object pose, lighting and clutter per trial)",
+        "profile_sha256": task.profile_sha256,
+    }
+
+
+def _run_real_task(task: _RealTask) -> list[EpisodeRow]:
+    """Run every policy's trial on one operator variation; failures become failed rows."""
+    from r2s2r_sim.variations import sweep_variation
+
+    from r2s2r_eval.emulated_runner import EmulatedRunner
+    from r2s2r_eval.policy import load_policy
+
+    seed = episode_seed(task.real_seed, task.index, 0)
+    started = utc_now()
+    variation = None
+
+    def failed(spec: PolicySpec, key: str, reason: str) -> EpisodeRow:
+        return EpisodeRow(
+            policy=spec.name,
+            parameters=dict(spec.params),
+            world_id=str(task.world),
+            world_hash="",
+            seed=seed,
+            success=False,
+            reason=reason,
+            duration_s=0.0,
+            metrics={},
+            started_at=started,
+            episode_key=key,
+            variation=_real_variation_record(task, variation),
+        )
+
+    try:
+        variation = sweep_variation(task.variations, seed=task.real_seed, index=task.index, method="random")
+        runner = EmulatedRunner(task.world, task.profile, variation=variation).__enter__()
+    except Exception as err:  # noqa: BLE001 - one variation's failure must not end the run
+        return [
+            failed(s, k, f"variation_error: {type(err).__name__}: {err}")
+            for s, k in zip(task.policies, task.keys, strict=True)
+        ]
+    rows = []
+    try:
+        for i, (spec, key) in enumerate(zip(task.policies, task.keys, strict=True)):
+            started = utc_now()
+            try:
+                policy = _policy_cache.get(spec.canonical())
+                if policy is None:
+                    policy = _policy_cache[spec.canonical()] = load_policy(spec.name, spec.params)
+                r = runner.run(
+                    policy,
+                    seed,
+                    episode_index=task.index * len(task.policies) + i,
+                    camera_rate_hz=task.camera_rate_hz,
+                    max_steps=task.max_steps,
+                )
+            except Exception as err:  # noqa: BLE001
+                rows.append(failed(spec, key, f"episode_error: {type(err).__name__}: {err}"))
+                continue
+            rows.append(
+                EpisodeRow(
+                    policy=spec.name,
+                    parameters=dict(spec.params),
+                    world_id=r.world_id,
+                    world_hash=r.world_hash,
+                    seed=seed,
+                    success=r.success,
+                    reason=r.reason,
+                    duration_s=r.duration_s,
+                    metrics=dict(r.metrics),
+                    started_at=started,
+                    episode_key=key,
+                    variation=_real_variation_record(task, variation),
+                )
+            )
+    finally:
+        runner.__exit__(None, None, None)
+    return rows
+
+
+def _run_sim_batch(tasks: Sequence[Any]) -> list[EpisodeRow]:
+    return [run_task(t) for t in tasks]
+
+
+def _pool_run(
+    fn: Callable[[Any], list[EpisodeRow]],
+    jobs: Sequence[Any],
+    store: ResultsStore,
+    *,
+    workers: int,
+    label: str,
+    init: tuple[str, str] | None = None,
+) -> int:
+    """Run ``jobs`` in a spawn-context pool, commit every row as it arrives; return the episodes run."""
+    if not jobs:
+        return 0
+    ctx = multiprocessing.get_context("spawn")
+    done_eps = 0
+    total = sum(len(getattr(j, "keys", j)) for j in jobs)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(jobs)),
+        mp_context=ctx,
+        initializer=_register_world if init else None,
+        initargs=init or (),
+    ) as pool:
+        pending = {pool.submit(fn, j) for j in jobs}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                for row in fut.result():
+                    store.add(row)
+                    done_eps += 1
+            rate = done_eps / max(time.perf_counter() - t0, 1e-9)
+            _say(f"{label}: {done_eps}/{total} episodes ({rate * 60:.0f}/min)")
+    return done_eps
+
+
+# ---------------------------------------------------------------------------------------- the sides
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _real_key(
+    spec: PolicySpec, profile_sha: str, digest: str, seed: int, index: int, rate: float, max_steps: int
+) -> str:
+    payload = {
+        "max_steps": max_steps,
+        "side": "emulated",
+        "policy": spec.canonical(),
+        "profile": profile_sha,
+        "variations": digest,
+        "seed": seed,
+        "index": index,
+        "camera_rate_hz": rate,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> int:
+    """The real side: ``trials`` operator variations x every policy on the emulated hardware.
+
+    Returns the episodes run now (those already in ``results`` are kept).
+    """
+    digest = variations_digest(variations)
+    profile_sha = _sha256_file(Path(cfg.profile))
+    with ResultsStore(results) as store:
+        have = store.episode_keys()
+        jobs = []
+        for index in range(cfg.trials):
+            keys = tuple(
+                _real_key(p, profile_sha, digest, cfg.real_seed, index, cfg.camera_rate_hz, cfg.max_steps)
+                for p in cfg.policies
+            )
+            todo = [(p, k) for p, k in zip(cfg.policies, keys, strict=True) if k not in have]
+            if todo:
+                jobs.append(
+                    _RealTask(
+                        world=cfg.world,
+                        profile=str(cfg.profile),
+                        variations=variations,
+                        variations_digest=digest,
+                        profile_sha256=profile_sha,
+                        real_seed=cfg.real_seed,
+                        index=index,
+                        policies=tuple(p for p, _ in todo),
+                        keys=tuple(k for _, k in todo),
+                        camera_rate_hz=cfg.camera_rate_hz,
+                        max_steps=cfg.max_steps,
+                    )
+                )
+        return _pool_run(_run_real_task, jobs, store, workers=cfg.workers, label="real (emulated hardware)")
+
+
+def run_sim(cfg: ClosedLoopConfig, variations: Any, world: str | Path, results: Path, *, label: str) -> int:
+    """A sim side: the sweep of ``cfg.policies`` x ``trials`` Sobol variations in ``world``.
+
+    Returns the episodes run now (those already in ``results`` are kept).
+    """
+    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.worlds import world_path
+
+    folder = world_path(world)
+    base = SimWorld(folder)
+    sweep = SweepConfig(
+        world=str(folder),
+        policies=cfg.policies,
+        variations=variations,
+        n=cfg.trials,
+        method="sobol",
+        seed=cfg.sim_seed,
+        camera_rate_hz=cfg.camera_rate_hz,
+        max_steps=cfg.max_steps,
+    )
+    tasks = plan_sweep(sweep, world_dir=folder, world_id=base.world_id, world_hash=base.world_hash)
+    with ResultsStore(results) as store:
+        have = store.episode_keys()
+        pending = [t for t in tasks if t.key not in have]
+        # One job per variation: a worker builds that variation's world once for every policy.
+        by_index: dict[int, list[Any]] = {}
+        for t in pending:
+            by_index.setdefault(t.index, []).append(t)
+        return _pool_run(
+            _run_sim_batch,
+            list(by_index.values()),
+            store,
+            workers=cfg.workers,
+            label=label,
+            init=(base.world_id, str(folder)),
+        )
+
+
+# ---------------------------------------------------------------------------------------- report
+
+
+def _fmt_rate(d: dict[str, Any]) -> str:
+    return f"{d['success_rate']:.2f} [{d['wilson_low']:.2f}, {d['wilson_high']:.2f}] n={d['trials']}"
+
+
+def _metric(summary: dict[str, Any], name: str) -> dict[str, Any]:
+    m = summary["metrics"].get(name, {})
+    return {"value": m.get("value"), "low": m.get("bootstrap_low"), "high": m.get("bootstrap_high")}
+
+
+def build_summary(
+    recon: dict[str, Any], bundled: dict[str, Any], *, wall: dict[str, float], cfg: ClosedLoopConfig
+) -> dict[str, Any]:
+    """The closed loop's summary: per-policy rates of the three sides, targets, and the bundled deficit."""
+    from r2s2r_eval.compare import TARGETS
+
+    by_b = {p["policy"]: p for p in bundled["policies"]}
+    policies = []
+    for p in recon["policies"]:
+        b = by_b.get(p["policy"])
+        policies.append(
+            {
+                "policy": p["policy"],
+                "real": p["real"],
+                "sim": p["sim"],
+                "baseline": None if b is None else b["sim"],
+            }
+        )
+
+    def side(s: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "pearson": _metric(s, "pearson"),
+            "mmrv": _metric(s, "mmrv"),
+            "spearman": _metric(s, "spearman"),
+            "kendall": _metric(s, "kendall"),
+            "failure_prediction_accuracy": s["failure_prediction"]["accuracy"],
+            "failure_prediction_constant_guess": _constant_guess(s),
+            "mean_abs_success_gap": _mean_gap(s),
+            "targets": s["targets"],
+            "warnings": s["warnings"],
+        }
+
+    r, b = side(recon), side(bundled)
+
+    def delta(name: str, better: str) -> dict[str, Any]:
+        rv = r[name]["value"] if isinstance(r[name], dict) else r[name]
+        bv = b[name]["value"] if isinstance(b[name], dict) else b[name]
+        if rv is None or bv is None:
+            return {"reconstructed": rv, "bundled": bv, "bundled_worse_by": None}
+        worse = (rv - bv) if better == "higher" else (bv - rv)
+        return {"reconstructed": rv, "bundled": bv, "bundled_worse_by": worse}
+
+    return {
+        "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
+        "policies": policies,
+        "real_vs_reconstructed": r,
+        "real_vs_bundled": b,
+        "bundled_vs_reconstructed": {
+            "pearson": delta("pearson", "higher"),
+            "mmrv": delta("mmrv", "lower"),
+            "failure_prediction_accuracy": delta("failure_prediction_accuracy", "higher"),
+            "mean_abs_success_gap": delta("mean_abs_success_gap", "lower"),
+        },
+        "settings": {
+            "trials_per_policy_per_side": cfg.trials,
+            "policies": [str(p) for p in cfg.policies],
+            "camera_rate_hz": cfg.camera_rate_hz,
+            "max_steps": cfg.max_steps,
+            "workers": cfg.workers,
+            "real_seed": cfg.real_seed,
+            "sim_seed": cfg.sim_seed,
+            "profile": str(cfg.profile),
+            "real_variations": "random (operator), axes objects, appearance (lighting), clutter",
+            "sim_variations": "Sobol sweep, same axes",
+        },
+        "wall_s": wall,
+    }
+
+
+def _constant_guess(s: dict[str, Any]) -> float | None:
+    """Accuracy of guessing each policy's majority real outcome: what a sim that knows only the rates gets.
+
+    Failures that no variation parameter explains (e.g. a policy's own perception noise) keep the
+    per-episode accuracy near this value however good the sim is.
+    """
+    agree = [f["agreement"] for f in s["failure_regions"].values()]
+    n = sum(a["real_episodes"] for a in agree)
+    return sum(a["base_rate_accuracy"] * a["real_episodes"] for a in agree) / n if n else None
+
+
+def _mean_gap(s: dict[str, Any]) -> float:
+    gaps = [abs(p["sim"]["success_rate"] - p["real"]["success_rate"]) for p in s["policies"]]
+    return sum(gaps) / len(gaps)
+
+
+def _iv(m: dict[str, Any]) -> str:
+    f = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+    return f"{f(m['value'])} [{f(m['low'])}, {f(m['high'])}]"
+
+
+def _verdict(side: dict[str, Any], name: str) -> str:
+    return {True: "met", False: "NOT met", None: "n/a"}[side["targets"][name]["met"]]
+
+
+def format_closed_loop(s: dict[str, Any]) -> str:
+    """The summary as a terminal table."""
+    width = max(len("policy"), *(len(p["policy"]) for p in s["policies"]))
+    cols = ("real (emulated hw) [95% Wilson]", "sim (reconstructed)", "baseline (bundled)")
+    lines = [f"{'policy':<{width}}  {cols[0]:<32}  {cols[1]:<32}  {cols[2]}"]
+    for p in s["policies"]:
+        base = _fmt_rate(p["baseline"]) if p["baseline"] else "n/a"
+        lines.append(f"{p['policy']:<{width}}  {_fmt_rate(p['real']):<32}  {_fmt_rate(p['sim']):<32}  {base}")
+    r, b = s["real_vs_reconstructed"], s["real_vs_bundled"]
+    lines += [
+        "",
+        f"{'metric':<28} {'target':<8} {'reconstructed [95% bootstrap]':<40} bundled [95% bootstrap]",
+    ]
+    for name in ("pearson", "mmrv"):
+        cells = [f"{_iv(side[name])} {_verdict(side, name)}" for side in (r, b)]
+        lines.append(f"{name:<28} {s['targets'][name]:<8} {cells[0]:<40} {cells[1]}")
+    name = "failure_prediction_accuracy"
+    cells = [
+        f"{'n/a' if side[name] is None else format(side[name], '.3f')} {_verdict(side, name)}"
+        for side in (r, b)
+    ]
+    lines.append(f"{'failure prediction accuracy':<28} {s['targets'][name]:<8} {cells[0]:<40} {cells[1]}")
+    name = "failure_prediction_constant_guess"
+    cells = ["n/a" if side[name] is None else format(side[name], ".3f") for side in (r, b)]
+    lines.append(f"{'  (constant-guess accuracy)':<28} {'-':<8} {cells[0]:<40} {cells[1]}")
+    gaps = f"{r['mean_abs_success_gap']:.3f}"
+    lines.append(f"{'mean |sim - real| success':<28} {'-':<8} {gaps:<40} {b['mean_abs_success_gap']:.3f}")
+    lines += ["", "bundled world (no reconstruction) against the reconstructed one, worse by:"]
+    for key, d in s["bundled_vs_reconstructed"].items():
+        v = d["bundled_worse_by"]
+        lines.append(
+            f"  {key:<28} {'n/a' if v is None else f'{v:+.3f}'}  (positive: the bundled world is worse)"
+        )
+    lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in s["wall_s"].items())]
+    if "episodes_run_now" in s:
+        ran = ", ".join(f"{k} {v}" for k, v in s["episodes_run_now"].items())
+        lines.append(f"episodes run now (the rest reused from {Path('work')}/): {ran}")
+    return "\n".join(lines)
+
+
+def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
+    """Run the loop (see the module docstring); returns the summary written to ``out/summary.json``."""
+    from r2s2r_eval.compare import CompareSettings, compare, load_episodes, write_report
+
+    out = Path(cfg.out)
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    t_all = time.perf_counter()
+    world, wall = _capture_and_reconstruct(cfg, work)
+    _register_world(RECONSTRUCTED_ID, str(world))
+    variations = operator_variations(cfg.variations)
+    stores = {
+        "real": work / "real.sqlite",
+        "sim": work / "sim_reconstructed.sqlite",
+        "baseline": work / "sim_bundled.sqlite",
+    }
+    ran: dict[str, int] = {}
+    t0 = time.perf_counter()
+    ran["real"] = run_real(cfg, variations, stores["real"])
+    wall["real"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ran["sim_reconstructed"] = run_sim(
+        cfg, variations, world, stores["sim"], label="sim (reconstructed world)"
+    )
+    wall["sim_reconstructed"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ran["sim_bundled"] = run_sim(
+        cfg, variations, cfg.world, stores["baseline"], label="baseline sim (bundled world)"
+    )
+    wall["sim_bundled"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    settings = CompareSettings(allow_different_worlds=True)
+    real = load_episodes(stores["real"])
+    comps = {}
+    for name, store in (("real_vs_reconstructed", stores["sim"]), ("real_vs_bundled", stores["baseline"])):
+        comp = compare(load_episodes(store), real, settings)
+        shutil.rmtree(out / name, ignore_errors=True)  # our own report of an earlier run
+        write_report(comp, out / name)
+        comps[name] = comp.summary
+    wall["compare"] = time.perf_counter() - t0
+    wall["total"] = time.perf_counter() - t_all
+    summary = build_summary(comps["real_vs_reconstructed"], comps["real_vs_bundled"], wall=wall, cfg=cfg)
+    summary["episodes_run_now"] = ran  # the rest were reused from the stores of an earlier run
+    text = format_closed_loop(summary)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    (out / "summary.txt").write_text(text + "\n")
+    print(text, flush=True)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    ap = argparse.ArgumentParser(prog="python -m r2s2r_eval.closed_loop", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, type=Path, help="output folder (reports, summary, work files)")
+    ap.add_argument("--small", action="store_true", help="CI size: 3 policies x 6 trials, quick capture")
+    ap.add_argument(
+        "--trials", type=int, default=None, help="trials per policy per side (default 50; 6 with --small)"
+    )
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    ap.add_argument(
+        "--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulated unit"
+    )
+    ns = ap.parse_args(argv)
+    try:
+        cfg = ClosedLoopConfig(
+            out=ns.out,
+            profile=ns.profile,
+            policies=SMALL_FAMILY if ns.small else FAMILY,
+            trials=ns.trials if ns.trials is not None else (6 if ns.small else 50),
+            workers=ns.workers,
+            quick_capture=ns.small,
+        )
+    except ValueError as err:
+        print(f"closed-loop: {err}", file=sys.stderr)
+        return 2
+    run_closed_loop(cfg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
