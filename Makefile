@@ -5,7 +5,7 @@ ENV := source ./env.sh &&
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test test-fast bench closed-loop lint clean
+.PHONY: setup demo test test-fast bench closed-loop transfer lint clean
 
 setup:
 	@bash tools/setup.sh
@@ -30,6 +30,11 @@ bench: setup
 # the reconstructed world and in the bundled world, and write the comparison reports (~18 min here).
 closed-loop: setup
 	@$(ENV) python -m r2s2r_eval.closed_loop --out out/closed_loop
+
+# Demonstrations across variations, behaviour cloning, and transfer to the emulated hardware for three
+# ablations (no variations / six axes / real-to-sim world); `--small` is the CI-sized run.
+transfer: setup
+	@$(ENV) python -m r2s2r_eval.transfer --out out/transfer
 
 lint: setup
 	@$(ENV) ruff check src tests tools launch

@@ -32,13 +32,16 @@ setup(
         # Policy plug-ins: name = module:Class (a subclass of r2s2r_eval.policy.Policy).
         "r2s2r.policies": [
             "reference = r2s2r_eval.policies.reference.policy:ReferencePolicy",
+            "bc = r2s2r_eval.policies.bc.policy:BCPolicy",
             "topdown = r2s2r_eval.policies.topdown.policy:TopdownPolicy",
         ],
         # Subcommands of the `r2s2r` CLI: name = module:register (adds a parser, sets func).
         "r2s2r.commands": [
             "compare = r2s2r_eval.compare_cli:register",
+            "demos = r2s2r_eval.demos_cli:register",
             "metrics = r2s2r_eval.metrics_cli:register",
             "sweep = r2s2r_eval.sweep_cli:register",
+            "train = r2s2r_eval.train_cli:register",
         ],
     },
 )

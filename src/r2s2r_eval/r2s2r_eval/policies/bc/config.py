@@ -1,0 +1,37 @@
+"""Parameters of the BC policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from r2s2r_eval.policy import PolicyParams
+
+__all__ = ["BCParams"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BCParams(PolicyParams):
+    """Parameters of :class:`~r2s2r_eval.policies.bc.policy.BCPolicy`.
+
+    Attributes:
+        checkpoint: folder written by ``r2s2r train`` (``policy.pt`` + ``config.json``); required.
+        control_rate_hz: rate (Hz) the policy asks to be called at; 0 uses the training data's fps.
+        num_threads: torch CPU threads (>= 1).
+        done_progress: the policy reports ``done`` once its predicted episode progress reaches this, with
+            the gripper open, for two steps in a row (in (0, 2]; above 1: never).
+    """
+
+    checkpoint: str = ""
+    control_rate_hz: float = 0.0
+    num_threads: int = 2
+    done_progress: float = 0.97
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.control_rate_hz <= 1000.0:
+            raise ValueError(
+                f"control_rate_hz: must be in [0, 1000] (0: the data's fps), got {self.control_rate_hz}"
+            )
+        if not 0.0 < self.done_progress <= 2.0:
+            raise ValueError(f"done_progress: must be in (0, 2], got {self.done_progress}")
+        if self.num_threads < 1:
+            raise ValueError(f"num_threads: must be >= 1, got {self.num_threads}")

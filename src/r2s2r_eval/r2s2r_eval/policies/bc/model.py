@@ -1,0 +1,96 @@
+"""The BC network: a small CNN with a spatial-softmax keypoint head, fused with joint state by an MLP."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["BCModelConfig", "BCNet", "SpatialSoftmax"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BCModelConfig:
+    """Shape of :class:`BCNet`.
+
+    Attributes:
+        image_width, image_height: input RGB size (px).
+        state_dim: joint-state inputs (all joints on ``/joint_states``, dataset order).
+        action_dim: outputs: arm joint-target deltas from the measured arm positions, the gripper, and the
+            episode progress in [0, 1].
+        channels: conv widths (the first conv has stride 2, and every second one after it).
+        hidden: MLP width.
+    """
+
+    image_width: int = 96
+    image_height: int = 72
+    state_dim: int = 8
+    action_dim: int = 8
+    channels: tuple[int, ...] = (16, 32, 32)
+    hidden: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("image_width", "image_height", "state_dim", "action_dim", "hidden"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if not self.channels:
+            raise ValueError("channels: must not be empty")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        d = asdict(self)
+        d["channels"] = list(self.channels)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BCModelConfig:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**{**d, "channels": tuple(d["channels"])})
+
+
+class SpatialSoftmax(nn.Module):
+    """Expected image coordinates (x, y in [-1, 1]) of each channel's softmax: 2 features per channel."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, C, H, W) -> (B, 2C)."""
+        b, c, h, w = x.shape
+        probs = torch.softmax(x.reshape(b, c, h * w), dim=-1).reshape(b, c, h, w)
+        ys = torch.linspace(-1.0, 1.0, h, device=x.device, dtype=x.dtype)
+        xs = torch.linspace(-1.0, 1.0, w, device=x.device, dtype=x.dtype)
+        ex = (probs.sum(dim=2) * xs).sum(dim=-1)
+        ey = (probs.sum(dim=3) * ys).sum(dim=-1)
+        return torch.cat([ex, ey], dim=1)
+
+
+class BCNet(nn.Module):
+    """Image (B, 3, H, W) in [0, 1] and normalised state (B, S) -> normalised action (B, A)."""
+
+    def __init__(self, cfg: BCModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        layers: list[nn.Module] = []
+        c_in = 3
+        for i, c in enumerate(cfg.channels):
+            stride = 2 if i % 2 == 0 else 1
+            layers += [
+                nn.Conv2d(c_in, c, 5 if i == 0 else 3, stride=stride, padding=2 if i == 0 else 1),
+                nn.GroupNorm(8 if c % 8 == 0 else 1, c),
+                nn.ReLU(),
+            ]
+            c_in = c
+        self.encoder = nn.Sequential(*layers)
+        self.keypoints = SpatialSoftmax()
+        self.head = nn.Sequential(
+            nn.Linear(2 * c_in + cfg.state_dim, cfg.hidden),
+            nn.ReLU(),
+            nn.Linear(cfg.hidden, cfg.hidden),
+            nn.ReLU(),
+            nn.Linear(cfg.hidden, cfg.action_dim),
+        )
+
+    def forward(self, image: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """Normalised action."""
+        features = self.keypoints(self.encoder(image * 2.0 - 1.0))
+        return self.head(torch.cat([features, state], dim=1))

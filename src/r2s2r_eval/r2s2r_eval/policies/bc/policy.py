@@ -1,0 +1,125 @@
+"""BC policy plug-in: runs a checkpoint written by ``r2s2r train`` (``policy.pt`` + ``config.json``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+
+from r2s2r_eval.policies.bc.config import BCParams
+from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
+from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
+
+__all__ = ["BCPolicy", "load_checkpoint"]
+
+CHECKPOINT_WEIGHTS = "policy.pt"
+CHECKPOINT_CONFIG = "config.json"
+
+
+def load_checkpoint(folder: str | Path) -> tuple[BCNet, dict[str, Any]]:
+    """The network (eval mode) and the ``config.json`` of a checkpoint folder.
+
+    Raises:
+        PolicyError: missing files, or weights that do not fit the config.
+    """
+    folder = Path(folder)
+    cfg_path, weights = folder / CHECKPOINT_CONFIG, folder / CHECKPOINT_WEIGHTS
+    for path in (cfg_path, weights):
+        if not path.is_file():
+            raise PolicyError(f"bc policy: checkpoint file {path} missing (write it with `r2s2r train`)")
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+        model = BCNet(BCModelConfig.from_dict(config["model"]))
+        state = torch.load(weights, map_location="cpu", weights_only=True)
+        model.load_state_dict(state)
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise PolicyError(f"bc policy: checkpoint {folder} is invalid: {err}") from err
+    model.eval()
+    return model, config
+
+
+class BCPolicy(Policy):
+    """Behaviour cloning from RGB + joint state: the image is area-downscaled to the training size.
+
+    Outputs arm joint targets as the measured arm positions plus a predicted delta, and a gripper command
+    clipped to the episode's command range.  It also predicts how far through a demonstration it is, and
+    reports :attr:`done` (then holds its last command) once that progress reaches ``done_progress`` with the
+    gripper open on two consecutive steps, which ends an episode on (emulated) hardware.
+    """
+
+    params_type = BCParams
+    requires = frozenset({ObservationKind.JOINT_STATE, ObservationKind.RGB})
+
+    def __init__(self, params: BCParams | None = None) -> None:
+        """Load the checkpoint named by ``params.checkpoint``.
+
+        Raises:
+            PolicyError: no checkpoint given, or an invalid one.
+        """
+        super().__init__(params)
+        p: BCParams = self.params  # type: ignore[assignment]
+        if not p.checkpoint:
+            raise PolicyError("bc policy: parameter 'checkpoint' (a `r2s2r train` output folder) is required")
+        torch.set_num_threads(p.num_threads)
+        self.model, self.config = load_checkpoint(p.checkpoint)
+        norm = self.config["normalization"]
+        self._state_mean = np.asarray(norm["state_mean"], np.float32)
+        self._state_std = np.asarray(norm["state_std"], np.float32)
+        self._action_mean = np.asarray(norm["action_mean"], np.float32)
+        self._action_std = np.asarray(norm["action_std"], np.float32)
+        self.joint_names: tuple[str, ...] = tuple(self.config["joint_names"])
+        self.arm_names: tuple[str, ...] = tuple(self.config["arm_names"])
+        self._rate = p.control_rate_hz or float(self.config["fps"])
+        self._info: EpisodeInfo | None = None
+
+    def control_rate_hz(self) -> float:
+        """The training data's rate unless overridden."""
+        return self._rate
+
+    def reset(self, info: EpisodeInfo) -> None:
+        """Check the episode's arm against the checkpoint's."""
+        if tuple(info.arm_joint_names) != self.arm_names:
+            raise PolicyError(
+                f"bc policy: trained for arm joints {list(self.arm_names)}, the episode has "
+                f"{list(info.arm_joint_names)}"
+            )
+        self._info = info
+        self._near_end = 0
+        self._last: Action | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once the predicted progress says the demonstration is over."""
+        return self._near_end >= 2
+
+    @torch.no_grad()
+    def act(self, observation: Observation) -> Action:
+        """One forward pass."""
+        if self._info is None:
+            raise PolicyError("bc policy: act() called before reset()")
+        if observation.rgb is None:
+            raise PolicyError("bc policy: the observation has no rgb image")
+        if self.done and self._last is not None:
+            return self._last
+        m = self.model.cfg
+        rgb = observation.rgb
+        if rgb.shape[:2] != (m.image_height, m.image_width):
+            rgb = cv2.resize(rgb, (m.image_width, m.image_height), interpolation=cv2.INTER_AREA)
+        state = observation.positions(self.joint_names).astype(np.float32)
+        image = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None].float() / 255.0
+        s = torch.from_numpy((state - self._state_mean) / self._state_std)[None]
+        out = self.model(image, s)[0].numpy() * self._action_std + self._action_mean
+        n = len(self.arm_names)
+        arm = observation.positions(self.arm_names) + out[:n].astype(np.float64)
+        lo, hi = sorted(self._info.gripper_command_range)
+        gripper = float(np.clip(out[n], lo, hi))
+        open_cmd, closed_cmd = self._info.gripper_command_range
+        is_open = abs(gripper - open_cmd) < 0.25 * abs(closed_cmd - open_cmd)
+        p: BCParams = self.params  # type: ignore[assignment]
+        self._near_end = self._near_end + 1 if (out[n + 1] >= p.done_progress and is_open) else 0
+        self._last = Action(arm_positions=arm, gripper=gripper)
+        return self._last

@@ -1,0 +1,280 @@
+"""Behaviour cloning of the BC policy from LeRobot-format demonstrations (PyTorch, CPU)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from r2s2r_eval.lerobot_format import read_episode, read_info
+
+__all__ = ["TrainConfig", "TrainError", "TrainSummary", "load_demonstrations", "train"]
+
+IMAGE_KEY = "observation.images.camera"
+
+
+class TrainError(ValueError):
+    """Training cannot start or finish as configured (names the field or file at fault)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """How :func:`train` trains.
+
+    Attributes:
+        steps: optimiser steps (>= 1).
+        batch_size: samples per step (>= 1).
+        lr: peak Adam learning rate (cosine decay to 5% of it).
+        weight_decay: AdamW weight decay.
+        shift_px: random image shift augmentation (px, DrQ-style; >= 0).
+        color_jitter: random per-sample brightness/contrast scale (fraction; >= 0).
+        val_fraction: episodes held out for a validation loss (in [0, 0.5)).
+        seed: torch and sampling seed (>= 0).
+        num_threads: torch CPU threads (>= 1).
+        channels, hidden: network size (see :class:`~r2s2r_eval.policies.bc.model.BCModelConfig`).
+    """
+
+    steps: int = 3000
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    shift_px: int = 4
+    color_jitter: float = 0.1
+    val_fraction: float = 0.05
+    seed: int = 0
+    num_threads: int = 2
+    channels: tuple[int, ...] = (16, 32, 32)
+    hidden: int = 256
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("steps", self.steps >= 1, ">= 1"),
+            ("batch_size", self.batch_size >= 1, ">= 1"),
+            ("lr", math.isfinite(self.lr) and self.lr > 0, "> 0"),
+            ("weight_decay", self.weight_decay >= 0, ">= 0"),
+            ("shift_px", self.shift_px >= 0, ">= 0"),
+            ("color_jitter", 0 <= self.color_jitter < 1, "in [0, 1)"),
+            ("val_fraction", 0 <= self.val_fraction < 0.5, "in [0, 0.5)"),
+            ("seed", self.seed >= 0, ">= 0"),
+            ("num_threads", self.num_threads >= 1, ">= 1"),
+        )
+        for name, ok, expected in checks:
+            if not ok:
+                raise TrainError(f"{name}: must be {expected}, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainSummary:
+    """What :func:`train` did: the checkpoint folder, data size, wall time and losses."""
+
+    out: Path
+    episodes: int
+    frames: int
+    wall_s: float
+    train_loss: float
+    val_loss: float | None
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _Data:
+    images: np.ndarray  # N x H x W x 3 uint8
+    states: np.ndarray  # N x S float32
+    targets: np.ndarray  # N x A float32: arm deltas, gripper, progress
+    episode: np.ndarray  # N int
+    joint_names: tuple[str, ...]
+    arm_names: tuple[str, ...]
+    fps: float
+
+
+def load_demonstrations(roots: Sequence[str | Path]) -> _Data:
+    """Read frames, joint states and BC targets (arm target - measured arm position, gripper) from datasets.
+
+    Raises:
+        TrainError: no dataset, no episode, or datasets with different joints, image size or fps.
+    """
+    if not roots:
+        raise TrainError("no dataset given")
+    images, states, targets, episodes = [], [], [], []
+    ref: tuple[Any, ...] | None = None
+    n_ep = 0
+    for root in roots:
+        info = read_info(root)
+        feats = info["features"]
+        for key in (IMAGE_KEY, "observation.state", "action"):
+            if key not in feats:
+                raise TrainError(f"{root}/meta/info.json: feature {key!r} missing (a `r2s2r demos` dataset?)")
+        joint_names = tuple(feats["observation.state"]["names"])
+        arm_names = tuple(feats["action"]["names"][:-1])
+        this = (joint_names, arm_names, tuple(feats[IMAGE_KEY]["shape"]), float(info["fps"]))
+        if ref is None:
+            ref = this
+        elif this != ref:
+            raise TrainError(f"{root}: joints, image size or fps differ from {roots[0]}: {this} vs {ref}")
+        arm_idx = [joint_names.index(n) for n in arm_names]
+        for i in range(int(info["total_episodes"])):
+            ep = read_episode(root, i)
+            s = ep["observation.state"].astype(np.float32)
+            a = ep["action"].astype(np.float32)
+            # Targets: arm deltas, gripper, and episode progress in [0, 1] (the policy's "done" signal).
+            progress = np.linspace(0.0, 1.0, len(a), dtype=np.float32)[:, None]
+            t = np.concatenate([a, progress], axis=1)
+            t[:, : len(arm_names)] -= s[:, arm_idx]
+            images.append(ep[IMAGE_KEY])
+            states.append(s)
+            targets.append(t)
+            episodes.append(np.full(len(s), n_ep))
+            n_ep += 1
+    if ref is None or n_ep == 0:
+        raise TrainError(f"datasets {list(map(str, roots))} hold no episode")
+    return _Data(
+        images=np.concatenate(images),
+        states=np.concatenate(states),
+        targets=np.concatenate(targets),
+        episode=np.concatenate(episodes),
+        joint_names=ref[0],
+        arm_names=ref[1],
+        fps=ref[3],
+    )
+
+
+def train(
+    datasets: Sequence[str | Path],
+    out: str | Path,
+    cfg: TrainConfig | None = None,
+    *,
+    progress: Callable[[int, float], None] | None = None,
+) -> TrainSummary:
+    """Train the BC network on ``datasets`` and write ``policy.pt`` + ``config.json`` to ``out``.
+
+    Args:
+        datasets: LeRobot dataset folders written by ``r2s2r demos`` (same joints and image size).
+        out: checkpoint folder; must not hold a checkpoint already.
+        cfg: training settings.
+        progress: called with ``(step, loss)`` every 100 steps.
+
+    Raises:
+        TrainError: ``out`` holds a checkpoint, or bad datasets.
+    """
+    import torch  # noqa: PLC0415
+    import torch.nn.functional as F  # noqa: PLC0415, N812
+
+    from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet  # noqa: PLC0415
+    from r2s2r_eval.policies.bc.policy import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS  # noqa: PLC0415
+
+    cfg = cfg or TrainConfig()
+    out = Path(out)
+    if (out / CHECKPOINT_WEIGHTS).exists():
+        raise TrainError(f"{out / CHECKPOINT_WEIGHTS}: exists already, not overwriting")
+    wall0 = time.perf_counter()
+    torch.set_num_threads(cfg.num_threads)
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    data = load_demonstrations(datasets)
+    n_eps = int(data.episode.max()) + 1
+    n_val = int(round(cfg.val_fraction * n_eps)) if n_eps >= 4 else 0
+    val_eps = set(rng.permutation(n_eps)[:n_val].tolist())
+    is_val = np.isin(data.episode, list(val_eps))
+    train_idx, val_idx = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+    s_mean, s_std = data.states[train_idx].mean(0), data.states[train_idx].std(0) + 1e-3
+    a_mean, a_std = data.targets[train_idx].mean(0), data.targets[train_idx].std(0) + 1e-4
+    h, w = data.images.shape[1:3]
+    mcfg = BCModelConfig(
+        image_width=w,
+        image_height=h,
+        state_dim=data.states.shape[1],
+        action_dim=data.targets.shape[1],
+        channels=cfg.channels,
+        hidden=cfg.hidden,
+    )
+    model = BCNet(mcfg)
+    images = torch.from_numpy(data.images)  # uint8, N x H x W x 3
+    states = torch.from_numpy((data.states - s_mean) / s_std)
+    targets = torch.from_numpy((data.targets - a_mean) / a_std)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(k, cfg.steps) / cfg.steps))
+    )
+    gen = torch.Generator().manual_seed(cfg.seed)
+
+    def batch(idx: np.ndarray, augment: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        ix = torch.from_numpy(idx)
+        img = images[ix].permute(0, 3, 1, 2).float() / 255.0
+        if augment:
+            b = len(idx)
+            if cfg.shift_px:
+                shift = (torch.rand(b, 2, generator=gen) * 2 - 1) * cfg.shift_px
+                theta = torch.zeros(b, 2, 3)
+                theta[:, 0, 0] = theta[:, 1, 1] = 1.0
+                theta[:, 0, 2] = shift[:, 0] * 2 / w
+                theta[:, 1, 2] = shift[:, 1] * 2 / h
+                grid = F.affine_grid(theta, list(img.shape), align_corners=False)
+                img = F.grid_sample(img, grid, padding_mode="border", align_corners=False)
+            if cfg.color_jitter:
+                j = cfg.color_jitter
+                gain = 1 + (torch.rand(b, 3, 1, 1, generator=gen) * 2 - 1) * j
+                bias = (torch.rand(b, 1, 1, 1, generator=gen) * 2 - 1) * j / 2
+                img = (img * gain + bias).clamp(0, 1)
+        return img, states[ix], targets[ix]
+
+    model.train()
+    losses: list[float] = []
+    for step in range(1, cfg.steps + 1):
+        idx = train_idx[rng.integers(0, len(train_idx), cfg.batch_size)]
+        img, s, t = batch(idx, augment=True)
+        loss = F.smooth_l1_loss(model(img, s), t, beta=0.1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if progress is not None and (step % 100 == 0 or step == cfg.steps):
+            progress(step, float(np.mean(losses[-100:])))
+    model.eval()
+    val_loss = None
+    if len(val_idx):
+        with torch.no_grad():
+            vals = []
+            for chunk in np.array_split(val_idx, max(1, len(val_idx) // 256)):
+                img, s, t = batch(chunk, augment=False)
+                vals.append(float(F.smooth_l1_loss(model(img, s), t, beta=0.1)) * len(chunk))
+            val_loss = sum(vals) / len(val_idx)
+    wall = time.perf_counter() - wall0
+    out.mkdir(parents=True, exist_ok=True)
+    config = {
+        "policy": "bc",
+        "model": mcfg.to_dict(),
+        "joint_names": list(data.joint_names),
+        "arm_names": list(data.arm_names),
+        "fps": data.fps,
+        "action": "arm: joint-target delta from the measured arm positions (rad); gripper: command; "
+        "progress: fraction of the demonstration done",
+        "normalization": {
+            "state_mean": s_mean.tolist(),
+            "state_std": s_std.tolist(),
+            "action_mean": a_mean.tolist(),
+            "action_std": a_std.tolist(),
+        },
+        "train": {**asdict(cfg), "channels": list(cfg.channels)},
+        "datasets": [os.fspath(Path(d).resolve()) for d in datasets],
+        "data": {"episodes": n_eps, "frames": int(len(data.states)), "val_episodes": n_val},
+        "result": {"wall_s": wall, "train_loss": float(np.mean(losses[-100:])), "val_loss": val_loss},
+    }
+    tmp = out / (CHECKPOINT_WEIGHTS + ".tmp")
+    torch.save(model.state_dict(), tmp)
+    (out / CHECKPOINT_CONFIG).write_text(json.dumps(config, indent=2), encoding="utf-8")
+    os.replace(tmp, out / CHECKPOINT_WEIGHTS)
+    return TrainSummary(
+        out=out,
+        episodes=n_eps,
+        frames=int(len(data.states)),
+        wall_s=wall,
+        train_loss=float(np.mean(losses[-100:])),
+        val_loss=val_loss,
+    )

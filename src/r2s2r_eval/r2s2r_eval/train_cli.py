@@ -1,0 +1,100 @@
+"""``r2s2r train``: behaviour cloning of the ``bc`` policy from ``r2s2r demos`` datasets (PyTorch CPU).
+
+Example:
+    r2s2r train --dataset out/demos/varied --out out/policies/bc_varied --steps 3000
+    r2s2r sweep --policy bc:checkpoint=out/policies/bc_varied ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from r2s2r_eval.lerobot_format import DatasetError
+from r2s2r_eval.train import TrainConfig, TrainError, train
+
+__all__ = ["build_parser", "cmd_train", "main", "register"]
+
+EXIT_BAD_INPUT = 2
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dataset",
+        required=True,
+        action="append",
+        type=Path,
+        help="LeRobot dataset folder (repeat to train on several)",
+    )
+    p.add_argument("--out", required=True, type=Path, help="checkpoint folder (policy.pt + config.json)")
+    p.add_argument("--steps", type=int, default=3000, help="optimiser steps")
+    p.add_argument("--batch-size", type=int, default=64, help="samples per step")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--seed", type=int, default=0, help="torch and sampling seed")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_train(ns: argparse.Namespace) -> int:
+    """Run the command; 0 on success, 2 on bad input."""
+    try:
+        cfg = TrainConfig(
+            steps=ns.steps, batch_size=ns.batch_size, lr=ns.lr, seed=ns.seed, num_threads=ns.threads
+        )
+    except TrainError as err:
+        print(f"r2s2r train: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    bar = None
+    if not ns.quiet:
+        from tqdm import tqdm  # noqa: PLC0415
+
+        bar = tqdm(total=cfg.steps, desc="train", unit="step")
+
+    def progress(step: int, loss: float) -> None:
+        if bar is not None:
+            bar.n = step
+            bar.set_postfix(loss=f"{loss:.4f}")
+            bar.refresh()
+
+    try:
+        s = train(ns.dataset, ns.out, cfg, progress=progress)
+    except (TrainError, DatasetError) as err:
+        print(f"r2s2r train: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        if bar is not None:
+            bar.close()
+    val = "n/a" if s.val_loss is None else f"{s.val_loss:.4f}"
+    print(
+        f"{s.out}: {s.episodes} episodes, {s.frames} frames, {s.wall_s:.0f} s, "
+        f"train loss {s.train_loss:.4f}, val loss {val}"
+    )
+    print(f"run it with: --policy bc:checkpoint={s.out}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the ``train`` subcommand to the ``r2s2r`` CLI."""
+    p = subparsers.add_parser(
+        "train", help="train the bc policy from demonstrations", description=__doc__.split("\n")[0]
+    )
+    _add_arguments(p)
+    p.set_defaults(func=cmd_train)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Stand-alone parser (``python -m r2s2r_eval.train_cli``)."""
+    p = argparse.ArgumentParser(prog="r2s2r train", description=__doc__.split("\n")[0])
+    _add_arguments(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    return cmd_train(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

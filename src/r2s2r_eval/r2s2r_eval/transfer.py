@@ -1,0 +1,352 @@
+"""Sim-to-"real" transfer of the BC policy: demos -> train -> evaluate on the emulated hardware and in sim.
+
+    python -m r2s2r_eval.transfer --out out/transfer [--small]
+
+Ablations (each: demonstrations by the reference expert, then ``r2s2r train``):
+
+* ``no_variation``: the bundled world ``tabletop-pick-v1`` without variations (cube pose from the seed);
+* ``six_axes``: the bundled world with the six variation axes of ``config/variations.yaml``;
+* ``real2sim``: the world identified by ``r2s2r real2sim`` from a capture of the emulated hardware (the
+  capture procedure only: ChArUco views, a scene scan and an excitation, no task demonstration), with the
+  six axes (colour targets renamed to the reconstructed geoms).
+
+Each policy runs ``--real-episodes`` episodes on the emulated hardware (default profile: never seen in
+training) and ``--sim-episodes`` in the bundled world with variations (held-out seeds), plus the expert as
+a reference row.  Success rates get 95 % Wilson intervals.  Every stage is skipped when its output exists,
+so a rerun resumes.  Writes ``report.json`` and ``report.md`` under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from r2s2r_eval.demos import DemoConfig, attempt_seed, collect_demos
+from r2s2r_eval.lerobot_format import validate_lerobot_dataset
+from r2s2r_eval.metrics import wilson_interval
+from r2s2r_eval.train import TrainConfig, train
+
+__all__ = ["ABLATIONS", "TransferConfig", "main", "make_real2sim_world", "run_transfer"]
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
+DEFAULT_VARIATIONS = REPO / "config/variations.yaml"
+ABLATIONS = ("no_variation", "six_axes", "real2sim")
+# Evaluation seeds are drawn from another base seed than any demonstration.
+_EVAL_SEED = 1_000_003
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferConfig:
+    """Sizes of a transfer run (``--small``: the CI-sized one)."""
+
+    demos: int = 100
+    steps: int = 3000
+    real_episodes: int = 50
+    sim_episodes: int = 20
+    max_steps: int = 250
+    seed: int = 0
+    ablations: tuple[str, ...] = ABLATIONS
+    reference_row: bool = True
+    threads: int = 2
+
+
+SMALL = TransferConfig(demos=3, steps=20, real_episodes=1, sim_episodes=1, max_steps=60, reference_row=False)
+
+
+def make_real2sim_world(work: Path, profile: Path, progress: Callable[[str], None] = print) -> Path:
+    """Capture the emulated hardware, identify a world with ``real2sim``; skipped if ``work/world`` exists."""
+    world = work / "world"
+    if (world / "world.yaml").is_file():
+        return world
+    from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: PLC0415
+    from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: PLC0415
+    from r2s2r_capture.sysid import ExcitationConfig  # noqa: PLC0415
+
+    exc = ExcitationConfig(
+        duration_s=6.0,
+        rate_hz=500.0,
+        base_freq_hz=0.2,
+        n_harmonics=5,
+        range_fraction=0.35,
+        max_velocity=1.2,
+        ramp_s=0.5,
+    )
+    cap_dir = work / "capture"
+    if cap_dir.exists():
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(cap_dir)  # a capture interrupted before real2sim finished: our own partial output
+    cap = capture_emulated(
+        cap_dir,
+        profile=profile,
+        config=CaptureConfig(n_intrinsics_views=8, excitation=exc),
+        progress=progress,
+    )
+    real2sim([cap.bag], world, config=Real2SimConfig(max_iters=30, report=False), progress=progress)
+    return world
+
+
+def real2sim_variations(world: Path, out: Path) -> Path:
+    """``config/variations.yaml`` for a real2sim world: existing colour targets, a wider bin keep-out."""
+    from r2s2r_sim.world import SimWorld  # noqa: PLC0415
+
+    doc = yaml.safe_load(DEFAULT_VARIATIONS.read_text(encoding="utf-8"))
+    model = SimWorld(world).model
+    geoms = {model.geom(i).name for i in range(model.ngeom)}
+    mats = {model.material(i).name for i in range(model.nmat)}
+    wanted = ["cube_geom", "table_mat", "table_top", "bin_mat", "object_0_floor"]
+    doc["appearance"]["color_targets"] = [t for t in wanted if t in geoms | mats]
+    # The reconstructed bin sits within a few cm of the bundled one: widen its keep-out rectangle.
+    for rect in doc["clutter"]["keep_out"]:
+        if rect["name"] == "bin":
+            rect["x"], rect["y"] = [0.14, 0.38], [0.25, 0.50]
+    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def _evaluate(
+    policy_factory: Callable[[], Any],
+    *,
+    where: str,
+    world: str,
+    n: int,
+    max_steps: int,
+    variations: Path | None,
+    profile: Path,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Run ``n`` episodes on the emulated hardware (``where == "real"``) or in sim; counts and reasons."""
+    from r2s2r_sim.variations import load_variation_config, sample_variation  # noqa: PLC0415
+
+    from r2s2r_eval.runner import EpisodeRunner  # noqa: PLC0415
+
+    vcfg = load_variation_config(variations) if variations is not None else None
+    policy = policy_factory()
+    rate = policy.control_rate_hz() or 10.0
+    successes, reasons, wall = 0, {}, time.perf_counter()
+    episodes: list[dict[str, Any]] = []
+    with contextlib.ExitStack() as stack:
+        real = None
+        if where == "real":
+            from r2s2r_eval.emulated_runner import EmulatedRunner  # noqa: PLC0415
+
+            real = stack.enter_context(EmulatedRunner(world, profile))
+        for i in range(n):
+            seed = attempt_seed(_EVAL_SEED, i)
+            if real is not None:
+                res = real.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
+            else:
+                variation = sample_variation(vcfg, seed) if vcfg is not None else None
+                with EpisodeRunner(world, variation=variation) as runner:
+                    res = runner.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
+            episodes.append(
+                {
+                    "seed": seed,
+                    "success": res.success,
+                    "reason": res.reason,
+                    "steps": res.steps,
+                    **{
+                        k: res.metrics[k] for k in ("object_lifted", "object_to_target_m") if k in res.metrics
+                    },
+                }
+            )
+            successes += int(res.success)
+            reasons[res.reason] = reasons.get(res.reason, 0) + 1
+            log(f"  {where} {i + 1}/{n}: {res.reason} ({res.steps} steps, {res.wall_s:.1f} s)")
+    low, high = wilson_interval(successes, n)
+    return {
+        "n": n,
+        "successes": successes,
+        "rate": successes / n if n else float("nan"),
+        "ci95": [float(low), float(high)],
+        "reasons": reasons,
+        "lifted": sum(e.get("object_lifted", 0.0) > 0 for e in episodes),
+        "episodes": episodes,
+        "wall_s": time.perf_counter() - wall,
+    }
+
+
+def run_transfer(
+    out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Run (or resume) the whole study; returns the report also written to ``out/report.json``."""
+    from r2s2r_eval.policy import load_policy  # noqa: PLC0415
+
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()},
+        "profile": str(profile),
+        "ablations": {},
+    }
+    report_path = out / "report.json"
+    if report_path.is_file():
+        old = json.loads(report_path.read_text(encoding="utf-8"))
+        if old.get("config") == report["config"]:
+            report = old
+    timings = report.setdefault("wall_s", {})
+
+    def save() -> None:
+        report_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+        (out / "report.md").write_text(format_report(report), encoding="utf-8")
+
+    worlds: dict[str, tuple[str, Path | None]] = {
+        "no_variation": ("tabletop-pick-v1", None),
+        "six_axes": ("tabletop-pick-v1", DEFAULT_VARIATIONS),
+    }
+    if "real2sim" in cfg.ablations:
+        t0 = time.perf_counter()
+        world = make_real2sim_world(out / "real2sim", profile, progress=log)
+        worlds["real2sim"] = (str(world), real2sim_variations(world, out / "real2sim" / "variations.yaml"))
+        timings.setdefault("real2sim", time.perf_counter() - t0)
+    for name in cfg.ablations:
+        world, variations = worlds[name]
+        entry = report["ablations"].setdefault(name, {"world": world, "variations": str(variations)})
+        data, ckpt = out / "demos" / name, out / "policies" / name
+        if "dataset" not in entry:
+            log(f"[{name}] demonstrations: {cfg.demos} in {world}")
+            t0 = time.perf_counter()
+            s = collect_demos(
+                data,
+                DemoConfig(world=world, variations=variations, episodes=cfg.demos, seed=cfg.seed, mcap=False),
+            )
+            problems = validate_lerobot_dataset(data)
+            entry["dataset"] = {
+                "path": str(data),
+                "episodes": s.episodes,
+                "frames": s.frames,
+                "attempts": s.attempts,
+                "reasons": s.reasons,
+                "valid": not problems,
+                "problems": problems[:5],
+                "wall_s": time.perf_counter() - t0,
+            }
+            save()
+        if "train" not in entry:
+            log(f"[{name}] training: {cfg.steps} steps")
+            if (ckpt / "policy.pt").exists():
+                cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
+                entry["train"] = cfg_json["result"]
+            else:
+                s = train(
+                    [data],
+                    ckpt,
+                    TrainConfig(steps=cfg.steps, seed=cfg.seed, num_threads=cfg.threads),
+                    progress=lambda k, loss: log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
+                )
+                entry["train"] = {"wall_s": s.wall_s, "train_loss": s.train_loss, "val_loss": s.val_loss}
+            save()
+        for where, n in (("real", cfg.real_episodes), ("sim", cfg.sim_episodes)):
+            if where in entry or n == 0:
+                continue
+            log(f"[{name}] evaluation {where}: {n} episodes")
+            entry[where] = _evaluate(
+                lambda ckpt=ckpt: load_policy("bc", {"checkpoint": str(ckpt), "num_threads": cfg.threads}),
+                where=where,
+                world="tabletop-pick-v1",
+                n=n,
+                max_steps=cfg.max_steps,
+                variations=DEFAULT_VARIATIONS,
+                profile=profile,
+                log=log,
+            )
+            save()
+    if cfg.reference_row:
+        entry = report.setdefault("reference", {})
+        for where, n in (("real", cfg.real_episodes), ("sim", cfg.sim_episodes)):
+            if where not in entry and n:
+                log(f"[reference expert] evaluation {where}: {n} episodes")
+                entry[where] = _evaluate(
+                    lambda: load_policy("reference"),
+                    where=where,
+                    world="tabletop-pick-v1",
+                    n=n,
+                    max_steps=cfg.max_steps,
+                    variations=DEFAULT_VARIATIONS,
+                    profile=profile,
+                    log=log,
+                )
+                save()
+    save()
+    return report
+
+
+def _cell(r: dict[str, Any] | None) -> str:
+    if not r:
+        return "-"
+    lo, hi = r["ci95"]
+    return f"{r['successes']}/{r['n']} = {100 * r['rate']:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Markdown table of the report."""
+    lines = [
+        "| policy | demos (episodes/frames) | train (s) | emulated hardware: success [95% Wilson] | "
+        "sim, six axes: success [95% Wilson] |",
+        "|---|---|---|---|---|",
+    ]
+    for name, e in report.get("ablations", {}).items():
+        d, t = e.get("dataset", {}), e.get("train", {})
+        lines.append(
+            f"| bc/{name} | {d.get('episodes', '-')}/{d.get('frames', '-')} | "
+            f"{t.get('wall_s', float('nan')):.0f} | {_cell(e.get('real'))} | {_cell(e.get('sim'))} |"
+        )
+    if "reference" in report:
+        r = report["reference"]
+        lines.append(f"| reference expert | - | - | {_cell(r.get('real'))} | {_cell(r.get('sim'))} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    ap = argparse.ArgumentParser(prog="python -m r2s2r_eval.transfer", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("out/transfer"), help="output folder (resumed)")
+    ap.add_argument("--small", action="store_true", help="tiny sizes (CI smoke run)")
+    ap.add_argument("--demos", type=int, help="demonstrations per ablation")
+    ap.add_argument("--steps", type=int, help="training steps per ablation")
+    ap.add_argument("--real-episodes", type=int, help="episodes on the emulated hardware per policy")
+    ap.add_argument("--sim-episodes", type=int, help="sim episodes per policy")
+    ap.add_argument("--max-steps", type=int, help="control steps before an evaluation episode is cut off")
+    ap.add_argument("--threads", type=int, help="torch CPU threads (1 when several runs share the cores)")
+    ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
+    ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
+    ap.add_argument("--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulator")
+    ns = ap.parse_args(argv)
+    base = SMALL if ns.small else TransferConfig()
+    over = {
+        k: v
+        for k, v in {
+            "demos": ns.demos,
+            "steps": ns.steps,
+            "real_episodes": ns.real_episodes,
+            "sim_episodes": ns.sim_episodes,
+            "max_steps": ns.max_steps,
+            "threads": ns.threads,
+        }.items()
+        if v is not None
+    }
+    if ns.no_reference:
+        over["reference_row"] = False
+    if ns.ablation:
+        over["ablations"] = tuple(ns.ablation)
+    from dataclasses import replace  # noqa: PLC0415
+
+    cfg = replace(base, **over)
+    t0 = time.perf_counter()
+    report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
+    print(format_report(report))
+    print(f"wrote {ns.out / 'report.json'} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Tiny end-to-end path: expert demos -> LeRobot dataset (validated) -> BC training -> one episode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="BC training needs PyTorch (torch==2.13.0 CPU)")
+pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
+
+from r2s2r_eval.demos import DemoConfig, DemoError, attempt_seed, collect_demos  # noqa: E402
+from r2s2r_eval.lerobot_format import read_episode, read_info, validate_lerobot_dataset  # noqa: E402
+from r2s2r_eval.policy import PolicyError, available_policies, load_policy  # noqa: E402
+from r2s2r_eval.runner import EpisodeRunner  # noqa: E402
+from r2s2r_eval.train import TrainConfig, TrainError, train  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+VARIATIONS = REPO / "config/variations.yaml"
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("demos") / "ds"
+    summary = collect_demos(root, DemoConfig(variations=VARIATIONS, episodes=2, seed=0))
+    assert summary.episodes == 2 and summary.new_episodes == 2
+    return root
+
+
+@pytest.fixture(scope="module")
+def checkpoint(demos: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ckpt") / "bc"
+    s = train([demos], out, TrainConfig(steps=5, batch_size=8, seed=0))
+    assert s.frames > 0 and s.out == out
+    return out
+
+
+def test_dataset_is_valid_lerobot(demos: Path) -> None:
+    assert validate_lerobot_dataset(demos) == []
+    info = read_info(demos)
+    feats = info["features"]
+    assert feats["observation.images.camera"]["shape"] == [72, 96, 3]
+    assert feats["action"]["names"][-1] == "gripper"
+    assert "variation.unit" in feats
+    ep = read_episode(demos, 0)
+    assert ep["observation.images.camera"].shape[0] == len(ep["action"]) == len(ep["observation.state"])
+    meta = [json.loads(line) for line in (demos / "meta/episodes.jsonl").read_text().splitlines()]
+    assert all(m["variation"] and m["seed"] == attempt_seed(0, m["attempt"]) for m in meta)
+    bags = sorted((demos / "mcap").iterdir())
+    assert [b.name for b in bags] == ["episode_000000", "episode_000001"]
+    assert all((b / "metadata.yaml").is_file() for b in bags)
+
+
+def test_demos_resume_skips_finished_attempts(demos: Path) -> None:
+    again = collect_demos(demos, DemoConfig(variations=VARIATIONS, episodes=2, seed=0))
+    assert again.new_episodes == 0 and again.episodes == 2
+
+
+def test_demo_config_is_validated() -> None:
+    with pytest.raises(DemoError, match="max_attempts must be >= episodes"):
+        DemoConfig(episodes=5, max_attempts=2)
+    with pytest.raises(DemoError, match="image_width: must be an even number"):
+        DemoConfig(image_width=95)
+
+
+def test_bc_policy_is_registered_and_runs_an_episode(checkpoint: Path) -> None:
+    assert "bc" in available_policies()
+    cfg = json.loads((checkpoint / "config.json").read_text())
+    assert cfg["policy"] == "bc" and cfg["model"]["image_width"] == 96
+    policy = load_policy("bc", {"checkpoint": str(checkpoint)})
+    with EpisodeRunner("tabletop-pick-v1") as runner:
+        result = runner.run(policy, seed=3, camera_rate_hz=10.0, max_steps=5)
+    assert result.steps == 5 and not result.reason.startswith("policy_error"), result.reason
+
+
+def test_bc_policy_on_emulated_hardware(checkpoint: Path) -> None:
+    emulated = pytest.importorskip("r2s2r_eval.emulated_runner", reason="emulated runner not present")
+    policy = load_policy("bc", {"checkpoint": str(checkpoint)})
+    with emulated.EmulatedRunner(
+        "tabletop-pick-v1", REPO / "config/emulated_hardware/default_profile.yaml"
+    ) as r:
+        result = r.run(policy, seed=3, camera_rate_hz=10.0, max_steps=3)
+    assert result.steps == 3 and not result.reason.startswith("policy_error"), result.reason
+
+
+def test_training_is_deterministic_and_refuses_overwrite(
+    demos: Path, checkpoint: Path, tmp_path: Path
+) -> None:
+    import torch
+
+    other = tmp_path / "bc2"
+    train([demos], other, TrainConfig(steps=5, batch_size=8, seed=0))
+    a = torch.load(checkpoint / "policy.pt", weights_only=True)
+    b = torch.load(other / "policy.pt", weights_only=True)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    with pytest.raises(TrainError, match="exists already, not overwriting"):
+        train([demos], other, TrainConfig(steps=5))
+
+
+def test_bc_policy_needs_a_checkpoint(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="'checkpoint'.*is required"):
+        load_policy("bc")
+    with pytest.raises(PolicyError, match="policy.pt missing|config.json missing"):
+        load_policy("bc", {"checkpoint": str(tmp_path)})
+
+
+def test_clis_run(demos: Path, tmp_path: Path) -> None:
+    from r2s2r_eval import demos_cli, train_cli
+
+    assert demos_cli.main(["--out", str(demos), "--variations", str(VARIATIONS), "-n", "2", "--quiet"]) == 0
+    assert demos_cli.main(["--out", str(tmp_path / "x"), "-n", "0", "--quiet"]) == 2
+    out = tmp_path / "ck"
+    assert train_cli.main(["--dataset", str(demos), "--out", str(out), "--steps", "2", "--quiet"]) == 0
+    assert (out / "policy.pt").is_file()
+    assert train_cli.main(["--dataset", str(demos), "--out", str(out), "--steps", "2", "--quiet"]) == 2
