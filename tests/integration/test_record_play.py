@@ -1,3 +1,4 @@
+import hashlib
 import json
 import signal
 import sys
@@ -6,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from r2s2r_capture.bag_reader import BagReader
 from r2s2r_capture.bag_writer import BagWriter, TopicSpec, load_typestore
 
@@ -153,3 +155,47 @@ def test_player_reports_skipped(processes, shared_dir: Path) -> None:
     assert player.returncode == 0, log
     assert "/topic: published 10" in log
     assert "/rosout: published 0, skipped 10 (not in topics filter)" in log
+
+
+OUTCOMES = textwrap.dedent("""
+    import time, rclpy
+    from r2s2r_msgs.msg import EpisodeOutcome
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    rclpy.init()
+    node = rclpy.create_node("outcomes")
+    qos = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    pub = node.create_publisher(EpisodeOutcome, "/r2s2r/episode_outcome", qos)
+    for i in range(2):
+        pub.publish(EpisodeOutcome(episode_index=i, world_id="tabletop-pick-v1", world_hash=f"h{i}",
+                                   variation_seed=40 + i, policy_id="reference", success=i == 0))
+    print("published", flush=True)
+    end = time.monotonic() + 30
+    while rclpy.ok() and time.monotonic() < end:
+        rclpy.spin_once(node, timeout_sec=0.1)
+""")
+
+
+def test_recorder_stamps_provenance(processes, tmp_path: Path) -> None:
+    calibration = tmp_path / "camera_info.yaml"
+    calibration.write_text("image_width: 640\nimage_height: 480\n")
+    out = tmp_path / "prov"
+    pub = processes.start([sys.executable, "-c", OUTCOMES])
+    assert pub.stdout is not None and pub.stdout.readline().strip() == "published"
+    rec = processes.start(["recorder_node", "--ros-args", "-p", f"output:={out}",
+                           "-p", "topics:=['/r2s2r/episode_outcome']", "-p", f"calibration:={calibration}"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "recording /r2s2r/episode_outcome" not in rec.stdout.readline():
+        pass
+    time.sleep(1.5)  # transient-local history arrives on match
+    rec.send_signal(signal.SIGINT)
+    log = rec.communicate(timeout=30)[0]
+    assert rec.returncode == 0, log
+    custom = yaml.safe_load((out / "metadata.yaml").read_text())["rosbag2_bagfile_information"]["custom_data"]
+    assert set(json.loads(custom["r2s2r.software"])) >= {"r2s2r_sim", "r2s2r_capture"}
+    assert json.loads(custom["r2s2r.calibration"]) == {
+        "path": str(calibration), "sha256": hashlib.sha256(calibration.read_bytes()).hexdigest()}
+    episodes = json.loads(custom["r2s2r.episodes"])
+    assert [(e["world_hash"], e["variation_seed"], e["success"]) for e in episodes] == [
+        ("h0", 40, True), ("h1", 41, False)]
+    with BagReader(out) as bag:
+        assert bag.topics["/r2s2r/episode_outcome"].message_count == 2

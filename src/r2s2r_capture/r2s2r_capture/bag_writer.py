@@ -181,6 +181,7 @@ class BagWriter:
         self._state = "new"
         self.bytes_written = 0
         self.messages_written = 0
+        self.custom_data: dict[str, str] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def __enter__(self) -> BagWriter:
@@ -208,6 +209,20 @@ class BagWriter:
         self._state = "closed"
         self._close_split()
         self._write_metadata()
+
+    def set_custom_data(self, key: str, value: str) -> None:
+        """Store a string in the bag's ``custom_data`` (rosbag2 metadata, shown by ``ros2 bag info``).
+
+        Raises:
+            BagError: a non-string key or value, or the bag is already closed.
+        """
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise BagError(
+                f"bag {self.path}: custom_data {key!r} must map a string to a string, got {value!r}"
+            )
+        if self._state == "closed":
+            raise BagError(f"bag {self.path}: custom_data {key!r} set after the bag was closed")
+        self.custom_data[key] = value
 
     @property
     def split_paths(self) -> list[Path]:
@@ -334,7 +349,7 @@ class BagWriter:
             "compression_format": "",
             "compression_mode": "",
             "files": self._files,
-            "custom_data": None,
+            "custom_data": dict(self.custom_data) or None,
             "ros_distro": "rosbags",
         }
         yaml = YAML(typ="safe")

@@ -8,13 +8,21 @@ SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata
 ``/r2s2r/episode_outcome`` (r2s2r_msgs/msg/EpisodeOutcome) is recorded like any topic: it is the episode
 boundary record. Each topic's ``offered_qos_profiles`` in the metadata are the QoS of the publishers found
 when it was first discovered (as ``ros2 bag record`` writes them).
+
+Provenance goes into the metadata's ``custom_data`` when the bag closes: ``r2s2r.software`` (the installed
+r2s2r package versions), ``r2s2r.calibration`` (the ``calibration`` parameter's CameraInfo YAML path and its
+sha256, if given) and ``r2s2r.episodes`` (JSON list of the world id, world hash, variation seed and
+outcome of every EpisodeOutcome seen during the recording: the world and variation identity).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import rclpy
@@ -41,6 +49,7 @@ class RecorderConfig:
     all_topics: bool = False
     writer: WriterConfig = WriterConfig()
     max_queue: int = 10000
+    calibration: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.topics and not self.all_topics:
@@ -50,6 +59,8 @@ class RecorderConfig:
             raise BagError(f"topics must be absolute names starting with '/': got {bad}")
         if self.output.exists():
             raise BagError(f"output {self.output} exists already, not overwriting")
+        if self.calibration is not None and not self.calibration.is_file():
+            raise BagError(f"parameter calibration: {self.calibration} is not a file")
 
 
 class RecorderNode(Node):
@@ -64,6 +75,8 @@ class RecorderNode(Node):
         self.bag.__enter__()
         self._handles: dict[str, int] = {}
         self._subs: list[object] = []
+        self._episodes: list[dict[str, object]] = []
+        self._watch_episodes()
         self._discover()
         self.create_timer(0.5, self._discover)
         self.get_logger().info(f"recording to {self.config.output} ({self.config.writer.storage.value})")
@@ -111,6 +124,9 @@ class RecorderNode(Node):
                 integer_range=[IntegerRange(from_value=1, to_value=10**7, step=1)],
             ),
         ).value
+        calibration = p(
+            "calibration", "", desc("CameraInfo YAML of the camera calibration, stamped into the provenance")
+        ).value
         if not output:
             raise BagError("parameter output is empty: give the bag folder to create")
         try:
@@ -127,7 +143,41 @@ class RecorderNode(Node):
                 storage=kind, max_bag_size_bytes=size, max_bag_duration_s=dur, flush_interval_s=flush
             ),
             max_queue=queue,
+            calibration=Path(calibration) if calibration else None,
         )
+
+    def _watch_episodes(self) -> None:
+        """Collect the identity of every episode seen (a typed subscription beside the raw recording)."""
+        try:
+            from r2s2r_msgs.msg import EpisodeOutcome  # noqa: PLC0415
+        except ImportError:
+            return
+
+        def seen(msg: EpisodeOutcome) -> None:
+            self._episodes.append({
+                "episode_index": msg.episode_index, "world_id": msg.world_id, "world_hash": msg.world_hash,
+                "variation_seed": msg.variation_seed, "policy_id": msg.policy_id, "success": msg.success,
+            })
+
+        qos = QoSProfile(depth=HISTORY_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._subs.append(self.create_subscription(EpisodeOutcome, EPISODE_TOPIC, seen, qos))
+
+    def stamp_provenance(self) -> None:
+        """Write the provenance ``custom_data`` (see the module docstring); call before closing the bag."""
+        writer = self.bag.writer
+        versions = {}
+        for pkg in ("r2s2r_sim", "r2s2r_eval", "r2s2r_capture", "r2s2r_msgs"):
+            try:
+                versions[pkg] = metadata.version(pkg)
+            except metadata.PackageNotFoundError:
+                continue
+        writer.set_custom_data("r2s2r.software", json.dumps(versions, sort_keys=True))
+        if self.config.calibration is not None:
+            digest = hashlib.sha256(self.config.calibration.read_bytes()).hexdigest()
+            writer.set_custom_data("r2s2r.calibration", json.dumps(
+                {"path": str(self.config.calibration), "sha256": digest}))
+        writer.set_custom_data("r2s2r.episodes", json.dumps(self._episodes))
 
     def _offered_qos(self, topic: str) -> tuple[Qos, ...]:
         return tuple(_bag_qos(i.qos_profile) for i in self.get_publishers_info_by_topic(topic))
@@ -238,6 +288,7 @@ def main(args: Sequence[str] | None = None) -> int:
     finally:
         if node is not None:
             try:
+                node.stamp_provenance()
                 node.bag.close()
                 print(f"recorder_node: closed {node.config.output}: {node.summary()}", flush=True)
             except (CaptureError, BagError) as err:
