@@ -24,8 +24,11 @@ seconds. At the end of each period (and right after a reset) the node publishes 
 period-end /joint_states, /clock and /tf, and, if a camera tick falls on that step, its images, all with the
 same stamp ``t_obs`` — it waits until those images are published. It then stops physics and /clock until a
 ``builtin_interfaces/Time`` on ``policy_heartbeat`` (``/r2s2r/policy_ack``) arrives with a stamp
-``>= t_obs``: the policy echoes the stamp of the newest observation it has answered (its /joint_states
-header stamp, equivalently the /clock it last saw) after publishing its command for it. Older acks are
+``>= t_obs`` and the commands sent before it have arrived (commands and acks are different topics,
+which DDS does not order; each ack must follow one arm and one gripper command, and an ack without
+commands is let through after 1 s): the policy echoes the stamp of the newest observation it has
+answered (its /joint_states header stamp, equivalently the /clock it last saw) after publishing its
+command for it. Older acks are
 ignored. If no policy answers, the node does not deadlock and does not advance: it logs once that it is
 waiting, and re-publishes the pending observation every 0.5 s: its /joint_states and /clock (same stamp)
 and each camera's last frame (colour, depth and both camera_infos, as published: same stamp, not
@@ -90,6 +93,7 @@ __all__ = [
 
 _NS = 1_000_000_000
 _LOCKSTEP_REPUBLISH_S = 0.5
+_COMMAND_GRACE_S = 1.0
 _MAX_LAG_S = 0.25
 _SERVICE_WAIT_S = 30.0
 
@@ -306,6 +310,13 @@ class SimNode(Node):
         self._reset_done = 0
         self._obs_ns = -1
         self._ack_ns = -1
+        self._ack_wall = 0.0
+        # Lockstep: commands and acks travel on different topics, which DDS does not order, and the
+        # executor may run their callbacks in any order. Each ack follows one arm and one gripper command,
+        # so physics also waits until as many commands as acks have arrived (see _commands_caught_up).
+        self._acks = 0
+        self._arm_commands = 0
+        self._gripper_commands = 0
         self._episode_seed = cfg.seed
         self._episode_start_ns = 0
         self._episodes_reported = 0
@@ -536,6 +547,9 @@ class SimNode(Node):
     def _on_arm_command(self, msg: Any) -> None:
         # Lambdas: self.world is read under the lock (a reset may swap the world).
         check = arm_command(msg, lambda values: self.world.set_arm_command(values), self._lock)
+        with self._cv:
+            self._arm_commands += 1
+            self._cv.notify_all()
         if not check.accepted:
             self.get_logger().warning(f"refused arm command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
@@ -543,6 +557,9 @@ class SimNode(Node):
 
     def _on_gripper_command(self, msg: Any) -> None:
         check = gripper_command(msg, lambda value: self.world.set_gripper_command(value), self._lock)
+        with self._cv:
+            self._gripper_commands += 1
+            self._cv.notify_all()
         if not check.accepted:
             self.get_logger().warning(f"refused gripper command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
@@ -553,7 +570,19 @@ class SimNode(Node):
         with self._cv:
             if stamp > self._ack_ns:
                 self._ack_ns = stamp
+                self._acks += 1
+                self._ack_wall = time.monotonic()
                 self._cv.notify_all()
+
+    def _commands_caught_up(self) -> bool:
+        """True once the commands sent before the latest ack have arrived (call with the lock held).
+
+        A sender that acks without commanding (a test, a holding policy) is let through after
+        ``_COMMAND_GRACE_S`` of wall time, so lockstep never deadlocks on it.
+        """
+        if self._arm_commands >= self._acks and self._gripper_commands >= self._acks:
+            return True
+        return time.monotonic() - self._ack_wall >= _COMMAND_GRACE_S
 
     def _on_reset(self, request: Any, response: Any) -> Any:
         seed = int(request.variation_seed)
@@ -733,7 +762,9 @@ class SimNode(Node):
                         self._cv.wait(0.1)
                         anchor = None
                         continue
-                    if cfg.lockstep and not stepping and self._ack_ns < self._obs_ns:
+                    if cfg.lockstep and not stepping and (
+                        self._ack_ns < self._obs_ns or not self._commands_caught_up()
+                    ):
                         if not self._waiting_logged:
                             self.get_logger().info(
                                 f"lockstep: waiting for the policy to acknowledge observation "
@@ -747,7 +778,7 @@ class SimNode(Node):
                             republish = _StepOutput(
                                 stamp_ns=self._obs_ns, joint_state=self.world.joint_state()
                             )
-                        if republish is None or self._ack_ns >= self._obs_ns:
+                        if republish is None or (self._ack_ns >= self._obs_ns and self._commands_caught_up()):
                             continue
                     else:
                         self.world.step(1)
