@@ -14,11 +14,21 @@ from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind,
 from r2s2r_eval.runner import RunnerError
 from r2s2r_eval.sweep import PolicySpec
 from r2s2r_sim.variations import load_variation_config, sweep_variation
+from r2s2r_sim.worlds import WORLDS
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
 VARIATIONS = REPO / "config/variations.yaml"
 WORLD = "tabletop-pick-v1"
+
+
+@pytest.fixture(autouse=True)
+def _restore_world_registry():
+    """The closed loop registers its reconstructed world id in-process; keep other tests' registry clean."""
+    saved = dict(WORLDS)
+    yield
+    WORLDS.clear()
+    WORLDS.update(saved)
 
 
 class _StepPolicy(Policy):

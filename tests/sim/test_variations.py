@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pytest
 from conftest import BUNDLED, REPO
@@ -321,3 +322,25 @@ def test_missing_file_and_names_the_world_lacks_are_refused(tmp_path: Path) -> N
 
 def test_default_config_equals_the_yaml_defaults() -> None:
     assert VariationConfig() == CONFIG
+
+
+def test_appearance_textures_are_drawn_from_the_choices() -> None:
+    cfg = load_variation_config(REPO / "config" / "variations.yaml").only("appearance")
+    seen = {}
+    for seed in range(12):
+        variation = sample_variation(cfg, seed)
+        choice = cfg.appearance.textures[int(variation.params["appearance.table_mat.texture"])]
+        world = make_world(BUNDLED, variation)
+        texid = world.model.material("table_mat").texid[mujoco.mjtTextureRole.mjTEXROLE_RGB]
+        assert (texid >= 0) == (choice != "none"), (seed, choice)
+        seen[choice] = seen.get(choice, 0) + 1
+    assert set(seen) == set(cfg.appearance.textures), seen
+
+
+def test_unknown_texture_choice_is_refused(tmp_path) -> None:
+    text = (REPO / "config" / "variations.yaml").read_text().replace(
+        "textures: [none, checker, gradient]", "textures: [none, marble]")
+    path = tmp_path / "v.yaml"
+    path.write_text(text)
+    with pytest.raises(VariationError, match=r"appearance\.textures.*unknown \['marble'\]"):
+        load_variation_config(path)

@@ -75,6 +75,9 @@ def _check_nonneg(field: str, value: float) -> None:
         raise _fail(field, f"must be a finite number >= 0, got {value}")
 
 
+TEXTURE_CHOICES = ("none", "checker", "gradient", "flat")
+
+
 def _check_names(field: str, names: tuple[str, ...], *, allow_empty: bool = True) -> None:
     if not allow_empty and not names:
         raise _fail(field, "must name at least one element")
@@ -99,6 +102,10 @@ class AppearanceConfig:
         light_intensity_scale: scale (> 0) applied to the diffuse colour of every light.
         light_direction_jitter: every light's direction is tilted by uniform angles in ``±`` this (rad)
             about the world x and y axes.
+        texture_targets: material names that get a texture drawn from ``textures``.
+        textures: the choices, each equally likely: ``none`` (keep the material plain) or a MuJoCo
+            builtin 2-D texture (``checker``, ``gradient``, ``flat``) in the material's own colour and a
+            darker shade of it.
     """
 
     enabled: bool = True
@@ -106,9 +113,16 @@ class AppearanceConfig:
     color_jitter: float = 0.1
     light_intensity_scale: Range = (0.6, 1.4)
     light_direction_jitter: float = 0.3
+    texture_targets: tuple[str, ...] = ("table_mat",)
+    textures: tuple[str, ...] = ("none", "checker", "gradient")
 
     def __post_init__(self) -> None:
         _check_names("color_targets", self.color_targets)
+        _check_names("texture_targets", self.texture_targets)
+        _check_names("textures", self.textures, allow_empty=not self.texture_targets)
+        unknown = [t for t in self.textures if t not in TEXTURE_CHOICES]
+        if unknown:
+            raise _fail("textures", f"unknown {unknown}; allowed: {list(TEXTURE_CHOICES)}")
         if not math.isfinite(self.color_jitter) or not 0 <= self.color_jitter <= 1:
             raise _fail("color_jitter", f"must be in [0, 1], got {self.color_jitter}")
         _check_range("light_intensity_scale", self.light_intensity_scale, positive=True)
