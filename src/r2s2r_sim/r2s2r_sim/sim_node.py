@@ -46,6 +46,7 @@ be applied is refused (``success=false``, the message names the field) and the o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import sys
@@ -78,7 +79,7 @@ from r2s2r_sim.variations import (
     make_world,
     sample_variation,
 )
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import TaskType
 from r2s2r_sim.worlds import world_path
 
@@ -317,6 +318,11 @@ class SimNode(Node):
         self._acks = 0
         self._arm_commands = 0
         self._gripper_commands = 0
+        # Lockstep applies commands when a period starts, not on arrival: a command for the previous
+        # episode's last observation that arrives after a reset is then overwritten by the policy's
+        # answer to the reset observation before it can act (the same writer keeps its order).
+        self._pending_arm: Any = None
+        self._pending_gripper: Any = None
         self._episode_seed = cfg.seed
         self._episode_start_ns = 0
         self._episodes_reported = 0
@@ -545,25 +551,47 @@ class SimNode(Node):
 
     # rclpy throttles per call site, so arm and gripper each have their own warning lines.
     def _on_arm_command(self, msg: Any) -> None:
+        if self.config.lockstep:
+            with self._cv:
+                self._pending_arm = msg
+                self._arm_commands += 1
+                self._cv.notify_all()
+            return
         # Lambdas: self.world is read under the lock (a reset may swap the world).
         check = arm_command(msg, lambda values: self.world.set_arm_command(values), self._lock)
-        with self._cv:
-            self._arm_commands += 1
-            self._cv.notify_all()
+        self._warn_arm(check)
+
+    def _warn_arm(self, check: CommandCheck) -> None:
         if not check.accepted:
             self.get_logger().warning(f"refused arm command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
             self.get_logger().warning(f"clamped arm command: {check.reason}", throttle_duration_sec=1.0)
 
     def _on_gripper_command(self, msg: Any) -> None:
+        if self.config.lockstep:
+            with self._cv:
+                self._pending_gripper = msg
+                self._gripper_commands += 1
+                self._cv.notify_all()
+            return
         check = gripper_command(msg, lambda value: self.world.set_gripper_command(value), self._lock)
-        with self._cv:
-            self._gripper_commands += 1
-            self._cv.notify_all()
+        self._warn_gripper(check)
+
+    def _warn_gripper(self, check: CommandCheck) -> None:
         if not check.accepted:
             self.get_logger().warning(f"refused gripper command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
             self.get_logger().warning(f"clamped gripper command: {check.reason}", throttle_duration_sec=1.0)
+
+    def _apply_pending_commands(self) -> None:
+        """Lockstep: apply the latest arm and gripper commands at a period's start (lock held)."""
+        arm, gripper = self._pending_arm, self._pending_gripper
+        self._pending_arm = self._pending_gripper = None
+        held = contextlib.nullcontext()
+        if arm is not None:
+            self._warn_arm(arm_command(arm, self.world.set_arm_command, held))
+        if gripper is not None:
+            self._warn_gripper(gripper_command(gripper, self.world.set_gripper_command, held))
 
     def _on_heartbeat(self, msg: Time) -> None:
         stamp = conv.time_to_ns(msg)
@@ -746,6 +774,7 @@ class SimNode(Node):
             with self._cv:
                 if self._reset_pending:
                     self._reset_pending = False
+                    self._pending_arm = self._pending_gripper = None  # commands of the old episode
                     self._episode_start_ns = self._clock_ns
                     self._outcome_sent = False
                     self._period_steps = 0
@@ -781,6 +810,8 @@ class SimNode(Node):
                         if republish is None or (self._ack_ns >= self._obs_ns and self._commands_caught_up()):
                             continue
                     else:
+                        if cfg.lockstep and self._period_steps == 0:
+                            self._apply_pending_commands()
                         self.world.step(1)
                         self._clock_ns += self._dt_ns
                         self._period_steps += 1
