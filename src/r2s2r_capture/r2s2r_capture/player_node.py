@@ -21,6 +21,7 @@ from pathlib import Path
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -176,6 +177,11 @@ class PlayerNode(Node):
                 self._play_once(reader, pubs, start)
                 if not cfg.loop or not rclpy.ok():
                     break
+            # Reliable delivery of the last messages: exiting right after publish() destroys the
+            # participant before DDS has sent them, and subscribers lose the tail of the bag.
+            for topic, pub in pubs.items():
+                if pub.get_subscription_count() and not pub.wait_for_all_acked(Duration(seconds=5.0)):
+                    self.get_logger().warning(f"{remap.get(topic, topic)}: not all subscribers acknowledged")
         return self.summary
 
     def _play_once(self, reader: BagReader, pubs: dict[str, object], start: int) -> None:
