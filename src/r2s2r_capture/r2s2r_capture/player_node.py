@@ -21,6 +21,7 @@ from pathlib import Path
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -220,6 +221,9 @@ def main(args: Sequence[str] | None = None) -> int:
         print(f"player_node: finished {node.config.bag}\n{summary.text()}", flush=True)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RCLError:
+        if rclpy.ok():  # else a Ctrl-C shut the context down mid-publish (see spin_until_shutdown)
+            raise
     except BagError as err:
         rclpy.logging.get_logger("player_node").fatal(str(err))
         code = 1

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.ros_params import spin_until_shutdown
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -279,7 +280,7 @@ def main(args: Sequence[str] | None = None) -> int:
         node = RecorderNode()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
+        spin_until_shutdown(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except (BagError, CaptureError) as err:

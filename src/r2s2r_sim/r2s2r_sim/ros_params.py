@@ -15,7 +15,8 @@ from typing import Any
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy._rclpy_pybind11 import RCLError
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 Bounds = tuple[float, float]
@@ -82,11 +83,25 @@ def declare_parameters(
     return values
 
 
+def spin_until_shutdown(executor: Executor) -> None:
+    """``executor.spin()`` until the context shuts down, ending quietly however the shutdown lands.
+
+    rclpy's signal handler shuts the context down from another thread; when that happens while ``spin()``
+    is building its wait set, rclpy raises ``RCLError`` ("the given context is not valid") instead of
+    ``ExternalShutdownException``, and a Ctrl-C would end the process with a traceback and exit code 1.
+    """
+    try:
+        executor.spin()
+    except RCLError:
+        if executor.context.ok():
+            raise
+
+
 def spin_multithreaded(node: Node) -> None:
     """Spin ``node`` on a two-thread ``MultiThreadedExecutor`` until shutdown."""
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
-    executor.spin()
+    spin_until_shutdown(executor)
 
 
 def run_node(
@@ -117,6 +132,9 @@ def run_node(
             node.destroy_node()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RCLError:
+        if rclpy.ok():  # else a signal shut the context down mid-spin (see spin_until_shutdown)
+            raise
     finally:
         rclpy.try_shutdown()
     return code
