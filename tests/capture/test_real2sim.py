@@ -1,7 +1,7 @@
 """End to end: emulated capture -> real2sim -> a world SimWorld loads, checked against the emulator's truth.
 
 Small captures (8 board views, 1 RGB-D frame, 8 s excitation, 20 optimiser iterations) for the default
-hardware profile and one random profile; bad captures (no board views, no RGB-D frame, static arm) fail
+hardware profile and three random profiles; bad captures (no board views, no RGB-D frame, static arm) fail
 before anything is written; resim on the produced world gives finite divergence.
 """
 
@@ -57,10 +57,11 @@ def default_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return _run(B.DEFAULT_PROFILE, tmp_path_factory.mktemp("default"))
 
 
-@pytest.fixture(scope="module")
-def random_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("random")
-    return _run(B.random_profile(7, root / "profile.yaml"), root)
+@pytest.fixture(scope="module", params=[7, 11, 23])
+def random_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> dict:
+    """A parameter file the pipeline has never seen, drawn within the documented ranges (one per seed)."""
+    root = tmp_path_factory.mktemp(f"random{request.param}")
+    return _run(B.random_profile(request.param, root / "profile.yaml"), root)
 
 
 def _check(run: dict) -> None:

@@ -104,7 +104,8 @@ class JointMotion:
     """Arm motion from a bag: joint-state times (s, bag clock), measured q, qd and the commands in effect.
 
     ``q_cmd[i]`` is the latest command stamped at or before ``t[i]``; ``cmd_t``/``cmd_q`` are the raw
-    commands (s, rad).  Columns follow ``joint_names``.
+    commands (s, rad).  Columns follow ``joint_names``.  ``effort``: the reported efforts, or ``None`` when
+    the driver does not fill ``JointState.effort`` for every joint.
     """
 
     t: np.ndarray
@@ -114,6 +115,7 @@ class JointMotion:
     cmd_t: np.ndarray
     cmd_q: np.ndarray
     joint_names: tuple[str, ...]
+    effort: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +205,7 @@ def read_joint_motion(
     """
     from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
 
-    ts, qs, qds, cts, cqs = [], [], [], [], []
+    ts, qs, qds, efs, cts, cqs = [], [], [], [], [], []
     idx: list[int] | None = None
     with BagReader(bag) as reader:
         for m in reader.messages([JOINT_STATES, ARM_COMMAND]):
@@ -224,7 +226,8 @@ def read_joint_motion(
                 if missing:
                     raise BagError(f"bag {bag}: {JOINT_STATES} lacks arm joints {missing} (has {names})")
                 idx = [names.index(n) for n in arm_joints]
-            pos, vel = np.asarray(msg.position), np.asarray(msg.velocity)
+            pos, vel, eff = np.asarray(msg.position), np.asarray(msg.velocity), np.asarray(msg.effort)
+            efs.append(eff[idx] if eff.size == len(names) else None)
             ts.append(t)
             qs.append(pos[idx])
             qds.append(vel[idx] if vel.size == len(names) else np.zeros(len(idx)))
@@ -241,11 +244,12 @@ def read_joint_motion(
     t = t[order]
     keep = np.concatenate([[True], np.diff(t) > 0])
     t, q, qd = t[keep], np.array(qs)[order][keep], np.array(qds)[order][keep]
+    effort = None if any(e is None for e in efs) else np.array(efs)[order][keep]
     cmd_t, cmd_q = np.array(cts), np.array(cqs)
     k = np.searchsorted(cmd_t, t + 1e-9, side="right") - 1
     q_cmd = cmd_q[np.clip(k, 0, None)]
     q_cmd[k < 0] = q[k < 0]  # before the first command the arm holds where it is
-    return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints))
+    return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints), effort)
 
 
 def read_capture(
@@ -523,7 +527,8 @@ def real2sim(
 
     m = data.motion
     sl = slice(None, None, cfg.sample_stride)
-    rec = S.JointRecording(m.t[sl], m.q_cmd[sl], m.q[sl], m.qd[sl], m.joint_names)
+    effort = None if m.effort is None else m.effort[sl]
+    rec = S.JointRecording(m.t[sl], m.q_cmd[sl], m.q[sl], m.qd[sl], m.joint_names, effort)
     sysid_cfg = S.SysidConfig(
         kinds=cfg.fit_kinds, validation_fraction=cfg.validation_fraction, max_iters=cfg.max_iters
     )

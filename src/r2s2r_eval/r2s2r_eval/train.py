@@ -39,6 +39,11 @@ class TrainConfig:
         seed: torch and sampling seed (>= 0).
         num_threads: torch CPU threads (>= 1).
         channels, hidden: network size (see :class:`~r2s2r_eval.policies.bc.model.BCModelConfig`).
+        absolute: predict absolute arm joint targets (True) or targets relative to the measured arm
+            positions (False).  Absolute targets do not feed the policy's own tracking error back into its
+            next command, which is what made relative-target policies drift off the demonstrations.
+        time_input: give the network the time since the episode started (s) next to the joint state, so
+            the phases in which the expert holds still (closing the gripper) do not look alike.
     """
 
     steps: int = 3000
@@ -52,6 +57,8 @@ class TrainConfig:
     num_threads: int = 2
     channels: tuple[int, ...] = (16, 32, 32)
     hidden: int = 256
+    absolute: bool = True
+    time_input: bool = True
 
     def __post_init__(self) -> None:
         checks = (
@@ -85,16 +92,21 @@ class TrainSummary:
 @dataclass(frozen=True, kw_only=True, eq=False)
 class _Data:
     images: np.ndarray  # N x H x W x 3 uint8
-    states: np.ndarray  # N x S float32
-    targets: np.ndarray  # N x A float32: arm deltas, gripper, progress
+    states: np.ndarray  # N x S float32: joint positions (+ time since the episode started, s)
+    targets: np.ndarray  # N x A float32: arm targets (absolute or relative), gripper, progress
     episode: np.ndarray  # N int
     joint_names: tuple[str, ...]
     arm_names: tuple[str, ...]
     fps: float
 
 
-def load_demonstrations(roots: Sequence[str | Path]) -> _Data:
-    """Read frames, joint states and BC targets (arm target - measured arm position, gripper) from datasets.
+def load_demonstrations(
+    roots: Sequence[str | Path], *, absolute: bool = True, time_input: bool = True
+) -> _Data:
+    """Read frames, joint states (+ episode time) and BC targets (arm targets, gripper, progress).
+
+    ``absolute``: arm targets as recorded; else minus the measured arm positions.  ``time_input``: append
+    the frame's ``timestamp`` (s since the episode started) to the state.
 
     Raises:
         TrainError: no dataset, no episode, or datasets with different joints, image size or fps.
@@ -125,7 +137,10 @@ def load_demonstrations(roots: Sequence[str | Path]) -> _Data:
             # Targets: arm deltas, gripper, and episode progress in [0, 1] (the policy's "done" signal).
             progress = np.linspace(0.0, 1.0, len(a), dtype=np.float32)[:, None]
             t = np.concatenate([a, progress], axis=1)
-            t[:, : len(arm_names)] -= s[:, arm_idx]
+            if not absolute:
+                t[:, : len(arm_names)] -= s[:, arm_idx]
+            if time_input:
+                s = np.concatenate([s, ep["timestamp"].astype(np.float32)[:, None]], axis=1)
             images.append(ep[IMAGE_KEY])
             states.append(s)
             targets.append(t)
@@ -176,7 +191,7 @@ def train(
     torch.set_num_threads(cfg.num_threads)
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    data = load_demonstrations(datasets)
+    data = load_demonstrations(datasets, absolute=cfg.absolute, time_input=cfg.time_input)
     n_eps = int(data.episode.max()) + 1
     n_val = int(round(cfg.val_fraction * n_eps)) if n_eps >= 4 else 0
     val_eps = set(rng.permutation(n_eps)[:n_val].tolist())
@@ -253,8 +268,12 @@ def train(
         "joint_names": list(data.joint_names),
         "arm_names": list(data.arm_names),
         "fps": data.fps,
-        "action": "arm: joint-target delta from the measured arm positions (rad); gripper: command; "
-        "progress: fraction of the demonstration done",
+        "action": (
+            "arm: joint targets (rad)" if cfg.absolute else "arm: joint-target delta from the measured arm "
+            "positions (rad)"
+        ) + "; gripper: command; progress: fraction of the demonstration done",
+        "absolute": cfg.absolute,
+        "time_input": cfg.time_input,
         "normalization": {
             "state_mean": s_mean.tolist(),
             "state_std": s_std.tolist(),

@@ -34,6 +34,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
     p.add_argument("--seed", type=int, default=0, help="torch and sampling seed")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument(
+        "--relative", action="store_true", help="predict arm targets relative to the measured positions"
+    )
+    p.add_argument("--no-time-input", action="store_true", help="do not feed the episode time to the network")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -41,7 +45,13 @@ def cmd_train(ns: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 on bad input."""
     try:
         cfg = TrainConfig(
-            steps=ns.steps, batch_size=ns.batch_size, lr=ns.lr, seed=ns.seed, num_threads=ns.threads
+            steps=ns.steps,
+            batch_size=ns.batch_size,
+            lr=ns.lr,
+            seed=ns.seed,
+            num_threads=ns.threads,
+            absolute=not ns.relative,
+            time_input=not ns.no_time_input,
         )
     except TrainError as err:
         print(f"r2s2r train: {err}", file=sys.stderr)

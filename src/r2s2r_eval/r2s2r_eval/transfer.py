@@ -106,7 +106,8 @@ def real2sim_variations(world: Path, out: Path) -> Path:
     mats = {model.material(i).name for i in range(model.nmat)}
     wanted = ["cube_geom", "table_mat", "table_top", "bin_mat", "object_0_floor"]
     doc["appearance"]["color_targets"] = [t for t in wanted if t in geoms | mats]
-    doc["appearance"]["texture_targets"] = [t for t in doc["appearance"].get("texture_targets", []) if t in mats]
+    textures = doc["appearance"].get("texture_targets", [])
+    doc["appearance"]["texture_targets"] = [t for t in textures if t in mats]
     # The reconstructed bin sits within a few cm of the bundled one: widen its keep-out rectangle.
     for rect in doc["clutter"]["keep_out"]:
         if rect["name"] == "bin":

@@ -14,8 +14,8 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy._rclpy_pybind11 import RCLError
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 

@@ -45,9 +45,10 @@ def load_checkpoint(folder: str | Path) -> tuple[BCNet, dict[str, Any]]:
 class BCPolicy(Policy):
     """Behaviour cloning from RGB + joint state: the image is area-downscaled to the training size.
 
-    Outputs arm joint targets as the measured arm positions plus a predicted delta, and a gripper command
-    clipped to the episode's command range.  It also predicts how far through a demonstration it is, and
-    reports :attr:`done` (then holds its last command) once that progress reaches ``done_progress`` with the
+    Outputs arm joint targets (absolute, or the measured arm positions plus a predicted delta for
+    checkpoints trained with ``absolute: false``), and a gripper command clipped to the episode's command
+    range.  Checkpoints trained with ``time_input`` also get the time since the episode's first
+    observation.  It also predicts how far through a demonstration it is, and reports :attr:`done` (then holds its last command) once that progress reaches ``done_progress`` with the
     gripper open on two consecutive steps, which ends an episode on (emulated) hardware.
     """
 
@@ -74,6 +75,10 @@ class BCPolicy(Policy):
         self.joint_names: tuple[str, ...] = tuple(self.config["joint_names"])
         self.arm_names: tuple[str, ...] = tuple(self.config["arm_names"])
         self._rate = p.control_rate_hz or float(self.config["fps"])
+        # Checkpoints written before these options existed predicted deltas from joint state alone.
+        self._absolute = bool(self.config.get("absolute", False))
+        self._time_input = bool(self.config.get("time_input", False))
+        self._t0: float | None = None
         self._info: EpisodeInfo | None = None
 
     def control_rate_hz(self) -> float:
@@ -88,6 +93,7 @@ class BCPolicy(Policy):
                 f"{list(info.arm_joint_names)}"
             )
         self._info = info
+        self._t0 = None
         self._near_end = 0
         self._last: Action | None = None
 
@@ -110,11 +116,17 @@ class BCPolicy(Policy):
         if rgb.shape[:2] != (m.image_height, m.image_width):
             rgb = cv2.resize(rgb, (m.image_width, m.image_height), interpolation=cv2.INTER_AREA)
         state = observation.positions(self.joint_names).astype(np.float32)
+        if self._time_input:
+            if self._t0 is None:
+                self._t0 = observation.stamp
+            state = np.append(state, np.float32(observation.stamp - self._t0))
         image = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None].float() / 255.0
         s = torch.from_numpy((state - self._state_mean) / self._state_std)[None]
         out = self.model(image, s)[0].numpy() * self._action_std + self._action_mean
         n = len(self.arm_names)
-        arm = observation.positions(self.arm_names) + out[:n].astype(np.float64)
+        arm = out[:n].astype(np.float64)
+        if not self._absolute:
+            arm = arm + observation.positions(self.arm_names)
         lo, hi = sorted(self._info.gripper_command_range)
         gripper = float(np.clip(out[n], lo, hi))
         open_cmd, closed_cmd = self._info.gripper_command_range
