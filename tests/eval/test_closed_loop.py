@@ -136,3 +136,10 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
     # Real rows carry the operator's variation vector (object pose, lighting, clutter).
     real = json.loads((out / "real_vs_reconstructed" / "summary.json").read_text())
     assert real["episodes"] == {"sim": 4, "real": 4}
+    # Paired sides: every real episode has a sim partner at its own variation and seed.
+    for side in ("real_vs_reconstructed", "real_vs_bundled"):
+        pairs = written[side]["failure_prediction_paired"]
+        assert pairs["pairs"] == 4 and pairs["unmatched_real_episodes"] == 0
+        acc = written[side]["failure_prediction_accuracy"]
+        assert acc == written[side]["targets"]["failure_prediction_accuracy"]["measured"]
+        assert 0.0 <= acc <= 1.0

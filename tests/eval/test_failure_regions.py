@@ -156,3 +156,23 @@ def test_next_trials_ranks_disagreement_and_uncertainty():
     assert alone and all(math.isnan(c.p_real) for c in alone)
     with pytest.raises(ValueError, match="top"):
         fr.next_trials(x, sim_y, x, sim_y, x, top=0)
+
+
+def test_paired_agreement_counts_matches_and_baselines() -> None:
+    real = [("a", 1, True), ("a", 2, False), ("a", 3, True), ("b", 1, False), ("b", 9, True)]
+    sim = [("a", 1, True), ("a", 2, True), ("a", 3, True), ("b", 1, False), ("b", 2, True)]
+    got = fr.paired_agreement(real, sim)
+    assert got.n == 4 and got.unmatched == 1  # ("b", 9) has no sim partner
+    assert got.accuracy == pytest.approx(3 / 4)  # ("a", 2) disagrees
+    # majority sim outcome: a -> success (3/3 right on 2 of 3), b -> failure (right on 1 of 1)
+    assert got.constant_guess == pytest.approx(3 / 4)
+    assert got.failure_recall == pytest.approx(1 / 2)  # real failures ("a",2), ("b",1); sim caught ("b",1)
+    assert got.failure_precision == pytest.approx(1.0)
+    assert got.per_policy == {"a": (3, pytest.approx(2 / 3)), "b": (1, 1.0)}
+
+
+def test_paired_agreement_refuses_duplicates_and_no_pairs() -> None:
+    with pytest.raises(ValueError, match="seed 1 twice"):
+        fr.paired_agreement([("a", 1, True), ("a", 1, False)], [("a", 1, True)])
+    with pytest.raises(ValueError, match="no real episode has a sim partner"):
+        fr.paired_agreement([("a", 1, True)], [("a", 2, True)])

@@ -13,6 +13,11 @@
       ``clutter`` axes, ``method="random"``), recorded as variation vectors in a results store;
    b. **sim**: sweeps in the reconstructed world over the same axes (Sobol points, another seed);
    c. **baseline sim**: the same sweep in the bundled world, without reconstruction;
+   d. **paired sims**: each world once more at the real side's own trials (the operator's variations and
+      the episode seeds, so the policy's own random stream is the same too), which gives every real
+      episode a sim partner at the same parameters: the failure prediction accuracy is the share of
+      real episodes whose outcome their partner predicts
+      (:func:`r2s2r_eval.failure_regions.paired_agreement`);
 
 3. **compare** real with each sim (:mod:`r2s2r_eval.compare`): ``real_vs_reconstructed/`` and
    ``real_vs_bundled/`` (``report.html``, ``summary.json``, PNGs), and write ``summary.json`` /
@@ -44,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from r2s2r_eval import failure_regions as fr
 from r2s2r_eval.results import EpisodeRow, ResultsStore, utc_now
 from r2s2r_eval.sweep import PolicySpec, SweepConfig, episode_seed, plan_sweep, run_task, variations_digest
 
@@ -406,9 +412,19 @@ def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> int:
         return _pool_run(_run_real_task, jobs, store, workers=cfg.workers, label="real (emulated hardware)")
 
 
-def run_sim(cfg: ClosedLoopConfig, variations: Any, world: str | Path, results: Path, *, label: str) -> int:
+def run_sim(
+    cfg: ClosedLoopConfig,
+    variations: Any,
+    world: str | Path,
+    results: Path,
+    *,
+    label: str,
+    paired: bool = False,
+) -> int:
     """A sim side: the sweep of ``cfg.policies`` x ``trials`` Sobol variations in ``world``.
 
+    ``paired``: instead, the real side's own trials: its random operator variations and episode seeds
+    (``real_seed``), so every real episode has a sim partner at the same parameters.
     Returns the episodes run now (those already in ``results`` are kept).
     """
     from r2s2r_sim.world import SimWorld
@@ -421,8 +437,8 @@ def run_sim(cfg: ClosedLoopConfig, variations: Any, world: str | Path, results: 
         policies=cfg.policies,
         variations=variations,
         n=cfg.trials,
-        method="sobol",
-        seed=cfg.sim_seed,
+        method="random" if paired else "sobol",
+        seed=cfg.real_seed if paired else cfg.sim_seed,
         camera_rate_hz=cfg.camera_rate_hz,
         max_steps=cfg.max_steps,
     )
@@ -456,10 +472,28 @@ def _metric(summary: dict[str, Any], name: str) -> dict[str, Any]:
     return {"value": m.get("value"), "low": m.get("bootstrap_low"), "high": m.get("bootstrap_high")}
 
 
+def _pairs(store: Path) -> list[tuple[str, int, bool]]:
+    """``(policy label, episode seed, success)`` of every episode in a results store."""
+    from r2s2r_eval.compare import policy_label
+
+    with ResultsStore(store) as s:
+        return [(policy_label(r.policy, r.parameters), int(r.seed), bool(r.success)) for r in s.rows()]
+
+
 def build_summary(
-    recon: dict[str, Any], bundled: dict[str, Any], *, wall: dict[str, float], cfg: ClosedLoopConfig
+    recon: dict[str, Any],
+    bundled: dict[str, Any],
+    *,
+    wall: dict[str, float],
+    cfg: ClosedLoopConfig,
+    paired: dict[str, fr.PairedAgreement],
 ) -> dict[str, Any]:
-    """The closed loop's summary: per-policy rates of the three sides, targets, and the bundled deficit."""
+    """The closed loop's summary: per-policy rates of the three sides, targets, and the bundled deficit.
+
+    Failure prediction accuracy is the paired one (:func:`~r2s2r_eval.failure_regions.paired_agreement`:
+    each real episode against sim at its own variation and seed); the sim-trained tree's accuracy over
+    the Sobol sweep is kept beside it as ``failure_prediction_tree_accuracy``.
+    """
     from r2s2r_eval.compare import TARGETS
 
     by_b = {p["policy"]: p for p in bundled["policies"]}
@@ -475,20 +509,36 @@ def build_summary(
             }
         )
 
-    def side(s: dict[str, Any]) -> dict[str, Any]:
+    def side(s: dict[str, Any], pair: fr.PairedAgreement) -> dict[str, Any]:
+        op, threshold = TARGETS["failure_prediction_accuracy"]
+        targets = dict(s["targets"])
+        targets["failure_prediction_accuracy"] = {
+            "target": f"{op} {threshold}",
+            "measured": pair.accuracy,
+            "met": pair.accuracy >= threshold,
+        }
         return {
             "pearson": _metric(s, "pearson"),
             "mmrv": _metric(s, "mmrv"),
             "spearman": _metric(s, "spearman"),
             "kendall": _metric(s, "kendall"),
-            "failure_prediction_accuracy": s["failure_prediction"]["accuracy"],
-            "failure_prediction_constant_guess": _constant_guess(s),
+            "failure_prediction_accuracy": pair.accuracy,
+            "failure_prediction_constant_guess": pair.constant_guess,
+            "failure_prediction_paired": {
+                "pairs": pair.n,
+                "unmatched_real_episodes": pair.unmatched,
+                "failure_recall": None if math.isnan(pair.failure_recall) else pair.failure_recall,
+                "failure_precision": None if math.isnan(pair.failure_precision) else pair.failure_precision,
+                "per_policy": {k: {"pairs": n, "accuracy": a} for k, (n, a) in pair.per_policy.items()},
+            },
+            "failure_prediction_tree_accuracy": s["failure_prediction"]["accuracy"],
+            "failure_prediction_tree_constant_guess": _constant_guess(s),
             "mean_abs_success_gap": _mean_gap(s),
-            "targets": s["targets"],
+            "targets": targets,
             "warnings": s["warnings"],
         }
 
-    r, b = side(recon), side(bundled)
+    r, b = side(recon, paired["real_vs_reconstructed"]), side(bundled, paired["real_vs_bundled"])
 
     def delta(name: str, better: str) -> dict[str, Any]:
         rv = r[name]["value"] if isinstance(r[name], dict) else r[name]
@@ -519,7 +569,7 @@ def build_summary(
             "sim_seed": cfg.sim_seed,
             "profile": str(cfg.profile),
             "real_variations": "random (operator), axes objects, appearance (lighting), clutter",
-            "sim_variations": "Sobol sweep, same axes",
+            "sim_variations": "Sobol sweep, same axes; paired sides: the real side's variations and seeds",
         },
         "wall_s": wall,
     }
@@ -572,9 +622,13 @@ def format_closed_loop(s: dict[str, Any]) -> str:
         for side in (r, b)
     ]
     lines.append(f"{'failure prediction accuracy':<28} {s['targets'][name]:<8} {cells[0]:<40} {cells[1]}")
-    name = "failure_prediction_constant_guess"
-    cells = ["n/a" if side[name] is None else format(side[name], ".3f") for side in (r, b)]
-    lines.append(f"{'  (constant-guess accuracy)':<28} {'-':<8} {cells[0]:<40} {cells[1]}")
+    for name, title in (
+        ("failure_prediction_constant_guess", "  (constant-guess accuracy)"),
+        ("failure_prediction_tree_accuracy", "  sim-tree accuracy (sweep)"),
+        ("failure_prediction_tree_constant_guess", "  (its constant guess)"),
+    ):
+        cells = ["n/a" if side.get(name) is None else format(side[name], ".3f") for side in (r, b)]
+        lines.append(f"{title:<28} {'-':<8} {cells[0]:<40} {cells[1]}")
     gaps = f"{r['mean_abs_success_gap']:.3f}"
     lines.append(f"{'mean |sim - real| success':<28} {'-':<8} {gaps:<40} {b['mean_abs_success_gap']:.3f}")
     lines += ["", "bundled world (no reconstruction) against the reconstructed one, worse by:"]
@@ -605,6 +659,8 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         "real": work / "real.sqlite",
         "sim": work / "sim_reconstructed.sqlite",
         "baseline": work / "sim_bundled.sqlite",
+        "paired": work / "paired_reconstructed.sqlite",
+        "paired_baseline": work / "paired_bundled.sqlite",
     }
     ran: dict[str, int] = {}
     t0 = time.perf_counter()
@@ -620,6 +676,13 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         cfg, variations, cfg.world, stores["baseline"], label="baseline sim (bundled world)"
     )
     wall["sim_bundled"] = time.perf_counter() - t0
+    for key, name, where, label in (
+        ("paired", "paired_reconstructed", world, "paired sim (reconstructed world)"),
+        ("paired_baseline", "paired_bundled", cfg.world, "paired baseline sim (bundled world)"),
+    ):
+        t0 = time.perf_counter()
+        ran[name] = run_sim(cfg, variations, where, stores[key], label=label, paired=True)
+        wall[name] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     settings = CompareSettings(allow_different_worlds=True)
@@ -630,9 +693,16 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         shutil.rmtree(out / name, ignore_errors=True)  # our own report of an earlier run
         write_report(comp, out / name)
         comps[name] = comp.summary
+    real_pairs = _pairs(stores["real"])
+    paired = {
+        "real_vs_reconstructed": fr.paired_agreement(real_pairs, _pairs(stores["paired"])),
+        "real_vs_bundled": fr.paired_agreement(real_pairs, _pairs(stores["paired_baseline"])),
+    }
     wall["compare"] = time.perf_counter() - t0
     wall["total"] = time.perf_counter() - t_all
-    summary = build_summary(comps["real_vs_reconstructed"], comps["real_vs_bundled"], wall=wall, cfg=cfg)
+    summary = build_summary(
+        comps["real_vs_reconstructed"], comps["real_vs_bundled"], wall=wall, cfg=cfg, paired=paired
+    )
     summary["episodes_run_now"] = ran  # the rest were reused from the stores of an earlier run
     text = format_closed_loop(summary)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")

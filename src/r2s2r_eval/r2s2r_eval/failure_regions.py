@@ -37,6 +37,7 @@ __all__ = [
     "BinnedSuccess",
     "Candidate",
     "Node",
+    "PairedAgreement",
     "Rule",
     "binary_entropy",
     "binned_success",
@@ -46,6 +47,7 @@ __all__ = [
     "fit_tree",
     "knn_proba",
     "next_trials",
+    "paired_agreement",
     "predict_proba",
     "quantile_edges",
     "region_iou",
@@ -573,3 +575,73 @@ def next_trials(
         )
         for i in order
     ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedAgreement:
+    """How well sim predicts each real episode when sim is run at that episode's own parameters.
+
+    Attributes:
+        n: real episodes with a sim partner (same policy, same variation, same seed).
+        unmatched: real episodes without one (left out of every figure).
+        accuracy: share of paired real episodes whose outcome equals their sim partner's.
+        constant_guess: accuracy of predicting every real episode as its policy's majority sim outcome.
+        failure_recall: share of real failures whose sim partner failed (``nan`` without real failures).
+        failure_precision: share of sim failures whose real partner failed (``nan`` without sim failures).
+        per_policy: policy -> (pairs, accuracy).
+    """
+
+    n: int
+    unmatched: int
+    accuracy: float
+    constant_guess: float
+    failure_recall: float
+    failure_precision: float
+    per_policy: dict[str, tuple[int, float]]
+
+
+def paired_agreement(
+    real: Sequence[tuple[str, int, bool]], sim: Sequence[tuple[str, int, bool]]
+) -> PairedAgreement:
+    """Predict each real episode by the sim episode of the same policy and seed.
+
+    ``real`` and ``sim`` are ``(policy label, episode seed, success)`` triples; the seed stands for the
+    variation (both sides draw it from the same seed) and the policy's own random stream, so sim and
+    real share everything but the world: this is "sim at the same parameters" taken literally.
+
+    Raises:
+        ValueError: a (policy, seed) pair twice on one side, or no real episode with a sim partner.
+    """
+
+    def index(rows: Sequence[tuple[str, int, bool]], side: str) -> dict[tuple[str, int], bool]:
+        out: dict[tuple[str, int], bool] = {}
+        for policy, seed, success in rows:
+            key = (str(policy), int(seed))
+            if key in out:
+                raise ValueError(f"{side}: policy {policy!r} has seed {seed} twice; pairs must be unique")
+            out[key] = bool(success)
+        return out
+
+    r, s = index(real, "real"), index(sim, "sim")
+    keys = sorted(k for k in r if k in s)
+    if not keys:
+        raise ValueError(f"no real episode has a sim partner (real {len(r)}, sim {len(s)} episodes)")
+    ry = np.array([r[k] for k in keys])
+    sy = np.array([s[k] for k in keys])
+    policies = sorted({k[0] for k in keys})
+    per_policy, guess_correct = {}, 0
+    for p in policies:
+        m = np.array([k[0] == p for k in keys])
+        per_policy[p] = (int(m.sum()), float(np.mean(ry[m] == sy[m])))
+        majority = sy[m].mean() >= 0.5
+        guess_correct += int(np.sum(ry[m] == majority))
+    fail_r, fail_s = ~ry, ~sy
+    return PairedAgreement(
+        n=len(keys),
+        unmatched=len(r) - len(keys),
+        accuracy=float(np.mean(ry == sy)),
+        constant_guess=guess_correct / len(keys),
+        failure_recall=float(np.sum(fail_r & fail_s) / fail_r.sum()) if fail_r.any() else math.nan,
+        failure_precision=float(np.sum(fail_r & fail_s) / fail_s.sum()) if fail_s.any() else math.nan,
+        per_policy=per_policy,
+    )

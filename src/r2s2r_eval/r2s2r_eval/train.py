@@ -44,6 +44,11 @@ class TrainConfig:
             next command, which is what made relative-target policies drift off the demonstrations.
         time_input: give the network the time since the episode started (s) next to the joint state, so
             the phases in which the expert holds still (closing the gripper) do not look alike.
+        state_noise: std (rad or m) of Gaussian noise added to the joint-state input during training.
+            A demonstration's next target is always close to the current joint state, so a network can
+            learn to copy the state, and in closed loop any early error then persists and grows (the
+            "copycat" failure of behaviour cloning); noising the input makes it read the target from
+            the image and the time instead.
     """
 
     steps: int = 3000
@@ -59,6 +64,7 @@ class TrainConfig:
     hidden: int = 256
     absolute: bool = True
     time_input: bool = True
+    state_noise: float = 0.0
 
     def __post_init__(self) -> None:
         checks = (
@@ -71,6 +77,7 @@ class TrainConfig:
             ("val_fraction", 0 <= self.val_fraction < 0.5, "in [0, 0.5)"),
             ("seed", self.seed >= 0, ">= 0"),
             ("num_threads", self.num_threads >= 1, ">= 1"),
+            ("state_noise", math.isfinite(self.state_noise) and self.state_noise >= 0, ">= 0"),
         )
         for name, ok, expected in checks:
             if not ok:
@@ -217,6 +224,11 @@ def train(
         opt, lambda k: 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(k, cfg.steps) / cfg.steps))
     )
     gen = torch.Generator().manual_seed(cfg.seed)
+    # State noise in normalised units, on the joint columns only (not the time column).
+    joint_noise_scale = torch.zeros(data.states.shape[1])
+    joint_noise_scale[: len(data.joint_names)] = torch.from_numpy(
+        cfg.state_noise / s_std[: len(data.joint_names)]
+    )
 
     def batch(idx: np.ndarray, augment: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         ix = torch.from_numpy(idx)
@@ -236,7 +248,11 @@ def train(
                 gain = 1 + (torch.rand(b, 3, 1, 1, generator=gen) * 2 - 1) * j
                 bias = (torch.rand(b, 1, 1, 1, generator=gen) * 2 - 1) * j / 2
                 img = (img * gain + bias).clamp(0, 1)
-        return img, states[ix], targets[ix]
+        s = states[ix]
+        if augment and cfg.state_noise:
+            noise = torch.randn(s.shape, generator=gen) * joint_noise_scale
+            s = s + noise
+        return img, s, targets[ix]
 
     model.train()
     losses: list[float] = []

@@ -38,6 +38,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--relative", action="store_true", help="predict arm targets relative to the measured positions"
     )
     p.add_argument("--no-time-input", action="store_true", help="do not feed the episode time to the network")
+    p.add_argument(
+        "--state-noise", type=float, default=TrainConfig.state_noise, help="joint-state input noise std (rad)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -52,6 +55,7 @@ def cmd_train(ns: argparse.Namespace) -> int:
             num_threads=ns.threads,
             absolute=not ns.relative,
             time_input=not ns.no_time_input,
+            state_noise=ns.state_noise,
         )
     except TrainError as err:
         print(f"r2s2r train: {err}", file=sys.stderr)
