@@ -11,6 +11,7 @@ import pytest
 from r2s2r_eval.closed_loop import ClosedLoopConfig, operator_variations, run_closed_loop
 from r2s2r_eval.emulated_runner import EmulatedRunner, check_operator_config
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyParams
+from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.runner import RunnerError
 from r2s2r_eval.sweep import PolicySpec
 from r2s2r_sim.variations import load_variation_config, sweep_variation
@@ -136,6 +137,12 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
     # Real rows carry the operator's variation vector (object pose, lighting, clutter).
     real = json.loads((out / "real_vs_reconstructed" / "summary.json").read_text())
     assert real["episodes"] == {"sim": 4, "real": 4}
+    # Every episode ran: an operator axis the reconstructed world lacks would fail them all quietly.
+    for store in sorted((out / "work").glob("*.sqlite")):
+        with ResultsStore(store) as s:
+            reasons = {r.reason for r in s.rows()}
+        errors = {r for r in reasons if r.startswith(("variation_error", "episode_error"))}
+        assert not errors, (store, reasons)
     # Paired sides: every real episode has a sim partner at its own variation and seed.
     for side in ("real_vs_reconstructed", "real_vs_bundled"):
         pairs = written[side]["failure_prediction_paired"]

@@ -129,8 +129,9 @@ class ClosedLoopConfig:
 def operator_variations(path: str | Path) -> Any:
     """The variation config of ``path`` reduced to what an operator changes between trials.
 
-    Object pose, lighting (intensity, direction) and clutter stay as configured; colours, physics, robot
-    start state and camera are disabled (an operator does not repaint the cube or move the camera).
+    Object pose, lighting (intensity, direction) and clutter stay as configured; colours, textures,
+    physics, robot start state and camera are disabled (an operator does not repaint the cube, swap the
+    table top or move the camera).
     """
     from r2s2r_sim.variations import load_variation_config
 
@@ -138,7 +139,7 @@ def operator_variations(path: str | Path) -> Any:
     rep = dataclasses.replace
     return rep(
         cfg,
-        appearance=rep(cfg.appearance, color_targets=(), color_jitter=0.0),
+        appearance=rep(cfg.appearance, color_targets=(), color_jitter=0.0, texture_targets=()),
         physics=rep(cfg.physics, enabled=False),
         robot_state=rep(cfg.robot_state, enabled=False),
         camera=rep(cfg.camera, enabled=False),
