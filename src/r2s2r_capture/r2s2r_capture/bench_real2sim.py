@@ -31,6 +31,7 @@ cube half size (m)       U(0.019, 0.022); bin: position sim + U(-0.02, 0.02), ya
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -205,26 +206,30 @@ def run_bench(
     work: Path,
     max_iters: int = 30,
     quick: bool = False,
+    duration_s: float | None = None,
+    max_velocity: float | None = None,
+    n_harmonics: int | None = None,
     progress: Any = print,
 ) -> dict[str, Any]:
-    """Capture, real2sim, held-out resim; returns the report (errors, targets, wall times)."""
+    """Capture, real2sim, held-out resim; returns the report (errors, targets, wall times).
+
+    ``duration_s`` (default: 6 s quick, else the capture default), ``max_velocity`` (rad/s) and
+    ``n_harmonics`` override the capture's default excitation trajectory
+    (:class:`~r2s2r_capture.capture.CaptureConfig`).
+    """
     from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: PLC0415
 
     from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: PLC0415
     from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: PLC0415
     from r2s2r_capture.resim import resim  # noqa: PLC0415
-    from r2s2r_capture.sysid import ExcitationConfig  # noqa: PLC0415
 
     profile = load_hardware_profile(profile_path)
-    duration = 6.0 if quick else 12.0
-    exc = ExcitationConfig(
-        duration_s=duration,
-        rate_hz=500.0,
-        base_freq_hz=0.2,
-        n_harmonics=5,
-        range_fraction=0.35,
-        max_velocity=1.2,
-        ramp_s=0.5,
+    exc = CaptureConfig().excitation
+    exc = dataclasses.replace(
+        exc,
+        duration_s=duration_s if duration_s is not None else (6.0 if quick else exc.duration_s),
+        max_velocity=max_velocity if max_velocity is not None else exc.max_velocity,
+        n_harmonics=n_harmonics if n_harmonics is not None else exc.n_harmonics,
     )
     wall: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -334,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="out/bench_real2sim.json", help="JSON report (overwritten)")
     ap.add_argument("--max-iters", type=int, default=30, help="identification iterations")
     ap.add_argument("--quick", action="store_true", help="shorter capture, no HTML report")
+    ap.add_argument("--duration", type=float, default=None, help="excitation length (s)")
+    ap.add_argument("--max-velocity", type=float, default=None, help="excitation velocity bound (rad/s)")
+    ap.add_argument("--harmonics", type=int, default=None, help="excitation sines per joint (k x 0.2 Hz)")
     ns = ap.parse_args(argv)
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -345,7 +353,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         else:
             profile = Path(ns.profile)
-        report = run_bench(profile, work=work, max_iters=ns.max_iters, quick=ns.quick)
+        report = run_bench(
+            profile,
+            work=work,
+            max_iters=ns.max_iters,
+            quick=ns.quick,
+            duration_s=ns.duration,
+            max_velocity=ns.max_velocity,
+            n_harmonics=ns.harmonics,
+        )
     print(format_report(report))
     out.write_text(json.dumps(report, indent=2, default=float), encoding="utf-8")
     print(f"wrote {out}")

@@ -157,7 +157,6 @@ def _capture_and_reconstruct(cfg: ClosedLoopConfig, work: Path) -> tuple[Path, d
     """Capture the emulator and run real2sim, unless the world is already there."""
     from r2s2r_capture.capture import CaptureConfig, capture_emulated
     from r2s2r_capture.real2sim import Real2SimConfig, real2sim
-    from r2s2r_capture.sysid import ExcitationConfig
 
     world = work / "world"
     wall: dict[str, float] = {}
@@ -165,15 +164,9 @@ def _capture_and_reconstruct(cfg: ClosedLoopConfig, work: Path) -> tuple[Path, d
         _say(f"reusing the reconstructed world {world}")
         return world, wall
     shutil.rmtree(work / "capture", ignore_errors=True)
-    exc = ExcitationConfig(
-        duration_s=6.0 if cfg.quick_capture else 12.0,
-        rate_hz=500.0,
-        base_freq_hz=0.2,
-        n_harmonics=5,
-        range_fraction=0.35,
-        max_velocity=1.2,
-        ramp_s=0.5,
-    )
+    exc = CaptureConfig().excitation  # the documented capture procedure's trajectory
+    if cfg.quick_capture:
+        exc = dataclasses.replace(exc, duration_s=6.0, n_harmonics=5, max_velocity=1.2)
     t0 = time.perf_counter()
     cap = capture_emulated(
         work / "capture",

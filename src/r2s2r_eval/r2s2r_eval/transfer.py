@@ -70,17 +70,8 @@ def make_real2sim_world(work: Path, profile: Path, progress: Callable[[str], Non
         return world
     from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: PLC0415
     from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: PLC0415
-    from r2s2r_capture.sysid import ExcitationConfig  # noqa: PLC0415
 
-    exc = ExcitationConfig(
-        duration_s=6.0,
-        rate_hz=500.0,
-        base_freq_hz=0.2,
-        n_harmonics=5,
-        range_fraction=0.35,
-        max_velocity=1.2,
-        ramp_s=0.5,
-    )
+    exc = CaptureConfig().excitation  # the documented capture procedure's trajectory
     cap_dir = work / "capture"
     if cap_dir.exists():
         import shutil  # noqa: PLC0415
