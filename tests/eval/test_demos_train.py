@@ -62,6 +62,22 @@ def test_demo_config_is_validated() -> None:
         DemoConfig(episodes=5, max_attempts=2)
     with pytest.raises(DemoError, match="image_width: must be an even number"):
         DemoConfig(image_width=95)
+    with pytest.raises(DemoError, match="action_noise: must be in"):
+        DemoConfig(action_noise=-0.1)
+
+
+def test_dart_noise_moves_the_arm_but_not_the_labels(demos: Path, tmp_path: Path) -> None:
+    # Same attempt seed as the fixture's first episode, with noise on the executed arm targets: the
+    # recorded states leave the expert's path while the labels stay the expert's (plan-following) targets.
+    noisy = tmp_path / "dart"
+    collect_demos(noisy, DemoConfig(variations=VARIATIONS, episodes=1, seed=0, action_noise=0.05, mcap=False))
+    clean_ep, noisy_ep = read_episode(demos, 0), read_episode(noisy, 0)
+    n = min(len(clean_ep["action"]), len(noisy_ep["action"]))
+    state_gap = abs(noisy_ep["observation.state"][:n, :6] - clean_ep["observation.state"][:n, :6]).max()
+    assert state_gap > 0.01
+    # labels: still the expert's targets, so they track the state far less than the executed noise would
+    label_gap = abs(noisy_ep["action"][:n, :6] - clean_ep["action"][:n, :6]).max()
+    assert label_gap < state_gap
 
 
 def test_bc_policy_is_registered_and_runs_an_episode(checkpoint: Path) -> None:

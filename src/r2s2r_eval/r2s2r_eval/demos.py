@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ __all__ = [
 
 DEFAULT_TASK = "pick the red cube and place it in the blue bin"
 ATTEMPTS_FILE = "meta/r2s2r_attempts.jsonl"
+# Seed-sequence key of the DART noise stream, apart from the world's and the policy's streams.
+_NOISE_STREAM = 0x44415254
 # The expert needs one full-size RGB-D frame (t = 0); a rate this low gives no other full-size frame.
 _EXPERT_CAMERA_RATE_HZ = 1e-3
 
@@ -68,6 +71,10 @@ class DemoConfig:
         control_rate_hz: expert and recording rate (Hz).
         task: task string of every episode.
         mcap: also write one MCAP bag per episode under ``<out>/mcap``.
+        action_noise: std (rad) of a slowly varying random offset added to the arm targets the expert's
+            episode executes, while the dataset keeps the expert's own targets (DART, Laskey et al.
+            2017): the recorded states then include small departures from the expert's path, labelled
+            with the way back.  0 records the expert's own path only.
         expert: reference policy parameters.
     """
 
@@ -82,6 +89,7 @@ class DemoConfig:
     control_rate_hz: float = 10.0
     task: str = DEFAULT_TASK
     mcap: bool = True
+    action_noise: float = 0.0
     expert: ReferenceParams = field(default_factory=ReferenceParams)
 
     def __post_init__(self) -> None:
@@ -97,6 +105,8 @@ class DemoConfig:
                 raise DemoError(f"{name}: must be an even number >= 8 (px), got {v}")
         if not 1 <= self.render_scale <= 8:
             raise DemoError(f"render_scale: must be in [1, 8], got {self.render_scale}")
+        if not (math.isfinite(self.action_noise) and 0 <= self.action_noise <= 0.5):
+            raise DemoError(f"action_noise: must be in [0, 0.5] rad, got {self.action_noise}")
         if not 0 < self.control_rate_hz <= 100:
             raise DemoError(f"control_rate_hz: must be in (0, 100], got {self.control_rate_hz}")
 
@@ -223,6 +233,8 @@ class _Recorder(Policy):
         self.frames, self.states, self.actions, self.stamps = [], [], [], []
         self.arm_names = info.arm_joint_names
         self.expert.reset(info)
+        self._noise_rng = np.random.default_rng(np.random.SeedSequence([info.seed, _NOISE_STREAM]))
+        self._noise = np.zeros(len(info.arm_joint_names))
 
     def act(self, observation: Observation) -> Action:
         """The expert's action; records the frame, joint state and action of this step."""
@@ -233,6 +245,12 @@ class _Recorder(Policy):
         self.states.append(observation.joint_positions.astype(np.float32))
         self.actions.append(np.append(action.arm_positions, action.gripper).astype(np.float32))
         self.stamps.append(observation.stamp)
+        if self.cfg.action_noise > 0:
+            # AR(1) offset with stationary std action_noise and a ~1 s correlation time at 10 Hz.
+            a = 0.9
+            sigma = self.cfg.action_noise * math.sqrt(1 - a * a)
+            self._noise = a * self._noise + self._noise_rng.normal(0.0, sigma, self._noise.shape)
+            return dataclasses.replace(action, arm_positions=action.arm_positions + self._noise)
         return action
 
 

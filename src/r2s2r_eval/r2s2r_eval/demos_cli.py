@@ -36,6 +36,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--width", type=int, default=96, help="recorded RGB width (px, even)")
     p.add_argument("--height", type=int, default=72, help="recorded RGB height (px, even)")
     p.add_argument("--no-mcap", action="store_true", help="skip the per-episode MCAP bags")
+    p.add_argument(
+        "--action-noise", type=float, default=0.0, help="DART noise on the executed arm targets (rad std)"
+    )
     p.add_argument("--no-validate", action="store_true", help="skip validating the dataset at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -52,6 +55,7 @@ def cmd_demos(ns: argparse.Namespace) -> int:
             image_width=ns.width,
             image_height=ns.height,
             mcap=not ns.no_mcap,
+            action_noise=ns.action_noise,
         )
     except DemoError as err:
         print(f"r2s2r demos: {err}", file=sys.stderr)
