@@ -314,3 +314,36 @@ def test_task_object_dropped(world: SimWorld) -> None:
     mujoco.mj_forward(world.model, world.data)
     outcome = task.evaluate(world)
     assert outcome is not None and outcome.reason == "object_dropped" and not outcome.success
+
+
+def _with_delay(value: float):
+    return lambda spec: spec.add_numeric(name="r2s2r_command_delay_s", data=[value])
+
+
+def test_identified_command_delay_holds_commands_back() -> None:
+    w = SimWorld(BUNDLED, spec_editor=_with_delay(0.03))
+    assert w.command_delay_s == pytest.approx(0.03)
+    w.reset(0)
+    home = w.data.ctrl[:6].copy()
+    target = w.joint_state()[0][:6] + 0.1
+    w.set_arm_command(target)
+    w.set_gripper_command(w.config.robot.gripper.closed_command)
+    w.step(14)  # 28 ms: not yet
+    np.testing.assert_allclose(w.data.ctrl[:6], home)
+    assert w.gripper_command == w.config.robot.gripper.open_command
+    w.step(2)  # 32 ms: applied
+    np.testing.assert_allclose(w.data.ctrl[:6], np.clip(target, w.arm_limits[:, 0], w.arm_limits[:, 1]))
+    assert w.gripper_command == w.config.robot.gripper.closed_command
+    # a reset drops commands still in flight; `immediate` bypasses the delay (start states)
+    w.set_arm_command(target + 0.1)
+    w.reset(0)
+    w.step(20)
+    np.testing.assert_allclose(w.data.ctrl[:6], home)
+    w.set_arm_command(target, immediate=True)
+    np.testing.assert_allclose(w.data.ctrl[:6], np.clip(target, w.arm_limits[:, 0], w.arm_limits[:, 1]))
+
+
+def test_bundled_world_has_no_delay_and_bad_delay_is_refused(world: SimWorld) -> None:
+    assert world.command_delay_s == 0.0
+    with pytest.raises(WorldError, match="command delay must be in"):
+        SimWorld(BUNDLED, spec_editor=_with_delay(-1.0))

@@ -150,6 +150,7 @@ def resim(
     if t.size < 2:
         raise BagError(f"bag {bag}: fewer than 2 joint states after the first command")
     delay = _delay(world.model) if delay_s is None else float(delay_s)
+    world.command_delay_s = 0.0  # resim schedules the recorded commands with ``delay`` itself
     model, data = world.model, world.data
     world.reset(0)
     jids = [model.joint(n).id for n in names]

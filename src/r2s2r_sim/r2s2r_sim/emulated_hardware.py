@@ -842,6 +842,7 @@ class EmulatedArm:
                 extra_spec_editor(spec)
 
         self.world = SimWorld(folder, config=config, spec_editor=editor)
+        self.world.command_delay_s = 0.0  # the profile's driver latency is the only delay here
         self.world_id: str = self.world.world_id
         self.mjcf_camera = self.world.model.camera(self.world.camera_id(cam_cfg.name)).name
         self.camera_frame_id: str = cam_cfg.frame_id

@@ -7,6 +7,7 @@ import os
 # MuJoCo picks its GL backend when first imported; headless EGL is the only one that works here.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import collections  # noqa: E402
 import contextlib  # noqa: E402
 import hashlib  # noqa: E402
 import logging  # noqa: E402
@@ -186,6 +187,10 @@ class SimWorld:
         self._resolve_task()
         self.world_hash: str = self._content_hash()
         self._gripper_command: float | None = None
+        # Identified command delay (s) of a ``r2s2r real2sim`` world, 0 otherwise: commands take effect
+        # this long after set_*_command(), like the real driver's latency they were identified from.
+        self.command_delay_s: float = _command_delay(self.model)
+        self._pending: collections.deque[tuple[float, str, np.ndarray, float | None]] = collections.deque()
         self.reset(0)
 
     # ------------------------------------------------------------------------------------------ loading
@@ -462,6 +467,7 @@ class SimWorld:
         ``task.object_pose_range`` (its height stays the MJCF one).
         """
         model, data = self.model, self.data
+        self._pending.clear()
         if self._home_key >= 0:
             mujoco.mj_resetDataKeyframe(model, data, self._home_key)
         else:
@@ -475,7 +481,7 @@ class SimWorld:
                 # Keep the keyframe's gripper ctrl; report it in command units.
                 self._gripper_command = self._ctrl_to_command(float(data.ctrl[self._grip_act]))
             else:
-                self.set_gripper_command(cfg.open_command)
+                self.set_gripper_command(cfg.open_command, immediate=True)
         rng = np.random.default_rng(seed)
         task = self.config.task
         if task is not None and task.object_pose_range is not None and self._obj_qadr >= 0:
@@ -494,10 +500,11 @@ class SimWorld:
         (c0, c1), (u0, u1) = g.command_range, g.ctrl_range
         return c0 + (ctrl - u0) * (c1 - c0) / (u1 - u0)
 
-    def set_arm_command(self, positions: Sequence[float]) -> CommandCheck:
+    def set_arm_command(self, positions: Sequence[float], *, immediate: bool = False) -> CommandCheck:
         """Command arm joint positions (rad or m), in ``arm_joint_names`` order.
 
-        Refuses (state unchanged) a wrong length or any NaN/inf; clamps to ``arm_limits``.
+        Refuses (state unchanged) a wrong length or any NaN/inf; clamps to ``arm_limits``.  The command
+        takes effect after ``command_delay_s`` of simulated time unless ``immediate`` (a start state).
         """
         try:
             target = np.array(positions, dtype=np.float64)
@@ -511,14 +518,17 @@ class SimWorld:
             return CommandCheck(False, False, f"arm command has non-finite values for joints {bad}")
         clamped = np.clip(target, self.arm_limits[:, 0], self.arm_limits[:, 1])
         changed = clamped != target
-        self.data.ctrl[self._arm_act] = clamped
+        self._command("arm", clamped, None, immediate)
         if np.any(changed):
             names = [name for name, c in zip(self.arm_joint_names, changed, strict=True) if c]
             return CommandCheck(True, True, f"clamped to joint limits: {names}")
         return CommandCheck(True, False, "")
 
-    def set_gripper_command(self, value: float) -> CommandCheck:
-        """Command the gripper in ``gripper.command_range`` units; refuses NaN/inf, clamps to the range."""
+    def set_gripper_command(self, value: float, *, immediate: bool = False) -> CommandCheck:
+        """Command the gripper in ``gripper.command_range`` units; refuses NaN/inf, clamps to the range.
+
+        Takes effect after ``command_delay_s`` unless ``immediate``.
+        """
         g = self.config.robot.gripper
         if g is None or self.gripper_command_range is None:
             return CommandCheck(False, False, f"world {self.world_id!r} has no gripper")
@@ -531,8 +541,7 @@ class SimWorld:
         lo, hi = self.gripper_command_range
         c = min(max(v, lo), hi)
         (c0, c1), (u0, u1) = g.command_range, g.ctrl_range
-        self.data.ctrl[self._grip_act] = u0 + (c - c0) * (u1 - u0) / (c1 - c0)
-        self._gripper_command = c
+        self._command("gripper", np.array([u0 + (c - c0) * (u1 - u0) / (c1 - c0)]), c, immediate)
         if c != v:
             return CommandCheck(True, True, f"clamped to the gripper command range [{lo}, {hi}]")
         return CommandCheck(True, False, "")
@@ -550,11 +559,31 @@ class SimWorld:
             return None
         return (self._gripper_command - g.closed_command) / (g.open_command - g.closed_command)
 
+    def _command(self, kind: str, ctrl: np.ndarray, gripper: float | None, immediate: bool) -> None:
+        if immediate or self.command_delay_s <= 0.0:
+            self._apply(kind, ctrl, gripper)
+        else:
+            self._pending.append((self.data.time + self.command_delay_s, kind, ctrl, gripper))
+
+    def _apply(self, kind: str, ctrl: np.ndarray, gripper: float | None) -> None:
+        if kind == "arm":
+            self.data.ctrl[self._arm_act] = ctrl
+        else:
+            self.data.ctrl[self._grip_act] = ctrl[0]
+            self._gripper_command = gripper
+
     def step(self, n: int = 1) -> None:
-        """Advance the physics by ``n`` timesteps."""
+        """Advance the physics by ``n`` timesteps, applying delayed commands as they fall due."""
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
-        mujoco.mj_step(self.model, self.data, nstep=n)
+        while n > 0 and self._pending:
+            while self._pending and self._pending[0][0] <= self.data.time + 1e-9:
+                _, kind, ctrl, gripper = self._pending.popleft()
+                self._apply(kind, ctrl, gripper)
+            mujoco.mj_step(self.model, self.data)
+            n -= 1
+        if n > 0:
+            mujoco.mj_step(self.model, self.data, nstep=n)
 
     @property
     def time(self) -> float:
@@ -627,3 +656,20 @@ class SimWorld:
         """``qpos, qvel, act, ctrl`` concatenated (for determinism checks)."""
         d = self.data
         return np.concatenate([d.qpos, d.qvel, d.act, d.ctrl])
+
+
+# Name of the ``<custom><numeric>`` holding the identified command delay (s), as ``r2s2r real2sim`` writes it
+# (``r2s2r_capture.sysid.DELAY_NUMERIC``; the sim package cannot import the capture package).
+COMMAND_DELAY_NUMERIC = "r2s2r_command_delay_s"
+
+
+def _command_delay(model: mujoco.MjModel) -> float:
+    """The identified command delay of a world (0 without one); the robot may be attached with a prefix."""
+    for i in range(model.nnumeric):
+        if model.numeric(i).name.endswith(COMMAND_DELAY_NUMERIC):
+            value = float(model.numeric_data[model.numeric_adr[i]])
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                name = model.numeric(i).name
+                raise WorldError(f"<numeric name={name!r}>: command delay must be in [0, 1] s, got {value}")
+            return value
+    return 0.0

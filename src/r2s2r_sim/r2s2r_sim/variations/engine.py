@@ -235,7 +235,7 @@ class VariedWorld(SimWorld):
         prefix = self.config.robot.prefix
         for name, q in zip(self.arm_joint_names, start, strict=True):
             self.data.joint(prefix + name).qpos[0] = q
-        self.set_arm_command(start)
+        self.set_arm_command(start, immediate=True)
         mujoco.mj_forward(self.model, self.data)
 
 
