@@ -37,14 +37,18 @@ EXC = ExcitationConfig(
 )
 SMALL = C.CaptureConfig(n_intrinsics_views=8, n_scene_frames=1, excitation=EXC)
 CONFIG = Real2SimConfig(max_iters=20, report=False)
-# Parameters the excitation identifies (see the closing note: the wrists' armature, kp, kv and friction loss
-# scale together, and shoulder armature is small next to the link inertia).
-IDENTIFIABLE = [f"{j}/{k}" for j in ("shoulder_pan", "shoulder_lift", "elbow") for k in ("kp", "viscous")]
+JOINTS = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+# What the short 8 s excitation identifies within 10 % on any profile: gains and viscous friction (the
+# efforts fix their scale and split kv from damping).  Armature and friction loss of the shoulder joints
+# are small next to the link inertia and need the documented 30 s trajectory (checked on the default).
+IDENTIFIABLE = [f"{j}/{k}" for j in JOINTS for k in ("kp", "kv", "viscous")]
 
 
-def _run(profile: Path, root: Path) -> dict:
-    cap = C.capture_emulated(root / "capture", profile=profile, config=SMALL)
-    result = real2sim([cap.bag], root / "world", config=CONFIG)
+def _run(
+    profile: Path, root: Path, capture: C.CaptureConfig = SMALL, config: Real2SimConfig = CONFIG
+) -> dict:
+    cap = C.capture_emulated(root / "capture", profile=profile, config=capture)
+    result = real2sim([cap.bag], root / "world", config=config)
     return {
         "cap": cap,
         "result": result,
@@ -54,7 +58,10 @@ def _run(profile: Path, root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return _run(B.DEFAULT_PROFILE, tmp_path_factory.mktemp("default"))
+    """The documented capture procedure (30 s excitation) on the default profile."""
+    full = C.CaptureConfig(n_intrinsics_views=8, n_scene_frames=1)
+    config = Real2SimConfig(report=False)  # the default 30 optimiser iterations
+    return _run(B.DEFAULT_PROFILE, tmp_path_factory.mktemp("default"), full, config)
 
 
 @pytest.fixture(scope="module", params=[7, 11, 23])
@@ -87,6 +94,16 @@ def _check(run: dict) -> None:
 
 def test_default_profile_within_targets(default_run: dict) -> None:
     _check(default_run)
+    # The full procedure: every identified parameter within 10 %, except the armature of the three
+    # proximal joints, which is small next to their link inertia: 3.9-13.9 % over capture noise draws
+    # (bench_real2sim and this test), so held to 20 % here.
+    proximal_armature = {f"{j}/armature" for j in JOINTS[:3]}
+    misses = {
+        k: v
+        for k, v in default_run["errors"]["sysid"].items()
+        if not v["error_pct"] <= (20.0 if k in proximal_armature else 10.0)
+    }
+    assert not misses, misses
 
 
 def test_random_profile_within_targets(random_run: dict) -> None:

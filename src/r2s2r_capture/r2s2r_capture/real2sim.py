@@ -15,7 +15,11 @@ Stages, each timed and reported through ``progress``:
 5. **identification**: ``mujoco.sysid`` on the excitation segment: per arm joint armature, friction loss,
    servo ``kp`` and ``kv`` and one command delay; the trailing part is held out for validation.  Joint
    damping is kept at its nominal value: it acts on position tracking exactly like the servo's ``kv``
-   (both ``-c qdot``), so only their sum is identifiable and it is fitted through ``kv``.
+   (both ``-c qdot``), so positions alone identify only their sum, fitted through ``kv``.  When the
+   driver reports efforts (``JointState.effort``, as ros2_control does) they split the two (the effort
+   carries kv, not the damping) and fix the scale of each joint's gains, armature and friction loss,
+   which for a wrist (small link inertia) positions cannot see either
+   (:func:`r2s2r_capture.sysid.effort_correction`).
 6. **world**: :func:`~r2s2r_capture.world_writer.write_world` with the identified camera and a copy of the
    template robot MJCF carrying the fitted values (and the delay as ``<custom><numeric>``), plus
    ``calibration/camera_info.yaml``, ``identification/`` (fitted MJCF, ``sysid.yaml``, HTML report) and

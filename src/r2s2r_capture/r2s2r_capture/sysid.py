@@ -49,9 +49,9 @@ class JointRecording:
 
     Times are shifted to start at 0; columns follow ``joint_names`` (MJCF joint names).  ``effort`` (N, J),
     N·m or N, is the drivers' reported actuator effort (``/joint_states`` effort) when they report it.
-    It is carried for analysis and not fitted: single-step command-timing jitter puts ``kp * dq`` spikes
-    into it (2.5 N·m RMS on a 5.5 N·m signal for shoulder_lift on the emulator, 0.03 after a 30 ms moving
-    average), which biased a direct fit, and a post-fit effort rescaling did not fix the wrist parameters.
+    With it :func:`identify` corrects the position fit (:func:`effort_correction`): it is not a residual
+    term, because single-step command-timing jitter puts ``kp * dq`` spikes into it (2.5 N·m RMS on a
+    5.5 N·m signal for shoulder_lift on the emulator, 0.03 after a 30 ms moving average).
     """
 
     t: np.ndarray
@@ -266,6 +266,12 @@ class SysidConfig:
         validation_fraction: trailing part of the recording held out for validation.
         max_iters: optimiser iterations.
         n_threads: rollout threads (default: up to 4 CPUs).
+        use_effort: when the recording has efforts, correct the position fit with them
+            (:func:`effort_correction`): each joint's gains, armature and friction loss are rescaled
+            together and viscous friction is split between the servo's kv and joint damping.  A joint
+            damping parameter is added (not optimised, corrected only) when kv is fitted and damping is
+            not.
+        effort_smoothing_s: moving-average window (s) of that comparison.
     """
 
     joints: tuple[str, ...] | None = None
@@ -277,6 +283,8 @@ class SysidConfig:
     validation_fraction: float = 0.25
     max_iters: int = 30
     n_threads: int | None = None
+    use_effort: bool = True
+    effort_smoothing_s: float = 0.03
 
     def __post_init__(self) -> None:
         """Validate kinds and ranges (errors name the field)."""
@@ -316,6 +324,8 @@ class IdentificationResult:
         rms_val_before, rms_val_after: the same on the held-out part.
         n_train, n_val: samples in each part.
         wall_s: optimisation wall time (s).
+        effort_corrections: joint -> (scale, viscous friction moved from kv to damping, N m s/rad), when
+            efforts were recorded.
     """
 
     nominal: dict[str, float]
@@ -327,6 +337,7 @@ class IdentificationResult:
     n_train: int
     n_val: int
     wall_s: float
+    effort_corrections: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     # The toolbox objects, for the report and the fitted MJCF.
     _spec: Any = dataclasses.field(repr=False, compare=False, default=None)
     _ctx: Any = dataclasses.field(repr=False, compare=False, default=None)
@@ -495,6 +506,24 @@ def _build_params(
                     f"joint {joint!r} has nominal {kind} {nominal}; scale bounds need a positive nominal"
                 )
             params.add(sysid.Parameter(name, nominal, lo * nominal, hi * nominal, modifier=modifier))
+        if (
+            cfg.use_effort
+            and problem.rec.effort is not None
+            and "kv" in cfg.kinds
+            and "damping" not in cfg.kinds
+        ):
+            # Not optimised (positions see only kv + damping); set from the efforts after the fit.
+            nominal = float(model.dof_damping[dof])
+            params.add(
+                sysid.Parameter(
+                    f"{joint}/damping",
+                    nominal,
+                    0.0,
+                    max(hi * nominal, 1.0),
+                    frozen=True,
+                    modifier=_set_joint_attr("damping", joint),
+                )
+            )
     if cfg.fit_delay:
         params.add(sysid.Parameter("command_delay_s", 0.0, 0.0, cfg.delay_max_s))
         problem.delay_param = "command_delay_s"
@@ -505,6 +534,8 @@ def _x_scale(params: sysid.ParameterDict, cfg: SysidConfig) -> np.ndarray:
     scale = []
     for name in params.keys():
         p = params[name]
+        if p.frozen:
+            continue  # not in the optimiser's vector
         if name == "command_delay_s":
             scale.append(0.01)
         elif name.endswith("/frictionloss"):
@@ -519,6 +550,97 @@ def _rms_q(residual_fn: Any, params: sysid.ParameterDict, n_joints: int) -> floa
     _, preds, records = residual_fn(params.as_vector(), params, return_pred_all=True)
     err = [p[0].data[:, :n_joints] - r[0].data[:, :n_joints] for p, r in zip(preds, records, strict=True)]
     return float(np.sqrt(np.mean(np.concatenate(err) ** 2)))
+
+
+# Kinds that scale together along the direction joint positions cannot see (small link inertia).
+_SCALED_KINDS = ("kp", "kv", "damping", "armature", "frictionloss")
+
+
+def _smooth(x: np.ndarray, n: int) -> np.ndarray:
+    kernel = np.ones(n) / n
+    return np.column_stack([np.convolve(x[:, c], kernel, mode="valid") for c in range(x.shape[1])])
+
+
+def _gravcomp(model: mujoco.MjModel, problem: _Problem, q: np.ndarray) -> np.ndarray:
+    """Gravity compensation the actuators carry (``actuatorgravcomp`` joints) at each row of ``q``."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = problem.base_qpos
+    qadr = [model.jnt_qposadr[j] for j in problem.jids]
+    dadr = [model.jnt_dofadr[j] for j in problem.jids]
+    on = model.jnt_actgravcomp[problem.jids].astype(float)
+    out = np.empty_like(q)
+    for i in range(q.shape[0]):
+        data.qpos[qadr] = q[i]
+        mujoco.mj_forward(model, data)
+        out[i] = data.qfrc_gravcomp[dadr] * on
+    return out
+
+
+def effort_correction(
+    model: mujoco.MjModel, rec: JointRecording, *, delay_s: float, smoothing_s: float = 0.03
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per joint ``(c, beta)`` with recorded effort ~= ``c`` x modelled effort + ``beta`` x velocity.
+
+    The model is driven by the recorded commands (delayed by ``delay_s``) from the recorded start; its
+    actuator effort and the recorded one, both less gravity compensation (which does not scale), are
+    smoothed over ``smoothing_s`` (a command applied one physics step early or late puts ``kp * dq``
+    spikes into an effort) and fitted by least squares.  Two things positions alone cannot see show up
+    here: scaling a joint's kp, kv, damping, armature and friction loss together by ``c`` leaves its
+    motion unchanged when its link inertia is small but scales its effort; and moving viscous friction
+    ``beta`` from the servo's kv into passive joint damping leaves the motion unchanged but not the
+    effort, which carries kv and not the damping.  Joints with no effort signal get ``nan``.
+
+    Raises:
+        IdentificationError: the recording has no efforts.
+    """
+    if rec.effort is None:
+        raise IdentificationError("the recording has no efforts (JointState.effort) to compare")
+    dt = float(model.opt.timestep)
+    steps = np.rint(rec.t / dt).astype(int)
+    keep = np.concatenate([[True], np.diff(steps) > 0])
+    sim = simulate_recording(
+        model, steps[keep] * dt, rec.q_cmd[keep], rec.joint_names, delay_s=delay_s, q0=rec.q[0]
+    )
+    assert sim.effort is not None
+    problem = _Problem(model, rec)
+    n = max(1, int(round(smoothing_s / dt)))
+    measured = _smooth(rec.effort[keep] - _gravcomp(model, problem, rec.q[keep]), n)
+    modelled = _smooth(sim.effort - _gravcomp(model, problem, sim.q), n)
+    velocity = _smooth(sim.qd, n)
+    c = np.full(len(rec.joint_names), np.nan)
+    beta = np.full(len(rec.joint_names), np.nan)
+    for k in range(len(rec.joint_names)):
+        X = np.column_stack([modelled[:, k], velocity[:, k]])
+        if np.linalg.matrix_rank(X) < 2:
+            continue
+        (c[k], beta[k]), *_ = np.linalg.lstsq(X, measured[:, k], rcond=None)
+    return c, beta
+
+
+def _apply_effort_correction(
+    fitted: sysid.ParameterDict, joints: Sequence[str], c: np.ndarray, beta: np.ndarray
+) -> dict[str, tuple[float, float]]:
+    """Scale each joint's parameters by ``c`` and move ``beta`` from kv into damping (in place)."""
+    applied: dict[str, tuple[float, float]] = {}
+    keys = set(fitted.keys())
+    for joint, cj, bj in zip(joints, c, beta, strict=True):
+        names = {kind: f"{joint}/{kind}" for kind in _SCALED_KINDS}
+        if not np.isfinite(cj) or not np.isfinite(bj) or cj <= 0 or f"{joint}/kp" not in keys:
+            continue
+        if names["kv"] not in keys or names["damping"] not in keys:
+            bj = 0.0  # nowhere to move it
+        for kind, name in names.items():
+            if name not in keys:
+                continue
+            p = fitted[name]
+            value = p.value * cj
+            if kind == "kv":
+                value = value - bj
+            elif kind == "damping":
+                value = value + bj
+            p.value = np.clip(value, p.min_value, p.max_value)
+        applied[joint] = (float(cj), float(bj))
+    return applied
 
 
 def _check_excited(rec: JointRecording, cfg: SysidConfig) -> None:
@@ -548,6 +670,9 @@ def identify(
     model_path: str | Path, recording: JointRecording, config: SysidConfig | None = None
 ) -> IdentificationResult:
     """Fit per-joint damping, armature, friction loss, servo kp and the command delay with ``mujoco.sysid``.
+
+    With recorded efforts, the position fit is then corrected per joint by :func:`effort_correction`
+    (scale of the gains, armature and friction loss; split of viscous friction between kv and damping).
 
     The first ``1 - validation_fraction`` of the recording is fitted; the rest is held out, simulated from
     its own measured initial state, and reported as validation error before and after.
@@ -597,6 +722,22 @@ def identify(
             x_scale=_x_scale(params, cfg),
             output=log,
         )
+    corrections: dict[str, tuple[float, float]] = {}
+    if cfg.use_effort and recording.effort is not None:
+        fitted_model = sysid.model_modifier.apply_param_modifiers(fitted, spec)
+        delay = float(fitted["command_delay_s"].value[0]) if problem.delay_param else 0.0
+        train_rec = dataclasses.replace(
+            recording,
+            t=recording.t[:n_train],
+            q_cmd=recording.q_cmd[:n_train],
+            q=recording.q[:n_train],
+            qd=recording.qd[:n_train],
+            effort=recording.effort[:n_train],
+        )
+        c, beta = effort_correction(
+            fitted_model, train_rec, delay_s=delay, smoothing_s=cfg.effort_smoothing_s
+        )
+        corrections = _apply_effort_correction(fitted, recording.joint_names, c, beta)
     wall = time.perf_counter() - start
     after = (_rms_q(train_fn, fitted, nj), _rms_q(val_fn, fitted, nj))
     return IdentificationResult(
@@ -609,6 +750,7 @@ def identify(
         n_train=n_train,
         n_val=n_val,
         wall_s=wall,
+        effort_corrections=corrections,
         _spec=spec,
         _ctx={
             "params": params,
@@ -710,6 +852,9 @@ def write_identification(
                 "validation": {"before": result.rms_val_before, "after": result.rms_val_after},
             },
             "samples": {"train": result.n_train, "validation": result.n_val},
+            "effort_corrections": {
+                j: {"scale": c, "kv_to_damping": b} for j, (c, b) in result.effort_corrections.items()
+            },
             "wall_s": result.wall_s,
         }
         (tmp / "sysid.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
