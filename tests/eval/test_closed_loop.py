@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -143,6 +144,13 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
             reasons = {r.reason for r in s.rows()}
         errors = {r for r in reasons if r.startswith(("variation_error", "episode_error"))}
         assert not errors, (store, reasons)
+    # A store may hold an earlier run's episodes (other settings): only this plan's are compared.
+    with ResultsStore(out / "work" / "real.sqlite") as store:
+        first = next(store.rows())
+        store.add(dataclasses.replace(first, id=0, success=not first.success, episode_key="stale-run"))
+    again = run_closed_loop(cfg)
+    assert again["real_vs_reconstructed"] == summary["real_vs_reconstructed"]
+    assert again["episodes_run_now"] == {k: 0 for k in again["episodes_run_now"]}
     # Paired sides: every real episode has a sim partner at its own variation and seed.
     for side in ("real_vs_reconstructed", "real_vs_bundled"):
         pairs = written[side]["failure_prediction_paired"]

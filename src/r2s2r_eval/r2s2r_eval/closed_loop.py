@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from r2s2r_eval import failure_regions as fr
 from r2s2r_eval.results import EpisodeRow, ResultsStore, utc_now
 from r2s2r_eval.sweep import PolicySpec, SweepConfig, episode_seed, plan_sweep, run_task, variations_digest
@@ -371,13 +373,14 @@ def _real_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> int:
+def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> tuple[int, set[str]]:
     """The real side: ``trials`` operator variations x every policy on the emulated hardware.
 
-    Returns the episodes run now (those already in ``results`` are kept).
+    Returns the episodes run now (those already in ``results`` are kept) and the keys of this plan.
     """
     digest = variations_digest(variations)
     profile_sha = _sha256_file(Path(cfg.profile))
+    planned: set[str] = set()
     with ResultsStore(results) as store:
         have = store.episode_keys()
         jobs = []
@@ -386,6 +389,7 @@ def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> int:
                 _real_key(p, profile_sha, digest, cfg.real_seed, index, cfg.camera_rate_hz, cfg.max_steps)
                 for p in cfg.policies
             )
+            planned.update(keys)
             todo = [(p, k) for p, k in zip(cfg.policies, keys, strict=True) if k not in have]
             if todo:
                 jobs.append(
@@ -403,7 +407,8 @@ def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> int:
                         max_steps=cfg.max_steps,
                     )
                 )
-        return _pool_run(_run_real_task, jobs, store, workers=cfg.workers, label="real (emulated hardware)")
+        ran = _pool_run(_run_real_task, jobs, store, workers=cfg.workers, label="real (emulated hardware)")
+    return ran, planned
 
 
 def run_sim(
@@ -414,12 +419,12 @@ def run_sim(
     *,
     label: str,
     paired: bool = False,
-) -> int:
+) -> tuple[int, set[str]]:
     """A sim side: the sweep of ``cfg.policies`` x ``trials`` Sobol variations in ``world``.
 
     ``paired``: instead, the real side's own trials: its random operator variations and episode seeds
     (``real_seed``), so every real episode has a sim partner at the same parameters.
-    Returns the episodes run now (those already in ``results`` are kept).
+    Returns the episodes run now (those already in ``results`` are kept) and the keys of this plan.
     """
     from r2s2r_sim.world import SimWorld
     from r2s2r_sim.worlds import world_path
@@ -444,7 +449,7 @@ def run_sim(
         by_index: dict[int, list[Any]] = {}
         for t in pending:
             by_index.setdefault(t.index, []).append(t)
-        return _pool_run(
+        ran = _pool_run(
             _run_sim_batch,
             list(by_index.values()),
             store,
@@ -452,6 +457,7 @@ def run_sim(
             label=label,
             init=(base.world_id, str(folder)),
         )
+    return ran, {t.key for t in tasks}
 
 
 # ---------------------------------------------------------------------------------------- report
@@ -466,12 +472,27 @@ def _metric(summary: dict[str, Any], name: str) -> dict[str, Any]:
     return {"value": m.get("value"), "low": m.get("bootstrap_low"), "high": m.get("bootstrap_high")}
 
 
-def _pairs(store: Path) -> list[tuple[str, int, bool]]:
-    """``(policy label, episode seed, success)`` of every episode in a results store."""
+def _pairs(store: Path, keys: set[str]) -> list[tuple[str, int, bool]]:
+    """``(policy label, episode seed, success)`` of the episodes of a results store with these keys."""
     from r2s2r_eval.compare import policy_label
 
     with ResultsStore(store) as s:
-        return [(policy_label(r.policy, r.parameters), int(r.seed), bool(r.success)) for r in s.rows()]
+        return [
+            (policy_label(r.policy, r.parameters), int(r.seed), bool(r.success))
+            for r in s.rows()
+            if r.episode_key in keys
+        ]
+
+
+def _planned(table: Any, keys: set[str]) -> Any:
+    """The episodes of ``table`` (a :class:`~r2s2r_eval.compare.EpisodeTable`) whose key is in ``keys``."""
+    keep = np.array([k in keys for k in table.key], dtype=bool)
+    per_episode = {
+        f.name: getattr(table, f.name)[keep]
+        for f in dataclasses.fields(table)
+        if isinstance(getattr(table, f.name), np.ndarray) and len(getattr(table, f.name)) == len(keep)
+    }
+    return dataclasses.replace(table, **per_episode)
 
 
 def build_summary(
@@ -658,15 +679,16 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     }
     ran: dict[str, int] = {}
     t0 = time.perf_counter()
-    ran["real"] = run_real(cfg, variations, stores["real"])
+    planned: dict[str, set[str]] = {}
+    ran["real"], planned["real"] = run_real(cfg, variations, stores["real"])
     wall["real"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ran["sim_reconstructed"] = run_sim(
+    ran["sim_reconstructed"], planned["sim"] = run_sim(
         cfg, variations, world, stores["sim"], label="sim (reconstructed world)"
     )
     wall["sim_reconstructed"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ran["sim_bundled"] = run_sim(
+    ran["sim_bundled"], planned["baseline"] = run_sim(
         cfg, variations, cfg.world, stores["baseline"], label="baseline sim (bundled world)"
     )
     wall["sim_bundled"] = time.perf_counter() - t0
@@ -675,22 +697,27 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         ("paired_baseline", "paired_bundled", cfg.world, "paired baseline sim (bundled world)"),
     ):
         t0 = time.perf_counter()
-        ran[name] = run_sim(cfg, variations, where, stores[key], label=label, paired=True)
+        ran[name], planned[key] = run_sim(cfg, variations, where, stores[key], label=label, paired=True)
         wall[name] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     settings = CompareSettings(allow_different_worlds=True)
-    real = load_episodes(stores["real"])
+    # Only this plan's episodes: a store may also hold those of an earlier run with other settings.
+    real = _planned(load_episodes(stores["real"]), planned["real"])
     comps = {}
-    for name, store in (("real_vs_reconstructed", stores["sim"]), ("real_vs_bundled", stores["baseline"])):
-        comp = compare(load_episodes(store), real, settings)
+    for name, key in (("real_vs_reconstructed", "sim"), ("real_vs_bundled", "baseline")):
+        comp = compare(_planned(load_episodes(stores[key]), planned[key]), real, settings)
         shutil.rmtree(out / name, ignore_errors=True)  # our own report of an earlier run
         write_report(comp, out / name)
         comps[name] = comp.summary
-    real_pairs = _pairs(stores["real"])
+    real_pairs = _pairs(stores["real"], planned["real"])
     paired = {
-        "real_vs_reconstructed": fr.paired_agreement(real_pairs, _pairs(stores["paired"])),
-        "real_vs_bundled": fr.paired_agreement(real_pairs, _pairs(stores["paired_baseline"])),
+        "real_vs_reconstructed": fr.paired_agreement(
+            real_pairs, _pairs(stores["paired"], planned["paired"])
+        ),
+        "real_vs_bundled": fr.paired_agreement(
+            real_pairs, _pairs(stores["paired_baseline"], planned["paired_baseline"])
+        ),
     }
     wall["compare"] = time.perf_counter() - t0
     wall["total"] = time.perf_counter() - t_all
