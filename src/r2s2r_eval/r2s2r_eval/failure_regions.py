@@ -24,6 +24,7 @@ its one parameter and reports how many it dropped.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -359,7 +360,8 @@ def usable_features(*matrices: npt.ArrayLike) -> np.ndarray:
     if stacked.shape[0] == 0:
         return np.zeros(stacked.shape[1], dtype=bool)
     finite = np.all(np.isfinite(stacked), axis=0)
-    with np.errstate(invalid="ignore"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: not usable anyway
         spread = np.nanmax(stacked, axis=0) - np.nanmin(stacked, axis=0)
     return finite & (spread > 0)
 
