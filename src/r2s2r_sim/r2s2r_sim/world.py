@@ -57,17 +57,19 @@ _OPTICAL_FROM_MUJOCO_CAMERA = np.diag([1.0, -1.0, -1.0])  # 180 deg about x: -z/
 
 
 @contextlib.contextmanager
-def _quiet_empty_prefix_warning() -> Iterator[None]:
+def _quiet_empty_prefix_warning(keyframe_conflict: bool = False) -> Iterator[None]:
     """Drop MuJoCo's C-level "empty prefix" attach warning (printed to stdout and MUJOCO_LOG.TXT).
 
     An empty prefix is this world format's documented default, so the warning is noise on every load;
     any other MuJoCo warning raised meanwhile goes to this module's logger. The handler is process-wide,
-    so the previous one is restored on exit.
+    so the previous one is restored on exit.  ``keyframe_conflict``: also drop "Attach conflict", raised
+    when a scene without keyframes (a real2sim world) keeps none of the robot's; expected, as the home
+    pose then comes from ``world.yaml`` (``robot.home_qpos``).
     """
     previous = mujoco.get_mju_user_warning()
 
     def _handler(message: str) -> None:
-        if "empty prefix" not in message:
+        if "empty prefix" not in message and not (keyframe_conflict and "Attach conflict" in message):
             _LOG.warning("MuJoCo: %s", message)
 
     mujoco.set_mju_user_warning(_handler)
@@ -155,9 +157,11 @@ class SimWorld:
             for name in _ROBOT_OPTION_FIELDS:
                 setattr(scene_spec.option, name, getattr(robot_spec.option, name))
         frame = self._attach_frame(scene_spec)
-        with warnings.catch_warnings(), _quiet_empty_prefix_warning():
+        keyframe_conflict = not scene_spec.keys and bool(robot_spec.keys)
+        with warnings.catch_warnings(), _quiet_empty_prefix_warning(keyframe_conflict):
             # An empty prefix is the documented default; names are checked for clashes by the compiler.
             warnings.filterwarnings("ignore", message=".*empty prefix.*")
+            warnings.filterwarnings("ignore", message=r"(?s)Attach conflict.*nkey")
             try:
                 scene_spec.attach(robot_spec, prefix=self._prefix, frame=frame)
                 if cfg.physics.timestep is not None:
