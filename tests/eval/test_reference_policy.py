@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -73,3 +74,20 @@ def test_runner_refuses_bad_rates_and_closed_use(runner: EpisodeRunner) -> None:
     closed = EpisodeRunner(WORLD)
     with pytest.raises(RunnerError, match="outside its with-block"):
         closed.run(load_policy("reference"), 0)
+
+
+def test_assumed_nominal_camera_fails_only_where_the_camera_differs(runner: EpisodeRunner) -> None:
+    # In the bundled world the nominal camera is the true one; on the emulated hardware the camera sits
+    # ~2 cm and ~1.6 deg away, so a policy that trusts the nominal model misses the cube there.
+    from r2s2r_eval.emulated_runner import EmulatedRunner  # noqa: PLC0415
+
+    params = ReferenceParams(assume_camera_of=WORLD)
+    in_sim = [runner.run(ReferencePolicy(params), s, camera_rate_hz=CAMERA_HZ).success for s in SEEDS[:3]]
+    profile = Path(__file__).resolve().parents[2] / "config/emulated_hardware/default_profile.yaml"
+    with EmulatedRunner(WORLD, profile) as real:
+        policy = ReferencePolicy(params)
+        on_real = [real.run(policy, s, episode_index=s, camera_rate_hz=CAMERA_HZ).success for s in SEEDS[:3]]
+    assert all(in_sim) and not any(on_real), (in_sim, on_real)
+    unknown = ReferencePolicy(ReferenceParams(assume_camera_of="no-such-world"))
+    bad = runner.run(unknown, 0, camera_rate_hz=CAMERA_HZ)
+    assert not bad.success and bad.reason.startswith("policy_error") and "assume_camera_of" in bad.reason

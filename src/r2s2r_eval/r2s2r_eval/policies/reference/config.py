@@ -22,12 +22,16 @@ class ReferenceParams(PolicyParams):
         speed: scale of the Cartesian (0.15 m/s), tool-yaw (1 rad/s) and joint (1.5 rad/s) speed limits;
             in (0, 10].
         control_rate_hz: rate (Hz) the policy asks to be called at; in (0, 1000].
+        assume_camera_of: a bundled world id whose camera (intrinsics and pose) the policy assumes
+            instead of the observed ``CameraInfo`` and ``/tf``: a policy developed against a nominal,
+            uncalibrated camera model.  Empty: trust the observation.
     """
 
     perception_noise_m: float = 0.0
     grasp_offset_m: float = 0.0
     speed: float = 1.0
     control_rate_hz: float = 10.0
+    assume_camera_of: str = ""
 
     def __post_init__(self) -> None:
         checks = (

@@ -63,6 +63,30 @@ class SceneModel:
 
 
 @lru_cache(maxsize=4)
+def _nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Intrinsics (for ``width`` x ``height``) and optical-frame pose of a world's first camera."""
+    import transforms3d  # noqa: PLC0415
+    from r2s2r_sim.rendering import camera_intrinsics  # noqa: PLC0415
+    from r2s2r_sim.world import SimWorld  # noqa: PLC0415
+    from r2s2r_sim.worlds import world_path  # noqa: PLC0415
+
+    try:
+        world = SimWorld(world_path(world_id))
+    except (ValueError, OSError) as err:
+        raise PolicyError(f"reference policy: assume_camera_of: {err}") from err
+    if not world.config.cameras:
+        raise PolicyError(f"reference policy: assume_camera_of: world {world_id!r} has no camera")
+    cam = world.config.cameras[0]
+    mjcf_camera = world.model.camera(world.camera_id(cam.name)).name
+    k = camera_intrinsics(world.model, mjcf_camera, width, height)
+    pos, quat = world.camera_pose(cam.name)
+    pose = np.eye(4)
+    pose[:3, :3] = transforms3d.quaternions.quat2mat(quat)
+    pose[:3, 3] = pos
+    return np.asarray(k, dtype=np.float64), pose
+
+
+@lru_cache(maxsize=4)
 def _scene_model(world_id: str) -> SceneModel:
     # Imported here: only this policy needs the world registry, and only once per world.
     from r2s2r_sim.world import SimWorld
@@ -204,8 +228,12 @@ class ReferencePolicy(Policy):
                 "reference policy: the first observation lacks rgb, depth, camera_k or camera_pose"
             )
         scene = self._scene
+        camera_k, camera_pose = obs.camera_k, obs.camera_pose
+        if self._p.assume_camera_of:
+            height, width = obs.rgb.shape[:2]
+            camera_k, camera_pose = _nominal_camera(self._p.assume_camera_of, width, height)
         found = estimate_cube(
-            obs.rgb, obs.depth, obs.camera_k, obs.camera_pose, scene.cube_colour, scene.cube_half_size
+            obs.rgb, obs.depth, camera_k, camera_pose, scene.cube_colour, scene.cube_half_size
         )
         if found is None:
             raise PolicyError("reference policy: cube not found in the colour image")
