@@ -40,8 +40,7 @@ class TrainConfig:
         num_threads: torch CPU threads (>= 1).
         channels, hidden: network size (see :class:`~r2s2r_eval.policies.bc.model.BCModelConfig`).
         absolute: predict absolute arm joint targets (True) or targets relative to the measured arm
-            positions (False).  Absolute targets do not feed the policy's own tracking error back into its
-            next command, which is what made relative-target policies drift off the demonstrations.
+            positions (False); absolute targets keep the servo's tracking error out of the next command.
         time_input: give the network the time since the episode started (s) next to the joint state, so
             the phases in which the expert holds still (closing the gripper) do not look alike.
         state_noise: std (rad or m) of Gaussian noise added to the joint-state input during training.
@@ -141,7 +140,7 @@ def load_demonstrations(
             ep = read_episode(root, i)
             s = ep["observation.state"].astype(np.float32)
             a = ep["action"].astype(np.float32)
-            # Targets: arm deltas, gripper, and episode progress in [0, 1] (the policy's "done" signal).
+            # Targets: arm targets, gripper, and episode progress in [0, 1] (the policy's "done" signal).
             progress = np.linspace(0.0, 1.0, len(a), dtype=np.float32)[:, None]
             t = np.concatenate([a, progress], axis=1)
             if not absolute:

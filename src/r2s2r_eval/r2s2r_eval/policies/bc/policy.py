@@ -48,8 +48,9 @@ class BCPolicy(Policy):
     Outputs arm joint targets (absolute, or the measured arm positions plus a predicted delta for
     checkpoints trained with ``absolute: false``), and a gripper command clipped to the episode's command
     range.  Checkpoints trained with ``time_input`` also get the time since the episode's first
-    observation.  It also predicts how far through a demonstration it is, and reports :attr:`done` (then holds its last command) once that progress reaches ``done_progress`` with the
-    gripper open on two consecutive steps, which ends an episode on (emulated) hardware.
+    observation.  It also predicts how far through a demonstration it is, and reports :attr:`done` (then
+    holds its last command) once that progress reaches ``done_progress`` with the gripper open on two
+    consecutive steps, which ends an episode on (emulated) hardware.
     """
 
     params_type = BCParams
