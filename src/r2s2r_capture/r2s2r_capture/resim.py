@@ -94,23 +94,6 @@ class ResimResult:
         return out
 
 
-def _delay(model: Any) -> float:
-    import mujoco  # noqa: PLC0415
-
-    from r2s2r_capture.sysid import DELAY_NUMERIC  # noqa: PLC0415
-
-    for candidate in (DELAY_NUMERIC,):
-        nid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_NUMERIC, candidate)
-        if nid < 0:
-            # the robot is attached with a prefix in some worlds
-            names = [model.numeric(i).name for i in range(model.nnumeric)]
-            hits = [i for i, n in enumerate(names) if n.endswith(DELAY_NUMERIC)]
-            nid = hits[0] if hits else -1
-        if nid >= 0:
-            return float(model.numeric_data[model.numeric_adr[nid]])
-    return 0.0
-
-
 def resim(
     bag: str | Path,
     world_dir: str | Path,
@@ -149,7 +132,7 @@ def resim(
     qd_rec = motion.qd[keep]
     if t.size < 2:
         raise BagError(f"bag {bag}: fewer than 2 joint states after the first command")
-    delay = _delay(world.model) if delay_s is None else float(delay_s)
+    delay = world.command_delay_s if delay_s is None else float(delay_s)
     world.command_delay_s = 0.0  # resim schedules the recorded commands with ``delay`` itself
     model, data = world.model, world.data
     world.reset(0)

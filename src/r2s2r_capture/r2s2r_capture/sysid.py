@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 import yaml
 from mujoco import sysid
+from r2s2r_sim.world import COMMAND_DELAY_NUMERIC
 
 from r2s2r_capture.errors import IdentificationError
 
@@ -33,8 +34,8 @@ __all__ = [
     "write_identification",
 ]
 
-# Name of the MJCF <custom><numeric> that carries the identified command delay (s).
-DELAY_NUMERIC = "r2s2r_command_delay_s"
+# Name of the MJCF <custom><numeric> that carries the identified command delay (s); SimWorld applies it.
+DELAY_NUMERIC = COMMAND_DELAY_NUMERIC
 # Largest recording we accept (samples): guards memory when reading untrusted .npz files.
 MAX_SAMPLES = 2_000_000
 PARAM_KINDS = ("damping", "armature", "frictionloss", "kp")

@@ -662,8 +662,7 @@ class SimWorld:
         return np.concatenate([d.qpos, d.qvel, d.act, d.ctrl])
 
 
-# Name of the ``<custom><numeric>`` holding the identified command delay (s), as ``r2s2r real2sim`` writes it
-# (``r2s2r_capture.sysid.DELAY_NUMERIC``; the sim package cannot import the capture package).
+# Name of the ``<custom><numeric>`` holding the identified command delay (s), as ``r2s2r real2sim`` writes it.
 COMMAND_DELAY_NUMERIC = "r2s2r_command_delay_s"
 
 
