@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="BC training needs PyTorch (torch==2.13.0 CPU)")
@@ -43,6 +44,7 @@ def test_dataset_is_valid_lerobot(demos: Path) -> None:
     assert feats["observation.images.camera"]["shape"] == [72, 96, 3]
     assert feats["action"]["names"][-1] == "gripper"
     assert "variation.unit" in feats
+    assert feats["observation.environment_state"]["names"][:3] == ["object_x", "object_y", "object_z"]
     ep = read_episode(demos, 0)
     assert ep["observation.images.camera"].shape[0] == len(ep["action"]) == len(ep["observation.state"])
     meta = [json.loads(line) for line in (demos / "meta/episodes.jsonl").read_text().splitlines()]
@@ -50,6 +52,44 @@ def test_dataset_is_valid_lerobot(demos: Path) -> None:
     bags = sorted((demos / "mcap").iterdir())
     assert [b.name for b in bags] == ["episode_000000", "episode_000001"]
     assert all((b / "metadata.yaml").is_file() for b in bags)
+
+
+def test_environment_state_is_the_cube_pose(demos: Path) -> None:
+    # The first frame's object state is the cube where the world's reset put it (same attempt seed).
+    meta = json.loads((demos / "meta/episodes.jsonl").read_text().splitlines()[0])
+    env = read_episode(demos, 0)["observation.environment_state"]
+    from r2s2r_sim.variations import load_variation_config, sample_variation
+
+    with EpisodeRunner(
+        "tabletop-pick-v1", variation=sample_variation(load_variation_config(VARIATIONS), meta["seed"])
+    ) as r:
+        r.world.reset(seed=meta["seed"])
+        pos, quat = r.world.body_pose("cube")
+    assert env[0, :3] == pytest.approx(pos, abs=2e-3)
+    assert np.hypot(env[:, 3], env[:, 4]) == pytest.approx(np.ones(len(env)), abs=1e-4)
+    # the cube ends up carried: it rises during the episode
+    assert env[:, 2].max() > env[0, 2] + 0.05
+
+
+def test_chunked_targets_stay_in_their_episode() -> None:
+    from r2s2r_eval.train import _Data
+
+    t = np.arange(10, dtype=np.float32)[:, None]
+    d = _Data(
+        images=np.zeros((10, 2, 2, 3), np.uint8),
+        states=np.zeros((10, 1), np.float32),
+        targets=t,
+        env=None,
+        episode=np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2]),
+        joint_names=("a",),
+        arm_names=("a",),
+        fps=10.0,
+    )
+    c = d.chunked_targets(3)
+    assert c.shape == (10, 3)
+    assert c[0].tolist() == [0, 1, 2] and c[2].tolist() == [2, 3, 3] and c[3].tolist() == [3, 3, 3]
+    assert c[5].tolist() == [5, 6, 6] and c[9].tolist() == [9, 9, 9]
+    assert d.chunked_targets(1) is t
 
 
 def test_demos_resume_skips_finished_attempts(demos: Path) -> None:
@@ -98,6 +138,37 @@ def test_bc_policy_on_emulated_hardware(checkpoint: Path) -> None:
     ) as r:
         result = r.run(policy, seed=3, camera_rate_hz=10.0, max_steps=3)
     assert result.steps == 3 and not result.reason.startswith("policy_error"), result.reason
+
+
+def test_chunked_aux_checkpoint_runs_with_temporal_ensembling(demos: Path, tmp_path: Path) -> None:
+    out = tmp_path / "chunked"
+    train([demos], out, TrainConfig(steps=3, batch_size=8, chunk=4, aux_weight=1.0))
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["model"]["chunk"] == 4 and cfg["model"]["aux_dim"] == 5
+    policy = load_policy("bc", {"checkpoint": str(out), "ensemble_decay": 0.5})
+    with EpisodeRunner("tabletop-pick-v1") as runner:
+        result = runner.run(policy, seed=3, camera_rate_hz=10.0, max_steps=6)
+    assert result.steps == 6 and not result.reason.startswith("policy_error"), result.reason
+    assert len(policy._chunks) == 4  # the last four steps' chunks were averaged
+
+
+def test_aux_loss_needs_environment_state(demos: Path, tmp_path: Path) -> None:
+    # A dataset recorded before observation.environment_state existed: refused with aux, fine without.
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(demos, old)
+    info = json.loads((old / "meta/info.json").read_text())
+    del info["features"]["observation.environment_state"]
+    (old / "meta/info.json").write_text(json.dumps(info))
+    import pyarrow.parquet as pq
+
+    for f in (old / "data").rglob("*.parquet"):
+        pq.write_table(pq.read_table(f).drop(["observation.environment_state"]), f)
+    with pytest.raises(TrainError, match="observation.environment_state"):
+        train([old], tmp_path / "a", TrainConfig(steps=1, batch_size=4))
+    train([old], tmp_path / "b", TrainConfig(steps=1, batch_size=4, aux_weight=0.0))
+    assert json.loads((tmp_path / "b/config.json").read_text())["model"]["aux_dim"] == 0
 
 
 def test_training_is_deterministic_and_refuses_overwrite(

@@ -33,6 +33,7 @@ from r2s2r_eval.runner import EpisodeRunner
 
 __all__ = [
     "DEFAULT_TASK",
+    "ENV_STATE_NAMES",
     "DemoConfig",
     "DemoError",
     "DemoSummary",
@@ -44,6 +45,9 @@ __all__ = [
 
 DEFAULT_TASK = "pick the red cube and place it in the blue bin"
 ATTEMPTS_FILE = "meta/r2s2r_attempts.jsonl"
+# Privileged task-object state per frame (LeRobot's ``observation.environment_state``), in the world frame:
+# the yaw enters as cos/sin of 4*yaw because a cube looks (and is grasped) the same every quarter turn.
+ENV_STATE_NAMES = ("object_x", "object_y", "object_z", "object_cos4yaw", "object_sin4yaw")
 # Seed-sequence key of the DART noise stream, apart from the world's and the policy's streams.
 _NOISE_STREAM = 0x44415254
 # The expert needs one full-size RGB-D frame (t = 0); a rate this low gives no other full-size frame.
@@ -157,6 +161,7 @@ def dataset_features(
     height: int,
     fps: float,
     variation_names: tuple[str, ...],
+    environment_state: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """The LeRobot ``features`` of a demonstration dataset."""
     features: dict[str, dict[str, Any]] = {
@@ -178,6 +183,13 @@ def dataset_features(
         "observation.state": {"dtype": "float32", "shape": [len(joint_names)], "names": list(joint_names)},
         "action": {"dtype": "float32", "shape": [len(arm_names) + 1], "names": [*arm_names, "gripper"]},
     }
+    if environment_state:
+        # Privileged (sim only): where the task object is, for auxiliary losses or state-based policies.
+        features["observation.environment_state"] = {
+            "dtype": "float32",
+            "shape": [len(ENV_STATE_NAMES)],
+            "names": list(ENV_STATE_NAMES),
+        }
     if variation_names:
         # Privileged: the variation's unit-cube point (fixed length, unlike the realised parameters, which
         # depend on e.g. the clutter count and are kept per episode in episodes.jsonl).
@@ -221,6 +233,8 @@ class _Recorder(Policy):
         self.states: list[np.ndarray] = []
         self.actions: list[np.ndarray] = []
         self.stamps: list[float] = []
+        self.env_states: list[np.ndarray] = []
+        self.object_body = self.world.config.task.object_body if self.world.config.task else None
         self.joint_names: tuple[str, ...] = ()
         self.arm_names: tuple[str, ...] = ()
 
@@ -230,7 +244,7 @@ class _Recorder(Policy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Reset the expert and the buffers."""
-        self.frames, self.states, self.actions, self.stamps = [], [], [], []
+        self.frames, self.states, self.actions, self.stamps, self.env_states = [], [], [], [], []
         self.arm_names = info.arm_joint_names
         self.expert.reset(info)
         self._noise_rng = np.random.default_rng(np.random.SeedSequence([info.seed, _NOISE_STREAM]))
@@ -245,6 +259,7 @@ class _Recorder(Policy):
         self.states.append(observation.joint_positions.astype(np.float32))
         self.actions.append(np.append(action.arm_positions, action.gripper).astype(np.float32))
         self.stamps.append(observation.stamp)
+        self.env_states.append(self._environment_state())
         if self.cfg.action_noise > 0:
             # AR(1) offset with stationary std action_noise and a ~1 s correlation time at 10 Hz.
             a = 0.9
@@ -252,6 +267,15 @@ class _Recorder(Policy):
             self._noise = a * self._noise + self._noise_rng.normal(0.0, sigma, self._noise.shape)
             return dataclasses.replace(action, arm_positions=action.arm_positions + self._noise)
         return action
+
+    def _environment_state(self) -> np.ndarray:
+        """The task object's position and quarter-turn-symmetric yaw (see :data:`ENV_STATE_NAMES`)."""
+        if self.object_body is None:
+            return np.full(len(ENV_STATE_NAMES), np.nan, np.float32)
+        pos, quat = self.world.body_pose(self.object_body)
+        w, x, y, z = quat
+        yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        return np.array([*pos, math.cos(4 * yaw), math.sin(4 * yaw)], np.float32)
 
 
 def _read_attempts(root: Path) -> list[dict[str, Any]]:
@@ -420,6 +444,8 @@ def collect_demos(
                 "variation": dict(variation.params) if variation is not None else None,
             }
             columns = {"observation.state": np.stack(rec.states), "action": np.stack(rec.actions)}
+            if "observation.environment_state" in writer.features:  # datasets from before it existed: not
+                columns["observation.environment_state"] = np.stack(rec.env_states)
             if variation is not None:
                 columns["variation.unit"] = np.tile(
                     np.asarray(variation.unit, np.float32), (len(rec.states), 1)

@@ -41,6 +41,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state-noise", type=float, default=TrainConfig.state_noise, help="joint-state input noise std (rad)"
     )
+    p.add_argument(
+        "--aux-weight",
+        type=float,
+        default=TrainConfig.aux_weight,
+        help="weight of the auxiliary object-state loss (0: none; needs observation.environment_state)",
+    )
+    p.add_argument("--chunk", type=int, default=TrainConfig.chunk, help="actions predicted per step (ACT)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -56,6 +63,8 @@ def cmd_train(ns: argparse.Namespace) -> int:
             absolute=not ns.relative,
             time_input=not ns.no_time_input,
             state_noise=ns.state_noise,
+            aux_weight=ns.aux_weight,
+            chunk=ns.chunk,
         )
     except TrainError as err:
         print(f"r2s2r train: {err}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from r2s2r_eval.policy import PolicyParams
@@ -19,12 +20,16 @@ class BCParams(PolicyParams):
         num_threads: torch CPU threads (>= 1).
         done_progress: the policy reports ``done`` once its predicted episode progress reaches this, with
             the gripper open, for two steps in a row (in (0, 2]; above 1: never).
+        ensemble_decay: for checkpoints that predict action chunks: weight ``exp(-ensemble_decay * age)``
+            of a prediction made ``age`` steps ago in the average for the current step (>= 0; 0: plain
+            mean; large: newest prediction only).
     """
 
     checkpoint: str = ""
     control_rate_hz: float = 0.0
     num_threads: int = 2
     done_progress: float = 0.97
+    ensemble_decay: float = 0.1
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.control_rate_hz <= 1000.0:
@@ -33,5 +38,7 @@ class BCParams(PolicyParams):
             )
         if not 0.0 < self.done_progress <= 2.0:
             raise ValueError(f"done_progress: must be in (0, 2], got {self.done_progress}")
+        if not (math.isfinite(self.ensemble_decay) and self.ensemble_decay >= 0):
+            raise ValueError(f"ensemble_decay: must be >= 0, got {self.ensemble_decay}")
         if self.num_threads < 1:
             raise ValueError(f"num_threads: must be >= 1, got {self.num_threads}")

@@ -1,4 +1,10 @@
-"""The BC network: a small CNN with a spatial-softmax keypoint head, fused with joint state by an MLP."""
+"""The BC network: a small CNN with a spatial-softmax keypoint head, fused with joint state by an MLP.
+
+Optionally (``aux_dim > 0``) a second head reads the task object's state (position, yaw) from the
+keypoints; it is trained against the simulator's privileged state and its output also feeds the action
+head, so the image features are shaped to localise the object precisely.  ``chunk > 1`` predicts the next
+``chunk`` actions at once (action chunking, as in ACT).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,9 @@ class BCModelConfig:
             episode progress in [0, 1].
         channels: conv widths (the first conv has stride 2, and every second one after it).
         hidden: MLP width.
+        aux_dim: outputs of the auxiliary object-state head (0: none).
+        chunk: consecutive actions predicted per forward pass (>= 1); the output has
+            ``chunk * action_dim`` values, step-major.
     """
 
     image_width: int = 96
@@ -30,9 +39,13 @@ class BCModelConfig:
     action_dim: int = 8
     channels: tuple[int, ...] = (16, 32, 32)
     hidden: int = 256
+    aux_dim: int = 0
+    chunk: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("image_width", "image_height", "state_dim", "action_dim", "hidden"):
+        if self.aux_dim < 0:
+            raise ValueError(f"aux_dim: must be >= 0, got {self.aux_dim}")
+        for name in ("image_width", "image_height", "state_dim", "action_dim", "hidden", "chunk"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
         if not self.channels:
@@ -82,15 +95,29 @@ class BCNet(nn.Module):
             c_in = c
         self.encoder = nn.Sequential(*layers)
         self.keypoints = SpatialSoftmax()
+        self.aux = (
+            nn.Sequential(nn.Linear(2 * c_in, cfg.hidden), nn.ReLU(), nn.Linear(cfg.hidden, cfg.aux_dim))
+            if cfg.aux_dim
+            else None
+        )
         self.head = nn.Sequential(
-            nn.Linear(2 * c_in + cfg.state_dim, cfg.hidden),
+            nn.Linear(2 * c_in + cfg.aux_dim + cfg.state_dim, cfg.hidden),
             nn.ReLU(),
             nn.Linear(cfg.hidden, cfg.hidden),
             nn.ReLU(),
-            nn.Linear(cfg.hidden, cfg.action_dim),
+            nn.Linear(cfg.hidden, cfg.chunk * cfg.action_dim),
         )
 
-    def forward(self, image: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
-        """Normalised action."""
+    def forward_all(
+        self, image: torch.Tensor, state: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Normalised action chunk (B, chunk * A) and normalised object state (B, aux_dim) or None."""
         features = self.keypoints(self.encoder(image * 2.0 - 1.0))
-        return self.head(torch.cat([features, state], dim=1))
+        if self.aux is None:
+            return self.head(torch.cat([features, state], dim=1)), None
+        aux = self.aux(features)
+        return self.head(torch.cat([features, aux, state], dim=1)), aux
+
+    def forward(self, image: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """Normalised action chunk (B, chunk * A)."""
+        return self.forward_all(image, state)[0]

@@ -50,7 +50,9 @@ class BCPolicy(Policy):
     range.  Checkpoints trained with ``time_input`` also get the time since the episode's first
     observation.  It also predicts how far through a demonstration it is, and reports :attr:`done` (then
     holds its last command) once that progress reaches ``done_progress`` with the gripper open on two
-    consecutive steps, which ends an episode on (emulated) hardware.
+    consecutive steps, which ends an episode on (emulated) hardware.  Checkpoints that predict action
+    chunks run every step and average the predictions made for the current step over the last ``chunk``
+    steps, weighted ``exp(-ensemble_decay * age)`` (ACT's temporal ensembling).
     """
 
     params_type = BCParams
@@ -97,6 +99,7 @@ class BCPolicy(Policy):
         self._t0 = None
         self._near_end = 0
         self._last: Action | None = None
+        self._chunks: list[np.ndarray] = []  # newest last: (chunk, A) predictions of the last steps
 
     @property
     def done(self) -> bool:
@@ -123,7 +126,15 @@ class BCPolicy(Policy):
             state = np.append(state, np.float32(observation.stamp - self._t0))
         image = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None].float() / 255.0
         s = torch.from_numpy((state - self._state_mean) / self._state_std)[None]
-        out = self.model(image, s)[0].numpy() * self._action_std + self._action_mean
+        k = m.chunk
+        pred = self.model(image, s)[0].numpy().reshape(k, -1) * self._action_std + self._action_mean
+        self._chunks = [*self._chunks[-(k - 1) :], pred] if k > 1 else [pred]
+        p: BCParams = self.params  # type: ignore[assignment]
+        # Prediction made `age` steps ago for this step is row `age` of that chunk.
+        ages = np.arange(len(self._chunks))[::-1]
+        rows = np.stack([c[a] for c, a in zip(self._chunks, ages, strict=True)])
+        weights = np.exp(-p.ensemble_decay * ages)
+        out = (weights[:, None] * rows).sum(0) / weights.sum()
         n = len(self.arm_names)
         arm = out[:n].astype(np.float64)
         if not self._absolute:
@@ -132,7 +143,6 @@ class BCPolicy(Policy):
         gripper = float(np.clip(out[n], lo, hi))
         open_cmd, closed_cmd = self._info.gripper_command_range
         is_open = abs(gripper - open_cmd) < 0.25 * abs(closed_cmd - open_cmd)
-        p: BCParams = self.params  # type: ignore[assignment]
         self._near_end = self._near_end + 1 if (out[n + 1] >= p.done_progress and is_open) else 0
         self._last = Action(arm_positions=arm, gripper=gripper)
         return self._last
