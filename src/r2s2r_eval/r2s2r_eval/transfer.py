@@ -21,10 +21,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +49,47 @@ _EVAL_SEED = 1_000_003
 
 @dataclass(frozen=True, kw_only=True)
 class TransferConfig:
-    """Sizes of a transfer run (``--small``: the CI-sized one)."""
+    """Sizes of a transfer run (``--small``: the CI-sized one).
 
-    demos: int = 100
+    Attributes:
+        demos: successful demonstrations per ablation, split over ``workers`` dataset shards.
+        action_noise: DART noise of the demonstrations (rad; see :class:`~r2s2r_eval.demos.DemoConfig`).
+        steps, chunk, aux_weight, state_noise: training (see :class:`~r2s2r_eval.train.TrainConfig`).
+        real_episodes, sim_episodes: evaluation episodes per policy on the emulated hardware / in sim.
+        max_steps: control steps before an evaluation episode is cut off.
+        seed: base seed; shard ``k`` of the demonstrations uses ``100 * (seed + 1) + k``.
+        workers: processes for demonstrations and evaluations (each with one torch thread).
+        threads: torch CPU threads for training.
+    """
+
+    demos: int = 160
+    action_noise: float = 0.02
     steps: int = 3000
+    chunk: int = 8
+    aux_weight: float = 1.0
+    state_noise: float = 0.0
     real_episodes: int = 50
     sim_episodes: int = 20
     max_steps: int = 250
     seed: int = 0
     ablations: tuple[str, ...] = ABLATIONS
     reference_row: bool = True
+    workers: int = 2
     threads: int = 2
 
 
-SMALL = TransferConfig(demos=3, steps=20, real_episodes=1, sim_episodes=1, max_steps=60, reference_row=False)
+SMALL = TransferConfig(
+    demos=2, steps=20, real_episodes=1, sim_episodes=1, max_steps=60, reference_row=False, workers=1
+)
+
+
+def shard_seed(seed: int, shard: int) -> int:
+    """Demonstration seed of dataset shard ``shard`` of a run with base seed ``seed``."""
+    return 100 * (seed + 1) + shard
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 def make_real2sim_world(work: Path, profile: Path, progress: Callable[[str], None] = print) -> Path:
@@ -107,26 +136,25 @@ def real2sim_variations(world: Path, out: Path) -> Path:
     return out
 
 
-def _evaluate(
-    policy_factory: Callable[[], Any],
+def _episodes(
+    spec: tuple[str, dict[str, Any]],
     *,
     where: str,
     world: str,
-    n: int,
+    indices: list[int],
     max_steps: int,
     variations: Path | None,
     profile: Path,
-    log: Callable[[str], None],
-) -> dict[str, Any]:
-    """Run ``n`` episodes on the emulated hardware (``where == "real"``) or in sim; counts and reasons."""
+) -> list[dict[str, Any]]:
+    """Run the evaluation episodes ``indices`` of policy ``spec = (name, params)`` (a worker's share)."""
     from r2s2r_sim.variations import load_variation_config, sample_variation  # noqa: PLC0415
 
+    from r2s2r_eval.policy import load_policy  # noqa: PLC0415
     from r2s2r_eval.runner import EpisodeRunner  # noqa: PLC0415
 
     vcfg = load_variation_config(variations) if variations is not None else None
-    policy = policy_factory()
+    policy = load_policy(*spec)
     rate = policy.control_rate_hz() or 10.0
-    successes, reasons, wall = 0, {}, time.perf_counter()
     episodes: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         real = None
@@ -134,7 +162,7 @@ def _evaluate(
             from r2s2r_eval.emulated_runner import EmulatedRunner  # noqa: PLC0415
 
             real = stack.enter_context(EmulatedRunner(world, profile))
-        for i in range(n):
+        for i in indices:
             seed = attempt_seed(_EVAL_SEED, i)
             if real is not None:
                 res = real.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
@@ -144,18 +172,57 @@ def _evaluate(
                     res = runner.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
             episodes.append(
                 {
+                    "index": i,
                     "seed": seed,
                     "success": res.success,
                     "reason": res.reason,
                     "steps": res.steps,
+                    "wall_s": res.wall_s,
                     **{
                         k: res.metrics[k] for k in ("object_lifted", "object_to_target_m") if k in res.metrics
                     },
                 }
             )
-            successes += int(res.success)
-            reasons[res.reason] = reasons.get(res.reason, 0) + 1
-            log(f"  {where} {i + 1}/{n}: {res.reason} ({res.steps} steps, {res.wall_s:.1f} s)")
+    return episodes
+
+
+def _evaluate(
+    spec: tuple[str, dict[str, Any]],
+    *,
+    where: str,
+    world: str,
+    n: int,
+    max_steps: int,
+    variations: Path | None,
+    profile: Path,
+    workers: int,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Run ``n`` episodes on the emulated hardware (``where == "real"``) or in sim; counts and reasons.
+
+    Episode ``i`` has seed ``attempt_seed(_EVAL_SEED, i)`` whichever worker runs it.
+    """
+    wall = time.perf_counter()
+    kw = {
+        "where": where,
+        "world": world,
+        "max_steps": max_steps,
+        "variations": variations,
+        "profile": profile,
+    }
+    shares = [list(range(k, n, workers)) for k in range(min(workers, n))]
+    if len(shares) <= 1:
+        episodes = _episodes(spec, indices=list(range(n)), **kw)
+    else:
+        with _pool(len(shares)) as pool:
+            futures = [pool.submit(_episodes, spec, indices=share, **kw) for share in shares]
+            episodes = sorted((e for f in futures for e in f.result()), key=lambda e: e["index"])
+    for e in episodes:
+        log(f"  {where} {e['index'] + 1}/{n}: {e['reason']} ({e['steps']} steps, {e['wall_s']:.1f} s)")
+    successes = sum(int(e["success"]) for e in episodes)
+    reasons: dict[str, int] = {}
+    for e in episodes:
+        reasons[e["reason"]] = reasons.get(e["reason"], 0) + 1
     low, high = wilson_interval(successes, n)
     return {
         "n": n,
@@ -169,12 +236,28 @@ def _evaluate(
     }
 
 
+def collect_sharded(
+    data: Path, demo_cfg: DemoConfig, *, seed: int, workers: int, log: Callable[[str], None]
+) -> list[Path]:
+    """``demo_cfg.episodes`` demonstrations as ``workers`` dataset shards ``data/shard_<k>``, in parallel."""
+    counts = [demo_cfg.episodes // workers + (k < demo_cfg.episodes % workers) for k in range(workers)]
+    shards = [data / f"shard_{k}" for k in range(workers) if counts[k]]
+    cfgs = [replace(demo_cfg, episodes=counts[k], seed=shard_seed(seed, k)) for k in range(len(shards))]
+    if len(shards) == 1:
+        summaries = [collect_demos(shards[0], cfgs[0])]
+    else:
+        with _pool(len(shards)) as pool:
+            futures = [pool.submit(collect_demos, d, c) for d, c in zip(shards, cfgs, strict=True)]
+            summaries = [f.result() for f in futures]
+    for d, s in zip(shards, summaries, strict=True):
+        log(f"  {d}: {s.episodes} episodes, {s.frames} frames, {s.attempts} attempts")
+    return shards
+
+
 def run_transfer(
     out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Run (or resume) the whole study; returns the report also written to ``out/report.json``."""
-    from r2s2r_eval.policy import load_policy  # noqa: PLC0415
-
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()},
@@ -206,19 +289,27 @@ def run_transfer(
         entry = report["ablations"].setdefault(name, {"world": world, "variations": str(variations)})
         data, ckpt = out / "demos" / name, out / "policies" / name
         if "dataset" not in entry:
-            log(f"[{name}] demonstrations: {cfg.demos} in {world}")
+            log(f"[{name}] demonstrations: {cfg.demos} in {world} ({cfg.workers} shards)")
             t0 = time.perf_counter()
-            s = collect_demos(
-                data,
-                DemoConfig(world=world, variations=variations, episodes=cfg.demos, seed=cfg.seed, mcap=False),
+            demo_cfg = DemoConfig(
+                world=world,
+                variations=variations,
+                episodes=cfg.demos,
+                action_noise=cfg.action_noise,
+                mcap=False,
             )
-            problems = validate_lerobot_dataset(data)
+            shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
+            infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
+            problems = [p for d in shards for p in validate_lerobot_dataset(d)]
             entry["dataset"] = {
-                "path": str(data),
-                "episodes": s.episodes,
-                "frames": s.frames,
-                "attempts": s.attempts,
-                "reasons": s.reasons,
+                "paths": [str(d) for d in shards],
+                "episodes": sum(i["total_episodes"] for i in infos),
+                "frames": sum(i["total_frames"] for i in infos),
+                "attempts": sum(
+                    len((d / "meta/r2s2r_attempts.jsonl").read_text(encoding="utf-8").splitlines())
+                    for d in shards
+                ),
+                "action_noise": cfg.action_noise,
                 "valid": not problems,
                 "problems": problems[:5],
                 "wall_s": time.perf_counter() - t0,
@@ -230,26 +321,35 @@ def run_transfer(
                 cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
                 entry["train"] = cfg_json["result"]
             else:
-                s = train(
-                    [data],
+                train(
+                    [Path(p) for p in entry["dataset"]["paths"]],
                     ckpt,
-                    TrainConfig(steps=cfg.steps, seed=cfg.seed, num_threads=cfg.threads),
+                    TrainConfig(
+                        steps=cfg.steps,
+                        seed=cfg.seed,
+                        num_threads=cfg.threads,
+                        chunk=cfg.chunk,
+                        aux_weight=cfg.aux_weight,
+                        state_noise=cfg.state_noise,
+                    ),
                     progress=lambda k, loss: log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
                 )
-                entry["train"] = {"wall_s": s.wall_s, "train_loss": s.train_loss, "val_loss": s.val_loss}
+                cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
+                entry["train"] = cfg_json["result"]
             save()
         for where, n in (("real", cfg.real_episodes), ("sim", cfg.sim_episodes)):
             if where in entry or n == 0:
                 continue
             log(f"[{name}] evaluation {where}: {n} episodes")
             entry[where] = _evaluate(
-                lambda ckpt=ckpt: load_policy("bc", {"checkpoint": str(ckpt), "num_threads": cfg.threads}),
+                ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads}),
                 where=where,
                 world="tabletop-pick-v1",
                 n=n,
                 max_steps=cfg.max_steps,
                 variations=DEFAULT_VARIATIONS,
                 profile=profile,
+                workers=cfg.workers,
                 log=log,
             )
             save()
@@ -259,13 +359,14 @@ def run_transfer(
             if where not in entry and n:
                 log(f"[reference expert] evaluation {where}: {n} episodes")
                 entry[where] = _evaluate(
-                    lambda: load_policy("reference"),
+                    ("reference", {}),
                     where=where,
                     world="tabletop-pick-v1",
                     n=n,
                     max_steps=cfg.max_steps,
                     variations=DEFAULT_VARIATIONS,
                     profile=profile,
+                    workers=cfg.workers,
                     log=log,
                 )
                 save()
@@ -309,7 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real-episodes", type=int, help="episodes on the emulated hardware per policy")
     ap.add_argument("--sim-episodes", type=int, help="sim episodes per policy")
     ap.add_argument("--max-steps", type=int, help="control steps before an evaluation episode is cut off")
-    ap.add_argument("--threads", type=int, help="torch CPU threads (1 when several runs share the cores)")
+    ap.add_argument("--threads", type=int, help="torch CPU threads for training")
+    ap.add_argument("--workers", type=int, help="processes for demonstrations and evaluations")
+    ap.add_argument("--chunk", type=int, help="actions predicted per step (action chunking)")
+    ap.add_argument("--action-noise", type=float, help="DART noise of the demonstrations (rad)")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
     ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
     ap.add_argument("--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulator")
@@ -324,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
             "sim_episodes": ns.sim_episodes,
             "max_steps": ns.max_steps,
             "threads": ns.threads,
+            "workers": ns.workers,
+            "chunk": ns.chunk,
+            "action_noise": ns.action_noise,
         }.items()
         if v is not None
     }
@@ -331,8 +438,6 @@ def main(argv: list[str] | None = None) -> int:
         over["reference_row"] = False
     if ns.ablation:
         over["ablations"] = tuple(ns.ablation)
-    from dataclasses import replace  # noqa: PLC0415
-
     cfg = replace(base, **over)
     t0 = time.perf_counter()
     report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))

@@ -1,0 +1,42 @@
+"""The transfer study end to end at CI size: sharded demonstrations, training, evaluation, report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="BC training needs PyTorch (torch==2.13.0 CPU)")
+pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
+
+from r2s2r_eval.transfer import SMALL, format_report, run_transfer, shard_seed  # noqa: E402
+
+
+def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
+    cfg = replace(SMALL, ablations=("no_variation",), workers=2, chunk=3)
+    lines: list[str] = []
+    report = run_transfer(tmp_path, cfg, log=lines.append)
+    entry = report["ablations"]["no_variation"]
+    ds = entry["dataset"]
+    # two shards of one episode each, collected in two processes with their own seeds
+    assert [Path(p).name for p in ds["paths"]] == ["shard_0", "shard_1"]
+    assert ds["episodes"] == 2 and ds["valid"], ds
+    seeds = {
+        json.loads((Path(p) / "meta/episodes.jsonl").read_text().splitlines()[0])["seed"] for p in ds["paths"]
+    }
+    assert len(seeds) == 2
+    assert shard_seed(0, 1) == shard_seed(0, 0) + 1
+    ckpt = json.loads((tmp_path / "policies/no_variation/config.json").read_text())
+    assert ckpt["model"]["chunk"] == 3 and ckpt["model"]["aux_dim"] == 5
+    for where in ("real", "sim"):
+        r = entry[where]
+        assert r["n"] == 1 and len(r["episodes"]) == 1
+        assert not any(k.startswith("policy_error") for k in r["reasons"]), r["reasons"]
+    assert "bc/no_variation | 2/" in (tmp_path / "report.md").read_text()
+    assert format_report(report) == (tmp_path / "report.md").read_text()
+    # A rerun with the same config resumes: nothing is collected, trained or run again.
+    again: list[str] = []
+    assert run_transfer(tmp_path, cfg, log=again.append)["ablations"] == report["ablations"]
+    assert not any("demonstrations" in m or "training" in m or "evaluation" in m for m in again), again
