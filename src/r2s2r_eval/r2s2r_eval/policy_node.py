@@ -26,12 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import rclpy
 import yaml
 from builtin_interfaces.msg import Time
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.interface import load_interface
-from r2s2r_sim.ros_params import declare_parameters, run_node
+from r2s2r_sim.ros_params import declare_parameters, run_node, spin_single
 from r2s2r_sim.ros_qos import interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
@@ -383,4 +382,4 @@ def _policy_done(policy: Policy) -> bool:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the policy node until interrupted; returns 1 on a configuration error."""
     use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
-    return run_node(PolicyNode, args, "policy_node", spin=rclpy.spin, errors=(PolicyNodeError, ValueError))
+    return run_node(PolicyNode, args, "policy_node", spin=spin_single, errors=(PolicyNodeError, ValueError))

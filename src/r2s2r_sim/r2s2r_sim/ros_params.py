@@ -16,7 +16,12 @@ import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (
+    Executor,
+    ExternalShutdownException,
+    MultiThreadedExecutor,
+    SingleThreadedExecutor,
+)
 from rclpy.node import Node
 
 Bounds = tuple[float, float]
@@ -83,27 +88,48 @@ def declare_parameters(
     return values
 
 
-def spin_until_shutdown(executor: Executor) -> None:
-    """``executor.spin()`` until the context shuts down, ending quietly however the shutdown lands.
+# How long one executor wait may block before the loop re-checks the context (see spin_until_shutdown).
+SHUTDOWN_POLL_S = 0.2
 
-    rclpy's signal handler shuts the context down from another thread; when that happens while ``spin()``
-    is building its wait set, rclpy raises ``RCLError`` ("the given context is not valid") instead of
-    ``ExternalShutdownException``, and a Ctrl-C would end the process with a traceback and exit code 1.
+
+def spin_until_shutdown(executor: Executor, *, poll_s: float = SHUTDOWN_POLL_S) -> None:
+    """Spin ``executor`` until its context shuts down (or the executor does), ending quietly on a signal.
+
+    Not ``executor.spin()``: on SIGINT/SIGTERM rclpy's signal thread first triggers the executors'
+    signal guard conditions and only then shuts the contexts down. An executor that wakes on the guard
+    condition in between sees the context still valid, rebuilds its wait set and waits with no timeout;
+    nothing triggers it again (the signal path does not run the Python ``on_shutdown`` callbacks that
+    would wake it), so a node with no timer and no incoming messages (sim_node, emulated_hardware_node)
+    spins forever after Ctrl-C: main thread in ``wait_set.wait``, physics thread already gone. Waiting
+    at most ``poll_s`` per ``spin_once`` bounds that race to one period.
+
+    The same signal thread can also shut the context down while ``spin_once`` builds its wait set; rclpy
+    then raises ``RCLError`` ("the given context is not valid") instead of ``ExternalShutdownException``,
+    which is swallowed here when the context is indeed down.
     """
+    context = executor.context
     try:
-        executor.spin()
+        while context.ok() and not executor._is_shutdown:  # noqa: SLF001 - what Executor.spin() checks
+            executor.spin_once(timeout_sec=poll_s)
+    except ExternalShutdownException:
+        pass
     except RCLError:
-        if executor.context.ok():
+        if context.ok():
             raise
 
 
 def spin_multithreaded(node: Node) -> None:
-    """Spin ``node`` on a two-thread ``MultiThreadedExecutor`` until shutdown."""
-    executor = MultiThreadedExecutor(num_threads=2)
+    """Spin ``node`` on a two-thread ``MultiThreadedExecutor`` until shutdown (see spin_until_shutdown)."""
+    executor = MultiThreadedExecutor(num_threads=2, context=node.context)
     executor.add_node(node)
-    # Not spin_until_shutdown: swallowing the RCLError here made sim_node hang at exit after Ctrl-C in
-    # 2 of 6 local runs (0 of 8 without); not understood yet.
-    executor.spin()
+    spin_until_shutdown(executor)
+
+
+def spin_single(node: Node) -> None:
+    """Spin ``node`` on a ``SingleThreadedExecutor`` until shutdown; ``rclpy.spin`` with the bounded wait."""
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    spin_until_shutdown(executor)
 
 
 def run_node(
@@ -117,15 +143,20 @@ def run_node(
     """Init rclpy, build the node, ``spin(node)`` and shut down; return the exit code.
 
     1 when ``factory`` raises one of ``errors`` (logged as fatal under ``logger_name``); otherwise what
-    ``spin`` returns (None: 0). Ctrl-C and an external shutdown end the run quietly.
+    ``spin`` returns (None: 0). Ctrl-C and an external shutdown end the run quietly (0), also when the
+    signal lands while the node is being built: rclpy then fails with ``RCLError`` (a ``RuntimeError``:
+    "the given context is not valid") in whatever the constructor or the executor was creating.
     """
     # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
     rclpy.init(args=args)
+    context = rclpy.get_default_context()
     code = 0
     try:
         try:
             node = factory()
         except errors as err:
+            if not context.ok():  # a signal shut the context down mid-construction: not a config error
+                return 0
             rclpy.logging.get_logger(logger_name).fatal(str(err))
             return 1
         try:
@@ -134,6 +165,9 @@ def run_node(
             node.destroy_node()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RCLError:
+        if context.ok():
+            raise
     finally:
         rclpy.try_shutdown()
     return code
