@@ -48,6 +48,15 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="weight of the auxiliary object-state loss (0: none; needs observation.environment_state)",
     )
     p.add_argument("--chunk", type=int, default=TrainConfig.chunk, help="actions predicted per step (ACT)")
+    p.add_argument(
+        "--channels",
+        type=lambda v: tuple(int(c) for c in v.split(",")),
+        default=TrainConfig.channels,
+        help="conv widths, comma-separated (e.g. 32,32,64,64)",
+    )
+    p.add_argument(
+        "--shift-px", type=int, default=TrainConfig.shift_px, help="random image shift augmentation (px)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -65,6 +74,8 @@ def cmd_train(ns: argparse.Namespace) -> int:
             state_noise=ns.state_noise,
             aux_weight=ns.aux_weight,
             chunk=ns.chunk,
+            channels=ns.channels,
+            shift_px=ns.shift_px,
         )
     except TrainError as err:
         print(f"r2s2r train: {err}", file=sys.stderr)
