@@ -106,18 +106,37 @@ def test_demo_config_is_validated() -> None:
         DemoConfig(action_noise=-0.1)
 
 
-def test_dart_noise_moves_the_arm_but_not_the_labels(demos: Path, tmp_path: Path) -> None:
-    # Same attempt seed as the fixture's first episode, with noise on the executed arm targets: the
-    # recorded states leave the expert's path while the labels stay the expert's (plan-following) targets.
-    noisy = tmp_path / "dart"
-    collect_demos(noisy, DemoConfig(variations=VARIATIONS, episodes=1, seed=0, action_noise=0.05, mcap=False))
-    clean_ep, noisy_ep = read_episode(demos, 0), read_episode(noisy, 0)
+def test_dart_noise_moves_the_arm_but_not_the_labels(tmp_path: Path) -> None:
+    # The reference expert follows its own plan, so with noise on the executed arm targets the recorded
+    # states leave its path while the labels stay the plan's targets.  (The privileged expert's labels
+    # follow the state by design; see test_demo_expert.py.)
+    clean, noisy = tmp_path / "clean", tmp_path / "dart"
+    common = {"variations": VARIATIONS, "episodes": 1, "seed": 0, "mcap": False, "expert_kind": "reference"}
+    collect_demos(clean, DemoConfig(**common))
+    collect_demos(noisy, DemoConfig(**common, action_noise=0.05))
+    clean_ep, noisy_ep = read_episode(clean, 0), read_episode(noisy, 0)
     n = min(len(clean_ep["action"]), len(noisy_ep["action"]))
     state_gap = abs(noisy_ep["observation.state"][:n, :6] - clean_ep["observation.state"][:n, :6]).max()
     assert state_gap > 0.01
     # labels: still the expert's targets, so they track the state far less than the executed noise would
     label_gap = abs(noisy_ep["action"][:n, :6] - clean_ep["action"][:n, :6]).max()
     assert label_gap < state_gap
+
+
+def test_failed_first_attempt_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A dataset whose first attempt fails has no meta/ folder yet; the attempt log must still be written.
+    import r2s2r_eval.demos as demos_module
+
+    class Failing(demos_module.PrivilegedExpert):
+        def act(self, observation):  # noqa: ANN001, ANN202
+            raise PolicyError("expert gives up")
+
+    monkeypatch.setattr(demos_module, "PrivilegedExpert", Failing)
+    out = tmp_path / "ds"
+    with pytest.raises(DemoError, match="no successful expert episode"):
+        collect_demos(out, DemoConfig(episodes=1, max_attempts=1, seed=0, mcap=False))
+    lines = (out / "meta/r2s2r_attempts.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and '"success": false' in lines[0]
 
 
 def test_bc_policy_is_registered_and_runs_an_episode(checkpoint: Path) -> None:

@@ -1,6 +1,8 @@
 """Expert demonstrations across sampled variations, exported as a LeRobot v2.1 dataset and as MCAP bags.
 
-The expert is the reference policy (RGB-D perception at the first frame, then IK), run by the in-process
+The expert is either the privileged state-feedback expert (:mod:`r2s2r_eval.demo_expert`, default: reads the
+true cube pose every step, so its labels are a function of the observed state) or the reference policy
+(RGB-D perception at the first frame, then a timed script through IK); either is run by the in-process
 :class:`~r2s2r_eval.runner.EpisodeRunner` in a world built from ``(world, variation config, seed)``.  A
 recording wrapper renders a small RGB frame of the same camera at every control step (the policy's image
 size, so no 640x480 frame is rendered per step) and keeps joint state, action and the variation's unit
@@ -25,6 +27,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from r2s2r_eval.demo_expert import PrivilegedExpert
 from r2s2r_eval.lerobot_format import EpisodeData, LeRobotWriter
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
@@ -45,6 +48,7 @@ __all__ = [
 
 DEFAULT_TASK = "pick the red cube and place it in the blue bin"
 ATTEMPTS_FILE = "meta/r2s2r_attempts.jsonl"
+EXPERT_KINDS = ("privileged", "reference")
 # Privileged task-object state per frame (LeRobot's ``observation.environment_state``), in the world frame:
 # the yaw enters as cos/sin of 4*yaw because a cube looks (and is grasped) the same every quarter turn.
 ENV_STATE_NAMES = ("object_x", "object_y", "object_z", "object_cos4yaw", "object_sin4yaw")
@@ -79,7 +83,9 @@ class DemoConfig:
             episode executes, while the dataset keeps the expert's own targets (DART, Laskey et al.
             2017): the recorded states then include small departures from the expert's path, labelled
             with the way back.  0 records the expert's own path only.
-        expert: reference policy parameters.
+        expert_kind: ``privileged`` (the state-feedback expert reading the simulator's cube pose; see
+            :mod:`r2s2r_eval.demo_expert`) or ``reference`` (the reference policy, perceiving once).
+        expert: reference policy parameters (``grasp_offset_m`` also applies to the privileged expert).
     """
 
     world: str = "tabletop-pick-v1"
@@ -94,9 +100,12 @@ class DemoConfig:
     task: str = DEFAULT_TASK
     mcap: bool = True
     action_noise: float = 0.0
+    expert_kind: str = "privileged"
     expert: ReferenceParams = field(default_factory=ReferenceParams)
 
     def __post_init__(self) -> None:
+        if self.expert_kind not in EXPERT_KINDS:
+            raise DemoError(f"expert_kind: must be one of {list(EXPERT_KINDS)}, got {self.expert_kind!r}")
         if self.episodes < 1:
             raise DemoError(f"episodes: must be >= 1, got {self.episodes}")
         if self.max_attempts is not None and self.max_attempts < self.episodes:
@@ -396,7 +405,7 @@ def collect_demos(
     if (mcap_root / ".partial").is_dir():
         shutil.rmtree(mcap_root / ".partial")
     root.mkdir(parents=True, exist_ok=True)
-    expert = _FolderExpert(cfg.expert, folder)
+    reference = _FolderExpert(cfg.expert, folder)
     attempt = next_attempt
     while kept < cfg.episodes and attempt < cfg.attempts:
         seed = attempt_seed(cfg.seed, attempt)
@@ -404,6 +413,11 @@ def collect_demos(
         with EpisodeRunner(folder, variation=variation) as runner:
             if runner.world.gripper_command_range is None:
                 raise DemoError(f"world {cfg.world!r} has no gripper; the demonstrations need one")
+            expert: Policy = (
+                PrivilegedExpert(runner.world, grasp_offset_m=cfg.expert.grasp_offset_m)
+                if cfg.expert_kind == "privileged"
+                else reference
+            )
             rec = _Recorder(expert, runner, cfg)
             with rec.renderer:
                 result = runner.run(
@@ -440,7 +454,7 @@ def collect_demos(
                 "seed": seed,
                 "world_id": result.world_id,
                 "world_hash": result.world_hash,
-                "expert": "reference",
+                "expert": cfg.expert_kind,
                 "variation": dict(variation.params) if variation is not None else None,
             }
             columns = {"observation.state": np.stack(rec.states), "action": np.stack(rec.actions)}
@@ -467,6 +481,7 @@ def collect_demos(
             record["episode_index"] = index
             kept += 1
             new += 1
+        (root / ATTEMPTS_FILE).parent.mkdir(parents=True, exist_ok=True)  # no episode kept yet
         with (root / ATTEMPTS_FILE).open("a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
         attempt += 1

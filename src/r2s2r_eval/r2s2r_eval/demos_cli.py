@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from r2s2r_eval.demos import DemoConfig, DemoError, collect_demos
+from r2s2r_eval.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
 from r2s2r_eval.lerobot_format import DatasetError, validate_lerobot_dataset
 
 __all__ = ["build_parser", "cmd_demos", "main", "register"]
@@ -39,6 +39,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--action-noise", type=float, default=0.0, help="DART noise on the executed arm targets (rad std)"
     )
+    p.add_argument(
+        "--expert",
+        choices=EXPERT_KINDS,
+        default="privileged",
+        help="privileged: state feedback from the simulator's cube pose (default); reference: the "
+        "reference policy, perceiving once",
+    )
     p.add_argument("--no-validate", action="store_true", help="skip validating the dataset at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -56,6 +63,7 @@ def cmd_demos(ns: argparse.Namespace) -> int:
             image_height=ns.height,
             mcap=not ns.no_mcap,
             action_noise=ns.action_noise,
+            expert_kind=ns.expert,
         )
     except DemoError as err:
         print(f"r2s2r demos: {err}", file=sys.stderr)

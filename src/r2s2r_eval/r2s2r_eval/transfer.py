@@ -2,7 +2,8 @@
 
     python -m r2s2r_eval.transfer --out out/transfer [--small]
 
-Ablations (each: demonstrations by the reference expert, then ``r2s2r train``):
+Ablations (each: demonstrations by the privileged state-feedback expert of :mod:`r2s2r_eval.demo_expert`,
+then ``r2s2r train``):
 
 * ``no_variation``: the bundled world ``tabletop-pick-v1`` without variations (cube pose from the seed);
 * ``six_axes``: the bundled world with the six variation axes of ``config/variations.yaml``;
@@ -53,6 +54,7 @@ class TransferConfig:
 
     Attributes:
         demos: successful demonstrations per ablation, split over ``workers`` dataset shards.
+        expert: the demonstrating expert (``privileged`` or ``reference``; see :class:`DemoConfig`).
         action_noise: DART noise of the demonstrations (rad; see :class:`~r2s2r_eval.demos.DemoConfig`).
         steps, chunk, aux_weight, state_noise, channels, shift_px, time_input: training (see
             :class:`~r2s2r_eval.train.TrainConfig`).
@@ -64,6 +66,7 @@ class TransferConfig:
     """
 
     demos: int = 160
+    expert: str = "privileged"
     action_noise: float = 0.02
     steps: int = 6000
     chunk: int = 8
@@ -71,7 +74,7 @@ class TransferConfig:
     state_noise: float = 0.0
     channels: tuple[int, ...] = (32, 32, 64, 64)
     shift_px: int = 0
-    time_input: bool = True
+    time_input: bool = False
     real_episodes: int = 50
     sim_episodes: int = 20
     max_steps: int = 250
@@ -311,6 +314,7 @@ def run_transfer(
                 variations=variations,
                 episodes=cfg.demos,
                 action_noise=cfg.action_noise,
+                expert_kind=cfg.expert,
                 mcap=False,
             )
             shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
@@ -432,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, help="processes for demonstrations and evaluations")
     ap.add_argument("--chunk", type=int, help="actions predicted per step (action chunking)")
     ap.add_argument("--action-noise", type=float, help="DART noise of the demonstrations (rad)")
+    ap.add_argument("--expert", choices=("privileged", "reference"), help="the demonstrating expert")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
     ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
     ap.add_argument("--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulator")
@@ -449,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             "workers": ns.workers,
             "chunk": ns.chunk,
             "action_noise": ns.action_noise,
+            "expert": ns.expert,
         }.items()
         if v is not None
     }

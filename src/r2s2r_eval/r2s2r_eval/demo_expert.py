@@ -1,0 +1,161 @@
+"""A privileged state-feedback expert for demonstrations: reads the simulator's true object pose.
+
+Demonstrations are recorded in simulation only, so the expert may read simulator state (issue 9).  Unlike
+the reference policy, which perceives the cube once and then plays a timed script from an internal
+set-point, this expert is *memoryless*: every command is a function of what the learner also observes
+(joint positions, finger opening, the object in the image) plus the true object and target poses.  That is
+what behaviour cloning can imitate: equal observations carry equal labels, so there is no hidden phase or
+timer to guess, and a state pushed off the path (DART noise) is labelled with the way back, including a
+re-grasp after a missed one.
+
+The tool keeps its current yaw (a 4 cm cube is grasped from any yaw with the open fingers' 8 cm; see the
+closing note of issue 9), so the learner need not read the cube's yaw from a 96x72 image.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from r2s2r_eval.policies.reference.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
+
+if TYPE_CHECKING:
+    from r2s2r_sim.world import SimWorld
+
+__all__ = ["PrivilegedExpert"]
+
+# Heights (m) of the tool centre point: above the grasp point before descending, above the target when
+# carrying, above the target when releasing (the same as the reference policy's).
+_APPROACH_HEIGHT = 0.10
+_CARRY_Z_ABOVE_TARGET = 0.18
+_RELEASE_HEIGHT = 0.05
+# Largest Cartesian step (m) between the measured tool and the commanded set-point: the servos lag, so the
+# command leads the arm; 0.04 m at 10 Hz moves the arm at roughly the reference policy's 0.15 m/s.
+_LEAD_M = 0.04
+_JOINT_LEAD_RAD = 0.3
+# Alignment tolerances (m): horizontal, before descending; at the grasp point, before closing.
+_ALIGNED_XY = 0.01
+_AT_GRASP_XY = 0.008
+_AT_GRASP_Z = 0.012
+_AT_TARGET = 0.015
+# Finger opening (m) fractions of the fully open command: below _CLOSED_ON_NOTHING the fingers met each
+# other (missed grasp); the cube's half width sits between.
+_CLOSED_ON_NOTHING = 0.2
+_CLOSING = 0.95
+# Finger speed (m/s) below which a closing grasp has settled on the cube.
+_FINGERS_AT_REST = 0.01
+
+
+class PrivilegedExpert(Policy):
+    """Memoryless pick-and-place from the true cube pose (sim only; see the module docstring).
+
+    Rules, evaluated on every call from the current state:
+
+    1. cube between closed fingers (held): lift to the carry height, carry over the target, lower, open;
+    2. fingers closed on nothing (missed) or closing away from the cube: open and rise;
+    3. tool at the grasp point: close;
+    4. otherwise open: rise if low and not above the cube, go above the cube, descend onto it.
+    """
+
+    requires = frozenset({ObservationKind.JOINT_STATE})
+
+    def __init__(self, world: SimWorld, *, grasp_offset_m: float = 0.0) -> None:
+        """Bind the expert to ``world`` (read-only: object and target poses, kinematics on a private copy).
+
+        Raises:
+            PolicyError: the world has no task, tool site or gripper.
+        """
+        super().__init__()
+        cfg = world.config
+        if cfg.task is None or cfg.robot.ee_site is None or cfg.robot.gripper is None:
+            raise PolicyError("privileged expert: the world needs a task, robot.ee_site and a gripper")
+        prefix = cfg.robot.prefix
+        self.world = world
+        self.arm = KinematicArm(
+            world.model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site
+        )
+        self.finger_names = tuple(cfg.robot.gripper.joints)
+        self.object_body = cfg.task.object_body
+        self.target_site = cfg.task.target_site
+        self.grasp_offset_m = grasp_offset_m
+        geoms = [
+            g
+            for g in range(world.model.ngeom)
+            if int(world.model.geom_bodyid[g]) == world.model.body(self.object_body).id
+        ]
+        self.half_size = float(world.model.geom_size[geoms[0]][2]) if geoms else 0.02
+        self._info: EpisodeInfo | None = None
+        self.rule = ""
+
+    def reset(self, info: EpisodeInfo) -> None:
+        """Start an episode."""
+        self._info = info
+        self._released = False
+
+    @property
+    def done(self) -> bool:
+        """True once the gripper has opened over the target (ends an episode on emulated hardware)."""
+        return self._released
+
+    def _plan(self, tool: np.ndarray, opening: float, settled: bool) -> tuple[np.ndarray, float, str]:
+        """Goal tool position, gripper command and the rule that chose them."""
+        assert self._info is not None
+        open_cmd, closed_cmd = self._info.gripper_command_range
+        full = abs(open_cmd - closed_cmd)
+        frac = abs(opening - closed_cmd) / full if full > 0 else 1.0
+        cube, _ = self.world.body_pose(self.object_body)
+        target, _ = self.world.site_pose(self.target_site)
+        grasp = cube + np.array([0.0, 0.0, self.grasp_offset_m])
+        to_grasp = grasp - tool
+        dxy = float(np.linalg.norm(to_grasp[:2]))
+        cube_in_hand = float(np.linalg.norm(cube - tool)) < self.half_size + 0.01
+        # Closed as far as the cube lets the fingers (its width face-on, up to its diagonal), with the cube
+        # between them, and the fingers at rest.
+        widest = (math.sqrt(2.0) * self.half_size + 0.003) / max(full, 1e-9)
+        held = cube_in_hand and _CLOSED_ON_NOTHING < frac < widest and settled
+        carry_z = target[2] + _CARRY_Z_ABOVE_TARGET
+        if held:
+            if float(np.linalg.norm(target[:2] - tool[:2])) > _ALIGNED_XY:
+                if tool[2] < carry_z - 0.03:
+                    return np.array([tool[0], tool[1], carry_z]), closed_cmd, "lift"
+                return np.array([target[0], target[1], carry_z]), closed_cmd, "carry"
+            release = target + np.array([0.0, 0.0, _RELEASE_HEIGHT])
+            if float(np.linalg.norm(release - tool)) < _AT_TARGET:
+                return release, open_cmd, "release"
+            return release, closed_cmd, "lower"
+        closing = frac < _CLOSING
+        at_grasp = dxy < _AT_GRASP_XY and abs(to_grasp[2]) < _AT_GRASP_Z
+        # Once the fingers move, the cube may shift a little: keep closing within looser bounds.
+        if closing and not (frac > _CLOSED_ON_NOTHING and dxy < 2 * _AT_GRASP_XY and abs(to_grasp[2]) < 0.02):
+            up = max(tool[2], grasp[2] + _APPROACH_HEIGHT)
+            return np.array([tool[0], tool[1], up]), open_cmd, "regrasp"
+        if at_grasp or closing:
+            return grasp, closed_cmd, "close"
+        above = grasp + np.array([0.0, 0.0, _APPROACH_HEIGHT])
+        if dxy > _ALIGNED_XY:
+            if tool[2] < grasp[2] + 0.5 * _APPROACH_HEIGHT:
+                return np.array([tool[0], tool[1], above[2]]), open_cmd, "rise"
+            return above, open_cmd, "approach"
+        return grasp, open_cmd, "descend"
+
+    def act(self, observation: Observation) -> Action:
+        """Command toward the goal of the rule that applies now."""
+        if self._info is None:
+            raise PolicyError("privileged expert: act() called before reset()")
+        q = observation.positions(self._info.arm_joint_names)
+        opening = float(np.mean(observation.positions(self.finger_names)))
+        idx = [observation.joint_names.index(n) for n in self.finger_names]
+        settled = float(np.max(np.abs(observation.joint_velocities[idx]))) < _FINGERS_AT_REST
+        tool, rot = self.arm.fk(q)
+        goal, gripper, self.rule = self._plan(tool, opening, settled)
+        self._released = self._released or self.rule == "release"
+        step = goal - tool
+        dist = float(np.linalg.norm(step))
+        setpoint = goal if dist <= _LEAD_M else tool + step * (_LEAD_M / dist)
+        yaw = math.atan2(rot[1, 1], rot[0, 1])
+        q_des, _ = self.arm.ik(setpoint, tool_down_rotation(yaw), q)
+        q_cmd = q + np.clip(q_des - q, -_JOINT_LEAD_RAD, _JOINT_LEAD_RAD)
+        return Action(arm_positions=q_cmd, gripper=float(gripper))
