@@ -220,3 +220,21 @@ def test_clis_run(demos: Path, tmp_path: Path) -> None:
     assert train_cli.main(["--dataset", str(demos), "--out", str(out), "--steps", "2", "--quiet"]) == 0
     assert (out / "policy.pt").is_file()
     assert train_cli.main(["--dataset", str(demos), "--out", str(out), "--steps", "2", "--quiet"]) == 2
+
+
+def test_training_adds_perception_frames_to_the_object_head(demos: Path, tmp_path: Path) -> None:
+    from r2s2r_eval.perception_frames import PerceptionFramesConfig, collect_perception_frames
+
+    pf = collect_perception_frames(tmp_path / "pf", PerceptionFramesConfig(worlds=1, per_world=4))
+    out = tmp_path / "with_pf"
+    train([demos], out, TrainConfig(steps=2, batch_size=4, chunk=2, perception_frames=(str(pf),)))
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["data"]["perception_frames"] == 4
+    assert cfg["train"]["perception_frames"] == [str(pf.resolve())]
+    with pytest.raises(TrainError, match="perception_frames: must be empty unless aux_weight > 0"):
+        TrainConfig(aux_weight=0.0, perception_frames=(str(pf),))
+    small = collect_perception_frames(
+        tmp_path / "pf_small", PerceptionFramesConfig(worlds=1, per_world=1, image_width=48, image_height=36)
+    )
+    with pytest.raises(TrainError, match="do not match"):
+        train([demos], tmp_path / "bad", TrainConfig(steps=1, batch_size=2, perception_frames=(str(small),)))

@@ -55,6 +55,10 @@ class TrainConfig:
             through the actions, and too loosely: the first step of an episode went 0.1 rad wrong.
         chunk: consecutive actions predicted per step (action chunking; the policy averages the
             overlapping predictions of one step, ACT's temporal ensembling).
+        perception_frames: folders written by
+            :func:`~r2s2r_eval.perception_frames.collect_perception_frames`: still frames with the object
+            at many more poses than the demonstrations show; each step adds ``batch_size`` of them to the
+            auxiliary loss only (needs ``aux_weight > 0``).
     """
 
     steps: int = 3000
@@ -73,6 +77,7 @@ class TrainConfig:
     state_noise: float = 0.0
     aux_weight: float = 1.0
     chunk: int = 1
+    perception_frames: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         checks = (
@@ -88,6 +93,11 @@ class TrainConfig:
             ("state_noise", math.isfinite(self.state_noise) and self.state_noise >= 0, ">= 0"),
             ("aux_weight", math.isfinite(self.aux_weight) and self.aux_weight >= 0, ">= 0"),
             ("chunk", 1 <= self.chunk <= 100, "in [1, 100]"),
+            (
+                "perception_frames",
+                not self.perception_frames or self.aux_weight > 0,
+                "empty unless aux_weight > 0",
+            ),
         )
         for name, ok, expected in checks:
             if not ok:
@@ -232,6 +242,25 @@ def train(
             "`r2s2r demos` since it exists); re-record, or train with aux_weight 0"
         )
     use_aux = cfg.aux_weight > 0 and data.env is not None
+    p_images = p_env = None
+    if cfg.perception_frames:
+        from r2s2r_eval.perception_frames import load_perception_frames  # noqa: PLC0415
+
+        loaded = []
+        for folder in cfg.perception_frames:
+            try:
+                loaded.append(load_perception_frames(folder))
+            except ValueError as err:
+                raise TrainError(f"perception_frames: {err}") from err
+        p_images = np.concatenate([im for im, _ in loaded])
+        p_env = np.concatenate([e for _, e in loaded]).astype(np.float32)
+        if p_images.shape[1:] != data.images.shape[1:] or p_env.shape[1] != (
+            data.env.shape[1] if data.env is not None else -1
+        ):
+            raise TrainError(
+                f"perception_frames: frames {p_images.shape[1:]} / state {p_env.shape[1:]} do not match "
+                f"the demonstrations' {data.images.shape[1:]}"
+            )
     n_eps = int(data.episode.max()) + 1
     n_val = int(round(cfg.val_fraction * n_eps)) if n_eps >= 4 else 0
     val_eps = set(rng.permutation(n_eps)[:n_val].tolist())
@@ -261,6 +290,8 @@ def train(
         (data.chunked_targets(cfg.chunk) - np.tile(a_mean, cfg.chunk)) / np.tile(a_std, cfg.chunk)
     )
     env = torch.from_numpy((data.env - e_mean) / e_std) if use_aux and data.env is not None else None
+    p_img_t = torch.from_numpy(p_images) if p_images is not None else None
+    p_env_t = torch.from_numpy((p_env - e_mean) / e_std) if p_env is not None else None
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda k: 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(k, cfg.steps) / cfg.steps))
@@ -276,7 +307,15 @@ def train(
         idx: np.ndarray, augment: bool
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
         ix = torch.from_numpy(idx)
-        img = images[ix].permute(0, 3, 1, 2).float() / 255.0
+        img = augmented(images[ix], augment)
+        s = states[ix]
+        if augment and cfg.state_noise:
+            noise = torch.randn(s.shape, generator=gen) * joint_noise_scale
+            s = s + noise
+        return img, s, targets[ix], (env[ix] if env is not None else None)
+
+    def augmented(raw: torch.Tensor, augment: bool) -> torch.Tensor:
+        img = raw.permute(0, 3, 1, 2).float() / 255.0
         if augment:
             b = len(idx)
             if cfg.shift_px:
@@ -292,11 +331,7 @@ def train(
                 gain = 1 + (torch.rand(b, 3, 1, 1, generator=gen) * 2 - 1) * j
                 bias = (torch.rand(b, 1, 1, 1, generator=gen) * 2 - 1) * j / 2
                 img = (img * gain + bias).clamp(0, 1)
-        s = states[ix]
-        if augment and cfg.state_noise:
-            noise = torch.randn(s.shape, generator=gen) * joint_noise_scale
-            s = s + noise
-        return img, s, targets[ix], (env[ix] if env is not None else None)
+        return img
 
     def loss_of(img: torch.Tensor, s: torch.Tensor, t: torch.Tensor, e: torch.Tensor | None) -> torch.Tensor:
         pred, aux = model.forward_all(img, s)
@@ -310,6 +345,10 @@ def train(
     for step in range(1, cfg.steps + 1):
         idx = train_idx[rng.integers(0, len(train_idx), cfg.batch_size)]
         loss = loss_of(*batch(idx, augment=True))
+        if p_img_t is not None and p_env_t is not None:
+            pix = torch.from_numpy(rng.integers(0, len(p_img_t), cfg.batch_size))
+            p_pred = model.object_state(augmented(p_img_t[pix], True))
+            loss = loss + cfg.aux_weight * F.smooth_l1_loss(p_pred, p_env_t[pix], beta=0.1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -366,9 +405,18 @@ def train(
                 else {}
             ),
         },
-        "train": {**asdict(cfg), "channels": list(cfg.channels)},
+        "train": {
+            **asdict(cfg),
+            "channels": list(cfg.channels),
+            "perception_frames": [os.fspath(Path(p).resolve()) for p in cfg.perception_frames],
+        },
         "datasets": [os.fspath(Path(d).resolve()) for d in datasets],
-        "data": {"episodes": n_eps, "frames": int(len(data.states)), "val_episodes": n_val},
+        "data": {
+            "episodes": n_eps,
+            "frames": int(len(data.states)),
+            "val_episodes": n_val,
+            "perception_frames": 0 if p_images is None else len(p_images),
+        },
         "result": {
             "wall_s": wall,
             "train_loss": float(np.mean(losses[-100:])),

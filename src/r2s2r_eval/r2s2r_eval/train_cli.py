@@ -57,6 +57,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--shift-px", type=int, default=TrainConfig.shift_px, help="random image shift augmentation (px)"
     )
+    p.add_argument(
+        "--perception-frames",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra still frames for the object-state head (r2s2r_eval.perception_frames; repeatable)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -76,6 +83,7 @@ def cmd_train(ns: argparse.Namespace) -> int:
             chunk=ns.chunk,
             channels=ns.channels,
             shift_px=ns.shift_px,
+            perception_frames=tuple(str(d) for d in ns.perception_frames),
         )
     except TrainError as err:
         print(f"r2s2r train: {err}", file=sys.stderr)

@@ -36,6 +36,7 @@ import yaml
 from r2s2r_eval.demos import DemoConfig, attempt_seed, collect_demos
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
 from r2s2r_eval.metrics import wilson_interval
+from r2s2r_eval.perception_frames import FRAMES_FILE, PerceptionFramesConfig, collect_perception_frames
 from r2s2r_eval.train import TrainConfig, train
 
 __all__ = ["ABLATIONS", "TransferConfig", "main", "make_real2sim_world", "run_transfer"]
@@ -56,6 +57,9 @@ class TransferConfig:
         demos: successful demonstrations per ablation, split over ``workers`` dataset shards.
         expert: the demonstrating expert (``privileged`` or ``reference``; see :class:`DemoConfig`).
         action_noise: DART noise of the demonstrations (rad; see :class:`~r2s2r_eval.demos.DemoConfig`).
+        perception_worlds, perception_per_world: still frames for the object-state head per ablation
+            (:mod:`r2s2r_eval.perception_frames`), in the ablation's world and variations, ``worlds`` split
+            over ``workers`` shards; 0 worlds: none.
         steps, chunk, aux_weight, state_noise, channels, shift_px, time_input: training (see
             :class:`~r2s2r_eval.train.TrainConfig`).
         real_episodes, sim_episodes: evaluation episodes per policy on the emulated hardware / in sim.
@@ -68,6 +72,8 @@ class TransferConfig:
     demos: int = 160
     expert: str = "privileged"
     action_noise: float = 0.02
+    perception_worlds: int = 240
+    perception_per_world: int = 20
     steps: int = 6000
     chunk: int = 8
     aux_weight: float = 1.0
@@ -94,12 +100,19 @@ SMALL = TransferConfig(
     reference_row=False,
     workers=1,
     channels=(16, 32, 32),
+    perception_worlds=2,
+    perception_per_world=10,
 )
 
 
 def shard_seed(seed: int, shard: int) -> int:
     """Demonstration seed of dataset shard ``shard`` of a run with base seed ``seed``."""
     return 100 * (seed + 1) + shard
+
+
+def perception_seed(seed: int, shard: int) -> int:
+    """Seed of perception-frame shard ``shard`` of a run with base seed ``seed`` (apart from the demos')."""
+    return 200 * (seed + 1) + shard
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
@@ -272,6 +285,30 @@ def collect_sharded(
     return shards
 
 
+def render_sharded(
+    folder: Path, pf_cfg: PerceptionFramesConfig, *, seed: int, workers: int, log: Callable[[str], None]
+) -> list[Path]:
+    """``pf_cfg.worlds`` worlds of perception frames as ``workers`` shards ``folder/shard_<k>``, in parallel.
+
+    A shard whose frames exist is kept (resume).
+    """
+    counts = [pf_cfg.worlds // workers + (k < pf_cfg.worlds % workers) for k in range(workers)]
+    shards = [folder / f"shard_{k}" for k in range(workers) if counts[k]]
+    todo = [
+        (d, replace(pf_cfg, worlds=counts[k], seed=perception_seed(seed, k)))
+        for k, d in enumerate(shards)
+        if not (d / FRAMES_FILE).is_file()
+    ]
+    if len(todo) == 1:
+        collect_perception_frames(*todo[0])
+    elif todo:
+        with _pool(len(todo)) as pool:
+            for f in [pool.submit(collect_perception_frames, d, c) for d, c in todo]:
+                f.result()
+    log(f"  {folder}: {pf_cfg.worlds * pf_cfg.per_world} perception frames in {len(shards)} shards")
+    return shards
+
+
 def run_transfer(
     out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
@@ -334,6 +371,23 @@ def run_transfer(
                 "wall_s": time.perf_counter() - t0,
             }
             save()
+        if cfg.perception_worlds and "perception" not in entry:
+            log(f"[{name}] perception frames: {cfg.perception_worlds} worlds x {cfg.perception_per_world}")
+            t0 = time.perf_counter()
+            pf_cfg = PerceptionFramesConfig(
+                world=world,
+                variations=variations,
+                worlds=cfg.perception_worlds,
+                per_world=cfg.perception_per_world,
+            )
+            pf_dir = out / "perception" / name
+            pf = render_sharded(pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
+            entry["perception"] = {
+                "paths": [str(d) for d in pf],
+                "frames": cfg.perception_worlds * cfg.perception_per_world,
+                "wall_s": time.perf_counter() - t0,
+            }
+            save()
         if "train" not in entry:
             log(f"[{name}] training: {cfg.steps} steps")
             if (ckpt / "policy.pt").exists():
@@ -353,6 +407,7 @@ def run_transfer(
                         channels=cfg.channels,
                         shift_px=cfg.shift_px,
                         time_input=cfg.time_input,
+                        perception_frames=tuple(entry.get("perception", {}).get("paths", ())),
                     ),
                     progress=lambda k, loss: log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
                 )

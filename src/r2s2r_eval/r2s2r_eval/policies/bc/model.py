@@ -118,6 +118,12 @@ class BCNet(nn.Module):
         aux = self.aux(features)
         return self.head(torch.cat([features, aux, state], dim=1)), aux
 
+    def object_state(self, image: torch.Tensor) -> torch.Tensor:
+        """Normalised object state (B, aux_dim) read from the image alone (the auxiliary head)."""
+        if self.aux is None:
+            raise ValueError("BCNet.object_state: this network has no auxiliary head (aux_dim 0)")
+        return self.aux(self.keypoints(self.encoder(image * 2.0 - 1.0)))
+
     def forward(self, image: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         """Normalised action chunk (B, chunk * A)."""
         return self.forward_all(image, state)[0]
