@@ -238,3 +238,24 @@ def test_training_adds_perception_frames_to_the_object_head(demos: Path, tmp_pat
     )
     with pytest.raises(TrainError, match="do not match"):
         train([demos], tmp_path / "bad", TrainConfig(steps=1, batch_size=2, perception_frames=(str(small),)))
+
+
+def test_state_only_head_with_teacher_forcing_runs(demos: Path, tmp_path: Path) -> None:
+    # The action head reads only the object state (true + noise in training, the image's estimate at run
+    # time) and the joint state.
+    out = tmp_path / "state_head"
+    train(
+        [demos], out, TrainConfig(steps=3, batch_size=8, chunk=2, head_features=False, teacher_forcing_m=0.01)
+    )
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["model"]["head_features"] is False
+    policy = load_policy("bc", {"checkpoint": str(out)})
+    # 8 joints + 5 object-state inputs, no image keypoints
+    assert policy.model.head[0].in_features == cfg["model"]["state_dim"] + 5
+    with EpisodeRunner("tabletop-pick-v1") as runner:
+        result = runner.run(policy, seed=3, camera_rate_hz=10.0, max_steps=3)
+    assert not result.reason.startswith("policy_error"), result.reason
+    with pytest.raises(TrainError, match="head_features"):
+        TrainConfig(head_features=False, aux_weight=0.0)
+    with pytest.raises(TrainError, match="teacher_forcing_m"):
+        TrainConfig(teacher_forcing_m=0.01)

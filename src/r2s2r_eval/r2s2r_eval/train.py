@@ -55,6 +55,12 @@ class TrainConfig:
             through the actions, and too loosely: the first step of an episode went 0.1 rad wrong.
         chunk: consecutive actions predicted per step (action chunking; the policy averages the
             overlapping predictions of one step, ACT's temporal ensembling).
+        head_features: the action head also reads the image keypoints (True), or only the object state
+            from the auxiliary head and the joint state (False; needs ``aux_weight > 0``).
+        teacher_forcing_m: with ``head_features`` False, train the action head on the true object state
+            plus Gaussian noise of this std (m, on the position; the yaw features get noise of std 1)
+            instead of the auxiliary head's estimate, so it learns the expert's map exactly and tolerates
+            estimates this far off; 0: the estimate.
         perception_frames: folders written by
             :func:`~r2s2r_eval.perception_frames.collect_perception_frames`: still frames with the object
             at many more poses than the demonstrations show; each step adds ``batch_size`` of them to the
@@ -77,6 +83,8 @@ class TrainConfig:
     state_noise: float = 0.0
     aux_weight: float = 1.0
     chunk: int = 1
+    head_features: bool = True
+    teacher_forcing_m: float = 0.0
     perception_frames: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -93,6 +101,14 @@ class TrainConfig:
             ("state_noise", math.isfinite(self.state_noise) and self.state_noise >= 0, ">= 0"),
             ("aux_weight", math.isfinite(self.aux_weight) and self.aux_weight >= 0, ">= 0"),
             ("chunk", 1 <= self.chunk <= 100, "in [1, 100]"),
+            ("head_features", self.head_features or self.aux_weight > 0, "True unless aux_weight > 0"),
+            (
+                "teacher_forcing_m",
+                math.isfinite(self.teacher_forcing_m)
+                and self.teacher_forcing_m >= 0
+                and (self.teacher_forcing_m == 0 or not self.head_features),
+                ">= 0, and 0 unless head_features is False",
+            ),
             (
                 "perception_frames",
                 not self.perception_frames or self.aux_weight > 0,
@@ -282,6 +298,7 @@ def train(
         hidden=cfg.hidden,
         aux_dim=data.env.shape[1] if use_aux and data.env is not None else 0,
         chunk=cfg.chunk,
+        head_features=cfg.head_features,
     )
     model = BCNet(mcfg)
     images = torch.from_numpy(data.images)  # uint8, N x H x W x 3
@@ -333,8 +350,20 @@ def train(
                 img = (img * gain + bias).clamp(0, 1)
         return img
 
-    def loss_of(img: torch.Tensor, s: torch.Tensor, t: torch.Tensor, e: torch.Tensor | None) -> torch.Tensor:
-        pred, aux = model.forward_all(img, s)
+    tf_scale = None
+    if cfg.teacher_forcing_m > 0 and e_std is not None:
+        # Noise in normalised units: metres on the position, 1 on the quarter-turn yaw features.
+        tf_scale = torch.from_numpy(
+            np.array([cfg.teacher_forcing_m] * 3 + [1.0] * (len(e_std) - 3), np.float32) / e_std
+        )
+
+    def loss_of(
+        img: torch.Tensor, s: torch.Tensor, t: torch.Tensor, e: torch.Tensor | None, forced: bool = False
+    ) -> torch.Tensor:
+        given = None
+        if forced and tf_scale is not None and e is not None:
+            given = e + torch.randn(e.shape, generator=gen) * tf_scale
+        pred, aux = model.forward_all(img, s, given)
         loss = F.smooth_l1_loss(pred, t, beta=0.1)
         if aux is not None and e is not None:
             loss = loss + cfg.aux_weight * F.smooth_l1_loss(aux, e, beta=0.1)
@@ -344,7 +373,7 @@ def train(
     losses: list[float] = []
     for step in range(1, cfg.steps + 1):
         idx = train_idx[rng.integers(0, len(train_idx), cfg.batch_size)]
-        loss = loss_of(*batch(idx, augment=True))
+        loss = loss_of(*batch(idx, augment=True), forced=True)
         if p_img_t is not None and p_env_t is not None:
             pix = torch.from_numpy(rng.integers(0, len(p_img_t), cfg.batch_size))
             p_pred = model.object_state(augmented(p_img_t[pix], True))

@@ -58,6 +58,17 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--shift-px", type=int, default=TrainConfig.shift_px, help="random image shift augmentation (px)"
     )
     p.add_argument(
+        "--no-head-features",
+        action="store_true",
+        help="the action head reads only the object state from the auxiliary head and the joint state",
+    )
+    p.add_argument(
+        "--teacher-forcing-m",
+        type=float,
+        default=TrainConfig.teacher_forcing_m,
+        help="with --no-head-features: train the action head on the true object state + this noise (m)",
+    )
+    p.add_argument(
         "--perception-frames",
         action="append",
         default=[],
@@ -83,6 +94,8 @@ def cmd_train(ns: argparse.Namespace) -> int:
             chunk=ns.chunk,
             channels=ns.channels,
             shift_px=ns.shift_px,
+            head_features=not ns.no_head_features,
+            teacher_forcing_m=ns.teacher_forcing_m,
             perception_frames=tuple(str(d) for d in ns.perception_frames),
         )
     except TrainError as err:

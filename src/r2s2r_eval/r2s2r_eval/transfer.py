@@ -60,8 +60,8 @@ class TransferConfig:
         perception_worlds, perception_per_world: still frames for the object-state head per ablation
             (:mod:`r2s2r_eval.perception_frames`), in the ablation's world and variations, ``worlds`` split
             over ``workers`` shards; 0 worlds: none.
-        steps, chunk, aux_weight, state_noise, channels, shift_px, time_input: training (see
-            :class:`~r2s2r_eval.train.TrainConfig`).
+        steps, chunk, aux_weight, state_noise, channels, shift_px, time_input, head_features,
+            teacher_forcing_m: training (see :class:`~r2s2r_eval.train.TrainConfig`).
         real_episodes, sim_episodes: evaluation episodes per policy on the emulated hardware / in sim.
         max_steps: control steps before an evaluation episode is cut off.
         seed: base seed; shard ``k`` of the demonstrations uses ``100 * (seed + 1) + k``.
@@ -81,6 +81,8 @@ class TransferConfig:
     channels: tuple[int, ...] = (32, 32, 64, 64)
     shift_px: int = 0
     time_input: bool = False
+    head_features: bool = True
+    teacher_forcing_m: float = 0.0
     real_episodes: int = 50
     sim_episodes: int = 20
     max_steps: int = 250
@@ -407,6 +409,8 @@ def run_transfer(
                         channels=cfg.channels,
                         shift_px=cfg.shift_px,
                         time_input=cfg.time_input,
+                        head_features=cfg.head_features,
+                        teacher_forcing_m=cfg.teacher_forcing_m,
                         perception_frames=tuple(entry.get("perception", {}).get("paths", ())),
                     ),
                     progress=lambda k, loss: log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,

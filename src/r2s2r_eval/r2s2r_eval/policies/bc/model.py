@@ -31,6 +31,10 @@ class BCModelConfig:
         aux_dim: outputs of the auxiliary object-state head (0: none).
         chunk: consecutive actions predicted per forward pass (>= 1); the output has
             ``chunk * action_dim`` values, step-major.
+        head_features: the action head reads the image keypoints (True) or, with an auxiliary head, only
+            the object state read from the image and the joint state (False): the privileged expert's
+            commands are a function of exactly those, and a low-dimensional input cannot overfit to the
+            few object poses the demonstrations show.
     """
 
     image_width: int = 96
@@ -41,10 +45,13 @@ class BCModelConfig:
     hidden: int = 256
     aux_dim: int = 0
     chunk: int = 1
+    head_features: bool = True
 
     def __post_init__(self) -> None:
         if self.aux_dim < 0:
             raise ValueError(f"aux_dim: must be >= 0, got {self.aux_dim}")
+        if not self.head_features and self.aux_dim == 0:
+            raise ValueError("head_features: False needs an auxiliary head (aux_dim > 0)")
         for name in ("image_width", "image_height", "state_dim", "action_dim", "hidden", "chunk"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
@@ -101,7 +108,7 @@ class BCNet(nn.Module):
             else None
         )
         self.head = nn.Sequential(
-            nn.Linear(2 * c_in + cfg.aux_dim + cfg.state_dim, cfg.hidden),
+            nn.Linear((2 * c_in if cfg.head_features else 0) + cfg.aux_dim + cfg.state_dim, cfg.hidden),
             nn.ReLU(),
             nn.Linear(cfg.hidden, cfg.hidden),
             nn.ReLU(),
@@ -109,14 +116,20 @@ class BCNet(nn.Module):
         )
 
     def forward_all(
-        self, image: torch.Tensor, state: torch.Tensor
+        self, image: torch.Tensor, state: torch.Tensor, env: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Normalised action chunk (B, chunk * A) and normalised object state (B, aux_dim) or None."""
+        """Normalised action chunk (B, chunk * A) and normalised object state (B, aux_dim) or None.
+
+        ``env``: a normalised object state to give the action head instead of the one read from the
+        image (teacher forcing in training).
+        """
         features = self.keypoints(self.encoder(image * 2.0 - 1.0))
         if self.aux is None:
             return self.head(torch.cat([features, state], dim=1)), None
         aux = self.aux(features)
-        return self.head(torch.cat([features, aux, state], dim=1)), aux
+        seen = aux if env is None else env
+        parts = [features, seen, state] if self.cfg.head_features else [seen, state]
+        return self.head(torch.cat(parts, dim=1)), aux
 
     def object_state(self, image: torch.Tensor) -> torch.Tensor:
         """Normalised object state (B, aux_dim) read from the image alone (the auxiliary head)."""
