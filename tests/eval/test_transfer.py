@@ -30,6 +30,9 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     assert shard_seed(0, 1) == shard_seed(0, 0) + 1
     ckpt = json.loads((tmp_path / "policies/no_variation/config.json").read_text())
     assert ckpt["model"]["chunk"] == 3 and ckpt["model"]["aux_dim"] == 5
+    # perception frames: one world of 10 frames per shard, used by the training
+    assert [Path(p).name for p in entry["perception"]["paths"]] == ["shard_0", "shard_1"]
+    assert ckpt["data"]["perception_frames"] == 20
     for where in ("real", "sim"):
         r = entry[where]
         assert r["n"] == 1 and len(r["episodes"]) == 1
@@ -39,4 +42,6 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     # A rerun with the same config resumes: nothing is collected, trained or run again.
     again: list[str] = []
     assert run_transfer(tmp_path, cfg, log=again.append)["ablations"] == report["ablations"]
-    assert not any("demonstrations" in m or "training" in m or "evaluation" in m for m in again), again
+    assert not any(
+        k in m for m in again for k in ("demonstrations", "perception", "training", "evaluation")
+    ), again

@@ -23,6 +23,11 @@ class BCParams(PolicyParams):
         ensemble_decay: for checkpoints that predict action chunks: weight ``exp(-ensemble_decay * age)``
             of a prediction made ``age`` steps ago in the average for the current step (>= 0; 0: plain
             mean; large: newest prediction only).
+        snap_gripper: command the nearer end of the gripper's range (open or closed), as the
+            demonstrations do, instead of the regressed value.  A slightly-closed regressed command
+            moves the fingers a little, which the network reads as "closing" (in the demonstrations the
+            fingers leave the open position only when a grasp starts) and answers by closing further:
+            a feedback loop that shut the gripper 20 cm above the cube.
     """
 
     checkpoint: str = ""
@@ -30,6 +35,7 @@ class BCParams(PolicyParams):
     num_threads: int = 2
     done_progress: float = 0.97
     ensemble_decay: float = 0.1
+    snap_gripper: bool = True
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.control_rate_hz <= 1000.0:

@@ -142,6 +142,8 @@ class BCPolicy(Policy):
         lo, hi = sorted(self._info.gripper_command_range)
         gripper = float(np.clip(out[n], lo, hi))
         open_cmd, closed_cmd = self._info.gripper_command_range
+        if p.snap_gripper:
+            gripper = open_cmd if abs(gripper - open_cmd) <= abs(gripper - closed_cmd) else closed_cmd
         is_open = abs(gripper - open_cmd) < 0.25 * abs(closed_cmd - open_cmd)
         self._near_end = self._near_end + 1 if (out[n + 1] >= p.done_progress and is_open) else 0
         self._last = Action(arm_positions=arm, gripper=gripper)
