@@ -259,3 +259,38 @@ def test_state_only_head_with_teacher_forcing_runs(demos: Path, tmp_path: Path) 
         TrainConfig(head_features=False, aux_weight=0.0)
     with pytest.raises(TrainError, match="teacher_forcing_m"):
         TrainConfig(teacher_forcing_m=0.01)
+
+
+class _GripperSpy:
+    """Runs a policy and keeps its gripper commands."""
+
+    def __init__(self, policy) -> None:  # noqa: ANN001
+        from r2s2r_eval.policy import Policy
+
+        self.seen: list[float] = []
+        outer = self
+
+        class Spy(Policy):
+            requires = policy.requires
+
+            def reset(self, info):  # noqa: ANN001, ANN202
+                policy.reset(info)
+
+            def act(self, observation):  # noqa: ANN001, ANN202
+                action = policy.act(observation)
+                outer.seen.append(action.gripper)
+                return action
+
+        self.policy = Spy()
+
+
+def test_bc_gripper_command_snaps_to_open_or_closed(checkpoint: Path) -> None:
+    # A regressed, slightly-closed command would move the fingers and feed back into the next prediction.
+    for snap in (True, False):
+        spy = _GripperSpy(load_policy("bc", {"checkpoint": str(checkpoint), "snap_gripper": snap}))
+        with EpisodeRunner("tabletop-pick-v1") as runner:
+            runner.run(spy.policy, seed=3, camera_rate_hz=10.0, max_steps=4)
+        if snap:
+            assert set(spy.seen) <= {0.0, 0.04}, spy.seen
+        else:
+            assert not set(spy.seen) <= {0.0, 0.04}, spy.seen  # the tiny net's raw outputs lie in between

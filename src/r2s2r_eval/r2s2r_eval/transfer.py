@@ -81,8 +81,8 @@ class TransferConfig:
     channels: tuple[int, ...] = (32, 32, 64, 64)
     shift_px: int = 0
     time_input: bool = False
-    head_features: bool = True
-    teacher_forcing_m: float = 0.0
+    head_features: bool = False
+    teacher_forcing_m: float = 0.01
     real_episodes: int = 50
     sim_episodes: int = 20
     max_steps: int = 250
