@@ -33,10 +33,13 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     # perception frames: one world of 10 frames per shard, used by the training
     assert [Path(p).name for p in entry["perception"]["paths"]] == ["shard_0", "shard_1"]
     assert ckpt["data"]["perception_frames"] == 20
-    for where in ("real", "sim"):
+    for where in ("real", "sim", "sim_own"):
         r = entry[where]
         assert r["n"] == 1 and len(r["episodes"]) == 1
         assert not any(k.startswith("policy_error") for k in r["reasons"]), r["reasons"]
+    # the common yardstick has the six axes; the policy's own world here has none
+    assert Path(entry["sim"]["variations"]).name == "variations.yaml"
+    assert entry["sim_own"]["variations"] is None and "same_as" not in entry["sim_own"]
     assert "bc/no_variation | 2/" in (tmp_path / "report.md").read_text()
     assert format_report(report) == (tmp_path / "report.md").read_text()
     # A rerun with the same config resumes: nothing is collected, trained or run again.

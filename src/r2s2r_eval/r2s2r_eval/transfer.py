@@ -62,7 +62,8 @@ class TransferConfig:
             over ``workers`` shards; 0 worlds: none.
         steps, chunk, aux_weight, state_noise, channels, shift_px, time_input, head_features,
             teacher_forcing_m: training (see :class:`~r2s2r_eval.train.TrainConfig`).
-        real_episodes, sim_episodes: evaluation episodes per policy on the emulated hardware / in sim.
+        real_episodes, sim_episodes: evaluation episodes per policy on the emulated hardware / in each sim
+            (the bundled world with the six axes, and the policy's own training world and variations).
         max_steps: control steps before an evaluation episode is cut off.
         seed: base seed; shard ``k`` of the demonstrations uses ``100 * (seed + 1) + k``.
         workers: processes for demonstrations and evaluations (each with one torch thread).
@@ -258,6 +259,8 @@ def _evaluate(
         reasons[e["reason"]] = reasons.get(e["reason"], 0) + 1
     low, high = wilson_interval(successes, n)
     return {
+        "world": world,
+        "variations": None if variations is None else str(variations),
         "n": n,
         "successes": successes,
         "rate": successes / n if n else float("nan"),
@@ -418,17 +421,37 @@ def run_transfer(
                 cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
                 entry["train"] = cfg_json["result"]
             save()
-        for where, n in (("real", cfg.real_episodes), ("sim", cfg.sim_episodes)):
-            if where in entry or n == 0:
+        # Where each policy is scored: the emulated hardware, the bundled world with the six axes (one
+        # yardstick for every ablation), and its own training world and variations on held-out seeds
+        # (what sim alone would have predicted for it).
+        evaluations = (
+            ("real", "real", "tabletop-pick-v1", DEFAULT_VARIATIONS, cfg.real_episodes),
+            ("sim", "sim", "tabletop-pick-v1", DEFAULT_VARIATIONS, cfg.sim_episodes),
+            ("sim_own", "sim", world, variations, cfg.sim_episodes),
+        )
+        for key, where, eval_world, eval_variations, n in evaluations:
+            if key in entry or n == 0:
                 continue
-            log(f"[{name}] evaluation {where}: {n} episodes")
-            entry[where] = _evaluate(
+            same = next(
+                (
+                    k
+                    for k, w, ew, ev, _ in evaluations
+                    if k != key and k in entry and w == where and (ew, ev) == (eval_world, eval_variations)
+                ),
+                None,
+            )
+            if same is not None:
+                entry[key] = {**entry[same], "same_as": same}
+                save()
+                continue
+            log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
+            entry[key] = _evaluate(
                 ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads}),
                 where=where,
-                world="tabletop-pick-v1",
+                world=str(eval_world),
                 n=n,
                 max_steps=cfg.max_steps,
-                variations=DEFAULT_VARIATIONS,
+                variations=eval_variations,
                 profile=profile,
                 workers=cfg.workers,
                 log=log,
@@ -466,18 +489,19 @@ def format_report(report: dict[str, Any]) -> str:
     """Markdown table of the report."""
     lines = [
         "| policy | demos (episodes/frames) | train (s) | emulated hardware: success [95% Wilson] | "
-        "sim, six axes: success [95% Wilson] |",
-        "|---|---|---|---|---|",
+        "sim, own world: success [95% Wilson] | sim, bundled + six axes: success [95% Wilson] |",
+        "|---|---|---|---|---|---|",
     ]
     for name, e in report.get("ablations", {}).items():
         d, t = e.get("dataset", {}), e.get("train", {})
         lines.append(
             f"| bc/{name} | {d.get('episodes', '-')}/{d.get('frames', '-')} | "
-            f"{t.get('wall_s', float('nan')):.0f} | {_cell(e.get('real'))} | {_cell(e.get('sim'))} |"
+            f"{t.get('wall_s', float('nan')):.0f} | {_cell(e.get('real'))} | {_cell(e.get('sim_own'))} | "
+            f"{_cell(e.get('sim'))} |"
         )
     if "reference" in report:
         r = report["reference"]
-        lines.append(f"| reference expert | - | - | {_cell(r.get('real'))} | {_cell(r.get('sim'))} |")
+        lines.append(f"| reference expert | - | - | {_cell(r.get('real'))} | - | {_cell(r.get('sim'))} |")
     return "\n".join(lines) + "\n"
 
 
