@@ -15,7 +15,7 @@ from r2s2r_eval.transfer import SMALL, format_report, run_transfer, shard_seed  
 
 
 def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
-    cfg = replace(SMALL, ablations=("no_variation",), workers=2, chunk=3)
+    cfg = replace(SMALL, ablations=("no_variation", "six_axes"), workers=2, chunk=3)
     lines: list[str] = []
     report = run_transfer(tmp_path, cfg, log=lines.append)
     entry = report["ablations"]["no_variation"]
@@ -40,6 +40,14 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     # the common yardstick has the six axes; the policy's own world here has none
     assert Path(entry["sim"]["variations"]).name == "variations.yaml"
     assert entry["sim_own"]["variations"] is None and "same_as" not in entry["sim_own"]
+    # six axes: its own world is the yardstick, so that evaluation is reused, not run twice
+    six = report["ablations"]["six_axes"]
+    assert six["sim_own"]["same_as"] == "sim"
+    assert six["sim_own"]["episodes"] == six["sim"]["episodes"]
+    assert [m for m in lines if m.startswith("[six_axes] evaluation")] == [
+        "[six_axes] evaluation real: 1 episodes in tabletop-pick-v1",
+        "[six_axes] evaluation sim: 1 episodes in tabletop-pick-v1",
+    ]
     assert "bc/no_variation | 2/" in (tmp_path / "report.md").read_text()
     assert format_report(report) == (tmp_path / "report.md").read_text()
     # A rerun with the same config resumes: nothing is collected, trained or run again.
