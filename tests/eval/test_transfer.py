@@ -33,10 +33,18 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     # perception frames: one world of 10 frames per shard, used by the training
     assert [Path(p).name for p in entry["perception"]["paths"]] == ["shard_0", "shard_1"]
     assert ckpt["data"]["perception_frames"] == 20
-    for where in ("real", "sim", "sim_own"):
+    for where in ("real", "real_operator", "sim", "sim_own"):
         r = entry[where]
         assert r["n"] == 1 and len(r["episodes"]) == 1
         assert not any(k.startswith("policy_error") for k in r["reasons"]), r["reasons"]
+    # the hardware as captured, and with an operator's changes between trials on the same episode seeds
+    assert entry["real"]["variations"] is None and entry["real"]["episodes"][0]["variation"] is None
+    assert Path(entry["real_operator"]["variations"]).name == "variations.yaml"
+    op = entry["real_operator"]["episodes"][0]
+    assert op["seed"] == entry["real"]["episodes"][0]["seed"]
+    assert any(k.startswith("appearance.light") for k in op["variation"]), op["variation"]
+    assert any(k.startswith("clutter.") for k in op["variation"]), op["variation"]
+    assert not any(k.startswith(("physics.", "camera.", "robot_state.")) for k in op["variation"]), op
     # the common yardstick has the six axes; the policy's own world here has none
     assert Path(entry["sim"]["variations"]).name == "variations.yaml"
     assert entry["sim_own"]["variations"] is None and "same_as" not in entry["sim_own"]
@@ -46,6 +54,7 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     assert six["sim_own"]["episodes"] == six["sim"]["episodes"]
     assert [m for m in lines if m.startswith("[six_axes] evaluation")] == [
         "[six_axes] evaluation real: 1 episodes in tabletop-pick-v1",
+        "[six_axes] evaluation real_operator: 1 episodes in tabletop-pick-v1",
         "[six_axes] evaluation sim: 1 episodes in tabletop-pick-v1",
     ]
     assert "bc/no_variation | 2/" in (tmp_path / "report.md").read_text()

@@ -12,9 +12,11 @@ then ``r2s2r train``):
   six axes (colour targets renamed to the reconstructed geoms).
 
 Each policy runs ``--real-episodes`` episodes on the emulated hardware (default profile: never seen in
-training) and ``--sim-episodes`` in the bundled world with variations (held-out seeds), plus the expert as
-a reference row.  Success rates get 95 % Wilson intervals.  Every stage is skipped when its output exists,
-so a rerun resumes.  Writes ``report.json`` and ``report.md`` under ``--out``.
+training), as captured and again with an operator's changes between trials (object pose, lighting,
+clutter), and ``--sim-episodes`` in the bundled world with variations and in its own training world and
+variations (held-out seeds), plus the expert as a reference row.  Success rates get 95 % Wilson
+intervals.  Every stage is skipped when its output exists, so a rerun resumes.  Writes ``report.json``
+and ``report.md`` under ``--out``.
 """
 
 from __future__ import annotations
@@ -180,28 +182,39 @@ def _episodes(
     variations: Path | None,
     profile: Path,
 ) -> list[dict[str, Any]]:
-    """Run the evaluation episodes ``indices`` of policy ``spec = (name, params)`` (a worker's share)."""
+    """Run the evaluation episodes ``indices`` of policy ``spec = (name, params)`` (a worker's share).
+
+    In sim, each episode samples ``variations``; on the emulated hardware, ``variations`` (if given) is
+    reduced to what an operator changes between trials (object pose, lighting, clutter;
+    :func:`~r2s2r_eval.closed_loop.operator_variations`) and the cell is rebuilt for each episode.
+    """
     from r2s2r_sim.variations import load_variation_config, sample_variation  # noqa: PLC0415
 
+    from r2s2r_eval.closed_loop import operator_variations  # noqa: PLC0415
+    from r2s2r_eval.emulated_runner import EmulatedRunner  # noqa: PLC0415
     from r2s2r_eval.policy import load_policy  # noqa: PLC0415
     from r2s2r_eval.runner import EpisodeRunner  # noqa: PLC0415
 
-    vcfg = load_variation_config(variations) if variations is not None else None
+    if variations is None:
+        vcfg = None
+    else:
+        vcfg = operator_variations(variations) if where == "real" else load_variation_config(variations)
     policy = load_policy(*spec)
     rate = policy.control_rate_hz() or 10.0
     episodes: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         real = None
-        if where == "real":
-            from r2s2r_eval.emulated_runner import EmulatedRunner  # noqa: PLC0415
-
+        if where == "real" and vcfg is None:
             real = stack.enter_context(EmulatedRunner(world, profile))
         for i in indices:
             seed = attempt_seed(_EVAL_SEED, i)
+            variation = sample_variation(vcfg, seed) if vcfg is not None else None
             if real is not None:
                 res = real.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
+            elif where == "real":
+                with EmulatedRunner(world, profile, variation=variation) as cell:
+                    res = cell.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
             else:
-                variation = sample_variation(vcfg, seed) if vcfg is not None else None
                 with EpisodeRunner(world, variation=variation) as runner:
                     res = runner.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
             episodes.append(
@@ -215,6 +228,9 @@ def _episodes(
                     **{
                         k: res.metrics[k] for k in ("object_lifted", "object_to_target_m") if k in res.metrics
                     },
+                    "variation": None
+                    if variation is None
+                    else {k: float(v) for k, v in variation.params.items()},
                 }
             )
     return episodes
@@ -421,11 +437,13 @@ def run_transfer(
                 cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
                 entry["train"] = cfg_json["result"]
             save()
-        # Where each policy is scored: the emulated hardware, the bundled world with the six axes (one
-        # yardstick for every ablation), and its own training world and variations on held-out seeds
-        # (what sim alone would have predicted for it).
+        # Where each policy is scored: the emulated hardware as captured, and with an operator's changes
+        # between trials (object pose, lighting, clutter, as in `make closed-loop`); the bundled world with
+        # the six axes (one yardstick for every ablation); and its own training world and variations on
+        # held-out seeds (what sim alone would have promised it).
         evaluations = (
-            ("real", "real", "tabletop-pick-v1", DEFAULT_VARIATIONS, cfg.real_episodes),
+            ("real", "real", "tabletop-pick-v1", None, cfg.real_episodes),
+            ("real_operator", "real", "tabletop-pick-v1", DEFAULT_VARIATIONS, cfg.real_episodes),
             ("sim", "sim", "tabletop-pick-v1", DEFAULT_VARIATIONS, cfg.sim_episodes),
             ("sim_own", "sim", world, variations, cfg.sim_episodes),
         )
@@ -459,16 +477,20 @@ def run_transfer(
             save()
     if cfg.reference_row:
         entry = report.setdefault("reference", {})
-        for where, n in (("real", cfg.real_episodes), ("sim", cfg.sim_episodes)):
-            if where not in entry and n:
-                log(f"[reference expert] evaluation {where}: {n} episodes")
-                entry[where] = _evaluate(
+        for key, where, eval_variations, n in (
+            ("real", "real", None, cfg.real_episodes),
+            ("real_operator", "real", DEFAULT_VARIATIONS, cfg.real_episodes),
+            ("sim", "sim", DEFAULT_VARIATIONS, cfg.sim_episodes),
+        ):
+            if key not in entry and n:
+                log(f"[reference expert] evaluation {key}: {n} episodes")
+                entry[key] = _evaluate(
                     ("reference", {}),
                     where=where,
                     world="tabletop-pick-v1",
                     n=n,
                     max_steps=cfg.max_steps,
-                    variations=DEFAULT_VARIATIONS,
+                    variations=eval_variations,
                     profile=profile,
                     workers=cfg.workers,
                     log=log,
@@ -488,20 +510,24 @@ def _cell(r: dict[str, Any] | None) -> str:
 def format_report(report: dict[str, Any]) -> str:
     """Markdown table of the report."""
     lines = [
-        "| policy | demos (episodes/frames) | train (s) | emulated hardware: success [95% Wilson] | "
-        "sim, own world: success [95% Wilson] | sim, bundled + six axes: success [95% Wilson] |",
-        "|---|---|---|---|---|---|",
+        "| policy | demos (episodes/frames) | train (s) | emulated hardware | hardware, operator changes | "
+        "sim, own world | sim, bundled + six axes |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, e in report.get("ablations", {}).items():
         d, t = e.get("dataset", {}), e.get("train", {})
         lines.append(
             f"| bc/{name} | {d.get('episodes', '-')}/{d.get('frames', '-')} | "
-            f"{t.get('wall_s', float('nan')):.0f} | {_cell(e.get('real'))} | {_cell(e.get('sim_own'))} | "
-            f"{_cell(e.get('sim'))} |"
+            f"{t.get('wall_s', float('nan')):.0f} | {_cell(e.get('real'))} | "
+            f"{_cell(e.get('real_operator'))} | {_cell(e.get('sim_own'))} | {_cell(e.get('sim'))} |"
         )
     if "reference" in report:
         r = report["reference"]
-        lines.append(f"| reference expert | - | - | {_cell(r.get('real'))} | - | {_cell(r.get('sim'))} |")
+        lines.append(
+            f"| reference expert | - | - | {_cell(r.get('real'))} | {_cell(r.get('real_operator'))} | - | "
+            f"{_cell(r.get('sim'))} |"
+        )
+    lines.append("\nSuccesses / episodes = rate [95 % Wilson interval].")
     return "\n".join(lines) + "\n"
 
 
