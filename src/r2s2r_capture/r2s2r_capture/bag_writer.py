@@ -1,8 +1,10 @@
 """BagWriter: a rosbag2 writer (MCAP or sqlite3) with splitting, embedded definitions and crash safety.
 
 Pure Python over :mod:`rosbags` (no rclpy). One bag is a folder holding ``<name>_<i>.mcap`` (or ``.db3``)
-data files and, once closed, a ``metadata.yaml`` that ``ros2 bag info`` reads (version 8, one ``files``
-entry per split). Message definitions are embedded from a typestore: the Jazzy store plus any type found
+data files and, once closed, a ``metadata.yaml`` as Jazzy's rosbag2 writes it (version 9, one ``files``
+entry per split, ``ros_distro`` from ``ROS_DISTRO`` or the installed ``ros-<distro>-rclpy``, ``custom_data``
+also in each MCAP file's ``rosbag2`` metadata record). Compression follows ``ros2 bag record``:
+``file`` mode compresses each closed split to ``<file>.zstd``, ``message`` mode each payload (zstd). Message definitions are embedded from a typestore: the Jazzy store plus any type found
 in the ament index (``share/<pkg>/msg/<Name>.msg``), e.g. ``r2s2r_msgs`` and ``tf2_msgs``.
 
 Crash safety: the MCAP storage writes a chunk when 1 MiB is buffered; :meth:`BagWriter.write` also forces a
@@ -18,6 +20,7 @@ import enum
 import os
 import re
 import time
+from importlib import metadata
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
@@ -25,16 +28,26 @@ from types import TracebackType
 from typing import Any
 
 from rosbags.rosbag2 import Writer, WriterError
-from rosbags.rosbag2.enums import StoragePlugin
+from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.typesys import Stores, TypesysError, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 from ruamel.yaml import YAML
 
 from r2s2r_capture.errors import BagError
 
-__all__ = ["BagWriter", "Storage", "WriterConfig", "TopicSpec", "load_typestore", "ensure_type"]
+__all__ = [
+    "BagWriter",
+    "Compression",
+    "Storage",
+    "WriterConfig",
+    "TopicSpec",
+    "load_typestore",
+    "ensure_type",
+    "ros_distro",
+]
 
-METADATA_VERSION = 8
+METADATA_VERSION = 9  # what Jazzy's rosbag2 writes
+COMPRESSION_FORMATS = ("zstd",)
 _TYPE_RE = re.compile(r"^[A-Za-z_][\w]*/(msg|srv|action)/[A-Za-z_]\w*$")
 
 
@@ -50,6 +63,14 @@ class Storage(enum.Enum):
         return ".mcap" if self is Storage.MCAP else ".db3"
 
 
+class Compression(enum.Enum):
+    """rosbag2 compression modes (``ros2 bag record --compression-mode``)."""
+
+    NONE = "none"
+    FILE = "file"
+    MESSAGE = "message"
+
+
 @dataclass(frozen=True, kw_only=True)
 class WriterConfig:
     """How a bag is written; 0 disables a split limit. ``flush_interval_s`` bounds the SIGKILL loss."""
@@ -58,10 +79,20 @@ class WriterConfig:
     max_bag_size_bytes: int = 0
     max_bag_duration_s: float = 0.0
     flush_interval_s: float = 0.5
+    compression_mode: Compression = Compression.NONE
+    compression_format: str = "zstd"
 
     def __post_init__(self) -> None:
         if not isinstance(self.storage, Storage):
             raise BagError(f"storage must be one of {[s.value for s in Storage]}: got {self.storage!r}")
+        if not isinstance(self.compression_mode, Compression):
+            raise BagError(
+                f"compression_mode must be one of {[c.value for c in Compression]}: got {self.compression_mode!r}"
+            )
+        if self.compression_format not in COMPRESSION_FORMATS:
+            raise BagError(
+                f"compression_format must be one of {list(COMPRESSION_FORMATS)}: got {self.compression_format!r}"
+            )
         if self.max_bag_size_bytes < 0:
             raise BagError(
                 f"max_bag_size_bytes must be >= 0 (0: no size split): got {self.max_bag_size_bytes}"
@@ -81,6 +112,18 @@ class TopicSpec:
     topic: str
     msgtype: str
     offered_qos_profiles: tuple[Any, ...] = ()
+
+
+def ros_distro() -> str:
+    """The ROS distribution: ``ROS_DISTRO`` (set by a sourced ROS install), else the installed ``ros-<distro>-rclpy``
+    wheel's distro, else ``""`` (as rosbag2 writes when ``ROS_DISTRO`` is unset)."""
+    if distro := os.environ.get("ROS_DISTRO", ""):
+        return distro
+    for dist in metadata.distributions():
+        found = re.fullmatch(r"ros[-_]([a-z]+)[-_]rclpy", (dist.metadata["Name"] or "").lower())
+        if found:
+            return found.group(1)
+    return ""
 
 
 def load_typestore() -> Typestore:
@@ -137,19 +180,42 @@ class _FileName:
 class _SplitWriter(Writer):
     """A rosbags ``Writer`` for one split file ``<folder>/<stem><suffix>`` of a bag owned by BagWriter."""
 
-    def __init__(self, folder: Path, stem: str, storage: Storage) -> None:
-        plugin = StoragePlugin.MCAP if storage is Storage.MCAP else StoragePlugin.SQLITE3
+    def __init__(self, folder: Path, stem: str, config: WriterConfig, distro: str) -> None:
+        plugin = StoragePlugin.MCAP if config.storage is Storage.MCAP else StoragePlugin.SQLITE3
         # rosbags refuses an existing folder; BagWriter owns (and created) it, so pass a name that is free.
         super().__init__(folder / f".{stem}.unused", version=METADATA_VERSION, storage_plugin=plugin)
+        if config.compression_mode is not Compression.NONE:
+            self.set_compression(
+                CompressionMode[config.compression_mode.name],
+                CompressionFormat[config.compression_format.upper()],
+            )
         self.path = folder
         self.metapath = folder / f".{stem}.metadata.yaml"  # per-file metadata, merged by BagWriter
         self.stem = stem
+        self.distro = distro
 
     def open(self) -> None:
         self.storage = self.STORAGE_PLUGINS[self.storage_plugin](
             _FileName(self.path, self.stem),
             self.compression_mode,  # type: ignore[arg-type]
         )
+
+    def close(self) -> None:
+        """Close as rosbags does, with the real distro in the file's own metadata record (MCAP)."""
+        assert self.storage is not None
+        storage_close = self.storage.close
+
+        def close_with_distro(version: int, text: str) -> None:
+            yaml = YAML(typ="safe")
+            yaml.default_flow_style = False
+            info = yaml.load(text)
+            info["ros_distro"] = self.distro
+            out = StringIO()
+            yaml.dump(info, out)
+            storage_close(version, out.getvalue().strip())
+
+        self.storage.close = close_with_distro  # type: ignore[method-assign]
+        super().close()
 
 
 class BagWriter:
@@ -170,6 +236,7 @@ class BagWriter:
         self.typestore = typestore or load_typestore()
         self._topics: list[TopicSpec] = []
         self._writer: _SplitWriter | None = None
+        self._distro = ros_distro()
         self._conns: list[Any] = []
         self._files: list[dict[str, Any]] = []
         self._topic_counts: dict[int, int] = {}
@@ -228,7 +295,7 @@ class BagWriter:
     def split_paths(self) -> list[Path]:
         """Data files written so far (closed splits and the open one)."""
         names = [f["path"] for f in self._files]
-        if self._writer is not None:
+        if self._writer is not None:  # the open split is uncompressed until it closes
             names.append(self._writer.stem + self.config.storage.suffix)
         return [self.path / n for n in names]
 
@@ -308,7 +375,7 @@ class BagWriter:
 
     def _open_split(self) -> None:
         stem = f"{self.path.name}_{self._split_index}"
-        self._writer = _SplitWriter(self.path, stem, self.config.storage)
+        self._writer = _SplitWriter(self.path, stem, self.config, self._distro)
         self._writer.open()
         self._conns = [self._add_connection(spec) for spec in self._topics]
         self._split_bytes = 0
@@ -317,12 +384,13 @@ class BagWriter:
         writer, self._writer = self._writer, None
         if writer is None:
             return
+        writer.custom_data = dict(self.custom_data)  # also in the MCAP file's rosbag2 metadata record
         writer.close()
         yaml = YAML(typ="safe")
         info = yaml.load(writer.metapath.read_text(encoding="utf-8"))["rosbag2_bagfile_information"]
         writer.metapath.unlink()
         entry = dict(info["files"][0])
-        entry["path"] = writer.stem + self.config.storage.suffix
+        entry["path"] = Path(info["relative_file_paths"][0]).name  # <stem>.mcap, or .mcap.zstd (file mode)
         self._files.append(entry)
         if not self._topic_meta_template:
             self._topic_meta_template = info["topics_with_message_count"]
@@ -335,6 +403,9 @@ class BagWriter:
             if f["message_count"]
         ]
         start = min(starts) if starts else 0
+        compressed = self.config.compression_mode is not Compression.NONE
+        cfg_mode = self.config.compression_mode.value if compressed else ""
+        cfg_format = self.config.compression_format if compressed else ""
         topics = []
         for i, meta in enumerate(self._topic_meta_template or []):
             topics.append({"topic_metadata": meta["topic_metadata"], "message_count": self._topic_counts[i]})
@@ -346,11 +417,11 @@ class BagWriter:
             "starting_time": {"nanoseconds_since_epoch": start},
             "message_count": sum(self._topic_counts.values()),
             "topics_with_message_count": topics,
-            "compression_format": "",
-            "compression_mode": "",
+            "compression_format": cfg_format,
+            "compression_mode": cfg_mode,
             "files": self._files,
             "custom_data": dict(self.custom_data) or None,
-            "ros_distro": "rosbags",
+            "ros_distro": self._distro,
         }
         yaml = YAML(typ="safe")
         yaml.default_flow_style = False
