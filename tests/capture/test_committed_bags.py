@@ -193,8 +193,6 @@ def test_player_output_recorded_again_is_byte_identical(processes, tmp_path: Pat
             "--ros-args",
             "-p",
             f"bag:={BAG}",
-            "-p",
-            "clock:=false",
         ]
     )
     log = play.communicate(timeout=120)[0]

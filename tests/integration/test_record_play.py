@@ -121,6 +121,8 @@ def test_player_replays_with_timing_and_clock(processes, tmp_path: Path) -> None
             "-p",
             "rate:=2.0",
             "-p",
+            "clock_hz:=100.0",
+            "-p",
             "remap:=['/chatter:=/remapped']",
         ]
     )

@@ -94,7 +94,7 @@ class _ExactReads:
     def read(self, size: int = -1) -> bytes:
         data = self._bio.read(size)
         if size > 0 and len(data) < size:
-            raise EOFError(f"file ends {size - len(data)} bytes into a record")
+            raise EOFError(f"truncated: the file ends {size - len(data)} bytes before the end of a record")
         return data
 
 

@@ -34,7 +34,14 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
-from r2s2r_capture.bag_writer import BagWriter, Storage, ThreadedBagWriter, TopicSpec, WriterConfig
+from r2s2r_capture.bag_writer import (
+    BagWriter,
+    Compression,
+    Storage,
+    ThreadedBagWriter,
+    TopicSpec,
+    WriterConfig,
+)
 from r2s2r_capture.errors import BagError, CaptureError
 
 EPISODE_TOPIC = "/r2s2r/episode_outcome"
@@ -125,6 +132,17 @@ class RecorderNode(Node):
                 integer_range=[IntegerRange(from_value=1, to_value=10**7, step=1)],
             ),
         ).value
+        compression_mode = p(
+            "compression_mode",
+            "none",
+            desc(
+                "compress each closed file (file) or each message (message), as ros2 bag record",
+                additional_constraints="one of: none, file, message",
+            ),
+        ).value
+        compression_format = p(
+            "compression_format", "zstd", desc("compressor", additional_constraints="one of: zstd")
+        ).value
         calibration = p(
             "calibration", "", desc("CameraInfo YAML of the camera calibration, stamped into the provenance")
         ).value
@@ -136,12 +154,23 @@ class RecorderNode(Node):
             raise BagError(
                 f"parameter storage is {storage!r}: allowed {[s.value for s in Storage]}"
             ) from None
+        try:
+            compression = Compression(compression_mode)
+        except ValueError:
+            raise BagError(
+                f"parameter compression_mode is {compression_mode!r}: allowed {[c.value for c in Compression]}"
+            ) from None
         return RecorderConfig(
             output=Path(output),
             topics=tuple(t for t in topics if t),
             all_topics=all_topics,
             writer=WriterConfig(
-                storage=kind, max_bag_size_bytes=size, max_bag_duration_s=dur, flush_interval_s=flush
+                storage=kind,
+                max_bag_size_bytes=size,
+                max_bag_duration_s=dur,
+                flush_interval_s=flush,
+                compression_mode=compression,
+                compression_format=compression_format,
             ),
             max_queue=queue,
             calibration=Path(calibration) if calibration else None,
