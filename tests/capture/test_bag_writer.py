@@ -128,10 +128,13 @@ def test_metadata_as_jazzy_writes_it(tmp_path: Path, monkeypatch: pytest.MonkeyP
     from mcap.reader import make_reader  # noqa: PLC0415
 
     monkeypatch.delenv("ROS_DISTRO", raising=False)
+    ros_distro.cache_clear()
     assert ros_distro() == "jazzy"  # from the installed ros-jazzy-rclpy wheel
     monkeypatch.setenv("ROS_DISTRO", "rolling")
+    ros_distro.cache_clear()
     assert ros_distro() == "rolling"  # a sourced ROS install wins, as in rosbag2
     monkeypatch.setenv("ROS_DISTRO", "jazzy")
+    ros_distro.cache_clear()
     ts = load_typestore()
     with BagWriter(tmp_path / "j", typestore=ts) as bag:
         h = bag.add_topic(TopicSpec(topic="/a", msgtype=STRING))
