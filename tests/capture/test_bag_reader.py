@@ -119,10 +119,14 @@ def test_failures(tmp_path: Path) -> None:
         BagReader(bad).__enter__()
     (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  relative_file_paths: [gone.mcap]\n")
     (bad / "renamed.mcap").write_bytes(b"")
-    with pytest.raises(BagError, match=r"missing file\(s\) \['gone.mcap'\]; data files in the folder: \['renamed.mcap'\]"):
+    with pytest.raises(
+        BagError, match=r"missing file\(s\) \['gone.mcap'\]; data files in the folder: \['renamed.mcap'\]"
+    ):
         BagReader(bad).__enter__()
     (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  compression_mode: file\n")
-    with pytest.raises(BagError, match="field compression_format is '' with compression_mode 'file'; only 'zstd'"):
+    with pytest.raises(
+        BagError, match="field compression_format is '' with compression_mode 'file'; only 'zstd'"
+    ):
         BagReader(bad).__enter__()
     (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  compression_mode: chunk\n")
     with pytest.raises(BagError, match="field compression_mode is 'chunk'; allowed: file, message or none"):

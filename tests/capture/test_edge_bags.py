@@ -1,4 +1,4 @@
-"""The committed edge-case bags (tests/data/bags/edge, made by make_edge_bags.py): read, recovered or refused."""
+"""The committed edge-case bags (tests/data/bags/edge, from make_edge_bags.py): read, recovered or refused."""
 
 import shutil
 from pathlib import Path
@@ -24,7 +24,11 @@ def _check_recording(msgs: list[tuple[str, object]], chatter: list[str]) -> None
     assert topic == "/tf_static"
     t = tf.transforms[0]  # type: ignore[attr-defined]
     assert (t.header.frame_id, t.child_frame_id) == ("world", "camera_link")
-    assert (t.transform.translation.x, t.transform.translation.y, t.transform.translation.z) == (0.5, -0.25, 1.25)
+    assert (t.transform.translation.x, t.transform.translation.y, t.transform.translation.z) == (
+        0.5,
+        -0.25,
+        1.25,
+    )
     assert [(tp, m.data) for tp, m in rest] == [("/chatter", c) for c in chatter]  # type: ignore[attr-defined]
 
 
@@ -35,9 +39,18 @@ def test_compressed_bags_read_with_recorded_qos(name: str) -> None:
     static = bag.topics["/tf_static"]
     assert static.qos_source == "metadata.yaml"
     qos = replay_qos(static.offered_qos_profiles)
-    assert (qos.reliability, qos.durability, qos.history, qos.depth) == ("reliable", "transient_local", "keep_last", 1)
+    assert (qos.reliability, qos.durability, qos.history, qos.depth) == (
+        "reliable",
+        "transient_local",
+        "keep_last",
+        1,
+    )
     chatter = replay_qos(bag.topics["/chatter"].offered_qos_profiles, default_depth=77)
-    assert (chatter.reliability, chatter.durability, chatter.depth) == ("reliable", "volatile", 77)  # depth 0: unknown
+    assert (chatter.reliability, chatter.durability, chatter.depth) == (
+        "reliable",
+        "volatile",
+        77,
+    )  # depth 0: unknown
 
 
 def test_file_compressed_data_file_alone(tmp_path: Path) -> None:
@@ -72,8 +85,12 @@ def test_message_mode_metadata_with_plain_payloads_refused(tmp_path: Path) -> No
 
     (bag / src.name).write_bytes(zstd.decompress((tmp_path / "x.mcap.zstd").read_bytes()))
     (bag / "metadata.yaml").write_text(yaml.safe_dump(meta))
-    with BagReader(bag) as reader, pytest.raises(
-        BagError, match="topic /tf_static message at .* compression_mode is 'message' but the payload is not a zstd"
+    with (
+        BagReader(bag) as reader,
+        pytest.raises(
+            BagError,
+            match="topic /tf_static message at .* compression_mode is 'message' but the payload is not a",
+        ),
     ):
         list(reader.messages())
 
@@ -86,7 +103,9 @@ def test_truncated_zstd_chunked_mcap_recovers_complete_chunks() -> None:
     assert any("read record by record" in n for n in bag.notes)
     assert any("stopped reading at byte" in n and "truncated" in n for n in bag.notes)
     assert bag.topics["/tf_static"].qos_source == "data file"
-    assert bag.end_ns == max(m.timestamp_ns for m in BagReader(EDGE / "truncated_zstd_chunks.mcap").__enter__().messages())
+    assert bag.end_ns == max(
+        m.timestamp_ns for m in BagReader(EDGE / "truncated_zstd_chunks.mcap").__enter__().messages()
+    )
 
 
 @pytest.mark.parametrize("damage", ["crc", "frame"])
@@ -94,7 +113,9 @@ def test_damaged_chunk_ends_the_readable_prefix(tmp_path: Path, damage: str) -> 
     raw = bytearray((EDGE / "truncated_zstd_chunks.mcap").read_bytes())
     magic = b"\x28\xb5\x2f\xfd"  # each chunk's data is one zstd frame
     second = raw.find(magic, raw.find(magic) + 1)
-    if damage == "crc":  # chunk record: op, length, start, end, size (8 each), crc u32, "zstd", data length u64
+    if (
+        damage == "crc"
+    ):  # chunk record: op, length, start, end, size (8 each), crc u32, "zstd", data length u64
         crc_at = second - 8 - (4 + 4) - 4
         raw[crc_at : crc_at + 4] = b"\x01\x02\x03\x04"
         why = "CRCValidationError"
@@ -109,7 +130,9 @@ def test_damaged_chunk_ends_the_readable_prefix(tmp_path: Path, damage: str) -> 
 
 
 def test_ros1_bag_refused_naming_the_converter(tmp_path: Path) -> None:
-    with pytest.raises(BagError, match=r"ros1.bag: a ROS 1 bag .* convert it first: rosbags-convert --src .*ros1.bag --dst"):
+    with pytest.raises(
+        BagError, match=r"ros1.bag: a ROS 1 bag .* convert it first: rosbags-convert --src .*ros1.bag --dst"
+    ):
         BagReader(EDGE / "ros1.bag").__enter__()
     folder = tmp_path / "old"
     folder.mkdir()

@@ -25,7 +25,12 @@ def test_replay_qos_follows_the_first_recorded_profile() -> None:
     latched = _qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL)
     best = _qos(QosHistory.KEEP_LAST, 5, QosReliability.BEST_EFFORT, QosDurability.VOLATILE)
     q = replay_qos([latched, best])
-    assert (q.reliability, q.durability, q.history, q.depth) == ("reliable", "transient_local", "keep_last", 1)
+    assert (q.reliability, q.durability, q.history, q.depth) == (
+        "reliable",
+        "transient_local",
+        "keep_last",
+        1,
+    )
     assert q.source == "recorded, first of 2 offered"
     q = replay_qos([best, latched])
     assert (q.reliability, q.durability, q.depth) == ("best_effort", "volatile", 5)
@@ -44,7 +49,10 @@ def test_overrides(tmp_path: Path) -> None:
     f = tmp_path / "o.yaml"
     f.write_text("/tf_static: {durability: TRANSIENT_LOCAL, depth: 3}\n/a: {reliability: best_effort}\n")
     got = load_qos_overrides(f)
-    assert got == {"/tf_static": {"durability": "transient_local", "depth": 3}, "/a": {"reliability": "best_effort"}}
+    assert got == {
+        "/tf_static": {"durability": "transient_local", "depth": 3},
+        "/a": {"reliability": "best_effort"},
+    }
     q = apply_override(ReplayQos(), got["/tf_static"])
     assert (q.durability, q.depth, q.reliability) == ("transient_local", 3, "reliable")
     assert q.source.startswith("override of")
@@ -56,9 +64,15 @@ def test_overrides(tmp_path: Path) -> None:
     [
         ("- a\n", "expected a mapping of topic -> QoS fields, got list"),
         ("/a: 3\n", "entry '/a' must map a topic name to QoS fields"),
-        ("/a: {durability: sticky}\n", r"topic /a field durability is 'sticky'; allowed: \['volatile', 'transient_local'\]"),
+        (
+            "/a: {durability: sticky}\n",
+            r"topic /a field durability is 'sticky'; allowed: \['volatile', 'transient_local'\]",
+        ),
         ("/a: {depth: 0}\n", "topic /a field depth must be >= 1: got 0"),
-        ("/a: {deadline: 1}\n", "topic /a field 'deadline' is not one of reliability, durability, history, depth"),
+        (
+            "/a: {deadline: 1}\n",
+            "topic /a field 'deadline' is not one of reliability, durability, history, depth",
+        ),
         ("/a: [\n", "cannot be read"),
     ],
 )

@@ -1,4 +1,4 @@
-"""Replay over real DDS between processes: recorded QoS reaches latched subscribers; no start race under load."""
+"""Replay over real DDS between processes: recorded QoS reaches latched subscribers; no start race."""
 
 import json
 import os
@@ -21,7 +21,8 @@ LATCHED_LISTENER = textwrap.dedent("""
     rclpy.init()
     node = rclpy.create_node("latched_listener")
     # tf2's static listener QoS (tf2_ros StaticListenerQoS): reliable, transient local, depth 100
-    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
     static, chatter = [], []
     def on_tf(m):
         for t in m.transforms:
@@ -43,18 +44,25 @@ def _got(proc) -> dict:  # type: ignore[no-untyped-def]
 
 
 def test_compressed_bag_replay_reaches_transient_local_subscribers(processes, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """/tf_static keeps its recorded transient-local QoS; /chatter (recorded volatile) is made latched by override."""
+    """/tf_static keeps its recorded transient-local QoS; recorded-volatile /chatter latched by override."""
     overrides = tmp_path / "qos.yaml"
     overrides.write_text("/chatter: {durability: transient_local}\n")
     listener = processes.start([sys.executable, "-c", LATCHED_LISTENER])
     assert listener.stdout.readline().strip() == "READY"
-    player = processes.start([
-        "player_node", "--ros-args",
-        "-p", f"bag:={EDGE / 'file_compressed'}",
-        "-p", f"qos_overrides:={overrides}",
-        "-p", "wait_for_subscribers:=2",  # both of the listener's subscriptions, bounded by wait_timeout_s
-        "-p", "wait_timeout_s:=60.0",
-    ])
+    player = processes.start(
+        [
+            "player_node",
+            "--ros-args",
+            "-p",
+            f"bag:={EDGE / 'file_compressed'}",
+            "-p",
+            f"qos_overrides:={overrides}",
+            "-p",
+            "wait_for_subscribers:=2",  # both of the listener's subscriptions, bounded by wait_timeout_s
+            "-p",
+            "wait_timeout_s:=60.0",
+        ]
+    )
     log = player.communicate(timeout=120)[0]
     assert player.returncode == 0, log
     assert "/tf_static: reliable, transient_local, keep_last 1 (recorded)" in log
@@ -66,12 +74,18 @@ def test_compressed_bag_replay_reaches_transient_local_subscribers(processes, tm
 
 
 def test_wait_for_subscribers_times_out_naming_what_it_waited_for(processes) -> None:  # type: ignore[no-untyped-def]
-    player = processes.start([
-        "player_node", "--ros-args",
-        "-p", f"bag:={EDGE / 'message_compressed'}",
-        "-p", "wait_for_subscribers:=1",
-        "-p", "wait_timeout_s:=1.0",
-    ])
+    player = processes.start(
+        [
+            "player_node",
+            "--ros-args",
+            "-p",
+            f"bag:={EDGE / 'message_compressed'}",
+            "-p",
+            "wait_for_subscribers:=1",
+            "-p",
+            "wait_timeout_s:=1.0",
+        ]
+    )
     log = player.communicate(timeout=60)[0]
     assert player.returncode == 1, log
     assert "waited 1 s for 1 subscription(s) on the replayed topics" in log
@@ -102,22 +116,45 @@ def test_no_start_race_on_a_loaded_machine(processes, tmp_path: Path) -> None:  
     ts = load_typestore()
     string = ts.types["std_msgs/msg/String"]
     never = QosTime(0, 0)
-    recorded = Qos(QosHistory.UNKNOWN, 0, QosReliability.RELIABLE, QosDurability.VOLATILE,
-                   never, never, QosLiveliness.AUTOMATIC, never, False)
+    recorded = Qos(
+        QosHistory.UNKNOWN,
+        0,
+        QosReliability.RELIABLE,
+        QosDurability.VOLATILE,
+        never,
+        never,
+        QosLiveliness.AUTOMATIC,
+        never,
+        False,
+    )
     bag = tmp_path / "race"
     n = 150  # 1.5 s at 100 Hz
     with BagWriter(bag, typestore=ts) as writer:
-        h = writer.add_topic(TopicSpec(topic="/chatter", msgtype="std_msgs/msg/String", offered_qos_profiles=(recorded,)))
+        h = writer.add_topic(
+            TopicSpec(topic="/chatter", msgtype="std_msgs/msg/String", offered_qos_profiles=(recorded,))
+        )
         for i in range(n):
-            writer.write(h, 10**9 + i * 10_000_000, bytes(ts.serialize_cdr(string(data=f"m{i}"), "std_msgs/msg/String")))
+            writer.write(
+                h,
+                10**9 + i * 10_000_000,
+                bytes(ts.serialize_cdr(string(data=f"m{i}"), "std_msgs/msg/String")),
+            )
     for _ in range(os.cpu_count() or 2):  # a CPU burner on every core, for the whole test
         processes.start([sys.executable, "-c", BURNER])
     listener = processes.start([sys.executable, "-c", RELIABLE_LISTENER, str(n)])
     assert listener.stdout.readline().strip() == "READY"
-    player = processes.start([
-        "player_node", "--ros-args", "-p", f"bag:={bag}",
-        "-p", "wait_for_subscribers:=1", "-p", "wait_timeout_s:=60.0",
-    ])
+    player = processes.start(
+        [
+            "player_node",
+            "--ros-args",
+            "-p",
+            f"bag:={bag}",
+            "-p",
+            "wait_for_subscribers:=1",
+            "-p",
+            "wait_timeout_s:=60.0",
+        ]
+    )
     log = player.communicate(timeout=120)[0]
     assert player.returncode == 0, log
     got = _got(listener)["got"]

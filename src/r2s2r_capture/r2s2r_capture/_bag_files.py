@@ -47,7 +47,12 @@ def sniff(path: Path) -> str:
             head = bio.read(16)
     except OSError as err:
         raise BagError(f"data file {path}: cannot be read: {err}") from err
-    for kind, magic in (("mcap", MCAP_MAGIC), ("sqlite3", SQLITE_MAGIC), ("zstd", ZSTD_MAGIC), ("ros1", ROS1_MAGIC)):
+    for kind, magic in (
+        ("mcap", MCAP_MAGIC),
+        ("sqlite3", SQLITE_MAGIC),
+        ("zstd", ZSTD_MAGIC),
+        ("ros1", ROS1_MAGIC),
+    ):
         if head.startswith(magic):
             return kind
     return ""
@@ -70,7 +75,9 @@ def decompress_message(data: bytes, where: str) -> bytes:
     except zstd.ZstdError as err:
         raise BagError(f"{where}: payload is not a valid zstd frame: {err}") from err
     if not dec.eof:
-        raise BagError(f"{where}: zstd payload is truncated or decompresses to more than {MAX_RECORD_BYTES} bytes")
+        raise BagError(
+            f"{where}: zstd payload is truncated or decompresses to more than {MAX_RECORD_BYTES} bytes"
+        )
     return out
 
 
@@ -86,7 +93,7 @@ class Conn:
 
 
 class _ExactReads:
-    """A file whose ``read(n)`` returns ``n`` bytes or raises, so a record cut by truncation is never half-read."""
+    """A file whose ``read(n)`` returns ``n`` bytes or raises: a truncated record is never half-read."""
 
     def __init__(self, bio: IO[bytes]) -> None:
         self._bio = bio
@@ -156,7 +163,9 @@ class DataFile:
         if not out.name.endswith(suffix):  # rosbags picks the storage plugin by suffix
             out = out.rename(out.with_name(out.name + suffix))
         self.source = out
-        self.notes.append(f"{self.path.name}: zstd-compressed file (file compression): read a decompressed copy")
+        self.notes.append(
+            f"{self.path.name}: zstd-compressed file (file compression): read a decompressed copy"
+        )
         return kind
 
     def _open_with_rosbags(self) -> None:

@@ -177,7 +177,8 @@ class BagReader:
         fmt = str(info.get("compression_format") or "")
         if mode not in COMPRESSION_MODES:
             raise BagError(
-                f"bag {path}: metadata.yaml field compression_mode is {mode!r}; allowed: file, message or none"
+                f"bag {path}: metadata.yaml field compression_mode is {mode!r}; "
+                "allowed: file, message or none"
             )
         if mode in ("file", "message") and fmt != "zstd":
             raise BagError(
@@ -232,7 +233,10 @@ class BagReader:
                 meta_qos[str(meta.get("name"))] = profiles
         self.topics = {}
         for t, (mt, fmt) in types.items():
-            qos, source = (meta_qos[t], "metadata.yaml") if t in meta_qos else (file_qos.get(t, ()), "data file")
+            if t in meta_qos:
+                qos, source = meta_qos[t], "metadata.yaml"
+            else:
+                qos, source = file_qos.get(t, ()), "data file"
             self.topics[t] = TopicInfo(t, mt, fmt, counts.get(t, 0), qos, source if qos else "")
 
     # -- types ---------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Pure Python over :mod:`rosbags` (no rclpy). One bag is a folder holding ``<name>
 data files and, once closed, a ``metadata.yaml`` as Jazzy's rosbag2 writes it (version 9, one ``files``
 entry per split, ``ros_distro`` from ``ROS_DISTRO`` or the installed ``ros-<distro>-rclpy``, ``custom_data``
 also in each MCAP file's ``rosbag2`` metadata record). Compression follows ``ros2 bag record``:
-``file`` mode compresses each closed split to ``<file>.zstd``, ``message`` mode each payload (zstd). Message definitions are embedded from a typestore: the Jazzy store plus any type found
+``file`` mode compresses each closed split to ``<file>.zstd``, ``message`` mode each payload (zstd).
+Message definitions are embedded from a typestore: the Jazzy store plus any type found
 in the ament index (``share/<pkg>/msg/<Name>.msg``), e.g. ``r2s2r_msgs`` and ``tf2_msgs``.
 
 Crash safety: the MCAP storage writes a chunk when 1 MiB is buffered; :meth:`BagWriter.write` also forces a
@@ -88,11 +89,13 @@ class WriterConfig:
             raise BagError(f"storage must be one of {[s.value for s in Storage]}: got {self.storage!r}")
         if not isinstance(self.compression_mode, Compression):
             raise BagError(
-                f"compression_mode must be one of {[c.value for c in Compression]}: got {self.compression_mode!r}"
+                f"compression_mode must be one of {[c.value for c in Compression]}: "
+                f"got {self.compression_mode!r}"
             )
         if self.compression_format not in COMPRESSION_FORMATS:
             raise BagError(
-                f"compression_format must be one of {list(COMPRESSION_FORMATS)}: got {self.compression_format!r}"
+                f"compression_format must be one of {list(COMPRESSION_FORMATS)}: "
+                f"got {self.compression_format!r}"
             )
         if self.max_bag_size_bytes < 0:
             raise BagError(
@@ -117,8 +120,11 @@ class TopicSpec:
 
 @functools.cache
 def ros_distro() -> str:
-    """The ROS distribution: ``ROS_DISTRO`` (set by a sourced ROS install), else the distro of the installed
-    ``ros-<distro>-rclpy`` wheel, else ``""`` (what rosbag2 writes when ``ROS_DISTRO`` is unset)."""
+    """The ROS distribution, as rosbag2 records it.
+
+    ``ROS_DISTRO`` (set by a sourced ROS install), else the distro of the installed ``ros-<distro>-rclpy``
+    wheel, else ``""`` (what rosbag2 writes when ``ROS_DISTRO`` is unset).
+    """
     if distro := os.environ.get("ROS_DISTRO", ""):
         return distro
     for entry in sys.path:  # a directory listing; importlib.metadata.distributions() takes ~0.5 s

@@ -1,4 +1,4 @@
-"""What the player replays and with which QoS: config, per-topic QoS from the recording and overrides (no rclpy).
+"""What the player replays and with which QoS: config, recorded per-topic QoS and overrides (no rclpy).
 
 QoS follows ``ros2 bag play``: each topic is offered with the QoS it was recorded with (the first offered
 profile when several publishers were recorded), reliability and durability as recorded. The history depth
@@ -30,7 +30,9 @@ __all__ = [
     "replay_qos",
 ]
 
-DEFAULT_DEPTH = 1000  # deep enough that a reliable burst is buffered, not overwritten, while a reader catches up
+DEFAULT_DEPTH = (
+    1000  # deep enough that a reliable burst is buffered, not overwritten, while a reader catches up
+)
 MAX_OVERRIDES_BYTES = 2**20
 RELIABILITY = ("reliable", "best_effort")
 DURABILITY = ("volatile", "transient_local")
@@ -101,7 +103,9 @@ def load_qos_overrides(path: Path | str) -> dict[str, dict[str, Any]]:
     except (OSError, yaml.YAMLError) as err:
         raise BagError(f"QoS overrides {path}: cannot be read: {err}") from err
     if not isinstance(doc, dict):
-        raise BagError(f"QoS overrides {path}: expected a mapping of topic -> QoS fields, got {type(doc).__name__}")
+        raise BagError(
+            f"QoS overrides {path}: expected a mapping of topic -> QoS fields, got {type(doc).__name__}"
+        )
     out: dict[str, dict[str, Any]] = {}
     allowed = {"reliability": RELIABILITY, "durability": DURABILITY, "history": HISTORY}
     for topic, fields in doc.items():
@@ -111,7 +115,9 @@ def load_qos_overrides(path: Path | str) -> dict[str, dict[str, Any]]:
         for key, value in fields.items():
             if key == "depth":
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise BagError(f"QoS overrides {path}: topic {topic} field depth must be >= 1: got {value!r}")
+                    raise BagError(
+                        f"QoS overrides {path}: topic {topic} field depth must be >= 1: got {value!r}"
+                    )
                 clean[key] = value
             elif key in allowed:
                 text = str(value).lower()

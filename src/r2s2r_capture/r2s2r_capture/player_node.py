@@ -55,9 +55,13 @@ def _profile(qos: ReplayQos) -> QoSProfile:
     return QoSProfile(
         history=HistoryPolicy.KEEP_ALL if qos.history == "keep_all" else HistoryPolicy.KEEP_LAST,
         depth=qos.depth,
-        reliability=ReliabilityPolicy.BEST_EFFORT if qos.reliability == "best_effort" else ReliabilityPolicy.RELIABLE,
+        reliability=ReliabilityPolicy.BEST_EFFORT
+        if qos.reliability == "best_effort"
+        else ReliabilityPolicy.RELIABLE,
         durability=(
-            DurabilityPolicy.TRANSIENT_LOCAL if qos.durability == "transient_local" else DurabilityPolicy.VOLATILE
+            DurabilityPolicy.TRANSIENT_LOCAL
+            if qos.durability == "transient_local"
+            else DurabilityPolicy.VOLATILE
         ),
     )
 
@@ -82,12 +86,17 @@ class PlayerNode(Node):
         p = self.declare_parameter
         bag = p("bag", "", desc("bag folder or data file to replay")).value
         rate = p(
-            "rate", 1.0, desc("playback rate factor (1: recorded timing)", floating_point_range=seconds(0.01, 100.0))
+            "rate",
+            1.0,
+            desc("playback rate factor (1: recorded timing)", floating_point_range=seconds(0.01, 100.0)),
         ).value
         offset = p(
             "start_offset_s",
             0.0,
-            desc("skip this many seconds from the bag's first message (s)", floating_point_range=seconds(0.0, 1e9)),
+            desc(
+                "skip this many seconds from the bag's first message (s)",
+                floating_point_range=seconds(0.0, 1e9),
+            ),
         ).value
         topics = p("topics", [""], desc("topics to replay (empty: all)")).value
         remap = p("remap", [""], desc("topic remaps /from:=/to")).value
@@ -95,10 +104,15 @@ class PlayerNode(Node):
         clock_hz = p(
             "clock_hz",
             0.0,
-            desc("publish /clock from bag time at this rate (Hz; 0: no /clock)", floating_point_range=seconds(0.0, 1e4)),
+            desc(
+                "publish /clock from bag time at this rate (Hz; 0: no /clock)",
+                floating_point_range=seconds(0.0, 1e4),
+            ),
         ).value
         overrides = p(
-            "qos_overrides", "", desc("YAML of per-topic QoS overrides (ros2 bag play --qos-profile-overrides-path)")
+            "qos_overrides",
+            "",
+            desc("YAML of per-topic QoS overrides (ros2 bag play --qos-profile-overrides-path)"),
         ).value
         depth = p(
             "default_depth",

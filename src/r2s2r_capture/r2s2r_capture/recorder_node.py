@@ -158,7 +158,8 @@ class RecorderNode(Node):
             compression = Compression(compression_mode)
         except ValueError:
             raise BagError(
-                f"parameter compression_mode is {compression_mode!r}: allowed {[c.value for c in Compression]}"
+                f"parameter compression_mode is {compression_mode!r}: "
+                f"allowed {[c.value for c in Compression]}"
             ) from None
         return RecorderConfig(
             output=Path(output),

@@ -67,7 +67,11 @@ def _periods(times: list[float]) -> dict[str, float]:
 
 def _qos_summary(profiles: tuple[Qos, ...]) -> list[dict[str, Any]]:
     return [
-        {"reliability": p.reliability.name.lower(), "durability": p.durability.name.lower(), "depth": int(p.depth)}
+        {
+            "reliability": p.reliability.name.lower(),
+            "durability": p.durability.name.lower(),
+            "depth": int(p.depth),
+        }
         for p in profiles
     ]
 
@@ -81,7 +85,9 @@ def signature_of_bag(path: Path | str, *, topics: Iterable[str] | None = None) -
     wanted = set(topics) if topics is not None else None
     accs: dict[str, _Acc] = {}
     with BagReader(path) as bag:
-        qos = {t: (_qos_summary(i.offered_qos_profiles), i.qos_source or "none") for t, i in bag.topics.items()}
+        qos = {
+            t: (_qos_summary(i.offered_qos_profiles), i.qos_source or "none") for t, i in bag.topics.items()
+        }
         for msg in bag.messages(wanted):
             acc = accs.get(msg.topic)
             if acc is None:

@@ -14,8 +14,8 @@ recorder sees a publisher through DDS discovery).
 - ``message_compressed_no_metadata.db3``: sqlite3 data file of a message-compressed bag, without its
   ``metadata.yaml`` (a killed recording, or the file given on its own).
 - ``truncated_zstd_chunks.mcap``: MCAP with zstd-compressed chunks of ``CHUNK`` messages each (``/tf_static``
-  and ``m0``..``m8`` in the first, then ``m9`` and forty more ``/chatter`` strings ``n0``..``n39``), cut in the
-  middle of its last chunk, with no summary: two complete chunks (20 messages) are recoverable.
+  and ``m0``..``m8`` in the first, then ``m9`` and forty more ``/chatter`` strings ``n0``..``n39``), cut in
+  the middle of its last chunk, with no summary: two complete chunks (20 messages) are recoverable.
 - ``ros1.bag``: a ROS 1 bag (one ``std_msgs/String``) that a rosbag2 reader must refuse, naming the converter.
 """
 
@@ -42,12 +42,26 @@ CHUNK = 10
 TRUNCATED_MESSAGES = 50
 NEVER = QosTime(2147483647, 4294967295)
 STATIC_QOS = Qos(
-    QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL,
-    NEVER, NEVER, QosLiveliness.AUTOMATIC, NEVER, False,
+    QosHistory.KEEP_LAST,
+    1,
+    QosReliability.RELIABLE,
+    QosDurability.TRANSIENT_LOCAL,
+    NEVER,
+    NEVER,
+    QosLiveliness.AUTOMATIC,
+    NEVER,
+    False,
 )
 CHATTER_QOS = Qos(
-    QosHistory.UNKNOWN, 0, QosReliability.RELIABLE, QosDurability.VOLATILE,
-    NEVER, NEVER, QosLiveliness.AUTOMATIC, NEVER, False,
+    QosHistory.UNKNOWN,
+    0,
+    QosReliability.RELIABLE,
+    QosDurability.VOLATILE,
+    NEVER,
+    NEVER,
+    QosLiveliness.AUTOMATIC,
+    NEVER,
+    False,
 )
 TOPICS = {
     "/tf_static": ("tf2_msgs/msg/TFMessage", STATIC_QOS),
@@ -67,21 +81,34 @@ def recording(n_chatter: int = 10) -> Iterator[tuple[str, int, bytes]]:
     quat = ts.types["geometry_msgs/msg/Quaternion"]
     string = ts.types["std_msgs/msg/String"]
     sec, nsec = divmod(BASE_NS, 10**9)
-    tf = tfm(transforms=[stamped(
-        header=header(stamp=time(sec=sec, nanosec=nsec), frame_id="world"),
-        child_frame_id="camera_link",
-        transform=transform(translation=vec(x=0.5, y=-0.25, z=1.25), rotation=quat(x=0.0, y=0.0, z=0.0, w=1.0)),
-    )])
+    tf = tfm(
+        transforms=[
+            stamped(
+                header=header(stamp=time(sec=sec, nanosec=nsec), frame_id="world"),
+                child_frame_id="camera_link",
+                transform=transform(
+                    translation=vec(x=0.5, y=-0.25, z=1.25), rotation=quat(x=0.0, y=0.0, z=0.0, w=1.0)
+                ),
+            )
+        ]
+    )
     yield "/tf_static", BASE_NS, bytes(ts.serialize_cdr(tf, "tf2_msgs/msg/TFMessage"))
     for i in range(n_chatter):
         text = f"m{i}" if i < 10 else f"n{i - 10}"
-        yield "/chatter", BASE_NS + (i + 1) * 100_000_000, bytes(ts.serialize_cdr(string(data=text), "std_msgs/msg/String"))
+        yield (
+            "/chatter",
+            BASE_NS + (i + 1) * 100_000_000,
+            bytes(ts.serialize_cdr(string(data=text), "std_msgs/msg/String")),
+        )
 
 
 def write_bag(out: Path, storage: Storage, compression: Compression) -> None:
     """One bag folder of :func:`recording` through the product's BagWriter."""
     with BagWriter(out, WriterConfig(storage=storage, compression_mode=compression)) as bag:
-        handles = {t: bag.add_topic(TopicSpec(topic=t, msgtype=m, offered_qos_profiles=(q,))) for t, (m, q) in TOPICS.items()}
+        handles = {
+            t: bag.add_topic(TopicSpec(topic=t, msgtype=m, offered_qos_profiles=(q,)))
+            for t, (m, q) in TOPICS.items()
+        }
         for topic, ts, data in recording():
             bag.write(handles[topic], ts, data)
 
@@ -94,7 +121,8 @@ def write_truncated(out: Path) -> int:
         writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
         writer.open()
         conns = {
-            t: writer.add_connection(t, m, typestore=ts, offered_qos_profiles=[q]) for t, (m, q) in TOPICS.items()
+            t: writer.add_connection(t, m, typestore=ts, offered_qos_profiles=[q])
+            for t, (m, q) in TOPICS.items()
         }
         storage = writer.storage
         assert storage is not None
@@ -123,7 +151,9 @@ def write_ros1(out: Path) -> None:
 
 def main() -> int:
     """Write every edge-case bag into ``edge/``."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--force", action="store_true", help="replace edge/")
     ns = parser.parse_args()
     if OUT.exists():
