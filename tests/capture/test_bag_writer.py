@@ -13,6 +13,7 @@ from r2s2r_capture.bag_writer import (
     WriterConfig,
     ensure_type,
     load_typestore,
+    offered_qos,
     ros_distro,
 )
 from r2s2r_capture.errors import BagError, CaptureError
@@ -174,3 +175,13 @@ def test_compression_config_refused() -> None:
         WriterConfig(compression_mode=Compression.FILE, compression_format="lz4")
     with pytest.raises(BagError, match="compression_mode must be one of"):
         WriterConfig(compression_mode="file")  # type: ignore[arg-type]
+
+
+def test_offered_qos() -> None:
+    q = offered_qos(reliability="best_effort", durability="transient_local", depth=5)
+    assert (q.history.name, q.depth, q.reliability.name, q.durability.name) == (
+        "KEEP_LAST", 5, "BEST_EFFORT", "TRANSIENT_LOCAL")
+    with pytest.raises(BagError, match="expected reliable or best_effort"):
+        offered_qos(reliability="sure", durability="volatile", depth=1)
+    with pytest.raises(BagError, match="QoS depth must be >= 1: got 0"):
+        offered_qos(reliability="reliable", durability="volatile", depth=0)

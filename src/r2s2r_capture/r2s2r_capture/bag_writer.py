@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import Writer, WriterError
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.typesys import Stores, TypesysError, get_types_from_msg, get_typestore
@@ -45,6 +46,7 @@ __all__ = [
     "TopicSpec",
     "load_typestore",
     "ensure_type",
+    "offered_qos",
     "ros_distro",
 ]
 
@@ -132,6 +134,26 @@ def ros_distro() -> str:
             if found := re.fullmatch(r"ros_([a-z]+)_rclpy-.*", info.name):
                 return found.group(1)
     return ""
+
+
+def offered_qos(*, reliability: str, durability: str, depth: int) -> Qos:
+    """A keep-last profile as a recording stores it (``offered_qos_profiles``), from policy names.
+
+    Raises:
+        BagError: a name other than reliable/best_effort, volatile/transient_local, or depth < 1.
+    """
+    try:
+        rel = QosReliability[reliability.upper()]
+        dur = QosDurability[durability.upper()]
+    except KeyError:
+        raise BagError(
+            f"QoS reliability/durability {reliability!r}/{durability!r}: expected reliable or best_effort, "
+            "volatile or transient_local"
+        ) from None
+    if depth < 1:
+        raise BagError(f"QoS depth must be >= 1: got {depth}")
+    never = QosTime(0, 0)  # unspecified: the rmw default (infinite deadline, lifespan and lease)
+    return Qos(QosHistory.KEEP_LAST, depth, rel, dur, never, never, QosLiveliness.AUTOMATIC, never, False)
 
 
 def load_typestore() -> Typestore:

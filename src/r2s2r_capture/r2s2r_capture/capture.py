@@ -50,7 +50,7 @@ from typing import Any  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from r2s2r_capture.bag_writer import BagWriter, TopicSpec  # noqa: E402
+from r2s2r_capture.bag_writer import BagWriter, TopicSpec, offered_qos  # noqa: E402
 from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png  # noqa: E402
 from r2s2r_capture.errors import CaptureError  # noqa: E402
 from r2s2r_capture.sysid import ExcitationConfig, excitation_trajectory  # noqa: E402
@@ -223,8 +223,18 @@ class _Msgs:
         self.bag = bag
         self.handles: dict[str, int] = {}
         self.counts: dict[str, int] = {}
+        from r2s2r_sim.interface import load_interface  # noqa: PLC0415
+
+        interface = load_interface()
         for key, (name, msgtype) in topic_names(camera).items():
-            self.handles[key] = bag.add_topic(TopicSpec(topic=name, msgtype=msgtype))
+            # The drivers' QoS from config/interface.yaml, so a replay offers what the drivers offer.
+            offered = ()
+            if key in interface.topics:
+                q = interface.topics[key].qos
+                rel, dur = q.reliability.value, q.durability.value
+                offered = (offered_qos(reliability=rel, durability=dur, depth=q.depth),)
+            spec = TopicSpec(topic=name, msgtype=msgtype, offered_qos_profiles=offered)
+            self.handles[key] = bag.add_topic(spec)
             self.counts[key] = 0
         self.types = {key: msgtype for key, (_, msgtype) in topic_names(camera).items()}
 
