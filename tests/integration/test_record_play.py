@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 TOPICS = ["/camera/color/image_raw", "/camera/depth/image_raw", "/joint_states"]
 
 
-def _record(processes, out: Path, duration: float) -> tuple:
+def _record(processes, out: Path, duration: float, *params: str) -> tuple:
     rec = processes.start(
         [
             "recorder_node",
@@ -24,6 +24,7 @@ def _record(processes, out: Path, duration: float) -> tuple:
             f"output:={out}",
             "-p",
             "topics:=[" + ",".join(f"'{t}'" for t in TOPICS) + "]",
+            *(item for p in params for item in ("-p", p)),
         ]
     )
     pub = processes.start(
@@ -59,6 +60,24 @@ def test_record_then_signal_closes_bag(processes, tmp_path: Path, sig: int) -> N
     with BagReader(out) as bag:
         assert {t: bag.topics[t].message_count for t in TOPICS} == sent, log
         assert not bag.notes
+
+
+@pytest.mark.parametrize("mode", ["file", "message"])
+def test_record_compressed(processes, tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "zstd"
+    rec, pub = _record(processes, out, 2.0, f"compression_mode:={mode}", "compression_format:=zstd")
+    sent = _sent(pub)
+    time.sleep(0.5)
+    rec.send_signal(signal.SIGINT)
+    log = rec.communicate(timeout=30)[0]
+    assert rec.returncode == 0, log
+    info = yaml.safe_load((out / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert (info["compression_mode"], info["compression_format"], info["version"]) == (mode, "zstd", 9)
+    assert all(f.endswith(".mcap.zstd") == (mode == "file") for f in info["relative_file_paths"])
+    with BagReader(out) as bag:
+        assert {t: bag.topics[t].message_count for t in TOPICS} == sent, log
+        for msg in bag.messages(["/joint_states"]):
+            assert list(bag.deserialize(msg).name) == [f"joint_{i}" for i in range(7)]
 
 
 def test_record_sigkill_keeps_flushed_chunks(processes, tmp_path: Path) -> None:
