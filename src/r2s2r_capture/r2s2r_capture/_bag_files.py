@@ -101,7 +101,7 @@ class _ExactReads:
     def read(self, size: int = -1) -> bytes:
         data = self._bio.read(size)
         if size > 0 and len(data) < size:
-            raise EOFError(f"truncated: the file ends {size - len(data)} bytes before the end of a record")
+            raise EOFError("truncated: a record runs past the end of the file")
         return data
 
 
@@ -242,7 +242,9 @@ class DataFile:
         with self.source.open("rb") as bio:
             reader = StreamReader(_ExactReads(bio), validate_crcs=True, record_size_limit=MAX_RECORD_BYTES)
             try:
+                good = 0  # end of the last record read whole
                 for rec in reader.records:
+                    good = bio.tell()
                     if isinstance(rec, Schema):
                         schemas[rec.id] = rec
                     elif isinstance(rec, Channel):
@@ -254,7 +256,10 @@ class DataFile:
                         topic, name = channels[rec.channel_id]
                         yield _Scanned(topic, name, rec.log_time, bytes(rec.data))
             except Exception as err:  # noqa: BLE001 - any failure ends the readable prefix of a damaged file
-                note = f"{self.path.name}: stopped reading at byte {bio.tell()}: {type(err).__name__}: {err}"
+                note = (
+                    f"{self.path.name}: stopped reading at byte {good} of {self.source.stat().st_size} "
+                    f"(the last whole record ends there; the rest is unreadable): {type(err).__name__}: {err}"
+                )
                 if note not in self.notes:
                     self.notes.append(note)
         self.conns = conns
