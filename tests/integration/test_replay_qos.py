@@ -31,8 +31,9 @@ LATCHED_LISTENER = textwrap.dedent("""
     node.create_subscription(TFMessage, "/tf_static", on_tf, qos)
     node.create_subscription(String, "/chatter", lambda m: chatter.append(m.data), qos)
     print("READY", flush=True)
+    want_static, want_chatter = int(sys.argv[1]), int(sys.argv[2])
     end = time.monotonic() + 60  # bounded: a loaded machine can take long to start the player
-    while time.monotonic() < end and (not static or len(chatter) < 10):
+    while time.monotonic() < end and (len(static) < want_static or len(chatter) < want_chatter):
         rclpy.spin_once(node, timeout_sec=0.05)
     print("GOT " + json.dumps({"static": static, "chatter": chatter}), flush=True)
 """)
@@ -47,7 +48,7 @@ def test_compressed_bag_replay_reaches_transient_local_subscribers(processes, tm
     """/tf_static keeps its recorded transient-local QoS; recorded-volatile /chatter latched by override."""
     overrides = tmp_path / "qos.yaml"
     overrides.write_text("/chatter: {durability: transient_local}\n")
-    listener = processes.start([sys.executable, "-c", LATCHED_LISTENER])
+    listener = processes.start([sys.executable, "-c", LATCHED_LISTENER, "1", "10"])
     assert listener.stdout.readline().strip() == "READY"
     player = processes.start(
         [
@@ -71,6 +72,36 @@ def test_compressed_bag_replay_reaches_transient_local_subscribers(processes, tm
     got = _got(listener)
     assert got["static"] == [["world", "camera_link", 0.5, -0.25, 1.25]]
     assert got["chatter"] == [f"m{i}" for i in range(10)]
+
+
+def test_recorded_graph_replay_gives_a_static_listener_its_transforms(processes) -> None:  # type: ignore[no-untyped-def]
+    """The committed recording of the real-mode graph: /tf_static reaches a tf2-style static listener."""
+    bag = EDGE.parent / "real_emulated_2ep"
+    listener = processes.start([sys.executable, "-c", LATCHED_LISTENER, "3", "0"])
+    assert listener.stdout.readline().strip() == "READY"
+    player = processes.start(
+        [
+            "player_node",
+            "--ros-args",
+            "-p",
+            f"bag:={bag}",
+            "-p",
+            "topics:=['/tf_static']",
+            "-p",
+            "wait_for_subscribers:=1",
+            "-p",
+            "wait_timeout_s:=60.0",
+        ]
+    )
+    log = player.communicate(timeout=120)[0]
+    assert player.returncode == 0, log
+    assert "/tf_static: published 1" in log
+    pairs = [(parent, child) for parent, child, *_ in _got(listener)["static"]]
+    assert pairs == [
+        ("world", "base_link"),
+        ("world", "camera_link"),
+        ("camera_link", "camera_color_optical_frame"),
+    ]
 
 
 def test_wait_for_subscribers_times_out_naming_what_it_waited_for(processes) -> None:  # type: ignore[no-untyped-def]
