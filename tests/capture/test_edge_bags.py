@@ -163,3 +163,12 @@ def test_signature_qos_from_mcap_channels_without_metadata(tmp_path: Path) -> No
     ]
     volatile["topics"]["/tf_static"]["qos"] = []
     assert [d.field for d in compare(with_meta, volatile)] == ["qos.recorded"]  # not skipped silently
+
+
+def test_file_decompression_guards_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    import r2s2r_capture._bag_files as files  # noqa: PLC0415
+
+    usage = shutil.disk_usage("/")._replace(free=files.FREE_MARGIN_BYTES + 100)
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda path: usage)  # a nearly full temporary disk
+    with pytest.raises(BagError, match=r"_0.mcap.zstd: decompresses to more than the 100 bytes"):
+        BagReader(EDGE / "file_compressed").__enter__()

@@ -36,6 +36,8 @@ MAX_RECORD_BYTES = 2**31  # one MCAP record or decompressed message larger than 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+COPY_BLOCK_BYTES = 2**20
+FREE_MARGIN_BYTES = 2**30  # a decompressed copy never fills the temporary disk beyond this
 ROS1_MAGIC = b"#ROSBAG V"
 ROS1_CONVERT = "rosbags-convert --src {src} --dst {dst} (installed with rosbags)"
 
@@ -151,9 +153,20 @@ class DataFile:
     def _decompress_file(self, tmpdir: Path) -> str:
         name = self.path.name.removesuffix(".zstd")
         out = tmpdir / f"{len(list(tmpdir.iterdir()))}_{name}"
+        # Guard the disk: a decompressed copy may not leave less than FREE_MARGIN_BYTES free.
+        budget = shutil.disk_usage(tmpdir).free - FREE_MARGIN_BYTES
+        written = 0
         try:
             with self.path.open("rb") as bio, zstd.open(bio, "rb") as infile, out.open("wb") as outfile:
-                shutil.copyfileobj(infile, outfile)
+                while block := infile.read(COPY_BLOCK_BYTES):
+                    written += len(block)
+                    if written > budget:
+                        raise BagError(
+                            f"data file {self.path}: decompresses to more than the {max(budget, 0)} bytes "
+                            f"that {tmpdir} can hold (keeping {FREE_MARGIN_BYTES} free); "
+                            "set TMPDIR to a larger disk"
+                        )
+                    outfile.write(block)
         except (zstd.ZstdError, EOFError, OSError) as err:
             raise BagError(f"data file {self.path}: zstd-compressed file does not decompress: {err}") from err
         kind = sniff(out)
