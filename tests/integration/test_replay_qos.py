@@ -142,8 +142,13 @@ RELIABLE_LISTENER = textwrap.dedent("""
 BURNER = "while True: pass"
 
 
-def test_no_start_race_on_a_loaded_machine(processes, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A reliable subscriber already running gets every message of the first second, with every core busy."""
+@pytest.mark.parametrize("wait", ["visible subscribers", "wait_for_subscribers"])
+def test_no_start_race_on_a_loaded_machine(processes, tmp_path: Path, wait: str) -> None:  # type: ignore[no-untyped-def]
+    """A reliable subscriber already running gets every message of the first second, with every core busy.
+
+    Either by default (the player waits for the subscriptions discovery shows it) or told how many to
+    wait for.
+    """
     ts = load_typestore()
     string = ts.types["std_msgs/msg/String"]
     never = QosTime(0, 0)
@@ -180,10 +185,11 @@ def test_no_start_race_on_a_loaded_machine(processes, tmp_path: Path) -> None:  
             "--ros-args",
             "-p",
             f"bag:={bag}",
-            "-p",
-            "wait_for_subscribers:=1",
-            "-p",
-            "wait_timeout_s:=60.0",
+            *(
+                ["-p", "wait_for_subscribers:=1", "-p", "wait_timeout_s:=60.0"]
+                if wait != "visible subscribers"
+                else []
+            ),
         ]
     )
     log = player.communicate(timeout=120)[0]

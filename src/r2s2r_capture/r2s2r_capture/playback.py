@@ -150,7 +150,7 @@ class PlayerConfig:
     ``clock_hz`` > 0 publishes /clock from bag time at that rate, as ``ros2 bag play --clock``; 0 does not.
     Before the first message the player waits, at most ``wait_timeout_s``, until every subscription it can
     see on a replayed topic has matched, and until ``wait_for_subscribers`` subscriptions in all have
-    matched (0: do not wait for any).
+    matched (0: do not wait for any); discovery gets ``discovery_s`` after its last change to the graph.
     """
 
     bag: Path
@@ -164,7 +164,7 @@ class PlayerConfig:
     default_depth: int = DEFAULT_DEPTH
     wait_for_subscribers: int = 0
     wait_timeout_s: float = 10.0
-    discovery_s: float = 0.5
+    discovery_s: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.rate > 0:

@@ -137,7 +137,7 @@ class PlayerNode(Node):
         ).value
         discovery = p(
             "discovery_s",
-            0.5,
+            1.0,
             desc(
                 "time given to discovery to find subscribers already running (s)",
                 floating_point_range=seconds(0.0, 60.0),
@@ -210,14 +210,18 @@ class PlayerNode(Node):
     def _wait_for_subscribers(self, pubs: dict[str, Any]) -> None:
         """Wait until every compatible subscription seen on a replayed topic has matched, and N in all.
 
+        Discovery gets ``discovery_s`` after the last change it made to the graph (nodes, subscriptions
+        seen): while peers keep appearing the window stays open, so a subscriber found late still counts.
+
         Raises:
             CaptureError: ``wait_for_subscribers`` were asked for and not matched within ``wait_timeout_s``.
         """
         cfg = self.config
-        t0 = time.monotonic()
+        t0 = last_change = time.monotonic()
         warned: set[tuple[str, str]] = set()
+        graph: tuple[Any, ...] = ()
         while True:
-            matched, pending = {}, {}
+            matched, pending, seen_all = {}, {}, []
             for pub in pubs.values():
                 name = pub.topic_name
                 matched[name] = pub.get_subscription_count()
@@ -233,11 +237,16 @@ class PlayerNode(Node):
                             )
                         continue
                     seen += 1
+                seen_all.append(seen)
                 if seen > matched[name]:
                     pending[name] = f"{matched[name]}/{seen}"
+            now_graph = (tuple(sorted(self.get_node_names_and_namespaces())), tuple(seen_all))
+            if now_graph != graph:
+                graph, last_change = now_graph, time.monotonic()
             total = sum(matched.values())
             elapsed = time.monotonic() - t0
-            if elapsed >= cfg.discovery_s and not pending and total >= cfg.wait_for_subscribers:
+            quiet = time.monotonic() - last_change >= cfg.discovery_s
+            if quiet and not pending and total >= cfg.wait_for_subscribers:
                 return
             if elapsed >= cfg.wait_timeout_s:
                 what = (
