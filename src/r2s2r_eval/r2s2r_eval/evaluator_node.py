@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
-from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ros_params import declare_parameters, run_node
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import UInt64
@@ -312,7 +311,7 @@ class EvaluatorNode(Node):
                 f"parameter policy_params: must be a YAML mapping, got {cfg.policy_params!r}"
             )
         self.policy_params = params
-        iface = load_interface()
+        iface = declare_interface(self)
         reset_spec = iface.service_spec("reset_episode")
         self._reset_type = interface_class(reset_spec.type)
         self._sim_reset = self.create_client(self._reset_type, reset_spec.name)
@@ -329,7 +328,7 @@ class EvaluatorNode(Node):
             interface_class(out_spec.type),
             iface.topic("episode_outcome"),
             self._on_outcome,
-            qos_profile(out_spec.qos),
+            qos_profile(out_spec.subscription_qos),
         )
         self._done = False
         self._hook_reset = self._judge = self._outcome_pub = None
