@@ -91,7 +91,9 @@ class RosProbe:
                     if hasattr(old, "data"):
                         old.data = b""
 
-        self.node.create_subscription(interface_class(spec.type), name, callback, qos_profile(spec.qos))
+        self.node.create_subscription(
+            interface_class(spec.type), name, callback, qos_profile(spec.subscription_qos)
+        )
         return name
 
     def msgs(self, name: str) -> list[tuple[float, Any]]:
