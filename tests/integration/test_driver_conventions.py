@@ -19,6 +19,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 urdf = pytest.importorskip("urdf_parser_py.urdf", reason="urdf-parser-py is not installed; run `make setup`")
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from r2s2r_eval.conversions import TfTree  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.world import SimWorld  # noqa: E402
@@ -98,7 +99,8 @@ def test_default_qos_image_subscriber_and_rviz_get_what_the_hardware_gives(
     static = consumers.plain(TFMessage, "/tf_static", latched)
     tf = consumers.plain(TFMessage, "/tf", 100)
     js = consumers.plain(JointState, "/joint_states")
-    wait_for(lambda: all(len(consumers.all(t)) >= 3 for t in (color, depth, info, tf, js))
+    diagnostics = consumers.plain(DiagnosticArray, "/diagnostics")
+    wait_for(lambda: all(len(consumers.all(t)) >= 3 for t in (color, depth, info, tf, js, diagnostics))
              and consumers.all(description) and consumers.all(static), STARTUP_S,
              "frames, the robot description and transforms:\n" + "\n".join(log[-30:]))
 
@@ -151,6 +153,14 @@ def test_default_qos_image_subscriber_and_rviz_get_what_the_hardware_gives(
     np.testing.assert_allclose(tree.lookup("world", rgb.header.frame_id), _matrix(pos, quat), atol=1e-6)
     np.testing.assert_allclose(tree.lookup("camera_color_optical_frame", "camera_depth_optical_frame"),
                                np.eye(4), atol=1e-9)
+
+    # /diagnostics, about once a second: the sim's real-time factor, camera rate, drops, lockstep, episodes.
+    (status,) = consumers.all(diagnostics)[-1].status
+    values = {v.key: v.value for v in status.values}
+    assert status.name == "sim_node: simulation" and status.hardware_id == "tabletop-pick-v1"
+    assert status.level in (DiagnosticStatus.OK, DiagnosticStatus.WARN), status.message
+    assert float(values["real_time_factor"]) > 0 and float(values["camera_rate_hz"]) > 0, values
+    assert {"frames_dropped", "lockstep_wait_fraction", "episodes"} <= set(values)
     sim.send_signal(2)
     assert sim.wait(timeout=30) == 0, "\n".join(log[-30:])
 
@@ -163,7 +173,8 @@ def test_sensor_data_profile_serves_best_effort_images_under_the_camera_name(
     log = _drain(sim)
     best_effort = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
     color = consumers.plain(Image, "/camera/color/image_raw", best_effort)
-    wait_for(lambda: consumers.all(color), STARTUP_S, "a frame on /camera/color/image_raw:\n" + "\n".join(log[-30:]))
+    wait_for(lambda: consumers.all(color), STARTUP_S,
+             "a frame on /camera/color/image_raw:\n" + "\n".join(log[-30:]))
     pubs = consumers.node.get_publishers_info_by_topic(color)
     assert [p.qos_profile.reliability for p in pubs] == [ReliabilityPolicy.BEST_EFFORT]
     assert not consumers.node.get_publishers_info_by_topic("/camera/camera/color/image_raw")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
+from r2s2r_sim.diagnostics import OK, DiagnosticsPublisher, Reading
 from r2s2r_sim.ros_params import declare_parameters, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from rclpy.executors import SingleThreadedExecutor
@@ -331,6 +332,11 @@ class EvaluatorNode(Node):
             qos_profile(out_spec.subscription_qos),
         )
         self._done = False
+        self.outcomes = {"succeeded": 0, "failed": 0}  # episodes whose outcome arrived
+        self._diagnostics = DiagnosticsPublisher(
+            self, iface, name="evaluation", hardware_id=cfg.world, counters=dict,
+            read=self._diagnostics_reading,
+        )
         self._hook_reset = self._judge = self._outcome_pub = None
         if cfg.mode == "real":
             if self.reset_hook.kind is HookKind.SERVICE:
@@ -343,6 +349,15 @@ class EvaluatorNode(Node):
                 interface_class(out_spec.type), iface.topic("episode_outcome"), qos_profile(out_spec.qos)
             )
 
+    def _diagnostics_reading(self, _rates: Any) -> Reading:
+        with self._cv:
+            seed, done = self._seed, sum(self.outcomes.values())
+            values = {"episodes_planned": self.config.episodes, "episodes_with_outcome": done,
+                      **{f"episodes_{k}": v for k, v in self.outcomes.items()},
+                      "current_seed": "none" if seed is None else seed}
+        state = f"episode seed {seed} running" if seed is not None else "between episodes"
+        return Reading(OK, f"{done}/{self.config.episodes} episodes done, {state}", values)
+
     def _on_done(self, msg: Any) -> None:
         with self._cv:
             if self._seed is not None and int(msg.data) == self._seed:
@@ -353,6 +368,7 @@ class EvaluatorNode(Node):
         with self._cv:
             if self._seed is not None and self._outcome is None and int(msg.variation_seed) == self._seed:
                 self._outcome = msg
+                self.outcomes["succeeded" if msg.success else "failed"] += 1
                 self._cv.notify_all()
 
     def _call(self, client: Any, seed: int) -> Any:

@@ -47,6 +47,7 @@ from std_srvs.srv import Trigger
 
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
 from r2s2r_sim.emulated_hardware import (
     STAND_IN_BANNER,
@@ -157,6 +158,8 @@ class EmulatedHardwareNode(Node):
         self.frames_published = 0
         self.frames_dropped = 0
         self.joint_states_published = 0
+        self.physics_time_s = 0.0  # the emulated arm's physics time; follows the wall clock
+        self.resets = 0
         self._frame_cv = threading.Condition()
         self._frame: _Frame | None = None
         self._render_ready = threading.Event()
@@ -168,6 +171,15 @@ class EmulatedHardwareNode(Node):
             raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
         self._physics_thread = threading.Thread(target=self._physics_loop, name="emu_physics", daemon=True)
         self._physics_thread.start()
+        self._diagnostics = DiagnosticsPublisher(
+            self, self.interface, name="emulated hardware (stand-in)", hardware_id=self.profile.name,
+            counters=lambda: {"time_s": self.physics_time_s, "frames": self.frames_published,
+                              "frames_dropped": self.frames_dropped},
+            read=lambda rates: serving_reading(
+                rates, running=self._running, cameras=1, frames_dropped=self.frames_dropped,
+                episodes=self.resets, paced=True, sim_time=False,
+            ),
+        )
         drv = self.profile.driver
         self.get_logger().warning(
             f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
@@ -245,6 +257,7 @@ class EmulatedHardwareNode(Node):
             return response
         with self._lock:
             self.arm.reset(int(request.variation_seed))
+            self.resets += 1
         response.success = True
         response.message = f"emulated hardware reset (stand-in for an operator), profile {self.profile.name}"
         response.variation_hash = variation_hash(self.arm.base_world_hash, "", int(request.variation_seed))
@@ -299,6 +312,7 @@ class EmulatedHardwareNode(Node):
             with self._lock:
                 arm.advance(due)
                 steps += due
+                self.physics_time_s = steps * dt
                 t = steps * dt + 1e-9  # schedules compare with a tolerance for float step times
                 js = arm.joint_state() if t >= next_js else None
                 # The links' true pose (robot_state_publisher would use the reported joint states).

@@ -68,6 +68,7 @@ from rclpy.publisher import Publisher
 
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.robot_description import RobotDescriptionError
@@ -358,6 +359,7 @@ class SimNode(Node):
         self.frames_published = 0
         self.frames_dropped = 0
         self.render_seconds = 0.0  # wall time spent rendering and publishing frames
+        self.lockstep_wait_s = 0.0  # wall time physics spent waiting for the policy's ack
         self._render_thread: threading.Thread | None = None
         if self._cameras:
             self._render_thread = threading.Thread(target=self._render_loop, name="sim_render", daemon=True)
@@ -367,6 +369,16 @@ class SimNode(Node):
                 raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
         self._physics_thread = threading.Thread(target=self._physics_loop, name="sim_physics", daemon=True)
         self._physics_thread.start()
+        self._diagnostics = DiagnosticsPublisher(
+            self, self.interface, name="simulation", hardware_id=self.world.world_id,
+            counters=lambda: {"time_s": self._clock_ns / _NS, "frames": self.frames_published,
+                              "frames_dropped": self.frames_dropped, "lockstep_wait_s": self.lockstep_wait_s},
+            read=lambda rates: serving_reading(
+                rates, running=self._running, cameras=len(self._cameras), frames_dropped=self.frames_dropped,
+                episodes=self._episodes_reported, sim_time=True,
+                paced=cfg.real_time and not cfg.lockstep and not self._paused,
+            ),
+        )
         mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
         self.get_logger().info(
             f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
@@ -808,7 +820,9 @@ class SimNode(Node):
                                 f"{self._obs_ns / _NS:.3f} s on {self.interface.topic('policy_heartbeat')}"
                             )
                             self._waiting_logged = True
+                        waited = time.monotonic()
                         self._cv.wait(0.1)
+                        self.lockstep_wait_s += time.monotonic() - waited
                         anchor = None
                         if time.monotonic() - last_republish >= _LOCKSTEP_REPUBLISH_S:
                             last_republish = time.monotonic()
