@@ -32,7 +32,8 @@ def test_real_mode_can_run_the_emulated_hardware_stand_in() -> None:
                                                              "hardware_profile": "/p.yaml"})}
     assert list(nodes) == ["emulated_hardware", "policy_node", "evaluator_node"]
     assert nodes["emulated_hardware"].required
-    assert nodes["emulated_hardware"].parameters == {"world": "tabletop-pick-v1", "interface": "realsense2_camera",
+    assert nodes["emulated_hardware"].parameters == {"world": "tabletop-pick-v1",
+                                                     "interface": "realsense2_camera",
                                                      "seed": 0, "profile": "/p.yaml"}
     # The emulator is a real-mode stand-in only: sim mode never starts it.
     assert "emulated_hardware" not in _names(mode="sim", emulate_hardware="true")
@@ -74,6 +75,17 @@ def test_interface_argument_reaches_every_node_and_defaults_to_the_driver_profil
         resolve(graph, {"interface": "nope"})
     with pytest.raises(GraphError, match=r"argument interface:=.*missing\.yaml: interface file not found"):
         resolve(graph, {"interface": str(tmp_path / "missing.yaml")})
+
+
+def test_foxglove_live_view_is_off_by_default_and_follows_the_graph_when_on() -> None:
+    assert "foxglove_server" not in _names(mode="sim")
+    for mode in ("sim", "real"):
+        nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": mode, "foxglove": "true",
+                                                                 "foxglove_port": "9001", "world": "w"})}
+        live = nodes["foxglove_server"]
+        assert (live.package, live.executable, live.required) == ("r2s2r_sim", "foxglove_node", False)
+        assert live.parameters == {"world": "w", "interface": "realsense2_camera", "port": 9001,
+                                   "use_sim_time": mode == "sim"}
 
 
 def test_ros_args_are_what_ros2_run_passes() -> None:
@@ -146,7 +158,7 @@ def test_every_parameter_the_graph_passes_is_one_the_node_declares() -> None:
     # passes but the node never declares (silently ignored by rclpy) shows up here.
     import yaml
 
-    for mode, extra in (("sim", {}), ("real", {"emulate_hardware": "true"})):
+    for mode, extra in (("sim", {"foxglove": "true"}), ("real", {"emulate_hardware": "true"})):
         for node in resolve(load_graph("world"), {"mode": mode, **extra}):
             assert node.params_file is not None
             declared = yaml.safe_load(node.params_file.read_text())[node.name]["ros__parameters"]

@@ -132,6 +132,11 @@ def world_graph() -> Graph:
             Argument(name="hardware_profile", default="",
                      description="Real mode with emulate_hardware: the emulator's hardware profile YAML "
                                  "(empty: the shipped config/emulated_hardware/default_profile.yaml)."),
+            Argument(name="foxglove", default="false", choices=_BOOL,
+                     description="Start a Foxglove WebSocket server (foxglove-sdk) with the cameras, /tf, "
+                                 "joint states and robot description: a live view without a ROS distro."),
+            Argument(name="foxglove_port", default="8765",
+                     description="TCP port of the Foxglove WebSocket server (ws://127.0.0.1:<port>)."),
             Argument(name="run_policy", default="true", choices=_BOOL,
                      description="Start the policy node."),
             Argument(name="evaluate", default="true", choices=_BOOL,
@@ -187,6 +192,12 @@ def world_graph() -> Graph:
                             "results": "{results}",
                             "use_sim_time": "{use_sim_time}", "reset_hook": "{reset_hook}",
                             "judge_hook": "{judge_hook}"},
+            ),
+            NodeSpec(
+                package="r2s2r_sim", executable="foxglove_node", name="foxglove_server",
+                modes=frozenset({"sim", "real"}), params_file="foxglove_node.yaml", when="foxglove",
+                parameters={"world": "{world}", "interface": "{interface}", "port": "{foxglove_port}",
+                            "use_sim_time": "{use_sim_time}"},
             ),
         ),
     )
