@@ -187,3 +187,21 @@ def test_unknown_interface_stops_the_node_naming_the_parameter(processes: Any) -
     out = sim.communicate(timeout=120)[0]
     assert sim.returncode == 1, out
     assert "parameter interface: interface 'nope': no such profile" in out, out
+
+
+def test_evaluator_reports_its_progress_on_diagnostics(processes: Any, consumers: Consumers) -> None:
+    # No sim runs: the evaluator waits for the reset service, and says so on /diagnostics meanwhile.
+    params = REPO / "config" / "evaluator_node.yaml"
+    proc = processes.start(["evaluator_node", "--ros-args", "--params-file", str(params), "-p", "episodes:=4",
+                            "-p", "service_timeout_s:=120.0", "-p", "world:=my-world"])
+    log = _drain(proc)
+    diagnostics = consumers.plain(DiagnosticArray, "/diagnostics")
+    wait_for(lambda: consumers.all(diagnostics), STARTUP_S,
+             "/diagnostics from the evaluator:\n" + "\n".join(log))
+    (status,) = consumers.all(diagnostics)[-1].status
+    values = {v.key: v.value for v in status.values}
+    assert (status.name, status.hardware_id, status.level) == ("evaluator_node: evaluation", "my-world",
+                                                               DiagnosticStatus.OK)
+    assert values == {"episodes_planned": "4", "episodes_with_outcome": "0", "episodes_succeeded": "0",
+                      "episodes_failed": "0", "current_seed": "none"}
+    assert status.message == "0/4 episodes done, between episodes"
