@@ -54,7 +54,12 @@ def _with(path: list[str], value: object) -> dict:
 _DELETE = object()
 
 
-def test_shipped_default_is_the_realsense2_camera_jazzy_profile() -> None:
+def _write_own(tmp_path: Path) -> Path:
+    image = {"name": "/camera/{camera}/color/image_raw", "type": "sensor_msgs/msg/Image", "qos": "system_default"}
+    return _write(tmp_path, {"topics": {"color_image": image}})
+
+
+def test_shipped_default_is_the_realsense2_camera_jazzy_profile(tmp_path: Path) -> None:
     iface = load_interface()
     assert iface.source == config_dir() / "interface.yaml"
     assert iface.profile == "realsense2_camera" and list(available_profiles())[0] == "realsense2_camera"
@@ -67,7 +72,9 @@ def test_shipped_default_is_the_realsense2_camera_jazzy_profile() -> None:
     # image_qos SYSTEM_DEFAULT; info_qos DEFAULT; our subscribers ask what create_subscription(.., 10) asks.
     image = iface.topic_spec("color_image")
     assert image.qos.preset == "system_default" and image.qos.reliability is Reliability.SYSTEM_DEFAULT
-    assert (image.subscription_qos.reliability, image.subscription_qos.depth) == (Reliability.RELIABLE, 10)
+    assert (image.subscription_qos.reliability, image.subscription_qos.depth) == (Reliability.RELIABLE, 1)
+    # Without a subscription_qos of its own, a system_default topic is subscribed with depth 10.
+    assert load_interface(_write_own(tmp_path)).topic_spec("color_image").subscription_qos.depth == 10
     info = iface.topic_spec("color_info").qos
     assert (info.reliability, info.durability, info.depth) == (Reliability.RELIABLE, Durability.VOLATILE, 10)
     assert iface.topic_spec("tf_static").qos.durability is Durability.TRANSIENT_LOCAL
@@ -86,7 +93,7 @@ def test_sensor_data_profile_extends_the_default_and_overrides_only_the_camera_t
     assert iface.topic("color_image", "camera") == "/camera/color/image_raw"
     assert iface.topic("depth_info", "wrist") == "/wrist/aligned_depth_to_color/camera_info"
     assert iface.topic_spec("color_image").qos.reliability is Reliability.BEST_EFFORT
-    assert iface.topic_spec("color_image").subscription_qos == iface.topic_spec("color_image").qos
+    assert iface.topic_spec("color_image").subscription_qos == iface.topic_spec("color_image").qos  # best effort
     assert iface.topic_spec("color_info").qos == base.topic_spec("color_info").qos  # inherited
     assert iface.frames == base.frames and set(iface.topics) == set(base.topics)
 
@@ -110,11 +117,14 @@ def test_user_interface_file_extends_a_shipped_profile(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        ({"extends": "nope", "topics": {}}, r"<top level>\.extends: no profile 'nope' in .*interface\.yaml"),
+        ({"extends": "nope", "topics": {}},
+         r"<top level>\.extends: no profile 'nope' in .*interface\.yaml"),
         ({"topics": {"a": {"name": "/a", "type": "std_msgs/msg/String", "qos": "fast"}}},
-         r"topics\.a\.qos: unknown QoS preset 'fast' \(presets: \['default', 'sensor_data', 'system_default'\]"),
+         r"topics\.a\.qos: unknown QoS preset 'fast' "
+         r"\(presets: \['default', 'sensor_data', 'system_default'\]"),
         ({"topics": {}, "frames": {"world": "/world"}}, r"frames\.world: must be a tf2 frame id"),
-        ({"default": "b", "profiles": {"a": {"topics": {}}}}, r"default: no profile 'b' \(profiles: \['a'\]\)"),
+        ({"default": "b", "profiles": {"a": {"topics": {}}}},
+         r"default: no profile 'b' \(profiles: \['a'\]\)"),
         ({"default": "a", "profiles": {"a": {"extends": "b", "topics": {}}, "b": {"extends": "a"}}},
          r"profiles\.a\.extends: profiles extend each other in a cycle"),
     ],
