@@ -55,7 +55,8 @@ _DELETE = object()
 
 
 def _write_own(tmp_path: Path) -> Path:
-    image = {"name": "/camera/{camera}/color/image_raw", "type": "sensor_msgs/msg/Image", "qos": "system_default"}
+    image = {"name": "/camera/{camera}/color/image_raw", "type": "sensor_msgs/msg/Image",
+             "qos": "system_default"}
     return _write(tmp_path, {"topics": {"color_image": image}})
 
 
