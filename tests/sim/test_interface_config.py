@@ -94,7 +94,7 @@ def test_sensor_data_profile_extends_the_default_and_overrides_only_the_camera_t
     assert iface.topic("color_image", "camera") == "/camera/color/image_raw"
     assert iface.topic("depth_info", "wrist") == "/wrist/aligned_depth_to_color/camera_info"
     assert iface.topic_spec("color_image").qos.reliability is Reliability.BEST_EFFORT
-    assert iface.topic_spec("color_image").subscription_qos == iface.topic_spec("color_image").qos  # best effort
+    assert iface.topic_spec("color_image").subscription_qos == iface.topic_spec("color_image").qos
     assert iface.topic_spec("color_info").qos == base.topic_spec("color_info").qos  # inherited
     assert iface.frames == base.frames and set(iface.topics) == set(base.topics)
 
