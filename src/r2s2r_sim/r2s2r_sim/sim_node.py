@@ -259,6 +259,7 @@ class _StepOutput:
     stamp_ns: int
     joint_state: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     link_qpos: np.ndarray | None = None  # qpos the robot's link transforms are computed from
+    robot: RobotState | None = None  # the robot of that qpos (a reset may swap the world before publishing)
     dynamic_cameras: list[tuple[str, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     render: _RenderJob | None = None
     outcome: Any = None
@@ -715,7 +716,7 @@ class SimNode(Node):
                 if out.outcome is not None:
                     self._outcome_sent = True
         if self._tf_tick.due(now) or force:
-            out.link_qpos = self.world.data.qpos.copy()
+            out.link_qpos, out.robot = self.world.data.qpos.copy(), self._robot
             for cam in self._cameras:
                 if not cam.static:
                     out.dynamic_cameras.append((cam.name, *self.world.camera_pose(cam.name)))
@@ -740,7 +741,7 @@ class SimNode(Node):
             if self._clock_pub is not None:
                 self._clock_pub.publish(conv.clock_msg(stamp))
         if out.link_qpos is not None:
-            robot = self._robot
+            robot = out.robot
             transforms = robot.moving_transforms(out.link_qpos, stamp) if robot is not None else []
             for name, pos, quat in out.dynamic_cameras:
                 cam = next(c for c in self._cameras if c.name == name)
