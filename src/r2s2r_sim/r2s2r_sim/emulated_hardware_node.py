@@ -385,7 +385,7 @@ class EmulatedHardwareNode(Node):
     def _truth_msg(self, data: mujoco.MjData, stamp: Time) -> PoseStamped:
         """The task object's pose in ``data`` (after ``mj_kinematics``) as stand-in ground truth."""
         msg = PoseStamped()
-        msg.header.stamp, msg.header.frame_id = stamp, conv.WORLD_FRAME
+        msg.header.stamp, msg.header.frame_id = stamp, self.interface.frame("world")
         pos, quat = data.xpos[self._truth_body], data.xquat[self._truth_body]  # quat is w, x, y, z
         msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pos)
         o = msg.pose.orientation
