@@ -27,15 +27,22 @@ from r2s2r_eval.conversions import (
 from r2s2r_eval.evaluator_node import outcomes_from_records
 from r2s2r_eval.policies.reference.perception import estimate_cube
 from r2s2r_eval.policies.reference.policy import _scene_model
-from r2s2r_sim.interface import load_interface
 
 REPO = Path(__file__).resolve().parents[2]
 BAGS = REPO / "tests" / "data" / "bags"
 BAG = BAGS / "real_emulated_2ep"
-# The bag follows the default interface profile (realsense2_camera's Jazzy names), camera "camera".
-IFACE = load_interface()
-COLOR, DEPTH = IFACE.topic("color_image", "camera"), IFACE.topic("depth_image", "camera")
-COLOR_INFO = IFACE.topic("color_info", "camera")
+
+
+def _camera_topic(suffix: str) -> str:
+    """The bag's camera topic ending in ``suffix``, under whichever interface profile it was recorded."""
+    with BagReader(BAG) as bag:
+        found = [t for t in bag.topics if t.endswith(suffix)]
+    assert len(found) == 1, f"{BAG}: topics ending in {suffix}: {found}"
+    return found[0]
+
+
+COLOR, DEPTH = _camera_topic("/color/image_raw"), _camera_topic("/aligned_depth_to_color/image_raw")
+COLOR_INFO = _camera_topic("/color/camera_info")
 TRUTH = "/emulated_hardware/ground_truth/cube_pose"
 OUTCOME = "/r2s2r/episode_outcome"
 # The policy ignores the lens distortion D (it reads K only): a few mm of error at the image centre.
@@ -62,7 +69,6 @@ def test_committed_bags_open_and_stay_small() -> None:
             "/joint_states",
             "/tf",
             "/tf_static",
-            "/robot_description",
             "/forward_position_controller/commands",
             "/gripper_controller/commands",
         ):
