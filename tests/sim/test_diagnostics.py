@@ -6,7 +6,14 @@ import pytest
 
 pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs is not installed; run `make setup`")
 
-from r2s2r_sim.diagnostics import ERROR, OK, WARN, RateWindow, serving_reading  # noqa: E402
+from r2s2r_sim.diagnostics import (  # noqa: E402
+    ERROR,
+    OK,
+    WARN,
+    RateWindow,
+    evaluation_reading,
+    serving_reading,
+)
 
 
 def test_rate_window_gives_per_second_rates_between_calls() -> None:
@@ -41,3 +48,11 @@ def test_serving_reading_warns_on_slow_pacing_and_drops_and_errors_when_stopped(
     assert dropping.level == WARN and "dropping camera frames (7 so far)" in dropping.message
     stopped = _reading(running=False)
     assert stopped.level == ERROR and stopped.message.startswith("stopped")
+
+
+def test_evaluation_reading_counts_episodes() -> None:
+    r = evaluation_reading(5, {"succeeded": 2, "failed": 1}, 7)
+    assert r.level == OK and r.message == "3/5 episodes done, episode seed 7 running"
+    assert r.values == {"episodes_planned": 5, "episodes_with_outcome": 3, "episodes_succeeded": 2,
+                        "episodes_failed": 1, "current_seed": 7}
+    assert evaluation_reading(5, {"succeeded": 0, "failed": 0}, None).message.endswith("between episodes")

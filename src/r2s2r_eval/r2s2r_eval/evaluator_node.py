@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
-from r2s2r_sim.diagnostics import OK, DiagnosticsPublisher, Reading
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
 from r2s2r_sim.ros_params import declare_parameters, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from rclpy.executors import SingleThreadedExecutor
@@ -351,12 +351,7 @@ class EvaluatorNode(Node):
 
     def _diagnostics_reading(self, _rates: Any) -> Reading:
         with self._cv:
-            seed, done = self._seed, sum(self.outcomes.values())
-            values = {"episodes_planned": self.config.episodes, "episodes_with_outcome": done,
-                      **{f"episodes_{k}": v for k, v in self.outcomes.items()},
-                      "current_seed": "none" if seed is None else seed}
-        state = f"episode seed {seed} running" if seed is not None else "between episodes"
-        return Reading(OK, f"{done}/{self.config.episodes} episodes done, {state}", values)
+            return evaluation_reading(self.config.episodes, dict(self.outcomes), self._seed)
 
     def _on_done(self, msg: Any) -> None:
         with self._cv:

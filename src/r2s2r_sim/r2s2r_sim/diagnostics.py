@@ -20,7 +20,10 @@ from rclpy.node import Node
 from r2s2r_sim.driver_io import interface_publisher
 from r2s2r_sim.interface import Interface
 
-__all__ = ["ERROR", "OK", "WARN", "DiagnosticsPublisher", "RateWindow", "Reading", "serving_reading"]
+__all__ = [
+    "ERROR", "OK", "WARN", "DiagnosticsPublisher", "RateWindow", "Reading", "evaluation_reading",
+    "serving_reading",
+]
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 PERIOD_S = 1.0
@@ -156,3 +159,19 @@ def serving_reading(
     if problems:
         return Reading(WARN, "; ".join(problems), values)
     return Reading(OK, f"real-time factor {rtf:.2f}, cameras {camera_hz:.1f} Hz, {episodes} episodes", values)
+
+
+def evaluation_reading(planned: int, outcomes: Mapping[str, int], seed: int | None) -> Reading:
+    """The evaluator's status; always OK, since failed episodes are results, not faults.
+
+    Args:
+        planned: episodes the evaluator will run.
+        outcomes: episodes with an outcome, by ``succeeded`` / ``failed``.
+        seed: the seed of the episode running, ``None`` between episodes.
+    """
+    done = sum(outcomes.values())
+    values: dict[str, object] = {"episodes_planned": planned, "episodes_with_outcome": done,
+                                 **{f"episodes_{k}": v for k, v in outcomes.items()},
+                                 "current_seed": "none" if seed is None else seed}
+    state = f"episode seed {seed} running" if seed is not None else "between episodes"
+    return Reading(OK, f"{done}/{planned} episodes done, {state}", values)
