@@ -20,7 +20,9 @@ What it does, reproducibly (fixed seeds 0 and 1, the shipped default hardware pr
    byte for byte (no message is re-encoded): per episode ONE colour + depth frame (the first after the
    episode's reset + 0.5 s, when the arm is home and the policy perceives) with its two camera infos;
    joint states decimated to 25 Hz, /tf to 25 Hz; every command, tf_static, robot description,
-   ground-truth pose, done signal and episode outcome.  Rates in this subset are therefore NOT the hardware's: use the signature file.
+   ground-truth pose, done signal and episode outcome.  Rates in this subset are therefore NOT the
+   hardware's: use the signature file.  Record on a quiet machine: the signature's rates are what the
+   emulator sustained during the recording.
 """
 
 from __future__ import annotations
