@@ -27,7 +27,9 @@ from pathlib import Path
 
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.interface import Interface
 from r2s2r_sim.ros_params import spin_until_shutdown
+from r2s2r_sim.ros_qos import declare_interface
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -95,6 +97,14 @@ class RecorderNode(Node):
 
         p = self.declare_parameter
         topics = p("topics", [""], desc("absolute topic names to record")).value
+        cameras = p(
+            "interface_cameras",
+            [""],
+            desc("record the interface profile's driver topics of these cameras (world.yaml names) too; "
+                 "empty: record only 'topics'"),
+        ).value
+        if any(cameras):
+            topics = [*topics, *interface_topics(declare_interface(self), [c for c in cameras if c])]
         all_topics = p("all_topics", False, desc("record every topic on the graph")).value
         output = p("output", "", desc("bag folder to create (must not exist)")).value
         storage = p(
@@ -265,6 +275,26 @@ class RecorderNode(Node):
             if h >= 0:
                 lines.append(f"{topic}: received {self.bag.received[h]}, dropped {self.bag.drops[h]}")
         return "; ".join(lines) or "no topics recorded"
+
+
+# What a recording of a cell holds: the driver topics, the commands, the robot model and the episode outcomes.
+RECORDED_KEYS = (
+    "joint_states", "arm_command", "gripper_command", "color_image", "color_info", "depth_image",
+    "depth_info", "tf", "tf_static", "robot_description", "episode_outcome",
+)
+
+
+def interface_topics(iface: Interface, cameras: Sequence[str]) -> list[str]:
+    """The names of ``RECORDED_KEYS`` in ``iface`` (per-camera topics once per camera) that it defines."""
+    names: list[str] = []
+    for key in RECORDED_KEYS:
+        if key not in iface.topics:
+            continue
+        if iface.topic_spec(key).per_camera:
+            names += [iface.topic(key, camera) for camera in cameras]
+        else:
+            names.append(iface.topic(key))
+    return names
 
 
 def _bag_qos(qos: QoSProfile) -> Qos:

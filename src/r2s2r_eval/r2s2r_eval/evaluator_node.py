@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
-from r2s2r_sim.interface import load_interface
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
 from r2s2r_sim.ros_params import declare_parameters, run_node
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import UInt64
@@ -312,7 +312,7 @@ class EvaluatorNode(Node):
                 f"parameter policy_params: must be a YAML mapping, got {cfg.policy_params!r}"
             )
         self.policy_params = params
-        iface = load_interface()
+        iface = declare_interface(self)
         reset_spec = iface.service_spec("reset_episode")
         self._reset_type = interface_class(reset_spec.type)
         self._sim_reset = self.create_client(self._reset_type, reset_spec.name)
@@ -329,9 +329,14 @@ class EvaluatorNode(Node):
             interface_class(out_spec.type),
             iface.topic("episode_outcome"),
             self._on_outcome,
-            qos_profile(out_spec.qos),
+            qos_profile(out_spec.subscription_qos),
         )
         self._done = False
+        self.outcomes = {"succeeded": 0, "failed": 0}  # episodes whose outcome arrived
+        self._diagnostics = DiagnosticsPublisher(
+            self, iface, name="evaluation", hardware_id=cfg.world, counters=dict,
+            read=self._diagnostics_reading,
+        )
         self._hook_reset = self._judge = self._outcome_pub = None
         if cfg.mode == "real":
             if self.reset_hook.kind is HookKind.SERVICE:
@@ -344,6 +349,10 @@ class EvaluatorNode(Node):
                 interface_class(out_spec.type), iface.topic("episode_outcome"), qos_profile(out_spec.qos)
             )
 
+    def _diagnostics_reading(self, _rates: Any) -> Reading:
+        with self._cv:
+            return evaluation_reading(self.config.episodes, dict(self.outcomes), self._seed)
+
     def _on_done(self, msg: Any) -> None:
         with self._cv:
             if self._seed is not None and int(msg.data) == self._seed:
@@ -354,6 +363,7 @@ class EvaluatorNode(Node):
         with self._cv:
             if self._seed is not None and self._outcome is None and int(msg.variation_seed) == self._seed:
                 self._outcome = msg
+                self.outcomes["succeeded" if msg.success else "failed"] += 1
                 self._cv.notify_all()
 
     def _call(self, client: Any, seed: int) -> Any:

@@ -29,9 +29,8 @@ from typing import Any
 import yaml
 from builtin_interfaces.msg import Time
 from r2s2r_sim.dds import use_large_data_transport
-from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ros_params import declare_parameters, run_node, spin_single
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
 from rclpy.node import Node
@@ -161,13 +160,14 @@ class PolicyNode(Node):
         self._start_stamp = None
         self._done_sent = False
 
-        iface = load_interface()
+        iface = declare_interface(self)
         cam = self.camera.name
+        self._world_frame, self._base_frame = iface.frame("world"), iface.frame("base")
 
         def sub(key: str, cb: Any, camera: str | None = None) -> None:
             spec = iface.topic_spec(key)
             self.create_subscription(
-                interface_class(spec.type), iface.topic(key, camera), cb, qos_profile(spec.qos)
+                interface_class(spec.type), iface.topic(key, camera), cb, qos_profile(spec.subscription_qos)
             )
 
         def pub(key: str) -> Any:
@@ -322,7 +322,7 @@ class PolicyNode(Node):
                 camera_pose = base_pose = None
                 if ObservationKind.CAMERA_POSE in self._need or self._tf.frames:
                     camera_pose = self._lookup(self.camera.frame_id, ObservationKind.CAMERA_POSE)
-                    base_pose = self._lookup(rc.BASE_FRAME, ObservationKind.BASE_POSE)
+                    base_pose = self._lookup(self._base_frame, ObservationKind.BASE_POSE)
                 obs = observation_from_messages(
                     joint_state=msg,
                     color=self._color,
@@ -364,7 +364,7 @@ class PolicyNode(Node):
 
     def _lookup(self, frame: str, kind: ObservationKind) -> Any:
         try:
-            return self._tf.lookup(rc.WORLD_FRAME, frame)
+            return self._tf.lookup(self._world_frame, frame)
         except ConversionError:
             if kind in self._need:
                 raise

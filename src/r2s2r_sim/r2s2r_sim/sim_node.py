@@ -68,10 +68,13 @@ from rclpy.publisher import Publisher
 
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
-from r2s2r_sim.interface import Interface, load_interface
+from r2s2r_sim.interface import Interface
+from r2s2r_sim.robot_description import RobotDescriptionError
+from r2s2r_sim.robot_state import RobotState, camera_transforms
 from r2s2r_sim.ros_params import declare_parameters, run_node
-from r2s2r_sim.ros_qos import interface_class
+from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
@@ -146,7 +149,7 @@ _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "its period must be a whole number of physics timesteps.",
         (0.1, 1000.0),
     ),
-    "tf_rate_hz": ("Rate (Hz, sim time) of the dynamic /tf (base_link -> ee_link).", (1.0, 1000.0)),
+    "tf_rate_hz": ("Rate (Hz, sim time) of the dynamic /tf (the robot's moving links).", (1.0, 1000.0)),
     "publish_clock": ("Publish /clock (sim time); other nodes then run with use_sim_time:=true.", None),
     "policy_id": ("Policy id echoed in every EpisodeOutcome (free text).", None),
     "variations": (
@@ -255,7 +258,8 @@ class _Frame:
 class _StepOutput:
     stamp_ns: int
     joint_state: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-    ee_in_base: tuple[np.ndarray, np.ndarray] | None = None
+    link_qpos: np.ndarray | None = None  # qpos the robot's link transforms are computed from
+    robot: RobotState | None = None  # the robot of that qpos (a reset may swap the world before publishing)
     dynamic_cameras: list[tuple[str, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     render: _RenderJob | None = None
     outcome: Any = None
@@ -294,7 +298,7 @@ class SimNode(Node):
         except VariationError as err:
             raise SimNodeError(f"parameter variations: {err} (with seed {cfg.seed})") from None
         self._check_rates()
-        self.interface: Interface = load_interface()
+        self.interface: Interface = declare_interface(self)
         self._task = self._make_task()
 
         self._dt_ns = round(self.world.timestep * _NS)
@@ -330,6 +334,7 @@ class SimNode(Node):
         self._waiting_logged = False
         self.world.reset(cfg.seed)
 
+        self._robot = self._robot_state(self.world)
         self._make_publishers()
         self._cameras = self._make_cameras(self.world) if cfg.cameras_enabled else []
         self._js_tick = _Ticker(cfg.joint_state_rate_hz)
@@ -355,6 +360,7 @@ class SimNode(Node):
         self.frames_published = 0
         self.frames_dropped = 0
         self.render_seconds = 0.0  # wall time spent rendering and publishing frames
+        self.lockstep_wait_s = 0.0  # wall time physics spent waiting for the policy's ack
         self._render_thread: threading.Thread | None = None
         if self._cameras:
             self._render_thread = threading.Thread(target=self._render_loop, name="sim_render", daemon=True)
@@ -364,6 +370,16 @@ class SimNode(Node):
                 raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
         self._physics_thread = threading.Thread(target=self._physics_loop, name="sim_physics", daemon=True)
         self._physics_thread.start()
+        self._diagnostics = DiagnosticsPublisher(
+            self, self.interface, name="simulation", hardware_id=self.world.world_id,
+            counters=lambda: {"time_s": self._clock_ns / _NS, "frames": self.frames_published,
+                              "frames_dropped": self.frames_dropped, "lockstep_wait_s": self.lockstep_wait_s},
+            read=lambda rates: serving_reading(
+                rates, running=self._running, cameras=len(self._cameras), frames_dropped=self.frames_dropped,
+                episodes=self._episodes_reported, sim_time=True,
+                paced=cfg.real_time and not cfg.lockstep and not self._paused,
+            ),
+        )
         mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
         self.get_logger().info(
             f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
@@ -459,6 +475,7 @@ class SimNode(Node):
         self._joint_pub = self._pub("joint_states")
         self._tf_pub = self._pub("tf")
         self._tf_static_pub = self._pub("tf_static")
+        self._description_pub = self._pub("robot_description")
         self._clock_pub = self._pub("clock") if self.config.publish_clock else None
         self._outcome_pub = self._pub("episode_outcome")
 
@@ -500,29 +517,29 @@ class SimNode(Node):
             )
         return cams
 
-    def _camera_transforms(
-        self, name: str, frame_id: str, stamp: Time, pose: tuple[np.ndarray, np.ndarray]
-    ) -> list[Any]:
-        link_pos, link_quat = conv.camera_link_pose(*pose)
-        link = conv.camera_link_frame(name)
-        return [
-            conv.transform_msg(conv.WORLD_FRAME, link, link_pos, link_quat, stamp),
-            conv.transform_msg(link, frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp),
-        ]
+    def _robot_state(self, world: SimWorld) -> RobotState | None:
+        """The robot's URDF and link transforms; ``None`` (with a warning) if it has no URDF form."""
+        try:
+            return RobotState(world, self.interface)
+        except RobotDescriptionError as err:
+            self.get_logger().warning(f"no /robot_description or link transforms: {err}")
+            return None
 
     def _publish_static_tf(self) -> None:
+        """Publish /robot_description and /tf_static (robot base, fixed links, camera trees)."""
         stamp = conv.time_msg(self._clock_ns)
-        transforms = [conv.transform_msg(conv.WORLD_FRAME, conv.BASE_FRAME, *self.world.base_pose(), stamp)]
+        if self._robot is not None:
+            self._description_pub.publish(self._robot.description_msg())
+            transforms = self._robot.static_transforms(self.world.data, stamp)
+        else:
+            world, base = self.interface.frame("world"), self.interface.frame("base")
+            transforms = [conv.transform_msg(world, base, *self.world.base_pose(), stamp)]
         for cam in self._cameras:
-            pose = self.world.camera_pose(cam.name)
-            if cam.static:
-                transforms += self._camera_transforms(cam.name, cam.frame_id, stamp, pose)
-            else:
-                # Only the link -> optical part is static; world -> link goes on /tf.
-                link = conv.camera_link_frame(cam.name)
-                transforms.append(
-                    conv.transform_msg(link, cam.frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp)
-                )
+            mount, tree = camera_transforms(
+                self.interface, cam.name, cam.frame_id, self.world.camera_pose(cam.name), stamp
+            )
+            # A moving camera's world -> camera_link goes on /tf instead.
+            transforms += [mount, *tree] if cam.static else tree
         self._tf_static_pub.publish(conv.tf_message(transforms))
 
     def _make_subscriptions_and_services(self) -> None:
@@ -656,6 +673,7 @@ class SimNode(Node):
         """Run ``world`` from now on (lock held); the render thread rebuilds its renderers on its next job."""
         self.world, self._world_key = world, key
         self._task = self._make_task()
+        self._robot = self._robot_state(world)
         if self._cameras:
             self._cameras = self._make_cameras(world, reuse=self._cameras)
 
@@ -698,7 +716,7 @@ class SimNode(Node):
                 if out.outcome is not None:
                     self._outcome_sent = True
         if self._tf_tick.due(now) or force:
-            out.ee_in_base = conv.relative_pose(*self.world.base_pose(), *self.world.ee_pose())
+            out.link_qpos, out.robot = self.world.data.qpos.copy(), self._robot
             for cam in self._cameras:
                 if not cam.static:
                     out.dynamic_cameras.append((cam.name, *self.world.camera_pose(cam.name)))
@@ -722,12 +740,15 @@ class SimNode(Node):
             self._joint_pub.publish(conv.joint_state_msg(stamp, self.world.joint_names, *out.joint_state))
             if self._clock_pub is not None:
                 self._clock_pub.publish(conv.clock_msg(stamp))
-        if out.ee_in_base is not None:
-            transforms = [conv.transform_msg(conv.BASE_FRAME, conv.EE_FRAME, *out.ee_in_base, stamp)]
+        if out.link_qpos is not None:
+            robot = out.robot
+            transforms = robot.moving_transforms(out.link_qpos, stamp) if robot is not None else []
             for name, pos, quat in out.dynamic_cameras:
                 cam = next(c for c in self._cameras if c.name == name)
-                transforms += self._camera_transforms(name, cam.frame_id, stamp, (pos, quat))[:1]
-            self._tf_pub.publish(conv.tf_message(transforms))
+                mount, _ = camera_transforms(self.interface, name, cam.frame_id, (pos, quat), stamp)
+                transforms.append(mount)
+            if transforms:
+                self._tf_pub.publish(conv.tf_message(transforms))
         if out.outcome is not None:
             self._publish_outcome(out.outcome, stamp)
         if out.render is not None:
@@ -800,7 +821,9 @@ class SimNode(Node):
                                 f"{self._obs_ns / _NS:.3f} s on {self.interface.topic('policy_heartbeat')}"
                             )
                             self._waiting_logged = True
+                        waited = time.monotonic()
                         self._cv.wait(0.1)
+                        self.lockstep_wait_s += time.monotonic() - waited
                         anchor = None
                         if time.monotonic() - last_republish >= _LOCKSTEP_REPUBLISH_S:
                             last_republish = time.monotonic()
