@@ -36,8 +36,8 @@ sources_hash() {
 }
 stamp=$VENV/.r2s2r-test-tools
 want=$(sources_hash | sha256sum | cut -c1-16)
-if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && [ -f install/composition_interfaces/share/composition_interfaces/package.xml ] \
-   && "$VENV/bin/python" -c 'import launch_ros, launch_pytest, ros2cli' 2>/dev/null; then
+check='source ./env.sh && python -c "import launch_ros.actions, launch_pytest, ros2cli, composition_interfaces.srv"'
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && bash -c "$check" >/dev/null 2>&1; then
   say "launch, launch_pytest and ros2cli already installed from $SRC"
   exit 0
 fi
@@ -83,7 +83,6 @@ colcon --log-base build/log build --paths "${paths[@]}" --build-base build --ins
     --cmake-args -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF >build/colcon-tests.out 2>&1 \
   || { tail -40 build/colcon-tests.out; say "colcon build failed; full output in build/colcon-tests.out"; exit 1; }
 
-bash -c 'source ./env.sh && python -c "import launch_ros.actions, launch_pytest, ros2cli, composition_interfaces.srv" && ros2 launch --help >/dev/null' \
-  || { say "the ROS 2 tools do not import; see the output above"; exit 1; }
+bash -c "$check && ros2 launch --help >/dev/null" || { say "the ROS 2 tools do not import; see the output above"; exit 1; }
 echo "$want" >"$stamp"
 say "done in $(( $(date +%s) - START )) s"
