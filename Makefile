@@ -13,10 +13,14 @@ setup:
 demo: setup
 	@$(ENV) r2s2r demo
 
+# Tests also install the real ROS 2 launch system and `ros2` CLI from ../shared when it is present
+# (tools/setup_tests.sh); the product itself never needs them.
 test: setup
+	@bash tools/setup_tests.sh
 	@$(ENV) python -m pytest tests
 
 test-fast: setup
+	@bash tools/setup_tests.sh
 	@$(ENV) python -m pytest tests -m "not integration"
 
 # Each benchmark measures against a baseline run side by side in the same process/run (ratios).

@@ -37,10 +37,7 @@ def _claim_domain_id() -> tuple[int, object]:
     raise RuntimeError(f"all ROS domain ids 1..101 are claimed (lock files in {lock_dir})")
 
 
-@pytest.fixture
-def ros_env() -> Iterator[dict[str, str]]:
-    """Environment for child processes: its own ROS_DOMAIN_ID, localhost-only discovery, no colour."""
-    domain, lock = _claim_domain_id()
+def _isolated_env(domain: int) -> dict[str, str]:
     env = dict(os.environ)
     env["ROS_DOMAIN_ID"] = str(domain)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -48,7 +45,14 @@ def ros_env() -> Iterator[dict[str, str]]:
     env["PYTHONUNBUFFERED"] = "1"
     env["RCUTILS_COLORIZED_OUTPUT"] = "0"
     env.setdefault("MUJOCO_GL", "egl")
-    yield env
+    return env
+
+
+@pytest.fixture
+def ros_env() -> Iterator[dict[str, str]]:
+    """Environment for child processes: its own ROS_DOMAIN_ID, localhost-only discovery, no colour."""
+    domain, lock = _claim_domain_id()
+    yield _isolated_env(domain)
     lock.close()  # type: ignore[attr-defined]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.interface import InterfaceError
+from r2s2r_sim.paths import config_dir
 
 from r2s2r_capture.errors import (
     BagError,
@@ -20,7 +21,7 @@ from r2s2r_capture.errors import (
 __all__ = ["register_capture", "register_real2sim", "register_resim"]
 
 _ERRORS = (BagError, CalibrationError, CaptureError, IdentificationError, InterfaceError, ReconstructionError)
-_DEFAULT_PROFILE = "config/emulated_hardware/default_profile.yaml"
+_DEFAULT_PROFILE = "emulated_hardware/default_profile.yaml"  # in the package's config folder
 _INTERFACE_HELP = (
     "topic interface: a profile of config/interface.yaml or an interface file (default: its default)"
 )
@@ -42,7 +43,8 @@ def cmd_capture(ns: argparse.Namespace) -> int:
             n_intrinsics_views=ns.board_views, n_scene_frames=ns.scene_frames, seed=ns.seed,
             interface=ns.interface,
         )
-        summary = capture_emulated(ns.output, profile=ns.profile, world=ns.world, config=cfg, progress=print)
+        profile = ns.profile or config_dir() / _DEFAULT_PROFILE
+        summary = capture_emulated(ns.output, profile=profile, world=ns.world, config=cfg, progress=print)
     except _ERRORS as err:
         print(f"r2s2r capture: {err}", file=sys.stderr)
         return 2
@@ -91,7 +93,9 @@ def register_capture(subparsers: Any) -> None:
         "capture", help="record the real2sim capture (board views, RGB-D scene, excitation) to a bag"
     )
     p.add_argument("--emulated", action="store_true", help="capture from the emulated hardware (in-process)")
-    p.add_argument("--profile", default=_DEFAULT_PROFILE, help="hardware profile of the emulated unit")
+    p.add_argument("--profile", default=None,
+                   help=f"hardware profile of the emulated unit (default: config/{_DEFAULT_PROFILE} "
+                        "of the installed package)")
     p.add_argument("--world", default="tabletop-pick-v1", help="world id or folder the profile is for")
     p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval import failure_regions as fr
 from r2s2r_eval.results import EpisodeRow, ResultsStore, utc_now
@@ -64,9 +65,8 @@ __all__ = [
     "run_closed_loop",
 ]
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
-DEFAULT_VARIATIONS = REPO / "config/variations.yaml"
+DEFAULT_PROFILE = config_dir() / "emulated_hardware/default_profile.yaml"
+DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 BUNDLED_WORLD = "tabletop-pick-v1"
 RECONSTRUCTED_ID = "real2sim-closed-loop-v1"
 

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, load_variation_config
 
 from r2s2r_eval.results import ResultsError
@@ -38,7 +39,8 @@ EXIT_BAD_INPUT = 2
 
 def _config(ns: argparse.Namespace) -> SweepConfig:
     try:
-        variations = load_variation_config(ns.variations)
+        # The default is the installed package's config, never one in the current directory.
+        variations = load_variation_config(ns.variations or config_dir() / "variations.yaml")
     except (VariationError, OSError) as err:
         raise SweepError(f"--variations: {err}") from None
     return SweepConfig(
@@ -101,7 +103,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="policy and its parameters (repeatable), e.g. reference:perception_noise_m=0.005",
     )
     parser.add_argument(
-        "--variations", default="config/variations.yaml", help="variation axes YAML (r2s2r_sim.variations)"
+        "--variations", default=None,
+        help="variation axes YAML (r2s2r_sim.variations; default: the package's config/variations.yaml)"
     )
     parser.add_argument("-n", type=int, default=16, help="number of variations")
     parser.add_argument("--method", choices=["sobol", "random"], default="sobol", help="variation sampling")

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval.demos import DemoConfig, attempt_seed, collect_demos
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
@@ -43,9 +44,8 @@ from r2s2r_eval.train import TrainConfig, train
 
 __all__ = ["ABLATIONS", "TransferConfig", "main", "make_real2sim_world", "run_transfer"]
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
-DEFAULT_VARIATIONS = REPO / "config/variations.yaml"
+DEFAULT_PROFILE = config_dir() / "emulated_hardware/default_profile.yaml"
+DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 ABLATIONS = ("no_variation", "six_axes", "real2sim")
 # Evaluation seeds are drawn from another base seed than any demonstration.
 _EVAL_SEED = 1_000_003
