@@ -10,6 +10,9 @@ At the end the node prints, per topic, how many messages it published and how ma
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import importlib
 import sys
 import time

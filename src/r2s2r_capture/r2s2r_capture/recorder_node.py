@@ -17,6 +17,9 @@ outcome of every EpisodeOutcome seen during the recording: the world and variati
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import hashlib
 import json
 import sys

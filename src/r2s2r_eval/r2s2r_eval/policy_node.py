@@ -20,6 +20,9 @@ nothing new) and logs once until fresh data arrives.
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import math
 import threading
 from collections.abc import Sequence

@@ -27,6 +27,9 @@ instant of each camera frame, stamped like that frame.  Recordings use it to che
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import sys
 import threading
 import time

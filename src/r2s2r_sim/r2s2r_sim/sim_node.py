@@ -46,6 +46,9 @@ be applied is refused (``success=false``, the message names the field) and the o
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import contextlib
 import dataclasses
 import hashlib
