@@ -30,11 +30,12 @@ commands is let through after 1 s): the policy echoes the stamp of the newest ob
 answered (its /joint_states header stamp, equivalently the /clock it last saw) after publishing its
 command for it. Older acks are
 ignored. If no policy answers, the node does not deadlock and does not advance: it logs once that it is
-waiting, and re-publishes the pending observation every 0.5 s: its /joint_states and /clock (same stamp)
-and each camera's last frame (colour, depth and both camera_infos, as published: same stamp, not
-re-rendered), so a policy that connects late, or missed a best-effort image, still receives it; services
-(reset, pause, step) keep working. ``step`` while paused advances one control period without waiting for an
-ack.
+waiting (after 0.5 s), after ``ack_timeout_s`` it logs that the policy is lost and publishes the episode's
+outcome as failed with reason ``policy_lost`` (once per episode; it keeps serving), and it re-publishes the
+pending observation every 0.5 s: its /joint_states and /clock (same stamp) and each camera's last frame
+(colour, depth and both camera_infos, as published: same stamp, not re-rendered), so a policy that connects
+late, or missed a best-effort image, still receives it; services (reset, pause, step) keep working. ``step``
+while paused advances one control period without waiting for an ack.
 
 Variation: the reset service's ``variation_config`` is YAML text of the variation axes (the schema of
 ``config/variations.yaml``); non-empty, the node rebuilds its world as
@@ -73,8 +74,10 @@ from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
 from r2s2r_sim.interface import Interface, load_interface
+from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.ros_params import declare_parameters, run_node
 from r2s2r_sim.ros_qos import interface_class
+from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
@@ -100,6 +103,7 @@ _LOCKSTEP_REPUBLISH_S = 0.5
 _COMMAND_GRACE_S = 1.0
 _MAX_LAG_S = 0.25
 _SERVICE_WAIT_S = 30.0
+POLICY_LOST = "policy_lost"  # failure reason of an episode whose policy stopped acknowledging
 
 
 class SimNodeError(ValueError):
@@ -122,6 +126,7 @@ class SimNodeConfig:
     publish_clock: bool = True
     policy_id: str = ""
     variations: str = ""
+    ack_timeout_s: float = 10.0
 
 
 _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
@@ -156,6 +161,11 @@ _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "Variations YAML (schema of config/variations.yaml) applied, with the reset's seed, when a reset "
         "gives an empty variation_config (and at start-up); empty: the base world.",
         None,
+    ),
+    "ack_timeout_s": (
+        "Lockstep: wall time (s) without the policy's acknowledgement after which the episode ends as "
+        "failed with reason policy_lost (logged; the node keeps serving and waiting); 0: never.",
+        (0.0, 3600.0),
     ),
 }
 
@@ -331,6 +341,7 @@ class SimNode(Node):
         self._episodes_reported = 0
         self._outcome_sent = False
         self._waiting_logged = False
+        self._ack_watch = Liveness(cfg.ack_timeout_s)  # armed at each lockstep observation
         self.world.reset(cfg.seed)
 
         self._make_publishers()
@@ -773,6 +784,7 @@ class SimNode(Node):
         while self._running and rclpy.ok(context=self.context):
             out: _StepOutput | None = None
             republish: _StepOutput | None = None
+            lost: _StepOutput | None = None
             observation = False
             with self._cv:
                 if self._reset_pending:
@@ -797,7 +809,8 @@ class SimNode(Node):
                     if cfg.lockstep and not stepping and (
                         self._ack_ns < self._obs_ns or not self._commands_caught_up()
                     ):
-                        if not self._waiting_logged:
+                        if not self._waiting_logged and self._ack_watch.silence() >= _LOCKSTEP_REPUBLISH_S:
+                            # Said once per observation, and only when the policy is slow to answer.
                             self.get_logger().info(
                                 f"lockstep: waiting for the policy to acknowledge observation "
                                 f"{self._obs_ns / _NS:.3f} s on {self.interface.topic('policy_heartbeat')}"
@@ -805,12 +818,16 @@ class SimNode(Node):
                             self._waiting_logged = True
                         self._cv.wait(0.1)
                         anchor = None
+                        if (silent := self._ack_watch.expired()) is not None:
+                            lost = self._policy_lost(silent)
                         if time.monotonic() - last_republish >= _LOCKSTEP_REPUBLISH_S:
                             last_republish = time.monotonic()
                             republish = _StepOutput(
                                 stamp_ns=self._obs_ns, joint_state=self.world.joint_state()
                             )
-                        if republish is None or (self._ack_ns >= self._obs_ns and self._commands_caught_up()):
+                        if lost is None and (
+                            republish is None or (self._ack_ns >= self._obs_ns and self._commands_caught_up())
+                        ):
                             continue
                     else:
                         if cfg.lockstep and self._period_steps == 0:
@@ -827,6 +844,8 @@ class SimNode(Node):
                                 self._step_budget -= 1
                                 self._steps_done += 1
                                 self._cv.notify_all()
+            if lost is not None:
+                self._publish(lost)
             if republish is not None:
                 # Late-joining policies, and ones that missed a best-effort image, still get the pending
                 # observation (same stamps): joint states and /clock, and each camera's last frame. The
@@ -834,16 +853,35 @@ class SimNode(Node):
                 self._publish(republish)
                 self._resend_frames()
                 continue
-            assert out is not None
+            if out is None:  # only the lost policy's outcome to publish
+                continue
             self._publish(out)
             if observation and cfg.lockstep:
                 self._wait_render_idle()
                 with self._cv:
                     self._obs_ns = out.stamp_ns
                     self._waiting_logged = False
+                    self._ack_watch.arm()
                 last_republish = time.monotonic()
             if cfg.real_time:
                 anchor = self._pace(anchor, out.stamp_ns)
+
+    def _policy_lost(self, silent_s: float) -> _StepOutput | None:
+        """Lockstep: no acknowledgement for ``silent_s``: end the episode as policy_lost (lock held).
+
+        Returns the outcome to publish, or None if this episode already has one. The node keeps serving and
+        re-publishing the observation, so a restarted policy (or the next reset) carries on.
+        """
+        heartbeat = self.interface.topic("policy_heartbeat")
+        self.get_logger().warning(
+            f"lockstep: no acknowledgement of observation {self._obs_ns / _NS:.3f} s on {heartbeat} for "
+            f"{silent_s:.1f} s ({self.count_publishers(heartbeat)} publishers): the policy is lost; "
+            f"episode (seed {self._episode_seed}) ends as {POLICY_LOST}"
+        )
+        if self._outcome_sent:
+            return None
+        self._outcome_sent = True
+        return _StepOutput(stamp_ns=self._obs_ns, outcome=Outcome(success=False, reason=POLICY_LOST))
 
     def _pace(self, anchor: tuple[float, int] | None, sim_ns: int) -> tuple[float, int]:
         now = time.monotonic()
