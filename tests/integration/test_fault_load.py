@@ -14,11 +14,10 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
-
 from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.world_config import load_world_config  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
+from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.integration
 HERE = Path(__file__).resolve().parent
@@ -55,7 +54,8 @@ def test_flood_of_malformed_commands_is_refused_with_throttled_warnings(processe
     n_arm = len(load_world_config(world_path("tabletop-pick-v1")).robot.arm_joints)
     topic = iface.topic("arm_command")
     pub = probe.node.create_publisher(Float64MultiArray, topic, 10)
-    wait_for(lambda: pub.get_subscription_count() > 0 and probe.msgs(clock), 60, f"the sim on {topic} and /clock")
+    wait_for(lambda: pub.get_subscription_count() > 0 and probe.msgs(clock), 60,
+             f"the sim on {topic} and /clock")
 
     def sim_time() -> float:
         stamp = probe.msgs(clock)[-1][1].clock
