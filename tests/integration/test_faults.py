@@ -92,3 +92,36 @@ def test_evaluator_killed_then_the_same_command_resumes_at_the_next_unfinished_s
     again.wait_for("the resume message", rf"\[{EVAL}\].*resuming: 1 of 3 episodes already in .* at seed 1")
     assert again.finish() == 0, again.lines[-30:]
     assert _rows(db) == [(0, False, "timeout"), (1, False, "timeout"), (2, False, "timeout")]
+
+
+@pytest.mark.parametrize("moment", [3, 17, 29, 41])
+def test_ctrl_c_at_a_random_moment_leaves_the_store_and_the_bag_valid(  # type: ignore[no-untyped-def]
+    graphs, processes, tmp_path: Path, moment: int
+) -> None:
+    """SIGINT to the launcher and the recorder after a seeded-random number of output lines."""
+    import random
+
+    from r2s2r_capture.bag_reader import BagReader
+
+    lines = random.Random(moment).randint(1, 60)  # start-up, mid-episode or between episodes
+    db, bag = tmp_path / "results.sqlite", tmp_path / "bag"
+    rec = processes.start(["recorder_node", "--ros-args", "-p", f"output:={bag}",
+                           "-p", "topics:=['/joint_states', '/r2s2r/episode_outcome']"])
+    g = graphs(_args(db, 5))
+    for _ in range(lines):
+        g.wait_for("any output line", lambda _line: True)
+    g.proc.send_signal(signal.SIGINT)
+    rec.send_signal(signal.SIGINT)
+    g.finish(timeout=180)
+    log, _ = rec.communicate(timeout=120)
+    assert rec.returncode == 0, log
+    assert not any("SIGKILL" in line or "ignored SIGINT" in line for line in g.lines), g.lines[-30:]
+    if db.exists():
+        rows = _rows(db)  # opens and checks the store
+        assert [r[0] for r in rows] == list(range(len(rows)))
+        assert all(reason in ("timeout", "success", "object_dropped") for _, _, reason in rows), rows
+    with BagReader(bag) as reader:
+        msgs = list(reader.messages())
+        for msg in msgs:
+            reader.deserialize(msg)  # every recorded message is whole
+    assert (bag / "metadata.yaml").is_file()
