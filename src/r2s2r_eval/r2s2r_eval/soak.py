@@ -36,7 +36,8 @@ from r2s2r_eval.results import ResultsStore
 __all__ = ["main", "summarize"]
 
 MODES = {
-    "sim": ["mode:=sim", "lockstep:=true"],
+    # Lockstep episodes end at the task's sim-time limit; the wall limit only guards (slow CPU rendering).
+    "sim": ["mode:=sim", "lockstep:=true", "episode_timeout_s:=1800.0"],
     "real": ["mode:=real", "emulate_hardware:=true"],
 }
 TOPICS = ("joint_states", "clock", "policy_heartbeat", "episode_outcome")

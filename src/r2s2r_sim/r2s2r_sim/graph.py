@@ -132,6 +132,9 @@ def world_graph() -> Graph:
                      description="Restart the policy node when it exits or dies; the evaluator then records "
                                  "the lost episode as policy_lost and goes on at the next seed (false: the "
                                  "evaluator stops with exit 1)."),
+            Argument(name="episode_timeout_s", default="120.0",
+                     description="Wall-clock limit (s) of one episode; a lost policy or world is detected "
+                                 "within seconds regardless, so on a slow machine this can be generous."),
             Argument(name="evaluate", default="true", choices=_BOOL,
                      description="Start the evaluator that resets, runs and records episodes."),
             Argument(name="episodes", default="3",
@@ -182,7 +185,8 @@ def world_graph() -> Graph:
                 parameters={"episodes": "{episodes}", "seed0": "{seed}", "policy": "{policy}",
                             "world": "{world}", "mode": "{mode}", "results": "{results}",
                             "use_sim_time": "{use_sim_time}", "reset_hook": "{reset_hook}",
-                            "judge_hook": "{judge_hook}", "on_policy_lost": "{on_policy_lost}"},
+                            "judge_hook": "{judge_hook}", "on_policy_lost": "{on_policy_lost}",
+                            "episode_timeout_s": "{episode_timeout_s}"},
             ),
         ),
     )
