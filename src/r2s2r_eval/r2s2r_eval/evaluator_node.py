@@ -21,6 +21,15 @@ error (an ``EpisodeOutcome`` for the seed), or after ``episode_timeout_s`` of wa
 asked. The row stores the judge's verdict (a policy error stays the reason) with
 ``variation = {"mode": "real", "end": ..., ...}``, and the verdict is published as the episode's
 ``EpisodeOutcome`` so that a recording holds it (see :func:`outcomes_from_records`).
+
+Faults (no silent waits; see :mod:`r2s2r_eval.episode_watch`): while an episode runs, the policy must
+acknowledge observations (``policy_heartbeat``); ``policy_timeout_s`` of silence, with the world still
+answering, ends the episode as failed with reason ``policy_lost`` (the lockstep sim reports the same after its
+``ack_timeout_s``). Then ``on_policy_lost: stop`` exits 1 with a message, ``continue`` waits for a restarted
+policy (``respawn_policy:=true`` in the launchers) and goes on at the next seed. A world (sim or drivers) that
+no longer answers ends the run with exit 1 and no row for the unfinished episode. Rows carry an
+``episode_key`` (mode, policy, parameters, world, seed): the same command resumes at the next seed the store
+lacks, without duplicates.
 """
 
 from __future__ import annotations
