@@ -42,11 +42,14 @@ class TickingCondition:
         return predicate()
 
 
-def _wait(clock: FakeClock, cv: TickingCondition, finished, *, publishers=1, world=True, timeout=60.0):  # type: ignore[no-untyped-def]
+def _wait(clock: FakeClock, cv: TickingCondition, finished, *, publishers=1, world=True, policy=False,  # type: ignore[no-untyped-def]
+          timeout=60.0):
     watch = Liveness(5.0, clock=clock)
     watch.arm()
     cv.watch = watch  # type: ignore[attr-defined]
     probes: list[float] = []
+    silences: list[float] = []
+    cv.silences = silences  # type: ignore[attr-defined]
 
     def world_alive() -> bool:
         probes.append(clock.t)
@@ -59,7 +62,9 @@ def _wait(clock: FakeClock, cv: TickingCondition, finished, *, publishers=1, wor
         policy=watch,
         policy_publishers=lambda: publishers,
         world_alive=world_alive,
+        policy_alive=lambda: policy,
         what="/ack",
+        on_silent=silences.append,
         poll_s=0.5,
         clock=clock,
     )
@@ -85,6 +90,7 @@ def test_silent_policy_with_a_live_world_is_lost_after_the_timeout() -> None:
     end, probes = _wait(clock, cv, lambda: False)
     assert end.end is EpisodeEnd.POLICY_LOST
     assert 5.0 <= end.waited_s <= 5.5 and "no acknowledgement on /ack for 5" in end.detail
+    assert "the policy's node does not answer" in end.detail
     assert len(probes) == 1
 
 
@@ -92,7 +98,15 @@ def test_policy_without_publishers_is_lost_sooner() -> None:
     clock = FakeClock()
     cv = TickingCondition(clock)
     end, _ = _wait(clock, cv, lambda: False, publishers=0)
-    assert end.end is EpisodeEnd.POLICY_LOST and end.waited_s < 2.0 and "0 publishers" in end.detail
+    assert end.end is EpisodeEnd.POLICY_LOST and end.waited_s < 2.0 and "no publisher left" in end.detail
+
+
+def test_a_silent_policy_whose_node_answers_is_reported_not_lost() -> None:
+    clock = FakeClock()
+    cv = TickingCondition(clock)
+    end, _ = _wait(clock, cv, lambda: False, policy=True, timeout=17.0)
+    assert end.end is EpisodeEnd.TIMEOUT  # holding on stale observations: the time limit ends it
+    assert len(cv.silences) == 3 and all(5.0 <= s <= 5.5 for s in cv.silences)  # type: ignore[attr-defined]
 
 
 def test_silence_with_a_dead_world_is_the_world_lost() -> None:

@@ -1,9 +1,10 @@
 """How an episode's wait ends: its outcome, a timeout, a lost policy or a lost world; and resumable keys.
 
 The evaluator waits for an episode's end in short slices and, in each, asks a :class:`Liveness` on the
-policy's acknowledgements whether the policy has gone silent. A silent policy is told from a dead world
-(sim node or drivers) by probing the world: a world that answers means the policy is lost; one that does not
-means the world is. Pure Python: the node passes its callbacks in.
+policy's acknowledgements whether the policy has gone silent. A silence is then told apart by probes: a world
+(sim node or drivers) that does not answer is lost; a policy process that does not answer (or has left the
+graph) is lost; a policy that answers but does not act (holding on stale observations under load) is only
+reported, and the wait goes on to the episode's time limit. Pure Python: the node passes its callbacks in.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ def wait_episode_end(
     policy: Liveness,
     policy_publishers: Callable[[], int],
     world_alive: Callable[[], bool],
+    policy_alive: Callable[[], bool],
     what: str,
+    on_silent: Callable[[float], None] = lambda _s: None,
     poll_s: float = 0.2,
     clock: Callable[[], float] = time.monotonic,
 ) -> Ending:
@@ -81,7 +84,9 @@ def wait_episode_end(
             second (while silent) ends the wait sooner than the watchdog (a policy that exited cleanly).
         world_alive: probe of the world, asked when the policy is silent or the time is up (may block
             for a bounded time).
+        policy_alive: probe of the policy's process, asked when it is silent (bounded time).
         what: the policy's acknowledgement topic, for the detail text.
+        on_silent: told the silence (s) of a policy that answers the probe but does not act.
         poll_s: slice of each wait (s).
         clock: monotonic time source (s).
     """
@@ -98,12 +103,18 @@ def wait_episode_end(
         if silent is not None:
             if not world_alive():
                 return Ending(EpisodeEnd.WORLD_LOST, now - started, "the world does not answer")
-            return Ending(
-                EpisodeEnd.POLICY_LOST,
-                now - started,
-                f"no acknowledgement on {what} for {silent:.1f} s "
-                f"({policy_publishers()} publishers) while the world answers",
-            )
+            publishers = policy_publishers()
+            if publishers and policy_alive():
+                on_silent(silent)
+                policy.arm()  # alive but holding: ask again after another timeout
+            else:
+                return Ending(
+                    EpisodeEnd.POLICY_LOST,
+                    now - started,
+                    f"no acknowledgement on {what} for {silent:.1f} s, "
+                    + ("the policy's node does not answer" if publishers else "no publisher left")
+                    + ", while the world answers",
+                )
         if now >= deadline:
             if not world_alive():
                 return Ending(EpisodeEnd.WORLD_LOST, now - started, "the world does not answer")

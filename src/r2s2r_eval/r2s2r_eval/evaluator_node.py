@@ -326,8 +326,13 @@ class EvaluatorNode(Node):
                 timeout_s=cfg.episode_timeout_s,
                 policy=self._policy_alive,
                 policy_publishers=lambda: self.count_publishers(self._ack_topic),
-                world_alive=self._world_alive,
+                world_alive=lambda: self._publisher_answers(self._joint_topic),
+                policy_alive=lambda: self._publisher_answers(self._ack_topic),
                 what=self._ack_topic,
+                on_silent=lambda silent: self.get_logger().warning(
+                    f"episode {index} (seed {seed}): no acknowledgement from the policy for {silent:.1f} s, "
+                    "but its node answers (holding on stale observations?); waiting on"
+                ),
             )
         finally:
             self._policy_alive.disarm()
@@ -341,10 +346,13 @@ class EvaluatorNode(Node):
             self.get_logger().warning(f"episode {index} (seed {seed}): {ending.end.value}: {ending.detail}")
         return ending
 
-    def _world_alive(self) -> bool:
-        """Whether a publisher of the joint states (sim node or driver) answers a parameter request."""
+    def _publisher_answers(self, topic: str) -> bool:
+        """Whether a node publishing ``topic`` answers a parameter request within world_probe_timeout_s.
+
+        Asked of the world (joint states) and the policy (acks): alive, and its executor not stuck.
+        """
         timeout = self.config.world_probe_timeout_s
-        for info in self.get_publishers_info_by_topic(self._joint_topic):
+        for info in self.get_publishers_info_by_topic(topic):
             if info.node_name == self.get_name() and info.node_namespace == self.get_namespace():
                 continue
             service = f"{info.node_namespace.rstrip('/')}/{info.node_name}/get_parameters"
@@ -494,6 +502,8 @@ class EvaluatorNode(Node):
                     f"episode {i} (seed {seed}): {'success' if success else reason} after {duration:.2f} s "
                     f"(ended by {end}; judged by {self.judge_hook})"
                 )
+                if lost:
+                    self._policy_lost(i, seed, ending.detail)
         return self._planned, successes
 
     def _publish_outcome(

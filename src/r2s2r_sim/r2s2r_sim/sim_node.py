@@ -30,12 +30,12 @@ commands is let through after 1 s): the policy echoes the stamp of the newest ob
 answered (its /joint_states header stamp, equivalently the /clock it last saw) after publishing its
 command for it. Older acks are
 ignored. If no policy answers, the node does not deadlock and does not advance: it logs once that it is
-waiting (after 0.5 s), after ``ack_timeout_s`` it logs that the policy is lost and publishes the episode's
-outcome as failed with reason ``policy_lost`` (once per episode; it keeps serving), and it re-publishes the
-pending observation every 0.5 s: its /joint_states and /clock (same stamp) and each camera's last frame
-(colour, depth and both camera_infos, as published: same stamp, not re-rendered), so a policy that connects
-late, or missed a best-effort image, still receives it; services (reset, pause, step) keep working. ``step``
-while paused advances one control period without waiting for an ack.
+waiting (after 0.5 s), after each ``ack_timeout_s`` it warns, and once no publisher of the heartbeat is left
+it publishes the episode's outcome as failed with reason ``policy_lost`` (it keeps serving), and it re-
+publishes the pending observation every 0.5 s: its /joint_states and /clock (same stamp) and each camera's
+last frame (colour, depth and both camera_infos, as published: same stamp, not re-rendered), so a policy
+that connects late, or missed a best-effort image, still receives it; services (reset, pause, step) keep
+working. ``step`` while paused advances one control period without waiting for an ack.
 
 Variation: the reset service's ``variation_config`` is YAML text of the variation axes (the schema of
 ``config/variations.yaml``); non-empty, the node rebuilds its world as
@@ -867,16 +867,25 @@ class SimNode(Node):
                 anchor = self._pace(anchor, out.stamp_ns)
 
     def _policy_lost(self, silent_s: float) -> _StepOutput | None:
-        """Lockstep: no acknowledgement for ``silent_s``: end the episode as policy_lost (lock held).
+        """Lockstep: no acknowledgement for ``silent_s`` (lock held); the outcome to publish, if any.
 
-        Returns the outcome to publish, or None if this episode already has one. The node keeps serving and
-        re-publishing the observation, so a restarted policy (or the next reset) carries on.
+        A policy that left the graph (no publisher on the heartbeat topic) ends the episode as policy_lost,
+        once. One still connected (slow, or holding on stale observations) is only reported, again after
+        each further ``ack_timeout_s``. Either way the node keeps serving and re-publishing the observation.
         """
         heartbeat = self.interface.topic("policy_heartbeat")
+        publishers = self.count_publishers(heartbeat)
+        if publishers:
+            self.get_logger().warning(
+                f"lockstep: no acknowledgement of observation {self._obs_ns / _NS:.3f} s on {heartbeat} for "
+                f"{silent_s:.1f} s; the policy is still connected ({publishers} publishers): waiting on"
+            )
+            self._ack_watch.arm()
+            return None
         self.get_logger().warning(
             f"lockstep: no acknowledgement of observation {self._obs_ns / _NS:.3f} s on {heartbeat} for "
-            f"{silent_s:.1f} s ({self.count_publishers(heartbeat)} publishers): the policy is lost; "
-            f"episode (seed {self._episode_seed}) ends as {POLICY_LOST}"
+            f"{silent_s:.1f} s and no publisher left: the policy is lost; episode (seed "
+            f"{self._episode_seed}) ends as {POLICY_LOST}"
         )
         if self._outcome_sent:
             return None
