@@ -131,3 +131,26 @@ def test_episode_key_names_mode_policy_parameters_world_and_seed() -> None:
     for change in ({"seed": 4}, {"mode": "real"}, {"parameters": {"a": 2, "b": 2}}, {"world": "v"},
                    {"policy": "bc"}):
         assert episode_key(**{**base, **change}) != key  # type: ignore[arg-type]
+
+
+def test_a_policy_replaced_during_the_episode_is_lost_even_if_the_new_one_acts() -> None:
+    clock = FakeClock()
+    cv = TickingCondition(clock, lambda t: cv.watch.beat())  # type: ignore[attr-defined]
+    watch = Liveness(5.0, clock=clock)
+    watch.arm()
+    cv.watch = watch  # type: ignore[attr-defined]
+    end = wait_episode_end(
+        cv,  # type: ignore[arg-type]
+        lambda: False,
+        timeout_s=60.0,
+        policy=watch,
+        policy_publishers=lambda: 1,
+        world_alive=lambda: True,
+        policy_alive=lambda: True,
+        what="/ack",
+        policy_replaced=lambda: clock.t >= 2.0,
+        poll_s=0.5,
+        clock=clock,
+    )
+    assert end.end is EpisodeEnd.POLICY_LOST and "restarted during the episode" in end.detail
+    assert end.waited_s == pytest.approx(2.0)

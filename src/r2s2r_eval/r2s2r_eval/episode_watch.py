@@ -69,6 +69,7 @@ def wait_episode_end(
     world_alive: Callable[[], bool],
     policy_alive: Callable[[], bool],
     what: str,
+    policy_replaced: Callable[[], bool] = lambda: False,
     on_silent: Callable[[float], None] = lambda _s: None,
     poll_s: float = 0.2,
     clock: Callable[[], float] = time.monotonic,
@@ -86,6 +87,8 @@ def wait_episode_end(
             for a bounded time).
         policy_alive: probe of the policy's process, asked when it is silent (bounded time).
         what: the policy's acknowledgement topic, for the detail text.
+        policy_replaced: whether another policy process took over during the episode (a respawn): the
+            episode's policy is then lost, whatever the new one does.
         on_silent: told the silence (s) of a policy that answers the probe but does not act.
         poll_s: slice of each wait (s).
         clock: monotonic time source (s).
@@ -97,6 +100,10 @@ def wait_episode_end(
             if cv.wait_for(finished, poll_s):
                 return Ending(EpisodeEnd.FINISHED, clock() - started)
         now = clock()
+        if policy_replaced():
+            return Ending(
+                EpisodeEnd.POLICY_LOST, now - started, f"the policy was restarted during the episode ({what})"
+            )
         silent = policy.expired()
         if silent is None and policy.silence() > 1.0 and policy_publishers() == 0:
             silent = policy.silence()

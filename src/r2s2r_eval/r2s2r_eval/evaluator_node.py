@@ -171,6 +171,7 @@ class EvaluatorNode(Node):
         self._joint_topic = iface.topic("joint_states")
         self._probes: dict[str, Any] = {}
         self._planned = 0  # episodes this run has to do (those not in the results store yet)
+        self._policy_gids: set[bytes] = set()  # the ack publishers of the episode's policy
         self._await_policy = False  # a policy was lost: wait for its restart at the next policy reset
         self._hook_reset = self._judge = self._outcome_pub = None
         if cfg.mode == "real":
@@ -315,6 +316,18 @@ class EvaluatorNode(Node):
                 self.get_logger().info(f"the restarted policy answered; going on at seed {seed}")
             self._await_policy = False
         self._policy_alive.arm()
+        self._policy_gids = self._ack_publishers()
+
+    def _ack_publishers(self) -> set[bytes]:
+        return {bytes(info.endpoint_gid) for info in self.get_publishers_info_by_topic(self._ack_topic)}
+
+    def _policy_replaced(self) -> bool:
+        """A new acknowledgement publisher appeared since the episode started: a restarted policy."""
+        now = self._ack_publishers()
+        if not self._policy_gids:
+            self._policy_gids = now  # the policy's endpoints were not discovered yet at its reset
+            return False
+        return bool(now - self._policy_gids)
 
     def _wait_end(self, finished: Callable[[], bool], index: int, seed: int) -> Ending:
         """Wait for the episode's end; a lost world raises :class:`WorldLostError` (the row is not stored)."""
@@ -329,6 +342,7 @@ class EvaluatorNode(Node):
                 world_alive=lambda: self._publisher_answers(self._joint_topic),
                 policy_alive=lambda: self._publisher_answers(self._ack_topic),
                 what=self._ack_topic,
+                policy_replaced=self._policy_replaced,
                 on_silent=lambda silent: self.get_logger().warning(
                     f"episode {index} (seed {seed}): no acknowledgement from the policy for {silent:.1f} s, "
                     "but its node answers (holding on stale observations?); waiting on"
