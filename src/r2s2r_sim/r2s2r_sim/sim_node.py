@@ -163,8 +163,9 @@ _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
         None,
     ),
     "ack_timeout_s": (
-        "Lockstep: wall time (s) without the policy's acknowledgement after which the episode ends as "
-        "failed with reason policy_lost (logged; the node keeps serving and waiting); 0: never.",
+        "Lockstep: wall time (s) without the policy's acknowledgement after which the node warns and, if no "
+        "publisher of the heartbeat is left, ends the episode as failed with reason policy_lost (it keeps "
+        "serving); 0: never.",
         (0.0, 3600.0),
     ),
 }
