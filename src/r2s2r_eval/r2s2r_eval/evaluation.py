@@ -247,8 +247,9 @@ PARAMETER_DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
         None,
     ),
     "world_probe_timeout_s": (
-        "Wall time (s) the publisher of the joint states (sim node or driver) has to answer a parameter "
-        "request when the policy is silent or an episode timed out; no answer: the world is lost (exit 1).",
+        "Wall time (s) a probed node has to answer a parameter request: the joint-state publisher (sim "
+        "node or driver) when the policy is silent or an episode timed out (no answer: the world is lost, "
+        "exit 1), and a silent policy (no answer: policy_lost; an answer: it is holding, the wait goes on).",
         (0.1, 86400.0),
     ),
 }
