@@ -158,11 +158,18 @@ class EmulatedHardwareNode(Node):
         self._render_error: BaseException | None = None
         self._render_thread = threading.Thread(target=self._render_loop, name="emu_render", daemon=True)
         self._render_thread.start()
-        if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
-            self._running = False
-            raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
-        self._physics_thread = threading.Thread(target=self._physics_loop, name="emu_physics", daemon=True)
-        self._physics_thread.start()
+        try:
+            if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
+                raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
+            self._physics_thread = threading.Thread(
+                target=self._physics_loop, name="emu_physics", daemon=True
+            )
+            self._physics_thread.start()
+        except BaseException:
+            # Ctrl-C or an error while the render thread opens its GL context: join it before main() unwinds,
+            # else it is force-unwound out of MuJoCo's renderer at interpreter exit (SIGSEGV).
+            self._stop_threads(timeout=30.0)
+            raise
         drv = self.profile.driver
         self.get_logger().warning(
             f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
@@ -380,13 +387,17 @@ class EmulatedHardwareNode(Node):
             f"emulated hardware: {self.joint_states_published} joint states, {self.frames_published} camera "
             f"frames published, {self.frames_dropped} dropped"
         )
+        self._stop_threads(timeout=5.0)
+        super().destroy_node()
+
+    def _stop_threads(self, timeout: float) -> None:
+        """Stop the physics and render threads and join them (each at most ``timeout`` s)."""
         self._running = False
         with self._frame_cv:
             self._frame_cv.notify_all()
         for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
             if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=5.0)
-        super().destroy_node()
+                thread.join(timeout=timeout)
 
 
 def _param_error(name: str, default: Any, err: Exception) -> EmulatedHardwareError:

@@ -374,11 +374,22 @@ class SimNode(Node):
         if self._cameras:
             self._render_thread = threading.Thread(target=self._render_loop, name="sim_render", daemon=True)
             self._render_thread.start()
-            if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
-                self._running = False
+        try:
+            if self._render_thread is not None and (
+                not self._render_ready.wait(timeout=30.0) or self._render_error is not None
+            ):
                 raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
-        self._physics_thread = threading.Thread(target=self._physics_loop, name="sim_physics", daemon=True)
-        self._physics_thread.start()
+            self._physics_thread = threading.Thread(
+                target=self._physics_loop, name="sim_physics", daemon=True
+            )
+            self._physics_thread.start()
+        except BaseException:
+            # A Ctrl-C (KeyboardInterrupt) or an error while the render thread opens its GL context: stop
+            # and join it before the exception unwinds main(). Left running, the interpreter finalises
+            # around it, the thread is force-unwound (pthread_exit) out of MuJoCo's renderer when it next
+            # takes the GIL, and the process dies with SIGSEGV on its way out.
+            self._stop_threads()
+            raise
         mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
         self.get_logger().info(
             f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
@@ -1035,6 +1046,11 @@ class SimNode(Node):
                 f"camera frames: {self.frames_published} published, {self.frames_dropped} dropped, "
                 f"{1e3 * self.render_seconds / self.frames_published:.1f} ms per frame (render + publish)"
             )
+        self._stop_threads(timeout=5.0)
+        super().destroy_node()
+
+    def _stop_threads(self, timeout: float = 30.0) -> None:
+        """Stop the physics and render threads and join them (each at most ``timeout`` s)."""
         self._running = False
         with self._cv:
             self._cv.notify_all()
@@ -1042,8 +1058,7 @@ class SimNode(Node):
             self._render_cv.notify_all()
         for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
             if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=5.0)
-        super().destroy_node()
+                thread.join(timeout=timeout)
 
 
 def main(args: Sequence[str] | None = None) -> int:
