@@ -165,18 +165,19 @@ class EmulatedHardwareNode(Node):
                 target=self._physics_loop, name="emu_physics", daemon=True
             )
             self._physics_thread.start()
+            drv = self.profile.driver
+            self.get_logger().warning(
+                f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
+                f"sha256 {self.profile.sha256[:12]}), seed {cfg.seed}; wall-clock time, no /clock; "
+                f"joint states {drv.joint_state_rate_hz} Hz, latency {drv.command_latency_s * 1e3:.0f} ms, "
+                f"camera {cam.name} {cam.width}x{cam.height} @ {cam.rate_hz} Hz "
+                f"(plumb_bob D={self._d.tolist()})"
+            )
         except BaseException:
             # Ctrl-C or an error while the render thread opens its GL context: join it before main() unwinds,
             # else it is force-unwound out of MuJoCo's renderer at interpreter exit (SIGSEGV).
             self._stop_threads(timeout=30.0)
             raise
-        drv = self.profile.driver
-        self.get_logger().warning(
-            f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
-            f"sha256 {self.profile.sha256[:12]}), seed {cfg.seed}; wall-clock time, no /clock; "
-            f"joint states {drv.joint_state_rate_hz} Hz, latency {drv.command_latency_s * 1e3:.0f} ms, "
-            f"camera {cam.name} {cam.width}x{cam.height} @ {cam.rate_hz} Hz (plumb_bob D={self._d.tolist()})"
-        )
 
     # ---------------------------------------------------------------------------------- configuration
 

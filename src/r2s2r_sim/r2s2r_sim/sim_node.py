@@ -383,20 +383,20 @@ class SimNode(Node):
                 target=self._physics_loop, name="sim_physics", daemon=True
             )
             self._physics_thread.start()
+            mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
+            self.get_logger().info(
+                f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
+                f"dt {self.world.timestep} s, "
+                f"{mode}, joint states {cfg.joint_state_rate_hz} Hz, cameras "
+                f"{[c.name for c in self._cameras] if self._cameras else 'off'}"
+            )
         except BaseException:
-            # A Ctrl-C (KeyboardInterrupt) or an error while the render thread opens its GL context: stop
-            # and join it before the exception unwinds main(). Left running, the interpreter finalises
-            # around it, the thread is force-unwound (pthread_exit) out of MuJoCo's renderer when it next
-            # takes the GIL, and the process dies with SIGSEGV on its way out.
+            # A Ctrl-C (KeyboardInterrupt) or an error once the threads run: stop and join them before the
+            # exception unwinds main(). Left running, the interpreter finalises around the render thread,
+            # which is force-unwound (pthread_exit) out of MuJoCo's renderer when it next takes the GIL,
+            # and the process dies with SIGSEGV on its way out.
             self._stop_threads()
             raise
-        mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
-        self.get_logger().info(
-            f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
-            f"dt {self.world.timestep} s, "
-            f"{mode}, joint states {cfg.joint_state_rate_hz} Hz, cameras "
-            f"{[c.name for c in self._cameras] if self._cameras else 'off'}"
-        )
 
     # ---------------------------------------------------------------------------------- configuration
 
