@@ -5,7 +5,7 @@ ENV := source ./env.sh &&
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test test-fast bench closed-loop transfer lint clean
+.PHONY: setup demo test test-fast bench closed-loop transfer soak lint clean
 
 setup:
 	@bash tools/setup.sh
@@ -39,6 +39,15 @@ closed-loop: setup
 # ablations (no variations / six axes / real-to-sim world); `--small` is the CI-sized run.
 transfer: setup
 	@$(ENV) python -m r2s2r_eval.transfer --out out/transfer
+
+# Unattended operation: sim lockstep episodes, then real mode with the emulated hardware on the wall clock,
+# each node's RSS/CPU, topic rates, lockstep waits, watchdog events and episodes sampled into out/soak.json
+# with a summary. Resumable: run it again and it goes on where it stopped (make soak SIM_MINUTES=10 ...).
+SIM_MINUTES ?= 120
+REAL_MINUTES ?= 60
+soak: setup
+	@$(ENV) nice python -m r2s2r_eval.soak --modes sim --minutes $(SIM_MINUTES) --out out/soak.json
+	@$(ENV) nice python -m r2s2r_eval.soak --modes real --minutes $(REAL_MINUTES) --out out/soak.json
 
 lint: setup
 	@$(ENV) ruff check src tests tools launch

@@ -165,3 +165,12 @@ def test_every_parameter_the_graph_passes_is_one_the_node_declares() -> None:
             declared = yaml.safe_load(node.params_file.read_text())[node.name]["ros__parameters"]
             unknown = set(node.parameters) - set(declared) - {"use_sim_time"}
             assert not unknown, f"{node.name} is passed {sorted(unknown)} but declares {sorted(declared)}"
+
+
+def test_respawn_policy_restarts_the_policy_and_tells_the_evaluator_to_wait() -> None:
+    plain = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim"})}
+    assert not any(n.respawn for n in plain.values())
+    assert plain["evaluator_node"].parameters["on_policy_lost"] == "stop"
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "respawn_policy": "true"})}
+    assert nodes["policy_node"].respawn and not nodes["evaluator_node"].respawn
+    assert nodes["evaluator_node"].parameters["on_policy_lost"] == "continue"

@@ -66,7 +66,7 @@ def test_ros_graph_and_in_process_runner_agree(processes: Any, tmp_path: Path) -
             "-p",
             f"results:={db}",
             "-p",
-            "episode_timeout_s:=60.0",
+            "episode_timeout_s:=1800.0",  # a guard: a lost policy or world ends it within seconds
             "-p",
             "service_timeout_s:=30.0",
             "-p",
@@ -93,7 +93,7 @@ def test_ros_graph_and_in_process_runner_agree(processes: Any, tmp_path: Path) -
             local[seed] = runner.run(load_policy("reference", {}), seed, control_rate_hz=CONTROL_RATE_HZ)
             fine[seed] = first[0]
     try:
-        out, _ = evaluator.communicate(timeout=120)
+        out, _ = evaluator.communicate(timeout=3600)
     except Exception:
         evaluator.kill()
         raise

@@ -13,6 +13,9 @@ many messages it published and how many it skipped and why, and exits 0.
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import importlib
 import sys
 import time

@@ -4,7 +4,8 @@ Subscriptions are raw (serialized CDR bytes straight from the middleware). Their
 found on the graph (reliable and transient-local only if every publisher offers it) with a deep history, so
 a burst is buffered rather than lost. Messages go to a :class:`~r2s2r_capture.bag_writer.ThreadedBagWriter`
 (bounded queue, drops counted). Topics are (re)discovered every 0.5 s, so publishers may start later.
-SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata.yaml written).
+SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata.yaml written). A writer
+failure (full disk, file size limit) stops the recording within 0.5 s with exit 1 and a message naming it.
 ``/r2s2r/episode_outcome`` (r2s2r_msgs/msg/EpisodeOutcome) is recorded like any topic: it is the episode
 boundary record. Each topic's ``offered_qos_profiles`` in the metadata are the QoS of the publishers found
 when it was first discovered (as ``ros2 bag record`` writes them).
@@ -17,6 +18,9 @@ outcome of every EpisodeOutcome seen during the recording: the world and variati
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import hashlib
 import json
 import sys
@@ -237,6 +241,12 @@ class RecorderNode(Node):
         )
 
     def _discover(self) -> None:
+        if self.bag.error is not None:
+            # A full disk or a file size limit: stop now and say so, rather than drop everything silently.
+            raise CaptureError(
+                f"bag {self.config.output}: writing failed ({self.bag.error}); recording stopped. The data "
+                "files hold what was written before (readable with BagReader; free space to go on)"
+            )
         wanted = set(self.config.topics)
         for topic, types in self.get_topic_names_and_types():
             if topic in self._handles or (not self.config.all_topics and topic not in wanted):
@@ -352,7 +362,7 @@ def main(args: Sequence[str] | None = None) -> int:
                 node.stamp_provenance()
                 node.bag.close()
                 print(f"recorder_node: closed {node.config.output}: {node.summary()}", flush=True)
-            except (CaptureError, BagError) as err:
+            except (CaptureError, BagError, OSError) as err:
                 print(f"recorder_node: {err}", file=sys.stderr, flush=True)
                 code = 1
             node.destroy_node()

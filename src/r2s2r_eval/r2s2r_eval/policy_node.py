@@ -20,6 +20,9 @@ nothing new) and logs once until fresh data arrives.
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import math
 import threading
 from collections.abc import Sequence
@@ -156,6 +159,7 @@ class PolicyNode(Node):
         self._episode = -1
         self._seed = 0
         self._last_act = -math.inf
+        self._last_js_stamp = -math.inf
         self._holding = False
         self._start_stamp = None
         self._done_sent = False
@@ -295,12 +299,16 @@ class PolicyNode(Node):
     def _on_joint_state(self, msg: Any) -> None:
         with self._lock:
             self._js = msg
+            stamp = stamp_to_seconds(msg.header.stamp)
+            # A lockstep sim re-sends the observation it waits on, same stamp: that one is always due.
+            # (Else a stale joint state queued across a reset, answered first, would make the reset
+            # observation, less than a period newer, look early, and sim and policy would wait on each other.)
+            repeated, self._last_js_stamp = stamp == self._last_js_stamp, stamp
             if not self._active:
                 return
-            stamp = stamp_to_seconds(msg.header.stamp)
             if self._start_stamp is None:
                 self._start_stamp = stamp
-            if stamp < self._last_act + self.period - 1e-6:
+            if stamp < self._last_act + self.period - 1e-6 and not (repeated and stamp > self._last_act):
                 return
             now = self.get_clock().now().nanoseconds * 1e-9
             stale = self._stale(max(now, stamp))

@@ -28,6 +28,9 @@ instant of each camera frame, stamped like that frame.  Recordings use it to che
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import sys
 import threading
 import time
@@ -166,27 +169,35 @@ class EmulatedHardwareNode(Node):
         self._render_error: BaseException | None = None
         self._render_thread = threading.Thread(target=self._render_loop, name="emu_render", daemon=True)
         self._render_thread.start()
-        if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
-            self._running = False
-            raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
-        self._physics_thread = threading.Thread(target=self._physics_loop, name="emu_physics", daemon=True)
-        self._physics_thread.start()
-        self._diagnostics = DiagnosticsPublisher(
-            self, self.interface, name="emulated hardware (stand-in)", hardware_id=self.profile.name,
-            counters=lambda: {"time_s": self.physics_time_s, "frames": self.frames_published,
-                              "frames_dropped": self.frames_dropped},
-            read=lambda rates: serving_reading(
-                rates, running=self._running, cameras=1, frames_dropped=self.frames_dropped,
-                episodes=self.resets, paced=True, sim_time=False,
-            ),
-        )
-        drv = self.profile.driver
-        self.get_logger().warning(
-            f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
-            f"sha256 {self.profile.sha256[:12]}), seed {cfg.seed}; wall-clock time, no /clock; "
-            f"joint states {drv.joint_state_rate_hz} Hz, latency {drv.command_latency_s * 1e3:.0f} ms, "
-            f"camera {cam.name} {cam.width}x{cam.height} @ {cam.rate_hz} Hz (plumb_bob D={self._d.tolist()})"
-        )
+        try:
+            if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
+                raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
+            self._physics_thread = threading.Thread(
+                target=self._physics_loop, name="emu_physics", daemon=True
+            )
+            self._physics_thread.start()
+            self._diagnostics = DiagnosticsPublisher(
+                self, self.interface, name="emulated hardware (stand-in)", hardware_id=self.profile.name,
+                counters=lambda: {"time_s": self.physics_time_s, "frames": self.frames_published,
+                                  "frames_dropped": self.frames_dropped},
+                read=lambda rates: serving_reading(
+                    rates, running=self._running, cameras=1, frames_dropped=self.frames_dropped,
+                    episodes=self.resets, paced=True, sim_time=False,
+                ),
+            )
+            drv = self.profile.driver
+            self.get_logger().warning(
+                f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
+                f"sha256 {self.profile.sha256[:12]}), seed {cfg.seed}; wall-clock time, no /clock; "
+                f"joint states {drv.joint_state_rate_hz} Hz, latency {drv.command_latency_s * 1e3:.0f} ms, "
+                f"camera {cam.name} {cam.width}x{cam.height} @ {cam.rate_hz} Hz "
+                f"(plumb_bob D={self._d.tolist()})"
+            )
+        except BaseException:
+            # Ctrl-C or an error while the render thread opens its GL context: join it before main() unwinds,
+            # else it is force-unwound out of MuJoCo's renderer at interpreter exit (SIGSEGV).
+            self._stop_threads(timeout=30.0)
+            raise
 
     # ---------------------------------------------------------------------------------- configuration
 
@@ -398,13 +409,17 @@ class EmulatedHardwareNode(Node):
             f"emulated hardware: {self.joint_states_published} joint states, {self.frames_published} camera "
             f"frames published, {self.frames_dropped} dropped"
         )
+        self._stop_threads(timeout=5.0)
+        super().destroy_node()
+
+    def _stop_threads(self, timeout: float) -> None:
+        """Stop the physics and render threads and join them (each at most ``timeout`` s)."""
         self._running = False
         with self._frame_cv:
             self._frame_cv.notify_all()
         for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
             if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=5.0)
-        super().destroy_node()
+                thread.join(timeout=timeout)
 
 
 def _param_error(name: str, default: Any, err: Exception) -> EmulatedHardwareError:

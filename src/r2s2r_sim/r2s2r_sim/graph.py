@@ -51,6 +51,7 @@ class NodeSpec:
     remappings: tuple[tuple[str, str], ...] = ()
     when: str | None = None  # name of a boolean argument that must be true for the node to run
     required: bool = False  # the whole graph stops when this node exits
+    respawn: str | None = None  # name of a boolean argument: when true, the node is restarted when it exits
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +83,7 @@ class ResolvedNode:
     parameters: dict[str, object]
     remappings: tuple[tuple[str, str], ...]
     required: bool
+    respawn: bool = False
 
     def ros_args(self) -> list[str]:
         """The ``--ros-args`` a process needs to become this node, as ``ros2 run`` would pass them."""
@@ -139,6 +141,13 @@ def world_graph() -> Graph:
                      description="TCP port of the Foxglove WebSocket server (ws://127.0.0.1:<port>)."),
             Argument(name="run_policy", default="true", choices=_BOOL,
                      description="Start the policy node."),
+            Argument(name="respawn_policy", default="false", choices=_BOOL,
+                     description="Restart the policy node when it exits or dies; the evaluator then records "
+                                 "the lost episode as policy_lost and goes on at the next seed (false: the "
+                                 "evaluator stops with exit 1)."),
+            Argument(name="episode_timeout_s", default="120.0",
+                     description="Wall-clock limit (s) of one episode; a lost policy or world is detected "
+                                 "within seconds regardless, so on a slow machine this can be generous."),
             Argument(name="evaluate", default="true", choices=_BOOL,
                      description="Start the evaluator that resets, runs and records episodes."),
             Argument(name="episodes", default="3",
@@ -180,6 +189,7 @@ def world_graph() -> Graph:
             NodeSpec(
                 package="r2s2r_eval", executable="policy_node", name="policy_node",
                 modes=frozenset({"sim", "real"}), params_file="policy_node.yaml", when="run_policy",
+                respawn="respawn_policy",
                 parameters={"policy": "{policy}", "world": "{world}", "interface": "{interface}",
                             "use_sim_time": "{use_sim_time}"},
             ),
@@ -191,7 +201,8 @@ def world_graph() -> Graph:
                             "world": "{world}", "interface": "{interface}", "mode": "{mode}",
                             "results": "{results}",
                             "use_sim_time": "{use_sim_time}", "reset_hook": "{reset_hook}",
-                            "judge_hook": "{judge_hook}"},
+                            "judge_hook": "{judge_hook}", "on_policy_lost": "{on_policy_lost}",
+                            "episode_timeout_s": "{episode_timeout_s}"},
             ),
             NodeSpec(
                 package="r2s2r_sim", executable="foxglove_node", name="foxglove_server",
@@ -251,6 +262,8 @@ def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
         values["interface"] = _check_interface(values["interface"])
     # use_sim_time follows the mode: in sim everything but the simulator runs on /clock.
     values["use_sim_time"] = "true" if values.get("mode") == "sim" else "false"
+    # A restarted policy is waited for; without restarts a lost policy ends the run.
+    values["on_policy_lost"] = "continue" if values.get("respawn_policy") == "true" else "stop"
     # Real-mode hooks: auto asks the emulated hardware's stand-in services when it runs, else the operator.
     emulated = values.get("emulate_hardware") == "true"
     for hook, service in (("reset_hook", EMULATED_RESET), ("judge_hook", EMULATED_JUDGE)):
@@ -291,5 +304,6 @@ def resolve(graph: Graph, given: Mapping[str, str] | None = None,
         nodes.append(ResolvedNode(
             package=spec.package, executable=spec.executable, name=spec.name, params_file=params_file,
             parameters=params, remappings=spec.remappings, required=spec.required,
+            respawn=spec.respawn is not None and values.get(spec.respawn) == "true",
         ))
     return nodes
