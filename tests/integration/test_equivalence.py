@@ -77,7 +77,9 @@ def test_ros_graph_and_in_process_runner_agree(processes: Any, tmp_path: Path) -
     # how fast it runs).
     local, fine = {}, {}
     with EpisodeRunner(WORLD) as runner:
-        world, task = runner.world, runner.task
+        world = runner.world
+        task = world.task
+        assert task is not None
         step = world.step
         first: list[Any] = []
 

@@ -136,7 +136,8 @@ class PolicyNode(Node):
                 f"parameter policy/policy_params: {err} (registered: {sorted(available_policies())})"
             ) from None
         try:
-            world = load_world_config(world_path(cfg.world))
+            self.world_dir = world_path(cfg.world)
+            world = load_world_config(self.world_dir)
             self.camera = world.camera(cfg.camera) if cfg.camera else world.cameras[0]
         except (ValueError, IndexError) as err:
             raise PolicyNodeError(f"parameter world/camera: {err}") from None
@@ -212,6 +213,7 @@ class PolicyNode(Node):
                 episode_index=self._episode,
                 seed=seed,
                 world_id=self.world_id,
+                world_dir=self.world_dir,
                 arm_joint_names=self.arm_joints,
                 gripper_command_range=self.gripper_range,
                 control_period=self.period,
@@ -345,6 +347,7 @@ class PolicyNode(Node):
                     episode_index=self._episode,
                     seed=self._seed,
                     world_id=self.world_id,
+                    world_dir=self.world_dir,
                     arm_joint_names=self.arm_joints,
                     gripper_command_range=self.gripper_range,
                     control_period=self.period,
