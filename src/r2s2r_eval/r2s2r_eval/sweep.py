@@ -9,14 +9,14 @@ a local process pool (spawn context, sized to the cores) or Ray tasks; both call
 
 Every episode has a deterministic key (:func:`episode_key`: policy and parameter digest, base world hash,
 variation config digest, method, sweep seed, variation index, repeat, camera rate, step limit, and the
-hardware profile's hash on the emulated side).  Rows are
-committed to the :class:`~r2s2r_eval.results.ResultsStore` one by one as episodes finish, and keys already
-in the store are skipped, so a killed sweep resumes where it stopped.  The episode seed (world reset and
-the policy's own stream) is :func:`episode_seed` of (sweep seed, variation index, repeat).
+hardware profile's hash on the emulated side).  Rows are committed to the
+:class:`~r2s2r_eval.results.ResultsStore` as each job finishes, and keys already in the store are skipped,
+so a killed sweep resumes where it stopped (losing at most the jobs in flight).  The episode seed (world
+reset and the policy's own stream) is :func:`episode_seed` of (sweep seed, variation index, repeat).
 
 A variation that cannot be realised or compiled, and any other error of one episode, is recorded as a
 failed row (``reason`` ``variation_error: ...`` / ``episode_error: ...``) and not retried; a worker that
-dies costs only the episodes it was running (retried once in a fresh pool, then ``worker_crashed``).
+dies costs only the job it was running (retried once in a fresh pool, then ``worker_crashed``).
 """
 
 from __future__ import annotations

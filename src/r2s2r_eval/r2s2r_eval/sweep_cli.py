@@ -5,6 +5,10 @@ Example:
         --variations config/variations.yaml -n 64 --repeats 2 --results out/sweep.sqlite \\
         --export out/sweep.parquet
 
+``--hardware-profile config/emulated_hardware/default_profile.yaml`` runs the same sweep on the emulated
+hardware of that profile instead (variations limited to what an operator changes: object pose, lighting,
+clutter).
+
 Bad input (unknown policy or parameter, malformed variations YAML, unknown executor, unreachable Ray
 address, an export file that exists) exits with status 2 and a message naming the argument at fault,
 before the results store is created or changed.  Rerunning the same command skips finished episodes.

@@ -132,6 +132,17 @@ class CellBase:
         """See :meth:`Cell.base_pose`."""
         return self.world.base_pose()
 
+    def submit(self, arm: np.ndarray, gripper: float) -> CommandCheck:
+        """Set the arm and (if any) gripper commands; they apply after the world's command delay.
+
+        The emulated hardware's driver latency is that delay too (``EmulatedArm``), so every cell
+        submits the same way.
+        """
+        w = self.world
+        a = w.set_arm_command(arm)
+        g = w.set_gripper_command(gripper) if w.gripper_command_range is not None else a
+        return combine_checks(a, g)
+
 
 class SimCell(CellBase):
     """The simulated world as a cell: a :class:`SimWorld`, its task and an RGB-D renderer.
@@ -193,13 +204,6 @@ class SimCell(CellBase):
     def camera_pose(self) -> Pose:
         """See :meth:`Cell.camera_pose`."""
         return self.world.camera_pose(self.camera.name)
-
-    def submit(self, arm: np.ndarray, gripper: float) -> CommandCheck:
-        """Set the arm and (if any) gripper commands; they apply after the world's command delay."""
-        w = self.world
-        a = w.set_arm_command(arm)
-        g = w.set_gripper_command(gripper) if w.gripper_command_range is not None else a
-        return combine_checks(a, g)
 
     def advance(self, n: int) -> None:
         """See :meth:`Cell.advance`."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from r2s2r_sim.cell import CellBase, CellError, Pose, combine_checks
+from r2s2r_sim.cell import CellBase, CellError, Pose
 from r2s2r_sim.emulated_hardware import (
     DistortedRgbdCamera,
     EmulatedArm,
@@ -29,7 +29,7 @@ from r2s2r_sim.errors import RenderError
 from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import Variation, VariationConfig, VariationError, apply_variation
 from r2s2r_sim.variations.engine import object_pose_of
-from r2s2r_sim.world import CommandCheck, SimWorld
+from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_config import CameraConfig
 from r2s2r_sim.worlds import world_path
 
@@ -83,7 +83,11 @@ class EmulatedCell(CellBase):
             editor = partial(apply_variation, variation=variation)
         self.world_dir: Path = world_path(world)
         self.arm = EmulatedArm(self.world_dir, self.profile, extra_spec_editor=editor)
-        w = self.arm.world
+        self.world: SimWorld = self.arm.world  # the emulator's MuJoCo world (the profile applied)
+        self.world_id: str = self.arm.world_id
+        # The unprofiled base world's hash, the same for every variation: what results rows record.
+        self.world_hash: str = self.arm.base_world_hash
+        w = self.world
         if w.task is None or w.config.task is None:
             raise CellError(f"world {w.world_id!r} has no task to evaluate")
         self.timeout_s: float = float(w.config.task.timeout)
@@ -94,21 +98,6 @@ class EmulatedCell(CellBase):
         self.camera_rate_hz: float = float(cam.rate_hz)
         self.dt: float = self.arm.dt
         self._camera: DistortedRgbdCamera | None = None
-
-    @property
-    def world(self) -> SimWorld:
-        """The emulator's MuJoCo world (the profile applied)."""
-        return self.arm.world
-
-    @property
-    def world_id(self) -> str:
-        """The cell's world id (the profile's world)."""
-        return self.arm.world_id
-
-    @property
-    def world_hash(self) -> str:
-        """Hash of the unprofiled base world, the same for every variation (what results rows record)."""
-        return self.arm.base_world_hash
 
     def open(self) -> None:
         """Open the distorted camera."""
@@ -137,12 +126,6 @@ class EmulatedCell(CellBase):
     def camera_pose(self) -> Pose:
         """The calibrated optical frame of the profile's camera."""
         return self.world.camera_pose(self.profile.camera.name)
-
-    def submit(self, arm: np.ndarray, gripper: float) -> CommandCheck:
-        """Queue the commands behind the driver latency."""
-        a = self.arm.submit_arm(arm)
-        g = self.arm.submit_gripper(gripper) if self.world.gripper_command_range is not None else a
-        return combine_checks(a, g)
 
     def advance(self, n: int) -> None:
         """See :meth:`Cell.advance`."""

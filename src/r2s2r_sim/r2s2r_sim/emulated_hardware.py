@@ -750,7 +750,7 @@ class EmulatedArm:
         """Build the base world (for its hash and masses), then the profiled world; reset with ``seed``.
 
         ``extra_spec_editor``: a further spec edit applied after the profile's (e.g. an operator's
-        lighting and clutter as a variation, ``r2s2r_eval.emulated_runner``); ``base_world_hash`` and the
+        lighting and clutter as a variation, ``r2s2r_sim.emulated_cell``); ``base_world_hash`` and the
         profile checks are unaffected by it.
         """
         folder = world_path(world)
