@@ -198,6 +198,18 @@ class PolicyNode(Node):
 
     # --------------------------------------------------------------------------------------- episodes
 
+    def _episode_info(self) -> EpisodeInfo:
+        """What the policy is told about the current episode."""
+        return EpisodeInfo(
+            episode_index=self._episode,
+            seed=self._seed,
+            world_id=self.world_id,
+            world_dir=self.world_dir,
+            arm_joint_names=self.arm_joints,
+            gripper_command_range=self.gripper_range,
+            control_period=self.period,
+        )
+
     def _start(self, seed: int) -> None:
         with self._lock:
             self._episode += 1
@@ -209,15 +221,7 @@ class PolicyNode(Node):
             self._last_act = -math.inf
             self._holding = False
             self._done_sent = False
-            info = EpisodeInfo(
-                episode_index=self._episode,
-                seed=seed,
-                world_id=self.world_id,
-                world_dir=self.world_dir,
-                arm_joint_names=self.arm_joints,
-                gripper_command_range=self.gripper_range,
-                control_period=self.period,
-            )
+            info = self._episode_info()
             self._active = True
         try:
             self.policy.reset(info)
@@ -342,17 +346,7 @@ class PolicyNode(Node):
             policy = self.policy
         try:
             action = policy.act(obs)
-            action.check(
-                EpisodeInfo(
-                    episode_index=self._episode,
-                    seed=self._seed,
-                    world_id=self.world_id,
-                    world_dir=self.world_dir,
-                    arm_joint_names=self.arm_joints,
-                    gripper_command_range=self.gripper_range,
-                    control_period=self.period,
-                )
-            )
+            action.check(self._episode_info())
         except Exception as err:  # noqa: BLE001 - a policy failure ends the episode as a failure
             self._fail(err, stamp)
             return
