@@ -160,3 +160,20 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
         acc = written[side]["failure_prediction_accuracy"]
         assert acc == written[side]["targets"]["failure_prediction_accuracy"]["measured"]
         assert 0.0 <= acc <= 1.0
+
+
+def test_studies_are_r2s2r_subcommands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from r2s2r_eval import closed_loop, transfer
+
+    parser = argparse.ArgumentParser(prog="r2s2r")
+    sub = parser.add_subparsers(dest="command", required=True)
+    closed_loop.register(sub)
+    transfer.register(sub)
+    ns = parser.parse_args(["closed-loop", "--out", str(tmp_path / "cl"), "--trials", "0"])
+    assert ns.func(ns) == 2  # bad input: refused before anything runs
+    assert "trials: must be >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "cl").exists()
+    ns = parser.parse_args(["transfer", "--small", "--out", str(tmp_path / "tr")])
+    assert ns.func is transfer.cmd_transfer and ns.small
