@@ -33,12 +33,12 @@ bench: setup
 # Capture the emulated hardware, real2sim, evaluate 6 policies x 50 trials on the emulator ("real"), in
 # the reconstructed world and in the bundled world, and write the comparison reports (~18 min here).
 closed-loop: setup
-	@$(ENV) python -m r2s2r_eval.closed_loop --out out/closed_loop
+	@$(ENV) r2s2r closed-loop --out out/closed_loop
 
 # Demonstrations across variations, behaviour cloning, and transfer to the emulated hardware for three
 # ablations (no variations / six axes / real-to-sim world); `--small` is the CI-sized run.
 transfer: setup
-	@$(ENV) python -m r2s2r_eval.transfer --out out/transfer
+	@$(ENV) r2s2r transfer --out out/transfer
 
 # Unattended operation: sim lockstep episodes, then real mode with the emulated hardware on the wall clock,
 # each node's RSS/CPU, topic rates, lockstep waits, watchdog events and episodes sampled into out/soak.json

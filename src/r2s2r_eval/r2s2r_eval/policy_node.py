@@ -138,7 +138,8 @@ class PolicyNode(Node):
                 f"parameter policy/policy_params: {err} (registered: {sorted(available_policies())})"
             ) from None
         try:
-            world = load_world_config(world_path(cfg.world))
+            self.world_dir = world_path(cfg.world)
+            world = load_world_config(self.world_dir)
             self.camera = world.camera(cfg.camera) if cfg.camera else world.cameras[0]
         except (ValueError, IndexError) as err:
             raise PolicyNodeError(f"parameter world/camera: {err}") from None
@@ -201,6 +202,18 @@ class PolicyNode(Node):
 
     # --------------------------------------------------------------------------------------- episodes
 
+    def _episode_info(self) -> EpisodeInfo:
+        """What the policy is told about the current episode."""
+        return EpisodeInfo(
+            episode_index=self._episode,
+            seed=self._seed,
+            world_id=self.world_id,
+            world_dir=self.world_dir,
+            arm_joint_names=self.arm_joints,
+            gripper_command_range=self.gripper_range,
+            control_period=self.period,
+        )
+
     def _start(self, seed: int) -> None:
         with self._lock:
             self._episode += 1
@@ -212,14 +225,7 @@ class PolicyNode(Node):
             self._last_act = -math.inf
             self._holding = False
             self._done_sent = False
-            info = EpisodeInfo(
-                episode_index=self._episode,
-                seed=seed,
-                world_id=self.world_id,
-                arm_joint_names=self.arm_joints,
-                gripper_command_range=self.gripper_range,
-                control_period=self.period,
-            )
+            info = self._episode_info()
             self._active = True
         try:
             self.policy.reset(info)
@@ -348,16 +354,7 @@ class PolicyNode(Node):
             policy = self.policy
         try:
             action = policy.act(obs)
-            action.check(
-                EpisodeInfo(
-                    episode_index=self._episode,
-                    seed=self._seed,
-                    world_id=self.world_id,
-                    arm_joint_names=self.arm_joints,
-                    gripper_command_range=self.gripper_range,
-                    control_period=self.period,
-                )
-            )
+            action.check(self._episode_info())
         except Exception as err:  # noqa: BLE001 - a policy failure ends the episode as a failure
             self._fail(err, stamp)
             return

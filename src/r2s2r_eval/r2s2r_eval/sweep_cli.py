@@ -5,6 +5,10 @@ Example:
         --variations config/variations.yaml -n 64 --repeats 2 --results out/sweep.sqlite \\
         --export out/sweep.parquet
 
+``--hardware-profile config/emulated_hardware/default_profile.yaml`` runs the same sweep on the emulated
+hardware of that profile instead (variations limited to what an operator changes: object pose, lighting,
+clutter).
+
 Bad input (unknown policy or parameter, malformed variations YAML, unknown executor, unreachable Ray
 address, an export file that exists) exits with status 2 and a message naming the argument at fault,
 before the results store is created or changed.  Rerunning the same command skips finished episodes.
@@ -21,16 +25,8 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, load_variation_config
 
 from r2s2r_eval.results import ResultsError
-from r2s2r_eval.sweep import (
-    EXPORT_FORMATS,
-    Executor,
-    SweepConfig,
-    SweepError,
-    check_export_path,
-    export_rows,
-    parse_policy_spec,
-    run_sweep,
-)
+from r2s2r_eval.sweep import Executor, SweepConfig, SweepError, parse_policy_spec, run_sweep
+from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
 
 __all__ = ["build_parser", "cmd_sweep", "main", "register"]
 
@@ -53,6 +49,7 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         repeats=ns.repeats,
         camera_rate_hz=ns.camera_rate_hz,
         max_steps=ns.max_steps,
+        hardware_profile=ns.hardware_profile,
     )
 
 
@@ -120,6 +117,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--camera-rate-hz", type=float, default=None, help="camera rate (default: world's)")
     parser.add_argument("--max-steps", type=int, default=None, help="control steps per episode at most")
+    parser.add_argument(
+        "--hardware-profile",
+        default=None,
+        help="run on the emulated hardware of this profile YAML instead of in sim (operator axes only)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

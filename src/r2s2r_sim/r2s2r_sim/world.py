@@ -21,6 +21,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
+from r2s2r_sim.task import ObjectPose, PickPlaceTask, make_task  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
 
 _LOG = logging.getLogger(__name__)
@@ -431,8 +432,10 @@ class SimWorld:
         task = self.config.task
         self._obj_body = -1
         self._obj_qadr = -1
+        self.task: PickPlaceTask | None = None
         if task is None:
             return
+        self.task = make_task(task)
         model = self.model
         self._obj_body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, task.object_body)
         if self._obj_body < 0:
@@ -463,12 +466,12 @@ class SimWorld:
 
     # ---------------------------------------------------------------------------------------- episodes
 
-    def reset(self, seed: int) -> None:
-        """Reset to home and randomize the object pose from ``seed``.
+    def reset(self, seed: int, *, object_pose: ObjectPose | None = None) -> None:
+        """Reset to home, then let the task start its episode from ``seed``.
 
-        Home is the keyframe (or ``home_qpos``); arm ctrl is set to the home positions; the object's x, y
-        and yaw are drawn, in that order, from ``np.random.default_rng(seed)`` within
-        ``task.object_pose_range`` (its height stays the MJCF one).
+        Home is the keyframe (or ``home_qpos``); arm ctrl is set to the home positions; the task places its
+        object (:meth:`PickPlaceTask.initialize_episode` with ``np.random.default_rng(seed)``): at
+        ``object_pose`` when given, else drawn from ``task.object_pose_range``.
         """
         model, data = self.model, self.data
         self._pending.clear()
@@ -486,17 +489,28 @@ class SimWorld:
                 self._gripper_command = self._ctrl_to_command(float(data.ctrl[self._grip_act]))
             else:
                 self.set_gripper_command(cfg.open_command, immediate=True)
-        rng = np.random.default_rng(seed)
-        task = self.config.task
-        if task is not None and task.object_pose_range is not None and self._obj_qadr >= 0:
-            r = task.object_pose_range
-            x = rng.uniform(*r.x)
-            y = rng.uniform(*r.y)
-            yaw = rng.uniform(*r.yaw)
-            adr = self._obj_qadr
-            data.qpos[adr : adr + 2] = (x, y)
-            data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        if self.task is not None:
+            self.task.initialize_episode(self, np.random.default_rng(seed), object_pose)
         mujoco.mj_forward(model, data)
+
+    @property
+    def task_object_is_free(self) -> bool:
+        """The task object has a free joint (it can be placed)."""
+        return self._obj_qadr >= 0
+
+    def place_task_object(self, x: float, y: float, yaw: float) -> None:
+        """Put the task object at ``x, y`` (m, world frame) and ``yaw`` (rad), at its current height.
+
+        Writes ``qpos`` only; call ``mj_forward`` (as :meth:`reset` does) before reading poses.
+
+        Raises:
+            WorldError: the world has no task object with a free joint.
+        """
+        if self._obj_qadr < 0:
+            raise WorldError(f"world {self.world_id!r}: the task object has no free joint to place")
+        adr = self._obj_qadr
+        self.data.qpos[adr : adr + 2] = (x, y)
+        self.data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
 
     def _ctrl_to_command(self, ctrl: float) -> float:
         g = self.config.robot.gripper
@@ -588,6 +602,11 @@ class SimWorld:
             n -= 1
         if n > 0:
             mujoco.mj_step(self.model, self.data, nstep=n)
+
+    @property
+    def pending_commands(self) -> int:
+        """Commands given and not yet applied (waiting out ``command_delay_s``)."""
+        return len(self._pending)
 
     @property
     def time(self) -> float:
