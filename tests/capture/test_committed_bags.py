@@ -27,6 +27,7 @@ from r2s2r_eval.conversions import (
 from r2s2r_eval.evaluator_node import outcomes_from_records
 from r2s2r_eval.policies.reference.perception import estimate_cube
 from r2s2r_eval.policies.reference.policy import _scene_model
+from r2s2r_sim.worlds import world_path
 
 REPO = Path(__file__).resolve().parents[2]
 BAGS = REPO / "tests" / "data" / "bags"
@@ -106,7 +107,7 @@ def _frames(bag: BagReader) -> list[dict[str, object]]:
 
 
 def test_perception_finds_the_cube_where_the_recording_says_it_was() -> None:
-    scene = _scene_model("tabletop-pick-v1")
+    scene = _scene_model(world_path("tabletop-pick-v1"))
     with BagReader(BAG) as bag:
         frames = _frames(bag)
     errors, undistorted_errors = [], []
