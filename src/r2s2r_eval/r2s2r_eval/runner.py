@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
+from r2s2r_sim.rendering import camera_intrinsics, depth_to_uint16_mm
 from r2s2r_sim.task import PickPlaceTask
 from r2s2r_sim.variations import Variation, make_world
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.conversions import TfTree, observation_from_messages
-from r2s2r_eval.policy import EpisodeInfo, Observation, ObservationKind, Policy
+from r2s2r_eval.frames import CameraFrames
+from r2s2r_eval.policy import EpisodeInfo, ImageRequest, Observation, ObservationKind, Policy
 from r2s2r_sim import ros_conversions as rc
 
 __all__ = ["DEFAULT_CONTROL_RATE_HZ", "EpisodeResult", "EpisodeRunner", "RunnerError", "run_episode"]
@@ -88,15 +89,24 @@ class EpisodeRunner:
     """
 
     def __init__(
-        self, world: str | Path, *, camera: str | None = None, variation: Variation | None = None
+        self,
+        world: str | Path,
+        *,
+        camera: str | None = None,
+        variation: Variation | None = None,
+        render_profile: str | None = None,
+        policy_images: bool = True,
     ) -> None:
         """Compose the world (a bundled id or a folder); the renderer opens in ``__enter__``.
 
         ``variation``: build the world through ``r2s2r_sim.variations.make_world`` with it applied.
+        ``render_profile``: the world's render profile to draw with; None: the camera's declared one.
+        ``policy_images``: draw at the size and rate a policy's ``image_request()`` asks for (False: the
+        camera's, as the sim node publishes them).
 
         Raises:
             RunnerError: the world has no task or no such camera.
-            WorldError: the world folder is invalid.
+            WorldError: the world folder is invalid, or no such render profile.
             VariationError: the variation cannot be applied to the world.
         """
         path = world_path(world)
@@ -109,14 +119,19 @@ class EpisodeRunner:
         self.camera = cfg.cameras[0] if camera is None else cfg.camera(camera)
         self.task = PickPlaceTask(cfg.task)
         self._mjcf_camera = self.world.model.camera(self.world.camera_id(self.camera.name)).name
-        self._k = camera_intrinsics(
-            self.world.model, self._mjcf_camera, self.camera.width, self.camera.height
+        self.profile = cfg.render_profile(self.camera, render_profile)
+        self.policy_images = policy_images
+        self._renderer: CameraFrames | None = None
+        # Intrinsics and size of the latest frame (the camera's own until a frame is drawn).
+        self._frame_k = (
+            camera_intrinsics(self.world.model, self._mjcf_camera, self.camera.width, self.camera.height),
+            self.camera.width,
+            self.camera.height,
         )
-        self._renderer: RgbdRenderer | None = None
 
     def __enter__(self) -> EpisodeRunner:
         """Open the renderer."""
-        self._renderer = RgbdRenderer(self.world.model, self.camera.width, self.camera.height).__enter__()
+        self._renderer = CameraFrames(self.world.model, self._mjcf_camera, self.camera, self.profile)
         return self
 
     def __exit__(
@@ -126,6 +141,11 @@ class EpisodeRunner:
         if self._renderer is not None:
             self._renderer.close()
         self._renderer = None
+
+    @property
+    def renders(self) -> int:
+        """Frames drawn since the runner opened."""
+        return 0 if self._renderer is None else self._renderer.renders
 
     def episode_info(self, seed: int, control_period: float, episode_index: int = 0) -> EpisodeInfo:
         """The :class:`EpisodeInfo` a policy gets for ``seed`` in this world."""
@@ -154,8 +174,9 @@ class EpisodeRunner:
                 rc.transform_msg(rc.WORLD_FRAME, self.camera.frame_id, cam_pos, cam_quat, stamp),
             ]
         )
-        info = rc.camera_info_msg(self._k, self.camera.width, self.camera.height, stamp, self.camera.frame_id)
         color, depth = images if images is not None else (None, None)
+        k, width, height = self._frame_k
+        info = rc.camera_info_msg(k, width, height, stamp, self.camera.frame_id)
         return observation_from_messages(
             joint_state=joint_state,
             color=color,  # type: ignore[arg-type]
@@ -166,15 +187,14 @@ class EpisodeRunner:
             stamp=w.time,
         )
 
-    def _render(self) -> tuple[object, object]:
+    def _render(self, request: ImageRequest | None) -> tuple[object, object]:
         assert self._renderer is not None
-        rgb, depth = self._renderer.render(
-            self.world.data, self._mjcf_camera, depth_range=self.camera.depth_range
-        )
+        frame = self._renderer.render(self.world.data, request)
+        self._frame_k = (frame.k, frame.width, frame.height)
         stamp = rc.time_msg(round(self.world.time * 1e9))
         return (
-            rc.rgb_image_msg(rgb, stamp, self.camera.frame_id),
-            rc.depth_image_msg(depth_to_uint16_mm(depth), stamp, self.camera.frame_id),
+            rc.rgb_image_msg(frame.rgb, stamp, self.camera.frame_id),
+            rc.depth_image_msg(depth_to_uint16_mm(frame.depth), stamp, self.camera.frame_id),
         )
 
     def run(
@@ -194,7 +214,8 @@ class EpisodeRunner:
             seed: variation seed (also seeds the policy's stream through ``EpisodeInfo``).
             episode_index: passed to the policy.
             control_rate_hz: policy call rate; the policy's own ``control_rate_hz()`` or 10 Hz when None.
-            camera_rate_hz: image rate; the camera's configured rate when None.  The latest frame is
+            camera_rate_hz: image rate; when None, the policy's requested rate (see ``policy_images``),
+                else the camera's configured rate.  The latest frame is
                 repeated between frames, as from a real camera.  A frame is always taken at t = 0.
             max_steps: control steps before giving up with reason ``max_steps``; None: only the task's
                 timeout ends the episode.
@@ -208,7 +229,12 @@ class EpisodeRunner:
         rate = control_rate_hz if control_rate_hz is not None else policy.control_rate_hz()
         rate = DEFAULT_CONTROL_RATE_HZ if rate is None else rate
         substeps = control_substeps(rate, self.world.timestep)
-        cam_period = 1.0 / (camera_rate_hz if camera_rate_hz is not None else self.camera.rate_hz)
+        request = policy.image_request() if self.policy_images else None
+        if camera_rate_hz is None:
+            camera_rate_hz = self.camera.rate_hz
+            if request is not None and request.rate_hz is not None:
+                camera_rate_hz = request.rate_hz
+        cam_period = 1.0 / camera_rate_hz
         wants_images = bool(policy.requires & {ObservationKind.RGB, ObservationKind.DEPTH})
         w = self.world
         wall0 = time.perf_counter()
@@ -225,7 +251,7 @@ class EpisodeRunner:
             reason = f"policy_error: {type(err).__name__}: {err}"
         while not reason:
             if wants_images and w.time >= next_frame - 1e-9:
-                images = self._render()
+                images = self._render(request)
                 next_frame += cam_period * max(1, math.floor((w.time - next_frame) / cam_period) + 1)
             obs = self._observation(images)
             try:

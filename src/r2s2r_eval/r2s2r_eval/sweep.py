@@ -153,6 +153,9 @@ class SweepConfig:
         repeats: episodes per (policy, variation), each with its own episode seed.
         camera_rate_hz: image rate (Hz); None: the world camera's rate.
         max_steps: control steps before an episode ends with ``max_steps``; None: the task's timeout.
+        render_profile: the world's render profile to draw cameras with; None: each camera's declared one.
+        policy_images: draw images at the size and rate each policy requests (``Policy.image_request``);
+            False: at the camera's size and rate, as the sim node publishes them.
     """
 
     world: str
@@ -164,6 +167,8 @@ class SweepConfig:
     repeats: int = 1
     camera_rate_hz: float | None = None
     max_steps: int | None = None
+    render_profile: str | None = None
+    policy_images: bool = True
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -209,8 +214,14 @@ def episode_key(
     repeat: int,
     camera_rate_hz: float | None,
     max_steps: int | None,
+    render_profile: str | None = None,
+    policy_images: bool = True,
 ) -> str:
-    """The deterministic identity of one sweep episode (sha256 hex); ``variations`` is the config digest."""
+    """The deterministic identity of one sweep episode (sha256 hex); ``variations`` is the config digest.
+
+    How images are drawn is part of the identity only when it is not the default (the camera's declared
+    profile, at the policy's requested size), so stores written before it existed keep their keys.
+    """
     payload = {
         "policy": policy.canonical(),
         "world_hash": world_hash,
@@ -222,6 +233,10 @@ def episode_key(
         "camera_rate_hz": camera_rate_hz,
         "max_steps": max_steps,
     }
+    if render_profile is not None:
+        payload["render_profile"] = render_profile
+    if not policy_images:
+        payload["policy_images"] = False
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -243,6 +258,7 @@ class EpisodeTask:
         seed: the episode seed.
         policy: the policy.
         camera_rate_hz, max_steps: passed to :meth:`EpisodeRunner.run`.
+        render_profile, policy_images: passed to :class:`EpisodeRunner`.
     """
 
     key: str
@@ -260,6 +276,8 @@ class EpisodeTask:
     policy: PolicySpec
     camera_rate_hz: float | None
     max_steps: int | None
+    render_profile: str | None = None
+    policy_images: bool = True
 
 
 def plan_sweep(
@@ -281,6 +299,8 @@ def plan_sweep(
                     repeat=repeat,
                     camera_rate_hz=cfg.camera_rate_hz,
                     max_steps=cfg.max_steps,
+                    render_profile=cfg.render_profile,
+                    policy_images=cfg.policy_images,
                 )
                 tasks.append(
                     EpisodeTask(
@@ -299,6 +319,8 @@ def plan_sweep(
                         policy=policy,
                         camera_rate_hz=cfg.camera_rate_hz,
                         max_steps=cfg.max_steps,
+                        render_profile=cfg.render_profile,
+                        policy_images=cfg.policy_images,
                     )
                 )
     return tasks
@@ -345,13 +367,18 @@ def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
     global _worker_runner
     from r2s2r_eval.runner import EpisodeRunner  # the renderer stack loads in workers only
 
-    vkey = f"{task.world}|{task.variations_digest}|{task.method}|{task.sweep_seed}|{task.index}"
+    vkey = (
+        f"{task.world}|{task.variations_digest}|{task.method}|{task.sweep_seed}|{task.index}"
+        f"|{task.render_profile}|{task.policy_images}"
+    )
     if _worker_runner is not None and _worker_runner[0] == vkey:
         return _worker_runner[1]
     if _worker_runner is not None:
         _worker_runner[1].__exit__(None, None, None)
         _worker_runner = None
-    runner = EpisodeRunner(task.world, variation=variation).__enter__()
+    runner = EpisodeRunner(
+        task.world, variation=variation, render_profile=task.render_profile, policy_images=task.policy_images
+    ).__enter__()
     _worker_runner = (vkey, runner)
     return runner
 
@@ -584,6 +611,11 @@ def run_sweep(
         base = SimWorld(world_dir)
     except (WorldError, ValueError) as err:
         raise SweepError(f"--world {cfg.world!r}: {err}") from None
+    if cfg.render_profile is not None and cfg.render_profile not in base.config.render_profiles:
+        raise SweepError(
+            f"--render-profile {cfg.render_profile!r}: world {base.world_id!r} has no such profile "
+            f"(profiles: {sorted(base.config.render_profiles)})"
+        )
     _check_policies(cfg.policies)
     tasks = plan_sweep(cfg, world_dir=world_dir, world_id=base.world_id, world_hash=base.world_hash)
     del base

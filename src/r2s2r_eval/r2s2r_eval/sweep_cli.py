@@ -51,6 +51,8 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         repeats=ns.repeats,
         camera_rate_hz=ns.camera_rate_hz,
         max_steps=ns.max_steps,
+        render_profile=ns.render_profile,
+        policy_images=ns.images == "policy",
     )
 
 
@@ -117,6 +119,17 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--camera-rate-hz", type=float, default=None, help="camera rate (default: world's)")
     parser.add_argument("--max-steps", type=int, default=None, help="control steps per episode at most")
+    parser.add_argument(
+        "--render-profile",
+        default=None,
+        help="world render profile to draw cameras with, e.g. full or fast (default: each camera's own)",
+    )
+    parser.add_argument(
+        "--images",
+        choices=["policy", "camera"],
+        default="policy",
+        help="draw images at the size and rate each policy reads (policy) or as the camera publishes them",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

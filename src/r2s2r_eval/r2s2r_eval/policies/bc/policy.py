@@ -12,12 +12,22 @@ import torch
 
 from r2s2r_eval.policies.bc.config import BCParams
 from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
-from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
+from r2s2r_eval.policy import (
+    Action,
+    EpisodeInfo,
+    ImageRequest,
+    Observation,
+    ObservationKind,
+    Policy,
+    PolicyError,
+)
 
 __all__ = ["BCPolicy", "load_checkpoint"]
 
 CHECKPOINT_WEIGHTS = "policy.pt"
 CHECKPOINT_CONFIG = "config.json"
+# Demonstration frames are drawn at twice the recorded size and area-downscaled (DemoConfig.render_scale).
+_DEMO_RENDER_SCALE = 2
 
 
 def load_checkpoint(folder: str | Path) -> tuple[BCNet, dict[str, Any]]:
@@ -87,6 +97,13 @@ class BCPolicy(Policy):
     def control_rate_hz(self) -> float:
         """The training data's rate unless overridden."""
         return self._rate
+
+    def image_request(self) -> ImageRequest:
+        """The network's input size, one frame per control step, drawn as the demonstrations were."""
+        m = self.model.cfg
+        return ImageRequest(
+            width=m.image_width, height=m.image_height, rate_hz=self._rate, supersample=_DEMO_RENDER_SCALE
+        )
 
     def reset(self, info: EpisodeInfo) -> None:
         """Check the episode's arm against the checkpoint's."""
