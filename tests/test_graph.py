@@ -53,9 +53,16 @@ def test_parameters_are_typed_from_arguments() -> None:
     nodes = {n.name: n for n in resolve(load_graph("world"), {"seed": "42", "lockstep": "false",
                                                              "world": "/tmp/my world"})}
     assert nodes["sim_node"].parameters == {"world": "/tmp/my world", "seed": 42, "lockstep": False,
-                                            "real_time": False, "policy_id": "reference"}
+                                            "real_time": False, "policy_id": "reference",
+                                            "render_profile": ""}
     assert nodes["sim_node"].required and nodes["evaluator_node"].required
     assert not nodes["policy_node"].required
+
+
+def test_render_profile_argument_reaches_the_sim_node() -> None:
+    node = resolve(load_graph("world"), {"render_profile": "fast"})[0]
+    assert node.name == "sim_node" and node.parameters["render_profile"] == "fast"
+    assert "render_profile:=fast" in node.ros_args()
 
 
 def test_ros_args_are_what_ros2_run_passes() -> None:
