@@ -161,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="sweep seed")
     parser.add_argument("--max-steps", type=int, default=None, help="control steps per episode at most")
     parser.add_argument(
+        "--camera-rate-hz",
+        type=float,
+        default=None,
+        help="camera rate (default: the world's); a policy that looks once needs few frames",
+    )
+    parser.add_argument(
         "--arm",
         action="append",
         default=None,
@@ -178,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         n=ns.n,
         seed=ns.seed,
         max_steps=ns.max_steps,
+        camera_rate_hz=ns.camera_rate_hz,
     )
     ns.out.mkdir(parents=True, exist_ok=True)
     report = run_fidelity(
