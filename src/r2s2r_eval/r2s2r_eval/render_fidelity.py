@@ -68,8 +68,9 @@ def image_differences(cfg: SweepConfig, arms: Sequence[Arm], episodes: int) -> d
     """Per-pixel colour differences of each arm's first frame against the first arm's.
 
     The frame is the one a policy gets at t = 0 of each of the first ``episodes`` episodes (the world
-    reset with the episode seed, the arm's size); arms of another size are compared after an area
-    resize to the baseline's size.  Differences are over all pixels and channels, in 8-bit levels.
+    reset with the episode seed, the arm's size); where sizes differ the larger image is area-downscaled
+    to the smaller (what a policy that reads small images does with a camera frame).  Differences are
+    over all pixels and channels, in 8-bit levels.
     """
     import cv2
 
@@ -87,11 +88,13 @@ def image_differences(cfg: SweepConfig, arms: Sequence[Arm], episodes: int) -> d
             profile = world.config.render_profile(camera, arm.profile)
             with CameraFrames(world.model, mjcf, camera, profile) as frames:
                 images.append(frames.render(world.data, request if arm.images == "policy" else None).rgb)
-        base = images[0].astype(np.int16)
         for arm, rgb in zip(arms[1:], images[1:], strict=True):
-            if rgb.shape != base.shape:
-                rgb = cv2.resize(rgb, (base.shape[1], base.shape[0]), interpolation=cv2.INTER_AREA)
-            diffs[arm.label].append(np.abs(rgb.astype(np.int16) - base).ravel())
+            base = images[0]
+            if rgb.shape != base.shape:  # compare at the smaller size, area-downscaling the larger
+                small, large = sorted((rgb, base), key=lambda a: a.shape[0])
+                large = cv2.resize(large, (small.shape[1], small.shape[0]), interpolation=cv2.INTER_AREA)
+                rgb, base = small, large
+            diffs[arm.label].append(np.abs(rgb.astype(np.int16) - base.astype(np.int16)).ravel())
     out = {}
     for label, parts in diffs.items():
         d = np.concatenate(parts)
@@ -175,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="sweep processes")
     parser.add_argument("--image-episodes", type=int, default=20, help="reset states compared pixel by pixel")
+    parser.add_argument("--pixels-only", action="store_true", help="compare images only; run no episodes")
     ns = parser.parse_args(argv)
     arms = [parse_arm(a) for a in (ns.arm or ["full/camera", "fast/camera"])]
     cfg = SweepConfig(
@@ -187,9 +191,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         camera_rate_hz=ns.camera_rate_hz,
     )
     ns.out.mkdir(parents=True, exist_ok=True)
-    report = run_fidelity(
-        cfg, arms, ns.out / "results.sqlite", workers=ns.workers, image_episodes=ns.image_episodes
-    )
+    if ns.pixels_only:
+        report = {
+            "world": cfg.world,
+            "policy": str(cfg.policies[0]),
+            "baseline": arms[0].label,
+            "pixel_differences_vs_baseline": image_differences(cfg, arms, ns.image_episodes),
+        }
+    else:
+        report = run_fidelity(
+            cfg, arms, ns.out / "results.sqlite", workers=ns.workers, image_episodes=ns.image_episodes
+        )
     (ns.out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     for label, px in report["pixel_differences_vs_baseline"].items():
         print(f"{label:16} pixels vs {report['baseline']}: mean {px['mean']:.2f}, p99 {px['p99']:.0f}, "
