@@ -141,7 +141,9 @@ class BCPolicy(Policy):
             if self._t0 is None:
                 self._t0 = observation.stamp
             state = np.append(state, np.float32(observation.stamp - self._t0))
-        image = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None].float() / 255.0
+        # A frame already at the input size comes straight from the (read-only) message buffer.
+        pixels = torch.from_numpy(np.require(rgb, requirements=("C", "W")))
+        image = pixels.permute(2, 0, 1)[None].float() / 255.0
         s = torch.from_numpy((state - self._state_mean) / self._state_std)[None]
         k = m.chunk
         pred = self.model(image, s)[0].numpy().reshape(k, -1) * self._action_std + self._action_mean
