@@ -12,6 +12,9 @@ measured in the same run:
     number of control steps.
 (c) the render-bound limit of each sweep arm: renders per second available at its setting (a) divided
     by its renders per episode, in episodes per minute, and the arm's fraction of it.
+(e) steady-state episodes per minute of one process, the BC arms of (b) alternating episode by episode
+    in the same process (no pool start-up, policy loading or first-frame context set-up; load that drifts
+    during the run hits every arm alike): the sweep worker's rate once running.
 (d) the sim node's camera rate at 640x480 (camera at 120 Hz sim, as fast as possible, counted by a
     subscriber) with ``render_profile:=fast`` against ``full`` (full runs before and after, the faster
     one counts, so load during one of them cannot flatter the ratio).
@@ -120,6 +123,50 @@ def sweep_arm(cfg: SweepConfig, workers: int, results: Path) -> dict[str, float]
     }
 
 
+def steady_state(
+    world: str, variations: Any, checkpoint: Path, *, episodes: int, max_steps: int
+) -> dict[str, Any]:
+    """(e) Median wall time per episode of each BC arm, the arms alternating in one process."""
+    import statistics
+
+    from r2s2r_sim.variations import sweep_variation
+
+    from r2s2r_eval.policy import load_policy
+    from r2s2r_eval.runner import EpisodeRunner
+
+    policy = load_policy("bc", {"checkpoint": str(checkpoint.resolve()), "num_threads": 1})
+    variation = sweep_variation(variations, seed=0, index=0)
+    arms = {
+        "bc, 640x480 15 Hz, full (today)": ("full", False),
+        "bc, own 96x72, full": ("full", True),
+        "bc, own 96x72, fast": ("fast", True),
+    }
+    runners = {
+        label: EpisodeRunner(world, variation=variation, render_profile=p, policy_images=i).__enter__()
+        for label, (p, i) in arms.items()
+    }
+    walls: dict[str, list[float]] = {label: [] for label in arms}
+    try:
+        for seed in range(episodes + 1):  # the first round warms up (GL contexts, caches); not counted
+            for label, runner in runners.items():
+                result = runner.run(policy, seed, max_steps=max_steps)
+                if seed:
+                    walls[label].append(result.wall_s)
+    finally:
+        for runner in runners.values():
+            runner.__exit__(None, None, None)
+    today = statistics.median(walls["bc, 640x480 15 Hz, full (today)"])
+    return {
+        label: {
+            "median_wall_s": statistics.median(w),
+            "episodes_per_min": 60.0 / statistics.median(w),
+            "ratio_to_bc_today": today / statistics.median(w),
+            "episodes": len(w),
+        }
+        for label, w in walls.items()
+    }
+
+
 def _run_node_cameras(world: str, seconds: float) -> dict[str, Any]:
     from r2s2r_sim.bench import run_node
 
@@ -151,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=4.0, help="render measurement per setting (s)")
     parser.add_argument("--node-seconds", type=float, default=6.0, help="sim node measurement per run (s)")
     parser.add_argument("--no-node", action="store_true", help="skip the sim node camera runs")
+    parser.add_argument("--steady-episodes", type=int, default=4, help="(e) episodes per BC arm")
+    parser.add_argument("--steady-only", action="store_true", help="run (e) only")
     ns = parser.parse_args(argv)
     workers = ns.workers
     episodes = ns.episodes if ns.episodes is not None else 4 * workers
@@ -166,13 +215,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         RenderSetting("16 tiles 96x72 fast", "fast", 96, 72, tiles=16),
     ]
     results: dict[str, Any] = {"world": ns.world, "workers": workers, "cpu_count": os.cpu_count()}
+    variations = load_variation_config(ns.variations)
+    print("steady state: BC arms alternating in one process ...", file=sys.stderr)
+    steady = steady_state(
+        ns.world, variations, ns.bc_checkpoint, episodes=ns.steady_episodes, max_steps=ns.max_steps
+    )
+    results["e_steady_state"] = steady
+    for label, arm in steady.items():
+        print(f"(e) {label:34} {arm['episodes_per_min']:7.2f} ep/min {arm['ratio_to_bc_today']:6.2f} x today")
+    if ns.steady_only:
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        ns.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        print(f"wrote {ns.out}")
+        return 0
     rates: dict[str, float] = {}
     for s in settings:
         print(f"rendering: {s.label} ...", file=sys.stderr)
         rates[s.label] = render_rate(ns.world, s, workers=workers, seconds=ns.seconds)["views_per_s"]
     results["a_views_per_s"] = rates
 
-    variations = load_variation_config(ns.variations)
     bc = PolicySpec(name="bc", params={"checkpoint": str(ns.bc_checkpoint.resolve()), "num_threads": 1})
     reference = PolicySpec(name="reference")
     arms = [
