@@ -55,7 +55,7 @@ def test_parameters_are_typed_from_arguments() -> None:
                                                              "world": "/tmp/my world"})}
     assert nodes["sim_node"].parameters == {"world": "/tmp/my world", "interface": "realsense2_camera",
                                             "seed": 42, "lockstep": False, "real_time": False,
-                                            "policy_id": "reference"}
+                                            "policy_id": "reference", "render_profile": ""}
     assert nodes["sim_node"].required and nodes["evaluator_node"].required
     assert not nodes["policy_node"].required
 
@@ -85,6 +85,12 @@ def test_foxglove_live_view_is_off_by_default_and_follows_the_graph_when_on() ->
         assert (live.package, live.executable, live.required) == ("r2s2r_sim", "foxglove_node", False)
         assert live.parameters == {"world": "w", "interface": "realsense2_camera", "port": 9001,
                                    "use_sim_time": mode == "sim"}
+
+
+def test_render_profile_argument_reaches_the_sim_node() -> None:
+    node = resolve(load_graph("world"), {"render_profile": "fast"})[0]
+    assert node.name == "sim_node" and node.parameters["render_profile"] == "fast"
+    assert "render_profile:=fast" in node.ros_args()
 
 
 def test_ros_args_are_what_ros2_run_passes() -> None:

@@ -126,6 +126,15 @@ def test_plan_keys_are_deterministic_and_distinct(variations) -> None:
         max_steps=None,
     )
     assert episode_key(**key) != episode_key(**{**key, "max_steps": 5})
+    # How images are drawn is part of an episode's identity, except the default (stores keep their keys).
+    assert episode_key(**key) == episode_key(**{**key, "render_profile": None, "policy_images": True})
+    assert episode_key(**key) != episode_key(**{**key, "render_profile": "fast"})
+    assert episode_key(**key) != episode_key(**{**key, "policy_images": False})
+    fast = plan_sweep(
+        dataclasses.replace(cfg, render_profile="fast"), world_dir=world_path(WORLD), world_id=WORLD,
+        world_hash="h",
+    )
+    assert fast[0].render_profile == "fast" and not {t.key for t in plan} & {t.key for t in fast}
 
 
 # ------------------------------------------------------------------------------------ running, resuming
@@ -291,6 +300,11 @@ def _argv(tmp_path: Path, *extra: str) -> list[str]:
         (["--policy", "reference", "--export", "x.xlsx"], "unknown format '.xlsx'"),
         (["--policy", "reference", "--world", "no-such-world"], "--world 'no-such-world': unknown world"),
         (["--policy", "reference", "-n", "0"], "n: number of variations must be >= 1"),
+        (
+            ["--policy", "reference", "--render-profile", "ultra"],
+            "--render-profile 'ultra': world 'tabletop-pick-v1' has no such profile "
+            "\\(profiles: \\['fast', 'full'\\]",
+        ),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, capsys, extra, match) -> None:

@@ -491,6 +491,7 @@ def test_lockstep_waits_for_the_policy_ack(processes: Any, probe: Probe) -> None
         ("control_rate_hz:=15.0", r"parameter control_rate_hz: .*integer multiple of the world timestep"),
         ("world:=no-such-world", r"parameter world: unknown world 'no-such-world'"),
         ("seed:=abc", r"parameter seed: .*allowed: an integer"),
+        ("render_profile:=pretty", r"parameter render_profile: got 'pretty', allowed: .*\['fast', 'full'\]"),
     ],
 )
 def test_invalid_parameters_stop_the_node(processes: Any, param: str, message: str) -> None:

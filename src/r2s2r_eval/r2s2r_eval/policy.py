@@ -22,6 +22,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Action",
     "EpisodeInfo",
+    "ImageRequest",
     "Observation",
     "ObservationKind",
     "Policy",
@@ -216,6 +217,35 @@ class EpisodeInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ImageRequest:
+    """The camera images a policy consumes: what an in-process runner renders for it.
+
+    On hardware the driver's frames arrive at the driver's size and rate and the policy scales them
+    itself; a simulator can instead draw only what the policy reads.
+
+    Attributes:
+        width, height: image size (px) the policy reads.
+        rate_hz: frames per second (Hz) the policy reads; None: the camera's rate.
+        supersample: draw at this multiple of ``width`` x ``height`` and area-downscale (1-8): the
+            anti-aliasing a larger camera frame gets from the policy's own downscale.
+    """
+
+    width: int
+    height: int
+    rate_hz: float | None = None
+    supersample: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("width", "height"):
+            if getattr(self, name) < 1:
+                raise PolicyError(f"ImageRequest.{name}: must be >= 1 px, got {getattr(self, name)}")
+        if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
+            raise PolicyError(f"ImageRequest.rate_hz: must be > 0 Hz, got {self.rate_hz}")
+        if not 1 <= self.supersample <= 8:
+            raise PolicyError(f"ImageRequest.supersample: must be in [1, 8], got {self.supersample}")
+
+
+@dataclass(frozen=True, kw_only=True)
 class PolicyParams:
     """Base of the typed parameter dataclasses of policies (frozen, keyword-only)."""
 
@@ -273,6 +303,10 @@ class Policy:
 
     def control_rate_hz(self) -> float | None:
         """Rate (Hz) the policy asks to be called at, or None to leave it to the caller."""
+        return None
+
+    def image_request(self) -> ImageRequest | None:
+        """The image size and rate the policy reads, or None for the camera's own (the default)."""
         return None
 
     @property

@@ -15,6 +15,7 @@ from types import TracebackType
 
 import numpy as np
 from r2s2r_sim.cell import Cell, CellError, SimCell
+from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.variations import Variation, make_world
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_config import CameraConfig
@@ -87,7 +88,13 @@ def control_substeps(control_rate_hz: float, timestep: float) -> int:
     return n
 
 
-def sim_cell(world: str | Path, *, camera: str | None = None, variation: Variation | None = None) -> SimCell:
+def sim_cell(
+    world: str | Path,
+    *,
+    camera: str | None = None,
+    variation: Variation | None = None,
+    render_profile: str | None = None,
+) -> SimCell:
     """The simulated cell of a world (a bundled id or a folder), with ``variation`` applied if given.
 
     Raises:
@@ -98,7 +105,7 @@ def sim_cell(world: str | Path, *, camera: str | None = None, variation: Variati
     path = world_path(world)
     built: SimWorld = SimWorld(path) if variation is None else make_world(path, variation)
     try:
-        return SimCell(built, world_dir=path, camera=camera)
+        return SimCell(built, world_dir=path, camera=camera, render_profile=render_profile)
     except CellError as err:
         raise RunnerError(str(err)) from None
 
@@ -114,21 +121,35 @@ class EpisodeRunner:
     """
 
     def __init__(
-        self, cell: Cell | str | Path, *, camera: str | None = None, variation: Variation | None = None
+        self,
+        cell: Cell | str | Path,
+        *,
+        camera: str | None = None,
+        variation: Variation | None = None,
+        render_profile: str | None = None,
+        policy_images: bool = True,
     ) -> None:
         """Run on ``cell``, or on the simulated cell of a world id or folder (see :func:`sim_cell`).
 
+        ``render_profile``: the world's render profile to draw with (a world given by id or folder only);
+        None: the camera's declared one.  ``policy_images``: draw at the size and rate a policy's
+        ``image_request()`` asks for (False: the camera's, as the sim node publishes them).
+
         Raises:
-            RunnerError: the world has no task or no camera; ``camera``/``variation`` given with a cell.
-            WorldError: the world folder is invalid.
+            RunnerError: the world has no task or no camera; ``camera``/``variation``/``render_profile``
+                given with a cell.
+            WorldError: the world folder is invalid, or no such render profile.
             VariationError: the variation cannot be applied to the world.
         """
         if isinstance(cell, str | Path):
-            self.cell: Cell = sim_cell(cell, camera=camera, variation=variation)
-        elif camera is not None or variation is not None:
-            raise RunnerError("EpisodeRunner: camera and variation apply to a world, not to a built cell")
+            self.cell: Cell = sim_cell(cell, camera=camera, variation=variation, render_profile=render_profile)
+        elif camera is not None or variation is not None or render_profile is not None:
+            raise RunnerError(
+                "EpisodeRunner: camera, variation and render_profile apply to a world, not to a built cell"
+            )
         else:
             self.cell = cell
+        self.policy_images = policy_images
         self._open = False
 
     @property
@@ -153,6 +174,16 @@ class EpisodeRunner:
         """Close the cell."""
         self.cell.close()
         self._open = False
+
+    @property
+    def profile(self) -> RenderProfile | None:
+        """The render profile a simulated cell draws with (None for hardware, which has its own camera)."""
+        return getattr(self.cell, "profile", None)
+
+    @property
+    def renders(self) -> int:
+        """Frames drawn since the runner opened."""
+        return int(getattr(self.cell, "renders", 0))
 
     def episode_info(self, seed: int, control_period: float, episode_index: int = 0) -> EpisodeInfo:
         """The :class:`EpisodeInfo` a policy gets for ``seed`` on this cell."""
@@ -206,8 +237,9 @@ class EpisodeRunner:
             seed: the cell's reset seed (also seeds the policy's stream through ``EpisodeInfo``).
             episode_index: passed to the policy.
             control_rate_hz: policy call rate; the policy's own ``control_rate_hz()`` or 10 Hz when None.
-            camera_rate_hz: image rate; the cell camera's rate when None.  The latest frame is repeated
-                between frames, as from a real camera.  A frame is always taken at t = 0.
+            camera_rate_hz: image rate; when None, the policy's requested rate (see ``policy_images``),
+                else the cell camera's rate.  The latest frame is repeated between frames, as from a real
+                camera.  A frame is always taken at t = 0.
             max_steps: control steps before the episode ends at the step limit; None: no limit.
 
         Raises:
@@ -220,7 +252,12 @@ class EpisodeRunner:
         rate = control_rate_hz if control_rate_hz is not None else policy.control_rate_hz()
         rate = DEFAULT_CONTROL_RATE_HZ if rate is None else rate
         substeps = control_substeps(rate, cell.dt)
-        cam_period = 1.0 / (camera_rate_hz if camera_rate_hz is not None else cell.camera_rate_hz)
+        request = policy.image_request() if self.policy_images else None
+        if camera_rate_hz is None:
+            camera_rate_hz = cell.camera_rate_hz
+            if request is not None and request.rate_hz is not None:
+                camera_rate_hz = request.rate_hz
+        cam_period = 1.0 / camera_rate_hz
         wants_images = bool(policy.requires & {ObservationKind.RGB, ObservationKind.DEPTH})
         wall0 = time.perf_counter()
         cell.reset(seed)
@@ -237,7 +274,7 @@ class EpisodeRunner:
         while not reason:
             t = cell.time
             if wants_images and t >= next_frame - 1e-9:
-                images = cell.render()
+                images = cell.render(request)
                 next_frame += cam_period * max(1, math.floor((t - next_frame) / cam_period) + 1)
             try:
                 action = policy.act(self._observation(images))

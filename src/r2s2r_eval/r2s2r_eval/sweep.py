@@ -151,6 +151,9 @@ class SweepConfig:
         max_steps: control steps before an episode ends with ``max_steps``; None: the task's timeout.
         hardware_profile: the side: None for the simulated world, or a hardware profile YAML file for the
             emulated hardware built from it (then only the operator axes may be varied).
+        render_profile: the world's render profile to draw cameras with; None: each camera's declared one.
+        policy_images: draw images at the size and rate each policy requests (``Policy.image_request``);
+            False: at the camera's size and rate, as the sim node publishes them.
     """
 
     world: str
@@ -163,6 +166,8 @@ class SweepConfig:
     camera_rate_hz: float | None = None
     max_steps: int | None = None
     hardware_profile: str | None = None
+    render_profile: str | None = None
+    policy_images: bool = True
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -209,10 +214,14 @@ def episode_key(
     camera_rate_hz: float | None,
     max_steps: int | None,
     profile_sha256: str | None = None,
+    render_profile: str | None = None,
+    policy_images: bool = True,
 ) -> str:
     """The deterministic identity of one sweep episode (sha256 hex); ``variations`` is the config digest.
 
-    ``profile_sha256``: the hardware profile's hash on the emulated side; None in sim.
+    ``profile_sha256``: the hardware profile's hash on the emulated side; None in sim.  How images are
+    drawn is part of the identity only when it is not the default (the camera's declared profile, at the
+    policy's requested size), so stores written before it existed keep their keys.
     """
     payload: dict[str, Any] = {
         "policy": policy.canonical(),
@@ -227,6 +236,10 @@ def episode_key(
     }
     if profile_sha256 is not None:
         payload["side"] = {"emulated_hardware": profile_sha256}
+    if render_profile is not None:
+        payload["render_profile"] = render_profile
+    if not policy_images:
+        payload["policy_images"] = False
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -249,6 +262,7 @@ class EpisodeTask:
         policy: the policy.
         camera_rate_hz, max_steps: passed to :meth:`EpisodeRunner.run`.
         hardware_profile, profile_sha256: the emulated side's profile file and its hash; None in sim.
+        render_profile, policy_images: passed to :class:`EpisodeRunner`.
     """
 
     key: str
@@ -268,6 +282,8 @@ class EpisodeTask:
     max_steps: int | None
     hardware_profile: str | None = None
     profile_sha256: str | None = None
+    render_profile: str | None = None
+    policy_images: bool = True
 
 
 def plan_sweep(
@@ -300,6 +316,8 @@ def plan_sweep(
                     camera_rate_hz=cfg.camera_rate_hz,
                     max_steps=cfg.max_steps,
                     profile_sha256=profile_sha256,
+                    render_profile=cfg.render_profile,
+                    policy_images=cfg.policy_images,
                 )
                 tasks.append(
                     EpisodeTask(
@@ -320,6 +338,8 @@ def plan_sweep(
                         max_steps=cfg.max_steps,
                         hardware_profile=cfg.hardware_profile,
                         profile_sha256=profile_sha256,
+                        render_profile=cfg.render_profile,
+                        policy_images=cfg.policy_images,
                     )
                 )
     return tasks
@@ -372,7 +392,7 @@ def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
 
     vkey = (
         f"{task.world}|{task.hardware_profile}|{task.variations_digest}|{task.method}|{task.sweep_seed}|"
-        f"{task.index}"
+        f"{task.index}|{task.render_profile}|{task.policy_images}"
     )
     if _worker_runner is not None and _worker_runner[0] == vkey:
         return _worker_runner[1]
@@ -380,12 +400,14 @@ def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
         _worker_runner[1].__exit__(None, None, None)
         _worker_runner = None
     if task.hardware_profile is None:
-        runner = EpisodeRunner(task.world, variation=variation).__enter__()
+        runner = EpisodeRunner(
+            task.world, variation=variation, render_profile=task.render_profile, policy_images=task.policy_images
+        ).__enter__()
     else:
         from r2s2r_sim.emulated_cell import EmulatedCell
 
         cell = EmulatedCell(task.world, task.hardware_profile, variation=variation)
-        runner = EpisodeRunner(cell).__enter__()
+        runner = EpisodeRunner(cell, policy_images=task.policy_images).__enter__()
     _worker_runner = (vkey, runner)
     return runner
 
@@ -553,6 +575,11 @@ def run_sweep(
     except (WorldError, ValueError) as err:
         raise SweepError(f"--world {cfg.world!r}: {err}") from None
     profile_sha = _check_side(cfg)
+    if cfg.render_profile is not None and cfg.render_profile not in base.config.render_profiles:
+        raise SweepError(
+            f"--render-profile {cfg.render_profile!r}: world {base.world_id!r} has no such profile "
+            f"(profiles: {sorted(base.config.render_profiles)})"
+        )
     _check_policies(cfg.policies)
     tasks = plan_sweep(
         cfg,

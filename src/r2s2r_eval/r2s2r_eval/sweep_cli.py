@@ -50,6 +50,8 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         camera_rate_hz=ns.camera_rate_hz,
         max_steps=ns.max_steps,
         hardware_profile=ns.hardware_profile,
+        render_profile=ns.render_profile,
+        policy_images=ns.images == "policy",
     )
 
 
@@ -121,6 +123,17 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hardware-profile",
         default=None,
         help="run on the emulated hardware of this profile YAML instead of in sim (operator axes only)",
+    )
+    parser.add_argument(
+        "--render-profile",
+        default=None,
+        help="world render profile to draw cameras with, e.g. full or fast (default: each camera's own)",
+    )
+    parser.add_argument(
+        "--images",
+        choices=["policy", "camera"],
+        default="policy",
+        help="draw images at the size and rate each policy reads (policy) or as the camera publishes them",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 

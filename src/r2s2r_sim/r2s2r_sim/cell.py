@@ -14,8 +14,10 @@ from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 
+from r2s2r_sim.camera_frames import CameraFrames, ImageSize
 from r2s2r_sim.errors import RenderError
-from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
+from r2s2r_sim.render_profile import RenderProfile
+from r2s2r_sim.rendering import camera_intrinsics, depth_to_uint16_mm
 from r2s2r_sim.task import Outcome, PickPlaceTask
 from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import CameraConfig
@@ -82,8 +84,12 @@ class Cell(Protocol):
     def advance(self, n: int) -> None:
         """Advance the physics by ``n`` timesteps."""
 
-    def render(self) -> tuple[np.ndarray, np.ndarray]:
-        """The camera's ``rgb`` (HxWx3 uint8) and aligned ``depth`` (HxW uint16 mm, 0 = no data) now."""
+    def render(self, request: ImageSize | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The camera's ``rgb`` (HxWx3 uint8) and aligned ``depth`` (HxW uint16 mm, 0 = no data) now.
+
+        ``request``: the size the consumer reads; a simulated cell draws that, hardware delivers its own
+        (``camera_k`` always describes the last frame returned).
+        """
 
     def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
         """The outcome if the episode is over now, else None.
@@ -151,8 +157,12 @@ class SimCell(CellBase):
     policy's own "done" does not end it, as the sim node does not stop for it either.
     """
 
-    def __init__(self, world: SimWorld, *, world_dir: Path, camera: str | None = None) -> None:
+    def __init__(
+        self, world: SimWorld, *, world_dir: Path, camera: str | None = None, render_profile: str | None = None
+    ) -> None:
         """Wrap ``world`` (built from ``world_dir``); ``camera``: a configured camera name, the first if None.
+
+        ``render_profile``: the world's render profile to draw with; None: the camera's declared one.
 
         Raises:
             CellError: the world has no task or no camera.
@@ -175,18 +185,24 @@ class SimCell(CellBase):
         self.camera_k: np.ndarray = camera_intrinsics(
             world.model, self._mjcf_camera, self.camera.width, self.camera.height
         )
-        self._renderer: RgbdRenderer | None = None
+        self.profile: RenderProfile = cfg.render_profile(self.camera, render_profile)
+        self._frames: CameraFrames | None = None
 
     def open(self) -> None:
-        """Create the renderer's GL context."""
-        if self._renderer is None:
-            self._renderer = RgbdRenderer(self.world.model, self.camera.width, self.camera.height).__enter__()
+        """Prepare the renderers (their GL contexts open on first use, one per drawn size)."""
+        if self._frames is None:
+            self._frames = CameraFrames(self.world.model, self._mjcf_camera, self.camera, self.profile)
 
     def close(self) -> None:
-        """Free the renderer."""
-        if self._renderer is not None:
-            self._renderer.close()
-        self._renderer = None
+        """Free the renderers."""
+        if self._frames is not None:
+            self._frames.close()
+        self._frames = None
+
+    @property
+    def renders(self) -> int:
+        """Frames drawn since the cell opened."""
+        return 0 if self._frames is None else self._frames.renders
 
     def reset(self, seed: int) -> None:
         """See :meth:`Cell.reset`."""
@@ -209,17 +225,17 @@ class SimCell(CellBase):
         """See :meth:`Cell.advance`."""
         self.world.step(n)
 
-    def render(self) -> tuple[np.ndarray, np.ndarray]:
-        """See :meth:`Cell.render`.
+    def render(self, request: ImageSize | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`Cell.render`: drawn with the cell's render profile, at ``request``'s size if given.
 
         Raises:
             RenderError: the cell is not open.
         """
-        renderer = self._renderer
-        if renderer is None:
+        if self._frames is None:
             raise RenderError("SimCell.render called before open()")
-        rgb, depth = renderer.render(self.world.data, self._mjcf_camera, depth_range=self.camera.depth_range)
-        return rgb, depth_to_uint16_mm(depth)
+        frame = self._frames.render(self.world.data, request)
+        self.camera_k = frame.k
+        return frame.rgb, depth_to_uint16_mm(frame.depth)
 
     def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
         """The task's verdict; at the step limit without one, a failure with reason ``max_steps``."""

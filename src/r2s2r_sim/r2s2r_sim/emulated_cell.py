@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from r2s2r_sim.camera_frames import ImageSize
 from r2s2r_sim.cell import CellBase, CellError, Pose
 from r2s2r_sim.emulated_hardware import (
     DistortedRgbdCamera,
@@ -131,8 +132,8 @@ class EmulatedCell(CellBase):
         """See :meth:`Cell.advance`."""
         self.arm.advance(n)
 
-    def render(self) -> tuple[np.ndarray, np.ndarray]:
-        """The distorted camera's frame.
+    def render(self, request: ImageSize | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The distorted camera's frame, at the driver's size whatever ``request`` asks (as on hardware).
 
         Raises:
             RenderError: the cell is not open.

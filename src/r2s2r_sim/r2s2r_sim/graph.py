@@ -159,6 +159,9 @@ def world_graph() -> Graph:
                                  "the latest observation, for load-independent, reproducible runs."),
             Argument(name="real_time", default="false", choices=_BOOL,
                      description="Sim only: pace physics to the wall clock instead of as fast as possible."),
+            Argument(name="render_profile", default="",
+                     description="Sim only: the world's render profile every camera is drawn with (full, "
+                                 "fast, or another named in world.yaml); empty: each camera's own."),
             Argument(name="results", default="out/results.sqlite",
                      description="SQLite file the evaluator appends episode rows to."),
             Argument(name="reset_hook", default="auto",
@@ -176,7 +179,8 @@ def world_graph() -> Graph:
                 package="r2s2r_sim", executable="sim_node", name="sim_node", modes=frozenset({"sim"}),
                 params_file="sim_node.yaml", required=True,
                 parameters={"world": "{world}", "interface": "{interface}", "seed": "{seed}",
-                            "lockstep": "{lockstep}", "real_time": "{real_time}", "policy_id": "{policy}"},
+                            "lockstep": "{lockstep}", "real_time": "{real_time}", "policy_id": "{policy}",
+                            "render_profile": "{render_profile}"},
             ),
             NodeSpec(
                 # The node name must stay emulated_hardware: its services are private (~/reset_episode).

@@ -7,15 +7,21 @@ import os
 # MuJoCo picks its GL backend when first imported; headless EGL is the only one that works here.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import contextlib  # noqa: E402
 import math  # noqa: E402
+from collections.abc import Iterator, Sequence  # noqa: E402
 from types import TracebackType  # noqa: E402
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import RenderError, WorldError  # noqa: E402
+from r2s2r_sim.render_profile import FULL, RenderProfile  # noqa: E402
 
-__all__ = ["RgbdRenderer", "camera_intrinsics", "depth_to_uint16_mm"]
+__all__ = ["RgbdRenderer", "TiledRenderer", "View", "camera_intrinsics", "depth_to_uint16_mm", "tile_grid"]
+
+View = tuple[mujoco.MjModel, mujoco.MjData, str]
+"""What one tile shows: a model, its state (after ``mj_forward``) and an MJCF camera name."""
 
 
 def _camera_id(model: mujoco.MjModel, camera_name: str) -> int:
@@ -57,39 +63,49 @@ def depth_to_uint16_mm(depth: np.ndarray) -> np.ndarray:
     return np.clip(mm, 0, np.iinfo(np.uint16).max).astype(np.uint16)
 
 
-class RgbdRenderer:
-    """Offscreen RGB-D renderer with its own GL context; use as a context manager.
+@contextlib.contextmanager
+def _context_settings(
+    model: mujoco.MjModel, profile: RenderProfile, width: int, height: int
+) -> Iterator[None]:
+    """Set the model's render-context fields (read only by ``MjrContext``) for the profile, then restore.
 
-    Example:
-        with RgbdRenderer(world.model, 640, 480) as renderer:
-            rgb, depth = renderer.render(world.data, "realsense", depth_range=(0.1, 4.0))
+    The shadow map size, MSAA samples and offscreen buffer size are fixed when the context is made; they
+    are visual settings only, so borrowing the model for that moment changes no physics.
     """
+    q, g = model.vis.quality, model.vis.global_
+    saved = (int(q.shadowsize), int(q.offsamples), int(g.offwidth), int(g.offheight))
+    try:
+        if profile.shadow_size is not None:
+            q.shadowsize = profile.shadow_size
+        if profile.multisamples is not None:
+            q.offsamples = profile.multisamples
+        g.offwidth, g.offheight = max(width, saved[2]), max(height, saved[3])
+        yield
+    finally:
+        q.shadowsize, q.offsamples, g.offwidth, g.offheight = saved
 
-    def __init__(self, model: mujoco.MjModel, width: int, height: int, *, max_geom: int = 10000) -> None:
-        """Check the size against the model's offscreen buffer; the GL context is made in ``__enter__``.
 
-        Raises:
-            WorldError: if ``width``/``height`` exceed ``<visual><global offwidth/offheight>``.
-        """
-        off_w, off_h = int(model.vis.global_.offwidth), int(model.vis.global_.offheight)
-        if not (0 < width <= off_w and 0 < height <= off_h):
-            raise WorldError(
-                f"render size {width}x{height} exceeds the model's offscreen buffer {off_w}x{off_h}; "
-                'set <visual><global offwidth=".." offheight=".."/> in the scene MJCF'
-            )
+class _Renderer:
+    """A GL context, one MuJoCo render context and a scene, drawn with a render profile."""
+
+    def __init__(
+        self, model: mujoco.MjModel, width: int, height: int, profile: RenderProfile | None, max_geom: int
+    ) -> None:
         self._model = model
         self._width = width
         self._height = height
+        self.profile = FULL if profile is None else profile
         self._gl: mujoco.GLContext | None = None
         self._ctx: mujoco.MjrContext | None = None
         self._closed = False
-        self._rect = mujoco.MjrRect(0, 0, width, height)
         self._scene = mujoco.MjvScene(model, maxgeom=max_geom)
+        flags = self._scene.flags
+        flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.profile.shadows
+        flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.profile.reflections
+        flags[mujoco.mjtRndFlag.mjRND_SKYBOX] = self.profile.skybox
         self._option = mujoco.MjvOption()
         self._camera = mujoco.MjvCamera()
         self._camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
-        self._rgb = np.empty((height, width, 3), dtype=np.uint8)
-        self._depth = np.empty((height, width), dtype=np.float32)
         # GL projection terms (float32, like glFrustum), see mujoco/rendering/classic/renderer.py.
         extent = float(model.stat.extent)
         self.znear = float(np.float32(model.vis.map.znear * extent))
@@ -97,24 +113,25 @@ class RgbdRenderer:
 
     @property
     def width(self) -> int:
-        """Image width (px)."""
+        """Framebuffer width (px)."""
         return self._width
 
     @property
     def height(self) -> int:
-        """Image height (px)."""
+        """Framebuffer height (px)."""
         return self._height
 
-    def __enter__(self) -> RgbdRenderer:
-        """Create the GL context, scene and MuJoCo render context."""
+    def __enter__(self) -> _Renderer:
+        """Create the GL context and the MuJoCo render context (with the profile's shadow map and samples)."""
         if self._closed or self._gl is not None:
-            raise RenderError("RgbdRenderer cannot be entered twice; make a new one")
+            raise RenderError(f"{type(self).__name__} cannot be entered twice; make a new one")
         gl = mujoco.GLContext(self._width, self._height)
         gl.make_current()
         try:
-            self._ctx = mujoco.MjrContext(self._model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
+            with _context_settings(self._model, self.profile, self._width, self._height):
+                self._ctx = mujoco.MjrContext(self._model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
             mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, self._ctx)
-            # Reversed-Z depth: 1 at znear, 0 at zfar (what the conversion below undoes).
+            # Reversed-Z depth: 1 at znear, 0 at zfar (what _metric_depth undoes).
             self._ctx.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR
         except Exception:
             gl.free()
@@ -142,6 +159,80 @@ class RgbdRenderer:
         self._gl = None
         self._closed = True
 
+    def _check_open(self, what: str) -> None:
+        if self._gl is None or self._ctx is None:
+            state = "after close" if self._closed else "outside its with-block"
+            raise RenderError(f"{type(self).__name__}.{what} called {state}")
+
+    def _draw(
+        self, model: mujoco.MjModel, data: mujoco.MjData, camera_name: str, rect: mujoco.MjrRect
+    ) -> None:
+        """Draw one camera's view into ``rect`` of the framebuffer."""
+        self._camera.fixedcamid = _camera_id(model, camera_name)
+        mujoco.mjv_updateScene(
+            model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL.value, self._scene
+        )
+        if self.profile.max_lights is not None:
+            self._scene.nlight = min(int(self._scene.nlight), self.profile.max_lights)
+        mujoco.mjr_render(rect, self._scene, self._ctx)
+
+    def _metric_depth(self, raw32: np.ndarray, depth_range: tuple[float, float] | None) -> np.ndarray:
+        """Metric z-depth (m, float32) from reversed-Z buffer values; background and out-of-range are 0."""
+        raw = raw32.astype(np.float64)
+        # Undo the reversed-Z perspective projection (same float32 coefficients as glFrustum).
+        znear, zfar = np.float32(self.znear), np.float32(self.zfar)
+        c_coef = -(zfar + znear) / (zfar - znear)
+        d_coef = -(np.float32(2) * zfar * znear) / (zfar - znear)
+        c_coef = np.float32(-0.5) * c_coef - np.float32(0.5)
+        d_coef = np.float32(-0.5) * d_coef
+        with np.errstate(divide="ignore"):
+            metric = d_coef / (raw + c_coef)
+        lo, hi = depth_range if depth_range is not None else (0.0, math.inf)
+        # Background (far plane) has raw depth 0; no data is 0 like a RealSense.
+        valid = (raw > 0) & (metric >= lo) & (metric <= hi) & (metric < 0.999 * self.zfar)
+        return np.where(valid, metric, 0.0).astype(np.float32)
+
+
+class RgbdRenderer(_Renderer):
+    """Offscreen RGB-D renderer of one view at a time, with its own GL context; use as a context manager.
+
+    Example:
+        with RgbdRenderer(world.model, 640, 480, profile=FAST) as renderer:
+            rgb, depth = renderer.render(world.data, "realsense", depth_range=(0.1, 4.0))
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        width: int,
+        height: int,
+        *,
+        profile: RenderProfile | None = None,
+        max_geom: int = 10000,
+    ) -> None:
+        """Check the size against the model's offscreen buffer; the GL context is made in ``__enter__``.
+
+        ``profile``: how to draw (None: :data:`~r2s2r_sim.render_profile.FULL`, everything the MJCF asks).
+
+        Raises:
+            WorldError: if ``width``/``height`` exceed ``<visual><global offwidth/offheight>``.
+        """
+        off_w, off_h = int(model.vis.global_.offwidth), int(model.vis.global_.offheight)
+        if not (0 < width <= off_w and 0 < height <= off_h):
+            raise WorldError(
+                f"render size {width}x{height} exceeds the model's offscreen buffer {off_w}x{off_h}; "
+                'set <visual><global offwidth=".." offheight=".."/> in the scene MJCF'
+            )
+        super().__init__(model, width, height, profile, max_geom)
+        self._rect = mujoco.MjrRect(0, 0, width, height)
+        self._rgb = np.empty((height, width, 3), dtype=np.uint8)
+        self._depth = np.empty((height, width), dtype=np.float32)
+
+    def __enter__(self) -> RgbdRenderer:
+        """Create the GL context, scene and MuJoCo render context."""
+        super().__enter__()
+        return self
+
     def render(
         self,
         data: mujoco.MjData,
@@ -159,29 +250,98 @@ class RgbdRenderer:
         Returns:
             ``rgb`` uint8 (H, W, 3) and ``depth`` float32 (H, W): metric distance along the optical axis (m).
         """
-        if self._gl is None or self._ctx is None:
-            state = "after close" if self._closed else "outside its with-block"
-            raise RenderError(f"RgbdRenderer.render called {state}")
-        self._camera.fixedcamid = _camera_id(self._model, camera_name)
+        self._check_open("render")
+        assert self._gl is not None
         self._gl.make_current()
-        mujoco.mjv_updateScene(
-            self._model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL.value, self._scene
-        )
-        mujoco.mjr_render(self._rect, self._scene, self._ctx)
+        self._draw(self._model, data, camera_name, self._rect)
         # Colour and depth from the same frame, in one read.
         mujoco.mjr_readPixels(self._rgb, self._depth, self._rect, self._ctx)
         rgb = np.flipud(self._rgb).copy()
-        raw = np.flipud(self._depth).astype(np.float64)
-        # Undo the reversed-Z perspective projection (same float32 coefficients as glFrustum).
-        znear, zfar = np.float32(self.znear), np.float32(self.zfar)
-        c_coef = -(zfar + znear) / (zfar - znear)
-        d_coef = -(np.float32(2) * zfar * znear) / (zfar - znear)
-        c_coef = np.float32(-0.5) * c_coef - np.float32(0.5)
-        d_coef = np.float32(-0.5) * d_coef
-        with np.errstate(divide="ignore"):
-            metric = d_coef / (raw + c_coef)
-        lo, hi = depth_range if depth_range is not None else (0.0, math.inf)
-        # Background (far plane) has raw depth 0; no data is 0 like a RealSense.
-        valid = (raw > 0) & (metric >= lo) & (metric <= hi) & (metric < 0.999 * self.zfar)
-        depth = np.where(valid, metric, 0.0).astype(np.float32)
-        return rgb, depth
+        return rgb, self._metric_depth(np.flipud(self._depth), depth_range)
+
+
+def tile_grid(tiles: int, width: int, height: int) -> tuple[int, int]:
+    """Columns and rows of the most nearly square grid holding ``tiles`` tiles of ``width`` x ``height``."""
+    if tiles < 1:
+        raise RenderError(f"tiles: must be >= 1, got {tiles}")
+    cols = min(tiles, max(1, math.ceil(math.sqrt(tiles * height / width))))
+    return cols, math.ceil(tiles / cols)
+
+
+class TiledRenderer(_Renderer):
+    """Draws up to ``tiles`` views of one size into one framebuffer and reads them in one pass.
+
+    On a CPU rasteriser the cost of a render is mostly per pass (clears, shadow maps, the read-back), not
+    per pixel, so small views drawn side by side cost little more than one.  The views share the render
+    context, so they must come from models with the same uploaded assets (meshes, textures, height
+    fields) as the one given here: the same model, or copies compiled from the same world.
+
+    Example:
+        with TiledRenderer(model, 96, 72, tiles=16, profile=FAST) as tiled:
+            frames = tiled.render([(model, data_a, "realsense"), (model, data_b, "realsense")])
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        width: int,
+        height: int,
+        *,
+        tiles: int,
+        profile: RenderProfile | None = None,
+        max_geom: int = 10000,
+    ) -> None:
+        """Lay out the grid; the GL context, sized to hold it, is made in ``__enter__``.
+
+        Raises:
+            RenderError: ``tiles`` < 1 or a tile size < 1 px.
+        """
+        if width < 1 or height < 1:
+            raise RenderError(f"tile size must be >= 1 px, got {width}x{height}")
+        self.cols, self.rows = tile_grid(tiles, width, height)
+        self.tiles = tiles
+        self.tile_width, self.tile_height = width, height
+        super().__init__(model, self.cols * width, self.rows * height, profile, max_geom)
+        self._rgb = np.empty((self._height, self._width, 3), dtype=np.uint8)
+        self._depth = np.empty((self._height, self._width), dtype=np.float32)
+
+    def __enter__(self) -> TiledRenderer:
+        """Create the GL context, scene and MuJoCo render context."""
+        super().__enter__()
+        return self
+
+    def _tile_origin(self, index: int) -> tuple[int, int]:
+        """Bottom-left pixel (GL convention) of tile ``index``, filled row by row from the top."""
+        row, col = divmod(index, self.cols)
+        return col * self.tile_width, self._height - (row + 1) * self.tile_height
+
+    def render(
+        self, views: Sequence[View], *, depth_range: tuple[float, float] | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Render colour and depth of each view (at most ``tiles``) and read the framebuffer once.
+
+        Returns:
+            One ``(rgb, depth)`` per view, as :meth:`RgbdRenderer.render` returns them.
+
+        Raises:
+            RenderError: more views than tiles, or the renderer is not open.
+        """
+        self._check_open("render")
+        if len(views) > self.tiles:
+            raise RenderError(f"TiledRenderer.render: {len(views)} views for {self.tiles} tiles")
+        assert self._gl is not None
+        self._gl.make_current()
+        w, h = self.tile_width, self.tile_height
+        for i, (model, data, camera_name) in enumerate(views):
+            x, y = self._tile_origin(i)
+            self._draw(model, data, camera_name, mujoco.MjrRect(x, y, w, h))
+        full = mujoco.MjrRect(0, 0, self._width, self._height)
+        mujoco.mjr_readPixels(self._rgb, self._depth, full, self._ctx)
+        rgb_all = np.flipud(self._rgb)
+        depth_all = self._metric_depth(np.flipud(self._depth), depth_range)
+        out = []
+        for i in range(len(views)):
+            row, col = divmod(i, self.cols)
+            rows, cols = slice(row * h, (row + 1) * h), slice(col * w, (col + 1) * w)
+            out.append((rgb_all[rows, cols].copy(), depth_all[rows, cols].copy()))
+        return out

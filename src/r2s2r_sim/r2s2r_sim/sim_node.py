@@ -130,6 +130,7 @@ class SimNodeConfig:
     policy_id: str = ""
     variations: str = ""
     ack_timeout_s: float = 10.0
+    render_profile: str = ""
 
 
 _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
@@ -170,6 +171,11 @@ _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "publisher of the heartbeat is left, ends the episode as failed with reason policy_lost (it keeps "
         "serving); 0: never.",
         (0.0, 3600.0),
+    ),
+    "render_profile": (
+        "Render profile (world.yaml render_profiles, e.g. full or fast) every camera is drawn with; "
+        "empty: each camera's declared render_profile.",
+        None,
     ),
 }
 
@@ -246,6 +252,7 @@ class _CameraOut:
     color_info_pub: Publisher
     depth_pub: Publisher
     depth_info_pub: Publisher
+    profile: Any = None  # RenderProfile the camera is drawn with
 
 
 @dataclass(frozen=True)
@@ -312,6 +319,12 @@ class SimNode(Node):
         except VariationError as err:
             raise SimNodeError(f"parameter variations: {err} (with seed {cfg.seed})") from None
         self._check_rates()
+        profiles = self.world.config.render_profiles
+        if cfg.render_profile and cfg.render_profile not in profiles:
+            raise SimNodeError(
+                f"parameter render_profile: got {cfg.render_profile!r}, allowed: '' or one of the world's "
+                f"profiles {sorted(profiles)}"
+            )
         self.interface: Interface = declare_interface(self)
         self._task = self._make_task()
 
@@ -516,12 +529,15 @@ class SimNode(Node):
         for cam in world.config.cameras:
             cid = world.camera_id(cam.name)
             mjcf_name = model.camera(cid).name
+            profile = world.config.render_profile(cam, self.config.render_profile or None)
+            width, height = profile.size(cam.width, cam.height)
             if cam.name in old:
                 cams.append(
                     dataclasses.replace(
                         old[cam.name],
                         mjcf_camera=mjcf_name,
-                        k=camera_intrinsics(model, mjcf_name, cam.width, cam.height),
+                        k=camera_intrinsics(model, mjcf_name, width, height),
+                        profile=profile,
                     )
                 )
                 continue
@@ -529,17 +545,18 @@ class SimNode(Node):
                 _CameraOut(
                     name=cam.name,
                     mjcf_camera=mjcf_name,
-                    width=cam.width,
-                    height=cam.height,
+                    width=width,
+                    height=height,
                     frame_id=cam.frame_id,
                     depth_range=cam.depth_range,
-                    k=camera_intrinsics(model, mjcf_name, cam.width, cam.height),
+                    k=camera_intrinsics(model, mjcf_name, width, height),
                     static=int(model.cam_bodyid[cid]) == 0
                     and int(model.cam_mode[cid]) == int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED),
                     color_pub=self._pub("color_image", cam.name),
                     color_info_pub=self._pub("color_info", cam.name),
                     depth_pub=self._pub("depth_image", cam.name),
                     depth_info_pub=self._pub("depth_info", cam.name),
+                    profile=profile,
                 )
             )
         return cams
@@ -971,7 +988,7 @@ class SimNode(Node):
 
         model = self.world.model
         data = mujoco.MjData(model)
-        renderers: dict[tuple[int, int], RgbdRenderer] = {}
+        renderers: dict[tuple[int, int, str], RgbdRenderer] = {}
 
         def open_renderers(outs: Sequence[_CameraOut]) -> None:
             # GL contexts are made current on this thread only, so (re)building them happens here.
@@ -979,9 +996,11 @@ class SimNode(Node):
                 r.close()
             renderers.clear()
             for cam in outs:
-                key = (cam.width, cam.height)
+                key = (cam.width, cam.height, cam.profile.name)
                 if key not in renderers:
-                    renderers[key] = RgbdRenderer(model, cam.width, cam.height).__enter__()
+                    renderers[key] = RgbdRenderer(
+                        model, cam.width, cam.height, profile=cam.profile
+                    ).__enter__()
 
         try:
             open_renderers(self._cameras)
@@ -1017,7 +1036,7 @@ class SimNode(Node):
                     started = time.perf_counter()
                     for index in job.cameras:
                         cam = job.outs[index]
-                        rgb, depth = renderers[(cam.width, cam.height)].render(
+                        rgb, depth = renderers[(cam.width, cam.height, cam.profile.name)].render(
                             data, cam.mjcf_camera, depth_range=cam.depth_range
                         )
                         self._publish_frame(cam, rgb, depth_to_uint16_mm(depth), stamp)

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import yaml
 
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.render_profile import BUILTIN_PROFILES, RenderProfile, parse_profiles, resolve_profile
 
 __all__ = [
     "WORLD_FILE",
@@ -170,6 +171,7 @@ class CameraConfig:
         rate_hz: publication rate (Hz).
         frame_id: optical frame id (REP-103: z forward, x right, y down).
         depth_range: ``[min, max]`` valid depth (m); depth outside is reported as 0.
+        render_profile: name of the world's render profile this camera is drawn with by default.
     """
 
     name: str
@@ -179,6 +181,7 @@ class CameraConfig:
     rate_hz: float
     frame_id: str
     depth_range: tuple[float, float] = (0.1, 10.0)
+    render_profile: str = "full"
 
     def __post_init__(self) -> None:
         _check(self.width > 0, "width", f"must be > 0, got {self.width}")
@@ -269,6 +272,7 @@ class WorldConfig:
         cameras: RGB-D cameras.
         task: task, if any.
         physics: physics overrides.
+        render_profiles: named render profiles: the built-in ``full`` and ``fast`` and the file's own.
         allow_external_paths: whether file references may leave the world folder (test worlds only).
     """
 
@@ -280,6 +284,7 @@ class WorldConfig:
     cameras: tuple[CameraConfig, ...] = ()
     task: TaskConfig | None = None
     physics: PhysicsConfig = dataclasses.field(default_factory=PhysicsConfig)
+    render_profiles: Mapping[str, RenderProfile] = dataclasses.field(default_factory=lambda: BUILTIN_PROFILES)
     allow_external_paths: bool = False
 
     def __post_init__(self) -> None:
@@ -287,6 +292,17 @@ class WorldConfig:
         names = [c.name for c in self.cameras]
         dup = sorted({n for n in names if names.count(n) > 1})
         _check(not dup, "cameras", f"duplicate camera names {dup}")
+        for i, cam in enumerate(self.cameras):
+            resolve_profile(self.render_profiles, cam.render_profile, where=f"cameras[{i}].render_profile")
+
+    def render_profile(self, camera: CameraConfig, name: str | None = None) -> RenderProfile:
+        """The profile ``camera`` is drawn with: ``name`` if given (a run's choice), else its declared one.
+
+        Raises:
+            WorldError: no profile called ``name``.
+        """
+        chosen = camera.render_profile if name is None else name
+        return resolve_profile(self.render_profiles, chosen, where=f"{self.source}: render_profile")
 
     def camera(self, name: str) -> CameraConfig:
         """Return the camera config called ``name``.
@@ -500,6 +516,7 @@ def _parse_camera(r: _Reader) -> CameraConfig:
         "height": r.int_("height"),
         "rate_hz": r.float_("rate_hz"),
         "frame_id": r.str_("frame_id"),
+        "render_profile": r.str_("render_profile", required=False, default="full"),
     }
     if depth_range is not None:
         kwargs["depth_range"] = depth_range
@@ -586,6 +603,7 @@ def load_world_config(world_dir: str | Path) -> WorldConfig:
         if physics_r is None
         else physics_r.build(PhysicsConfig, timestep=physics_r.float_("timestep", required=False))
     )
+    render_profiles = parse_profiles(top.sub("render_profiles", required=False))
     return top.build(
         WorldConfig,
         source=source,
@@ -596,5 +614,6 @@ def load_world_config(world_dir: str | Path) -> WorldConfig:
         cameras=tuple(cameras),
         task=None if task_r is None else _parse_task(task_r),
         physics=physics,
+        render_profiles=render_profiles,
         allow_external_paths=allow_external,
     )

@@ -12,12 +12,22 @@ import torch
 
 from r2s2r_eval.policies.bc.config import BCParams
 from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
-from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
+from r2s2r_eval.policy import (
+    Action,
+    EpisodeInfo,
+    ImageRequest,
+    Observation,
+    ObservationKind,
+    Policy,
+    PolicyError,
+)
 
 __all__ = ["BCPolicy", "load_checkpoint"]
 
 CHECKPOINT_WEIGHTS = "policy.pt"
 CHECKPOINT_CONFIG = "config.json"
+# Demonstration frames are drawn at twice the recorded size and area-downscaled (DemoConfig.render_scale).
+_DEMO_RENDER_SCALE = 2
 
 
 def load_checkpoint(folder: str | Path) -> tuple[BCNet, dict[str, Any]]:
@@ -88,6 +98,13 @@ class BCPolicy(Policy):
         """The training data's rate unless overridden."""
         return self._rate
 
+    def image_request(self) -> ImageRequest:
+        """The network's input size, one frame per control step, drawn as the demonstrations were."""
+        m = self.model.cfg
+        return ImageRequest(
+            width=m.image_width, height=m.image_height, rate_hz=self._rate, supersample=_DEMO_RENDER_SCALE
+        )
+
     def reset(self, info: EpisodeInfo) -> None:
         """Check the episode's arm against the checkpoint's."""
         if tuple(info.arm_joint_names) != self.arm_names:
@@ -124,7 +141,9 @@ class BCPolicy(Policy):
             if self._t0 is None:
                 self._t0 = observation.stamp
             state = np.append(state, np.float32(observation.stamp - self._t0))
-        image = torch.from_numpy(np.ascontiguousarray(rgb)).permute(2, 0, 1)[None].float() / 255.0
+        # A frame already at the input size comes straight from the (read-only) message buffer.
+        pixels = torch.from_numpy(np.require(rgb, requirements=("C", "W")))
+        image = pixels.permute(2, 0, 1)[None].float() / 255.0
         s = torch.from_numpy((state - self._state_mean) / self._state_std)[None]
         k = m.chunk
         pred = self.model(image, s)[0].numpy().reshape(k, -1) * self._action_std + self._action_mean

@@ -1,0 +1,128 @@
+"""Camera frames for in-process runs: drawn with the run's render profile at the size the policy reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Protocol
+
+import cv2
+import mujoco
+import numpy as np
+
+from r2s2r_sim.render_profile import RenderProfile
+from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics
+from r2s2r_sim.world_config import CameraConfig
+
+__all__ = ["CameraFrames", "Frame", "ImageSize", "frame_size"]
+
+
+class ImageSize(Protocol):
+    """The image a consumer reads (a policy's ``ImageRequest`` is one): size and supersampling."""
+
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def supersample(self) -> int: ...
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """One rendered camera frame.
+
+    Attributes:
+        rgb: colour, (H, W, 3) uint8.
+        depth: aligned metric depth (m), (H, W) float32; 0 = no data.
+        k: intrinsics (3, 3) of this size.
+    """
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    k: np.ndarray
+
+    @property
+    def width(self) -> int:
+        """Image width (px)."""
+        return int(self.rgb.shape[1])
+
+    @property
+    def height(self) -> int:
+        """Image height (px)."""
+        return int(self.rgb.shape[0])
+
+
+def frame_size(camera: CameraConfig, profile: RenderProfile, request: ImageSize | None) -> tuple[int, int]:
+    """The delivered image size: the policy's request, else the profile's size, else the camera's."""
+    if request is not None:
+        return request.width, request.height
+    return profile.size(camera.width, camera.height)
+
+
+class CameraFrames:
+    """Renders one world camera with one profile, at whatever size each call asks; a context manager.
+
+    A renderer (GL context) is made per drawn size on first use and kept, so a runner that serves
+    policies with different requests pays each context once.
+    """
+
+    def __init__(
+        self, model: mujoco.MjModel, mjcf_camera: str, camera: CameraConfig, profile: RenderProfile
+    ) -> None:
+        """Remember what to draw; no GL resources are made until the first :meth:`render`."""
+        self._model = model
+        self._mjcf_camera = mjcf_camera
+        self.camera = camera
+        self.profile = profile
+        self._renderers: dict[tuple[int, int], RgbdRenderer] = {}
+        self._k: dict[tuple[int, int], np.ndarray] = {}
+        self.renders = 0
+
+    def __enter__(self) -> CameraFrames:
+        """Nothing to open yet (renderers open on first use)."""
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close every renderer."""
+        self.close()
+
+    def close(self) -> None:
+        """Release the GL contexts."""
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers.clear()
+
+    def _renderer(self, width: int, height: int) -> RgbdRenderer:
+        key = (width, height)
+        renderer = self._renderers.get(key)
+        if renderer is None:
+            renderer = RgbdRenderer(self._model, width, height, profile=self.profile).__enter__()
+            self._renderers[key] = renderer
+        return renderer
+
+    def render(self, data: mujoco.MjData, request: ImageSize | None = None) -> Frame:
+        """Draw the camera from ``data`` at the requested size (see :func:`frame_size`).
+
+        With ``request.supersample`` = s > 1 the frame is drawn at s times the size; colour is
+        area-downscaled and depth takes the nearest drawn pixel (averaging depth would invent surfaces
+        at edges).
+
+        Raises:
+            WorldError: the drawn size exceeds the model's offscreen buffer.
+        """
+        width, height = frame_size(self.camera, self.profile, request)
+        s = 1 if request is None else request.supersample
+        rgb, depth = self._renderer(width * s, height * s).render(
+            data, self._mjcf_camera, depth_range=self.camera.depth_range
+        )
+        if s > 1:
+            rgb = cv2.resize(rgb, (width, height), interpolation=cv2.INTER_AREA)
+            depth = np.ascontiguousarray(depth[s // 2 :: s, s // 2 :: s])
+        self.renders += 1
+        k = self._k.get((width, height))
+        if k is None:
+            k = self._k[(width, height)] = camera_intrinsics(self._model, self._mjcf_camera, width, height)
+        return Frame(rgb, depth, k)
