@@ -51,6 +51,7 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm  # noqa: E402
+from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, SensorState, read_sensor_sections  # noqa: E402
 from r2s2r_sim.task import Outcome, PickPlaceTask  # noqa: E402
 from r2s2r_sim.variations.physics import _is_position_servo  # noqa: E402
 from r2s2r_sim.world import CommandCheck, SimWorld  # noqa: E402
@@ -261,6 +262,7 @@ class HardwareProfile:
     physics: PhysicsProfile = field(default_factory=PhysicsProfile)
     objects: Mapping[str, ObjectProfile] = field(default_factory=dict)
     lights: Mapping[str, LightProfile] = field(default_factory=dict)
+    sensors: SensorEffects = field(default_factory=SensorEffects)
 
 
 class _Reader:
@@ -360,7 +362,7 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
     top = r.mapping(raw, "<top level>")
     r.only(
         top,
-        {"name", "world", "driver", "camera", "physics", "objects", "lights"},
+        {"name", "world", "driver", "camera", "physics", "objects", "lights"} | SECTIONS,
         "",
         {"name", "world", "driver", "camera"},
     )
@@ -374,6 +376,7 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
         physics=_read_physics(r, top.get("physics") or {}),
         objects=_read_objects(r, top.get("objects") or {}),
         lights=_read_lights(r, top.get("lights") or {}),
+        sensors=read_sensor_sections(r, top),
     )
 
 
@@ -564,9 +567,19 @@ class DistortedRgbdCamera:
     """
 
     def __init__(
-        self, model: mujoco.MjModel, mjcf_camera: str, camera: CameraProfile, depth_range: tuple[float, float]
+        self,
+        model: mujoco.MjModel,
+        mjcf_camera: str,
+        camera: CameraProfile,
+        depth_range: tuple[float, float],
+        *,
+        sensors: SensorEffects | None = None,
+        episode_seed: Callable[[], int] | None = None,
     ) -> None:
         """Compute the remap tables; the GL context is made in ``__enter__``.
+
+        ``sensors`` adds the profile's sensor effects (noise, holes, drift) to every frame; their random
+        draws follow ``episode_seed()`` (the cell's current episode) and the frame's index in it.
 
         Raises:
             WorldError: the model's offscreen buffer is smaller than the render (see ``render_geometry``).
@@ -579,6 +592,14 @@ class DistortedRgbdCamera:
         self.render_k = camera_intrinsics(model, mjcf_camera, width, height)
         self.map_x, self.map_y = distortion_maps(camera, self.render_k)
         self._renderer = RgbdRenderer(model, width, height)
+        self._sensor = (
+            None
+            if sensors is None or sensors.ideal
+            else SensorState(sensors, (camera.height, camera.width), camera.intrinsics.fx, camera.intrinsics.k())
+        )
+        self._episode_seed = episode_seed
+        self.dropped = False  # the last rendered frame is lost by the driver (never published)
+        self.stamp_offset_s = 0.0  # to add to the last frame's ideal stamp (driver timestamp jitter)
 
     def __enter__(self) -> DistortedRgbdCamera:
         """Create the renderer's GL context."""
@@ -604,6 +625,15 @@ class DistortedRgbdCamera:
         out_depth = cv2.remap(
             depth, self.map_x, self.map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0
         )
+        if self._sensor is not None:
+            seed = self._episode_seed() if self._episode_seed is not None else 0
+            if seed != self._sensor.seed:
+                self._sensor.start_episode(seed)
+            rng = self._sensor.next_frame()
+            self.dropped = self._sensor.drop(rng)
+            self.stamp_offset_s = self._sensor.stamp_offset(rng)
+            out_rgb = self._sensor.color(out_rgb, rng)
+            out_depth = self._sensor.depth(out_depth, rng)
         return out_rgb, depth_to_uint16_mm(out_depth)
 
 
@@ -936,7 +966,14 @@ class EmulatedArm:
 
     def camera_renderer(self) -> DistortedRgbdCamera:
         """A distorted RGB-D renderer of the profile's camera (enter it on the thread that renders)."""
-        return DistortedRgbdCamera(self.world.model, self.mjcf_camera, self.profile.camera, self.depth_range)
+        return DistortedRgbdCamera(
+            self.world.model,
+            self.mjcf_camera,
+            self.profile.camera,
+            self.depth_range,
+            sensors=self.profile.sensors,
+            episode_seed=lambda: self.episode_seed,
+        )
 
     # ---------------------------------------------------------------------------------- judging
 
