@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from r2s2r_sim.emulated_hardware import EmulatedArm, HardwareProfileError, load_hardware_profile
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.sensor_effects import (
@@ -94,8 +93,9 @@ def test_depth_holes_at_edges_and_shadows_in_the_published_image() -> None:
 
 
 def test_colour_noise_follows_photon_transfer() -> None:
-    sensor = ColorSensor(full_well_e=4000.0, read_noise_e=3.0, exposure_drift=0.0, white_balance_drift=0.0,
-                         vignetting=0.0)
+    sensor = ColorSensor(
+        full_well_e=4000.0, read_noise_e=3.0, exposure_drift=0.0, white_balance_drift=0.0, vignetting=0.0
+    )
     state = _state(color=sensor)
     for level in (40, 200):
         out = state.color(np.full((H, W, 3), level, np.uint8), state.next_frame()).astype(float)
@@ -118,8 +118,9 @@ def test_exposure_and_white_balance_drift_per_episode_and_repeat_per_seed() -> N
 
 
 def test_vignetting_darkens_the_corners() -> None:
-    sensor = ColorSensor(full_well_e=1e7, read_noise_e=0.0, exposure_drift=0.0, white_balance_drift=0.0,
-                         vignetting=0.3)
+    sensor = ColorSensor(
+        full_well_e=1e7, read_noise_e=0.0, exposure_drift=0.0, white_balance_drift=0.0, vignetting=0.3
+    )
     state = _state(color=sensor)
     out = state.color(np.full((H, W, 3), 200, np.uint8), state.next_frame()).astype(float)
     centre = out[H // 2, W // 2].mean()
@@ -175,7 +176,9 @@ def _frames(profile: Path, seed: int) -> tuple[np.ndarray, np.ndarray]:
         return cam.render(arm.world.data)
 
 
-def test_ideal_profile_renders_exactly_as_without_sensor_sections_and_realistic_differs(tmp_path: Path) -> None:
+def test_ideal_profile_is_untouched_and_realistic_differs(
+    tmp_path: Path,
+) -> None:
     ideal = _frames(PROFILES / "default_profile.yaml", 4)
     empty = _profile_with(tmp_path, "depth_sensor:\ncolor_sensor:\nframe_timing:\n")
     again = _frames(empty, 4)

@@ -50,6 +50,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
+from r2s2r_sim.arm_effects import ArmEffects, ArmEffectsState, limit_torques, read_arm_effects  # noqa: E402
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm  # noqa: E402
 from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, SensorState, read_sensor_sections  # noqa: E402
 from r2s2r_sim.task import Outcome, PickPlaceTask  # noqa: E402
@@ -263,6 +264,7 @@ class HardwareProfile:
     objects: Mapping[str, ObjectProfile] = field(default_factory=dict)
     lights: Mapping[str, LightProfile] = field(default_factory=dict)
     sensors: SensorEffects = field(default_factory=SensorEffects)
+    arm: ArmEffects = field(default_factory=ArmEffects)
 
 
 class _Reader:
@@ -362,7 +364,7 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
     top = r.mapping(raw, "<top level>")
     r.only(
         top,
-        {"name", "world", "driver", "camera", "physics", "objects", "lights"} | SECTIONS,
+        {"name", "world", "driver", "camera", "physics", "objects", "lights", "arm_effects"} | SECTIONS,
         "",
         {"name", "world", "driver", "camera"},
     )
@@ -377,6 +379,7 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
         objects=_read_objects(r, top.get("objects") or {}),
         lights=_read_lights(r, top.get("lights") or {}),
         sensors=read_sensor_sections(r, top),
+        arm=read_arm_effects(r, top),
     )
 
 
@@ -713,6 +716,10 @@ class _ProfileEditor:
 
     def __call__(self, spec: mujoco.MjSpec) -> None:
         phys = self.p.physics
+        limit_torques(
+            spec, self.p.arm, lambda n: self._get(spec.joint, n),
+            lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}"),
+        )
         for name, mass in phys.body_masses_kg.items():
             body = self._get(spec.body, name)
             if body is None:
@@ -882,6 +889,9 @@ class EmulatedArm:
         self._delay: CommandDelay[_Command] = CommandDelay(profile.driver.command_latency_s)
         self._rng = np.random.default_rng(seed)
         self.seed = seed
+        self._arm_fx = (
+            None if profile.arm.rigid else ArmEffectsState(self.world.model, profile.arm, config.robot.prefix)
+        )
         task_cfg = self.world.config.task
         self._task = (
             PickPlaceTask(task_cfg) if task_cfg is not None and task_cfg.type is TaskType.PICK_PLACE else None
@@ -898,6 +908,8 @@ class EmulatedArm:
         commands are dropped.  ``clock`` keeps running.
         """
         self.world.reset(int(seed))
+        if self._arm_fx is not None:
+            self._arm_fx.command_changed(self.world.data)
         self._delay.clear()
         self.episode_seed = int(seed)
         self.episode_start = self.clock
@@ -946,11 +958,16 @@ class EmulatedArm:
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
         for _ in range(n):
-            for cmd in self._delay.pop_due(self.clock):
+            due = self._delay.pop_due(self.clock)
+            for cmd in due:
                 if cmd.kind == "arm":
                     self.world.set_arm_command(cmd.value)
                 else:
                     self.world.set_gripper_command(float(cmd.value[0]))
+            if self._arm_fx is not None:
+                if due:
+                    self._arm_fx.command_changed(self.world.data)
+                self._arm_fx.before_step(self.world.data)
             self.world.step(1)
             self.clock += self.dt
 
@@ -959,6 +976,8 @@ class EmulatedArm:
         pos, vel, eff = self.world.joint_state()
         drv = self.profile.driver
         pos = pos + self._rng.normal(0.0, drv.position_noise_std_rad, pos.shape)
+        if self._arm_fx is not None:
+            pos = self._arm_fx.measure(pos, self.world.state_qpos_addresses)
         vel = vel + self._rng.normal(0.0, drv.velocity_noise_std_rad_s, vel.shape)
         return pos, vel, eff
 

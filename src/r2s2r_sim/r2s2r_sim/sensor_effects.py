@@ -141,7 +141,9 @@ _TIMING_FIELDS = {
 SECTIONS = frozenset({"depth_sensor", "color_sensor", "frame_timing"})
 
 
-def _read(r: _Reader, value: Any, name: str, fields: Mapping[str, tuple[float, float, bool]]) -> dict[str, float]:
+def _read(
+    r: _Reader, value: Any, name: str, fields: Mapping[str, tuple[float, float, bool]]
+) -> dict[str, float]:
     data = r.mapping(value, name)
     r.only(data, set(fields), name)
     return {
@@ -235,7 +237,9 @@ class SensorState:
     images whatever else ran before it.
     """
 
-    def __init__(self, effects: SensorEffects, shape: tuple[int, int], focal_px: float, k: np.ndarray) -> None:
+    def __init__(
+        self, effects: SensorEffects, shape: tuple[int, int], focal_px: float, k: np.ndarray
+    ) -> None:
         self.effects = effects
         self.shape = shape
         self.focal_px = focal_px
@@ -243,7 +247,9 @@ class SensorState:
         u, v = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
         r2 = ((u - k[0, 2]) / k[0, 0]) ** 2 + ((v - k[1, 2]) / k[1, 1]) ** 2
         corner = max(
-            ((x - k[0, 2]) / k[0, 0]) ** 2 + ((y - k[1, 2]) / k[1, 1]) ** 2 for x in (0, w - 1) for y in (0, h - 1)
+            ((x - k[0, 2]) / k[0, 0]) ** 2 + ((y - k[1, 2]) / k[1, 1]) ** 2
+            for x in (0, w - 1)
+            for y in (0, h - 1)
         )
         self._radius2 = r2 / corner  # 1 at the farthest corner
         self.seed: int | None = None

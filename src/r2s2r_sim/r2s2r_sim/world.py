@@ -596,6 +596,11 @@ class SimWorld:
 
     # ------------------------------------------------------------------------------------------ state
 
+    @property
+    def state_qpos_addresses(self) -> np.ndarray:
+        """``qpos`` address of each joint of :meth:`joint_state`, in ``joint_names`` order."""
+        return np.asarray(self._state_qadr).copy()
+
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions, velocities and efforts in ``joint_names`` order.
 

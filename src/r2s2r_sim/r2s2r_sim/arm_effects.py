@@ -1,0 +1,215 @@
+"""What a real arm adds to a rigid MuJoCo chain: Stribeck friction, backlash, torque limits, encoders.
+
+Part of the EMULATED HARDWARE (a stand-in for a real arm).  MuJoCo's joints have viscous damping and a
+constant ``frictionloss``; a geared joint also has static friction that drops to Coulomb friction over a
+Stribeck velocity (the usual model, e.g. Olsson et al., "Friction models and friction compensation",
+European Journal of Control 4(3), 1998), play in the gears (backlash: the servo pushes only once the gear
+gap is taken up), a motor torque limit, and an encoder that reports positions in counts.  None of these has
+a parameter in the simulated world, so identification can only find effective values for them.
+
+Each effect is optional; a profile without the ``arm_effects`` section is the rigid chain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+
+__all__ = ["ArmEffects", "ArmEffectsState", "JointEffects", "read_arm_effects"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class JointEffects:
+    """One joint's unmodelled effects (SI: N m, rad, rad/s; N, m, m/s for a slide joint).
+
+    Attributes:
+        torque_limit: the motor's peak torque; the servo saturates there (``None``: the MJCF's).
+        static_friction: breakaway friction at rest.
+        coulomb_friction: sliding friction at speed (at most ``static_friction``).
+        stribeck_velocity: speed over which friction falls from static to Coulomb.
+        viscous_friction: friction per unit speed, on top of the MJCF damping.
+        backlash: total play of the gears (the servo applies no torque inside +-backlash/2).
+    """
+
+    torque_limit: float | None = None
+    static_friction: float = 0.0
+    coulomb_friction: float = 0.0
+    stribeck_velocity: float = 0.05
+    viscous_friction: float = 0.0
+    backlash: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.coulomb_friction > self.static_friction:
+            raise ValueError(
+                "coulomb_friction must not exceed static_friction: got "
+                f"{self.coulomb_friction} and {self.static_friction}"
+            )
+
+    def dry_friction(self, velocity: np.ndarray | float) -> np.ndarray | float:
+        """Magnitude of the dry (static-to-Coulomb) friction at ``velocity``: the Stribeck curve."""
+        v = np.asarray(velocity, dtype=np.float64)
+        return self.coulomb_friction + (self.static_friction - self.coulomb_friction) * np.exp(
+            -((v / self.stribeck_velocity) ** 2)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArmEffects:
+    """The arm section of a hardware profile.
+
+    Attributes:
+        encoder_counts_per_rev: measured hinge positions are whole counts of ``2 pi / counts``
+            (``None``: not quantised).
+        joints: per-joint effects, by unprefixed joint name.
+    """
+
+    encoder_counts_per_rev: int | None = None
+    joints: Mapping[str, JointEffects] = field(default_factory=dict)
+
+    @property
+    def rigid(self) -> bool:
+        """True when nothing is on: the arm is MuJoCo's rigid chain."""
+        return self.encoder_counts_per_rev is None and not self.joints
+
+
+_JOINT_FIELDS = {
+    "torque_limit": (0.0, 1e5, True),
+    "static_friction": (0.0, 1e4, False),
+    "coulomb_friction": (0.0, 1e4, False),
+    "stribeck_velocity": (0.0, 100.0, True),
+    "viscous_friction": (0.0, 1e4, False),
+    "backlash": (0.0, 0.5, False),
+}
+
+
+def read_arm_effects(r: Any, top: Mapping[str, Any]) -> ArmEffects:
+    """The optional ``arm_effects`` section of a hardware profile (``r``: the profile's field reader).
+
+    Raises:
+        The reader's error, naming the field, for unknown keys and out-of-range values.
+    """
+    value = top.get("arm_effects")
+    if value is None:
+        return ArmEffects()
+    data = r.mapping(value, "arm_effects")
+    r.only(data, {"encoder_counts_per_rev", "joints"}, "arm_effects")
+    counts = None
+    if data.get("encoder_counts_per_rev") is not None:
+        counts = r.integer(data["encoder_counts_per_rev"], "arm_effects.encoder_counts_per_rev", 16, 1 << 30)
+    joints: dict[str, JointEffects] = {}
+    for name, jvalue in r.mapping(data.get("joints") or {}, "arm_effects.joints").items():
+        fld = f"arm_effects.joints.{name}"
+        jdata = r.mapping(jvalue, fld)
+        r.only(jdata, set(_JOINT_FIELDS), fld)
+        values = {
+            key: r.number(jdata[key], f"{fld}.{key}", low, high, low_open=low_open)
+            for key, (low, high, low_open) in _JOINT_FIELDS.items()
+            if jdata.get(key) is not None
+        }
+        try:
+            joints[str(name)] = JointEffects(**values)
+        except ValueError as err:
+            raise r.fail(fld, str(err)) from None
+    return ArmEffects(encoder_counts_per_rev=counts, joints=joints)
+
+
+def limit_torques(
+    spec: mujoco.MjSpec,
+    effects: ArmEffects,
+    find_joint: Callable[[str], Any],
+    fail: Callable[[str, str], Exception],
+) -> None:
+    """Saturate the actuator of every joint with a ``torque_limit`` (edits ``spec``)."""
+    for name, joint in effects.joints.items():
+        mj_joint = find_joint(name)
+        if mj_joint is None:
+            raise fail(
+                f"arm_effects.joints.{name}",
+                f"no joint {name!r} in the world (joints: {sorted(j.name for j in spec.joints if j.name)})",
+            )
+        if joint.torque_limit is None:
+            continue
+        acts = [
+            a for a in spec.actuators if a.trntype == mujoco.mjtTrn.mjTRN_JOINT and a.target == mj_joint.name
+        ]
+        if not acts:
+            raise fail(f"arm_effects.joints.{name}.torque_limit", f"joint {name!r} has no actuator to limit")
+        for act in acts:
+            act.forcelimited = True
+            act.forcerange = np.array([-joint.torque_limit, joint.torque_limit])
+
+
+class ArmEffectsState:
+    """Applies friction and backlash before every physics step, and quantises the measured positions.
+
+    Dry friction goes through MuJoCo's own friction-loss constraint, whose level is set before each step
+    to the Stribeck curve at the joint's speed: a constraint, unlike a smooth force, holds the joint
+    at rest up to the breakaway level (but for a slow creep, see below).  Viscous friction is an applied force.  The joint's
+    ``frictionloss`` from the MJCF or the profile's ``physics`` section is replaced, not added to.
+    """
+
+    def __init__(self, model: mujoco.MjModel, effects: ArmEffects, prefix: str) -> None:
+        self.effects = effects
+        self.model = model
+        self._friction: list[tuple[int, JointEffects]] = []
+        self._backlash: list[tuple[int, int, float]] = []  # (actuator, qpos address, half play)
+        for name, joint in effects.joints.items():
+            jid = next(
+                i
+                for i in (
+                    mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in (name, prefix + name)
+                )
+                if i >= 0
+            )
+            if joint.static_friction > 0 or joint.viscous_friction > 0:
+                dof = int(model.jnt_dofadr[jid])
+                self._friction.append((dof, joint))
+                if joint.static_friction > 0:
+                    # MuJoCo's friction loss is a soft constraint that lets a joint creep under a force
+                    # below the level; the stiffest stable setting keeps that creep to ~1 mrad/s.
+                    model.dof_solref[dof] = (2 * model.opt.timestep, 1.0)
+                    model.dof_solimp[dof] = (0.99, 0.999, 0.001, 0.5, 2.0)
+            if joint.backlash > 0:
+                for act in range(model.nu):
+                    if (
+                        model.actuator_trntype[act] == mujoco.mjtTrn.mjTRN_JOINT
+                        and model.actuator_trnid[act, 0] == jid
+                    ):
+                        self._backlash.append((act, int(model.jnt_qposadr[jid]), joint.backlash / 2))
+        hinge = model.jnt_type == mujoco.mjtJoint.mjJNT_HINGE
+        self._hinge_qadr = set(int(a) for a in model.jnt_qposadr[hinge])
+        self._setpoints: dict[int, float] = {}
+
+    def command_changed(self, data: mujoco.MjData) -> None:
+        """Take the servo setpoints the driver just wrote to ``data.ctrl`` (before the backlash)."""
+        for act, _, _ in self._backlash:
+            self._setpoints[act] = float(data.ctrl[act])
+
+    def before_step(self, data: mujoco.MjData) -> None:
+        """Friction into ``qfrc_applied``; each backlash servo's input moved inside the gear play."""
+        for dof, joint in self._friction:
+            v = float(data.qvel[dof])
+            if joint.static_friction > 0:
+                self.model.dof_frictionloss[dof] = joint.dry_friction(v)
+            data.qfrc_applied[dof] = -joint.viscous_friction * v
+        for act, qadr, half in self._backlash:
+            target = self._setpoints.get(act, float(data.ctrl[act]))
+            error = target - float(data.qpos[qadr])
+            play = math.copysign(max(abs(error) - half, 0.0), error)
+            data.ctrl[act] = float(data.qpos[qadr]) + play
+
+    def measure(self, positions: np.ndarray, qpos_addresses: np.ndarray) -> np.ndarray:
+        """Hinge positions rounded to whole encoder counts (others unchanged)."""
+        counts = self.effects.encoder_counts_per_rev
+        if counts is None:
+            return positions
+        step = 2 * math.pi / counts
+        hinge = np.array([int(a) in self._hinge_qadr for a in qpos_addresses])
+        out = positions.copy()
+        out[hinge] = np.rint(out[hinge] / step) * step
+        return out
