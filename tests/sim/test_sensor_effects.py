@@ -191,3 +191,37 @@ def test_ideal_profile_is_untouched_and_realistic_differs(
     both = (depth > 0) & (ideal[1] > 0)
     err = depth[both].astype(float) - ideal[1][both].astype(float)
     assert 0.5 < np.sqrt(np.mean(err**2)) < 30  # mm: noisy but the same scene
+
+
+def test_motion_blur_length_is_proportional_to_speed(tmp_path: Path) -> None:
+    profile = _profile_with(
+        tmp_path,
+        "color_sensor: {full_well_e: 10000000.0, read_noise_e: 0, exposure_drift: 0, white_balance_drift: 0, "
+        "vignetting: 0, exposure_s: 0.02, motion_blur_samples: 9}",
+    )
+    arm = EmulatedArm("tabletop-pick-v1", load_hardware_profile(profile), seed=1)
+    model, data = arm.world.model, arm.world.data
+    cube = int(model.jnt_qposadr[list(model.jnt_type).index(0)])  # the free joint of the task object
+    with arm.camera_renderer() as cam:
+        sharp, depth = cam.render(data)
+        red = (sharp[..., 0].astype(int) - sharp[..., 1]) > 80
+        ys, xs = np.nonzero(red)
+        z = float(np.median(depth[red])) / 1000.0
+        y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min() - 40, xs.max() + 40
+
+        def variance(img: np.ndarray) -> float:  # horizontal spread of the cube's redness
+            r = img[y0:y1, x0:x1, 0].astype(float) - img[y0:y1, x0:x1, 1]
+            w = np.clip(r - np.median(r[:, :10]), 0, None).sum(axis=0)
+            x = np.arange(w.size)
+            mean = (w * x).sum() / w.sum()
+            return float((w * (x - mean) ** 2).sum() / w.sum())
+
+        sharp_var = variance(sharp)
+        for dy in (0.01, 0.02):  # the cube moved dy (m) sideways during the exposure
+            start = data.qpos.copy()
+            start[cube + 1] -= dy
+            rgb, _ = cam.render(data, motion_from=start)
+            length = np.sqrt(12 * (variance(rgb) - sharp_var))  # a box blur of length L adds L^2 / 12
+            assert length == pytest.approx(cam.camera.intrinsics.fx * dy / z, rel=0.2)
+        still, _ = cam.render(data, motion_from=data.qpos.copy())
+        np.testing.assert_array_equal(still, sharp)

@@ -578,11 +578,14 @@ class DistortedRgbdCamera:
         *,
         sensors: SensorEffects | None = None,
         episode_seed: Callable[[], int] | None = None,
+        history: Callable[[mujoco.MjData], np.ndarray | None] | None = None,
     ) -> None:
         """Compute the remap tables; the GL context is made in ``__enter__``.
 
         ``sensors`` adds the profile's sensor effects (noise, holes, drift) to every frame; their random
         draws follow ``episode_seed()`` (the cell's current episode) and the frame's index in it.
+        ``history(data)`` gives the ``qpos`` at the start of the exposure when ``data`` is the cell's live
+        state (motion blur); a frame rendered from a snapshot passes it to :meth:`render` instead.
 
         Raises:
             WorldError: the model's offscreen buffer is smaller than the render (see ``render_geometry``).
@@ -601,6 +604,9 @@ class DistortedRgbdCamera:
             else SensorState(sensors, (camera.height, camera.width), camera.intrinsics.fx, camera.intrinsics.k())
         )
         self._episode_seed = episode_seed
+        self._history = history
+        self._scratch = mujoco.MjData(model)
+        self._model = model
         self.dropped = False  # the last rendered frame is lost by the driver (never published)
         self.stamp_offset_s = 0.0  # to add to the last frame's ideal stamp (driver timestamp jitter)
 
@@ -615,13 +621,24 @@ class DistortedRgbdCamera:
         """Free the GL context."""
         self._renderer.close()
 
-    def render(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
+    def render(
+        self, data: mujoco.MjData, *, motion_from: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Distorted ``rgb`` (uint8 HxWx3) and aligned ``depth`` (uint16 mm, 0 = no data) of ``data``.
+
+        ``motion_from``: ``qpos`` at the start of the exposure, for motion blur (the profile's colour
+        sensor decides whether there is any); by default looked up in the cell's history.
 
         Raises:
             RenderError: outside the with-block.
         """
         rgb, depth = self._renderer.render(data, self.mjcf_camera, depth_range=self.depth_range)
+        color = self._sensor.effects.color if self._sensor is not None else None
+        if color is not None and color.blurs:
+            if motion_from is None and self._history is not None:
+                motion_from = self._history(data)
+            if motion_from is not None and np.any(motion_from != data.qpos):
+                rgb = self._blurred(data, motion_from, rgb, color.motion_blur_samples)
         out_rgb = cv2.remap(
             rgb, self.map_x, self.map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
         )
@@ -638,6 +655,25 @@ class DistortedRgbdCamera:
             out_rgb = self._sensor.color(out_rgb, rng)
             out_depth = self._sensor.depth(out_depth, rng)
         return out_rgb, depth_to_uint16_mm(out_depth)
+
+    def _blurred(self, data: mujoco.MjData, start: np.ndarray, end_rgb: np.ndarray, samples: int) -> np.ndarray:
+        """The colour image averaged over ``samples`` states from ``start`` to ``data`` (the exposure).
+
+        Depth is left sharp: the depth imagers' global shutter exposes for a fraction of a millisecond.
+        """
+        scratch, model = self._scratch, self._model
+        scratch.mocap_pos[:] = data.mocap_pos
+        scratch.mocap_quat[:] = data.mocap_quat
+        total = end_rgb.astype(np.float64)
+        for k in range(samples - 1):
+            alpha = k / (samples - 1)
+            scratch.qpos[:] = start + alpha * (data.qpos - start)
+            mujoco.mj_normalizeQuat(model, scratch.qpos)
+            mujoco.mj_kinematics(model, scratch)
+            mujoco.mj_camlight(model, scratch)
+            rgb, _ = self._renderer.render(scratch, self.mjcf_camera, depth_range=self.depth_range)
+            total += rgb
+        return np.clip(np.rint(total / samples), 0, 255).astype(np.uint8)
 
 
 # ---------------------------------------------------------------------------------------- latency
@@ -889,6 +925,9 @@ class EmulatedArm:
         self._delay: CommandDelay[_Command] = CommandDelay(profile.driver.command_latency_s)
         self._rng = np.random.default_rng(seed)
         self.seed = seed
+        color = profile.sensors.color
+        blur_steps = math.ceil(color.exposure_s / self.dt) + 1 if color is not None and color.blurs else 0
+        self._history: deque[tuple[float, np.ndarray]] = deque(maxlen=max(blur_steps, 1))
         self._arm_fx = (
             None if profile.arm.rigid else ArmEffectsState(self.world.model, profile.arm, config.robot.prefix)
         )
@@ -908,6 +947,7 @@ class EmulatedArm:
         commands are dropped.  ``clock`` keeps running.
         """
         self.world.reset(int(seed))
+        self._history.clear()
         if self._arm_fx is not None:
             self._arm_fx.command_changed(self.world.data)
         self._delay.clear()
@@ -970,6 +1010,8 @@ class EmulatedArm:
                 self._arm_fx.before_step(self.world.data)
             self.world.step(1)
             self.clock += self.dt
+            if self._history.maxlen and self._history.maxlen > 1:
+                self._history.append((self.clock, self.world.data.qpos.copy()))
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Measured positions, velocities (true + seeded white noise) and efforts (``joint_names`` order)."""
@@ -992,7 +1034,19 @@ class EmulatedArm:
             self.depth_range,
             sensors=self.profile.sensors,
             episode_seed=lambda: self.episode_seed,
+            history=lambda data: self.motion_start() if data is self.world.data else None,
         )
+
+    def motion_start(self) -> np.ndarray | None:
+        """``qpos`` at the start of the current camera exposure (``None``: no motion blur, or no history)."""
+        color = self.profile.sensors.color
+        if color is None or not color.blurs or not self._history:
+            return None
+        t = self.clock - color.exposure_s
+        for when, qpos in reversed(self._history):
+            if when <= t + 1e-12:
+                return qpos
+        return self._history[0][1]
 
     # ---------------------------------------------------------------------------------- judging
 

@@ -87,6 +87,7 @@ class _Frame:
     qpos: np.ndarray
     mocap_pos: np.ndarray
     mocap_quat: np.ndarray
+    qpos_open: np.ndarray | None = None  # at the start of the exposure (motion blur)
 
 
 class EmulatedHardwareNode(Node):
@@ -296,7 +297,11 @@ class EmulatedHardwareNode(Node):
                     conv.relative_pose(*arm.world.base_pose(), *arm.world.ee_pose()) if t >= next_tf else None
                 )
                 d = arm.world.data
-                frame = (d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy()) if t >= next_cam else None
+                frame = (
+                    (d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy(), arm.motion_start())
+                    if t >= next_cam
+                    else None
+                )
             stamp = self._now()
             if js is not None:
                 next_js = _advance(next_js, js_period, t)
@@ -344,7 +349,7 @@ class EmulatedHardwareNode(Node):
                 data.mocap_quat[:] = job.mocap_quat
                 mujoco.mj_kinematics(model, data)
                 mujoco.mj_camlight(model, data)
-                rgb, depth_mm = camera.render(data)
+                rgb, depth_mm = camera.render(data, motion_from=job.qpos_open)
                 if camera.dropped:  # the profile's driver loses this frame
                     self.frames_dropped += 1
                     continue

@@ -85,6 +85,8 @@ class ColorSensor:
         exposure_drift: log-normal std of the auto-exposure gain, drawn per episode.
         white_balance_drift: log-normal std of each channel's white-balance gain, drawn per episode.
         vignetting: relative darkening at the image corner (0 = none, 0.3 = corners at 70 %).
+        exposure_s: exposure time (s); what moves during it is blurred.
+        motion_blur_samples: renders averaged over the exposure when something moved (0 or 1: no blur).
     """
 
     full_well_e: float = 6000.0
@@ -92,6 +94,13 @@ class ColorSensor:
     exposure_drift: float = 0.08
     white_balance_drift: float = 0.03
     vignetting: float = 0.25
+    exposure_s: float = 0.0
+    motion_blur_samples: int = 0
+
+    @property
+    def blurs(self) -> bool:
+        """True when moving scenes are blurred over the exposure."""
+        return self.exposure_s > 0 and self.motion_blur_samples > 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,6 +142,8 @@ _COLOR_FIELDS = {
     "exposure_drift": (0.0, 2.0, False),
     "white_balance_drift": (0.0, 2.0, False),
     "vignetting": (0.0, 0.95, False),
+    "exposure_s": (0.0, 0.5, False),
+    "motion_blur_samples": (0.0, 16.0, False),
 }
 _TIMING_FIELDS = {
     "stamp_jitter_std_s": (0.0, 1.0, False),
@@ -167,7 +178,11 @@ def read_sensor_sections(r: _Reader, top: Mapping[str, Any]) -> SensorEffects:
         except ValueError as err:
             raise r.fail("depth_sensor", str(err)) from None
     if top.get("color_sensor") is not None:
-        color = ColorSensor(**_read(r, top["color_sensor"], "color_sensor", _COLOR_FIELDS))
+        values = _read(r, top["color_sensor"], "color_sensor", _COLOR_FIELDS)
+        samples = values.pop("motion_blur_samples", 0.0)
+        if samples != int(samples):
+            raise r.fail("color_sensor.motion_blur_samples", f"must be a whole number, got {samples}")
+        color = ColorSensor(**values, motion_blur_samples=int(samples))
     if top.get("frame_timing") is not None:
         timing = FrameTiming(**_read(r, top["frame_timing"], "frame_timing", _TIMING_FIELDS))
     return SensorEffects(depth=depth, color=color, timing=timing)
