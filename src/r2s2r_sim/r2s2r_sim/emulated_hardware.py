@@ -51,6 +51,7 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 from r2s2r_sim.arm_effects import ArmEffects, ArmEffectsState, limit_torques, read_arm_effects  # noqa: E402
+from r2s2r_sim.contact_effects import ContactEffects, apply_contacts, read_contacts  # noqa: E402
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm  # noqa: E402
 from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, SensorState, read_sensor_sections  # noqa: E402
 from r2s2r_sim.task import Outcome, PickPlaceTask  # noqa: E402
@@ -265,6 +266,7 @@ class HardwareProfile:
     lights: Mapping[str, LightProfile] = field(default_factory=dict)
     sensors: SensorEffects = field(default_factory=SensorEffects)
     arm: ArmEffects = field(default_factory=ArmEffects)
+    contacts: ContactEffects = field(default_factory=ContactEffects)
 
 
 class _Reader:
@@ -364,7 +366,7 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
     top = r.mapping(raw, "<top level>")
     r.only(
         top,
-        {"name", "world", "driver", "camera", "physics", "objects", "lights", "arm_effects"} | SECTIONS,
+        {"name", "world", "driver", "camera", "physics", "objects", "lights", "arm_effects", "contacts"} | SECTIONS,
         "",
         {"name", "world", "driver", "camera"},
     )
@@ -380,6 +382,7 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
         lights=_read_lights(r, top.get("lights") or {}),
         sensors=read_sensor_sections(r, top),
         arm=read_arm_effects(r, top),
+        contacts=read_contacts(r, top),
     )
 
 
@@ -810,6 +813,9 @@ class _ProfileEditor:
                 new = np.array(geom.size, dtype=np.float64)
                 new[: len(size)] = size
                 geom.size = new
+        apply_contacts(
+            spec, self.p.contacts, self._get, lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}")
+        )
         for name, light in self.p.lights.items():
             spec_light = self._get(spec.light, name)
             if spec_light is None:
