@@ -123,3 +123,24 @@ def test_rigid_profile_trajectory_is_unchanged(tmp_path: Path) -> None:
     )
     empty = run(_arm(tmp_path, "arm_effects:\n"))
     np.testing.assert_array_equal(plain, empty)
+
+
+def test_driver_rate_and_finer_physics_step(tmp_path: Path) -> None:
+    arm = _arm(tmp_path, "arm_effects: {physics_timestep_s: 0.0005, control_rate_hz: 250}")
+    assert arm.dt == pytest.approx(0.0005)
+    act = 0  # the first arm servo
+    before = float(arm.world.data.ctrl[act])
+    arm.advance(1)  # off the control tick at 0: the next tick is at 4 ms
+    cmd = arm.joint_state()[0][:6]
+    cmd[0] += 0.1
+    arm.submit_arm(cmd)
+    latency = arm.profile.driver.command_latency_s
+    changed_at = None
+    for _ in range(int((latency + 0.01) / arm.dt) + 1):
+        arm.advance(1)
+        if changed_at is None and float(arm.world.data.ctrl[act]) != before:
+            changed_at = arm.clock - arm.dt  # released before the step that just ran
+    assert changed_at is not None
+    assert changed_at >= latency - 1e-9
+    assert changed_at / 0.004 == pytest.approx(round(changed_at / 0.004), abs=1e-6)  # on a 250 Hz tick
+    assert changed_at - latency < 0.004 + 1e-9

@@ -66,15 +66,25 @@ class ArmEffects:
         encoder_counts_per_rev: measured hinge positions are whole counts of ``2 pi / counts``
             (``None``: not quantised).
         joints: per-joint effects, by unprefixed joint name.
+        physics_timestep_s: the cell's physics step (s), finer than the sim's (``None``: the world's).
+        control_rate_hz: the driver's control loop; commands reach the servos only on its ticks
+            (``None``: at the next physics step).
     """
 
     encoder_counts_per_rev: int | None = None
     joints: Mapping[str, JointEffects] = field(default_factory=dict)
+    physics_timestep_s: float | None = None
+    control_rate_hz: float | None = None
 
     @property
     def rigid(self) -> bool:
         """True when nothing is on: the arm is MuJoCo's rigid chain."""
-        return self.encoder_counts_per_rev is None and not self.joints
+        return (
+            self.encoder_counts_per_rev is None
+            and not self.joints
+            and self.physics_timestep_s is None
+            and self.control_rate_hz is None
+        )
 
 
 _JOINT_FIELDS = {
@@ -97,7 +107,12 @@ def read_arm_effects(r: Any, top: Mapping[str, Any]) -> ArmEffects:
     if value is None:
         return ArmEffects()
     data = r.mapping(value, "arm_effects")
-    r.only(data, {"encoder_counts_per_rev", "joints"}, "arm_effects")
+    r.only(data, {"encoder_counts_per_rev", "joints", "physics_timestep_s", "control_rate_hz"}, "arm_effects")
+    timestep = rate = None
+    if data.get("physics_timestep_s") is not None:
+        timestep = r.number(data["physics_timestep_s"], "arm_effects.physics_timestep_s", 0.0, 0.01, low_open=True)
+    if data.get("control_rate_hz") is not None:
+        rate = r.number(data["control_rate_hz"], "arm_effects.control_rate_hz", 1.0, 10000.0)
     counts = None
     if data.get("encoder_counts_per_rev") is not None:
         counts = r.integer(data["encoder_counts_per_rev"], "arm_effects.encoder_counts_per_rev", 16, 1 << 30)
@@ -115,16 +130,20 @@ def read_arm_effects(r: Any, top: Mapping[str, Any]) -> ArmEffects:
             joints[str(name)] = JointEffects(**values)
         except ValueError as err:
             raise r.fail(fld, str(err)) from None
-    return ArmEffects(encoder_counts_per_rev=counts, joints=joints)
+    return ArmEffects(
+        encoder_counts_per_rev=counts, joints=joints, physics_timestep_s=timestep, control_rate_hz=rate
+    )
 
 
-def limit_torques(
+def edit_spec(
     spec: mujoco.MjSpec,
     effects: ArmEffects,
     find_joint: Callable[[str], Any],
     fail: Callable[[str, str], Exception],
 ) -> None:
-    """Saturate the actuator of every joint with a ``torque_limit`` (edits ``spec``)."""
+    """Set the physics step and saturate the actuator of every joint with a ``torque_limit``."""
+    if effects.physics_timestep_s is not None:
+        spec.option.timestep = effects.physics_timestep_s
     for name, joint in effects.joints.items():
         mj_joint = find_joint(name)
         if mj_joint is None:
@@ -184,6 +203,17 @@ class ArmEffectsState:
         hinge = model.jnt_type == mujoco.mjtJoint.mjJNT_HINGE
         self._hinge_qadr = set(int(a) for a in model.jnt_qposadr[hinge])
         self._setpoints: dict[int, float] = {}
+        self.control_period = None if effects.control_rate_hz is None else 1.0 / effects.control_rate_hz
+        self._next_tick = 0.0
+
+    def control_tick(self, clock: float) -> bool:
+        """Whether the driver's control loop runs at ``clock`` (s): commands are released only then."""
+        if self.control_period is None:
+            return True
+        if clock + 1e-9 < self._next_tick:
+            return False
+        self._next_tick = (math.floor((clock + 1e-9) / self.control_period) + 1) * self.control_period
+        return True
 
     def command_changed(self, data: mujoco.MjData) -> None:
         """Take the servo setpoints the driver just wrote to ``data.ctrl`` (before the backlash)."""

@@ -50,7 +50,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from r2s2r_sim.arm_effects import ArmEffects, ArmEffectsState, limit_torques, read_arm_effects  # noqa: E402
+from r2s2r_sim.arm_effects import ArmEffects, ArmEffectsState, edit_spec, read_arm_effects  # noqa: E402
 from r2s2r_sim.contact_effects import ContactEffects, apply_contacts, read_contacts  # noqa: E402
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm  # noqa: E402
 from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, SensorState, read_sensor_sections  # noqa: E402
@@ -755,7 +755,7 @@ class _ProfileEditor:
 
     def __call__(self, spec: mujoco.MjSpec) -> None:
         phys = self.p.physics
-        limit_torques(
+        edit_spec(
             spec, self.p.arm, lambda n: self._get(spec.joint, n),
             lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}"),
         )
@@ -1004,7 +1004,8 @@ class EmulatedArm:
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
         for _ in range(n):
-            due = self._delay.pop_due(self.clock)
+            tick = self._arm_fx is None or self._arm_fx.control_tick(self.clock)
+            due = self._delay.pop_due(self.clock) if tick else []
             for cmd in due:
                 if cmd.kind == "arm":
                     self.world.set_arm_command(cmd.value)
