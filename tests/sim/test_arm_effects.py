@@ -144,3 +144,28 @@ def test_driver_rate_and_finer_physics_step(tmp_path: Path) -> None:
     assert changed_at >= latency - 1e-9
     assert changed_at / 0.004 == pytest.approx(round(changed_at / 0.004), abs=1e-6)  # on a 250 Hz tick
     assert changed_at - latency < 0.004 + 1e-9
+
+
+def _deflection_under_load(arm: EmulatedArm, torque: float) -> float:
+    """Steady link offset of shoulder_pan under an external torque, holding its command."""
+    qadr = arm.world.state_qpos_addresses[0]
+    dof = int(arm.world.model.jnt_dofadr[arm.world.model.joint("shoulder_pan").id])
+    q0 = float(arm.world.data.qpos[qadr])
+    arm.submit_arm(arm.joint_state()[0][:6] * 0 + arm.world.data.qpos[arm.world.state_qpos_addresses[:6]])
+    arm.advance(200)
+    q0 = float(arm.world.data.qpos[qadr])
+    arm.world.data.qfrc_applied[dof] = torque
+    arm.advance(3000)
+    return float(arm.world.data.qpos[qadr]) - q0
+
+
+def test_compliance_is_a_spring_in_series_with_the_servo(tmp_path: Path) -> None:
+    torque, k = 20.0, 2000.0
+    rigid_arm = _arm(tmp_path, "")
+    kp = float(rigid_arm.world.model.actuator_gainprm[0, 0])
+    rigid = _deflection_under_load(rigid_arm, torque)
+    soft = _deflection_under_load(
+        _arm(tmp_path, f"arm_effects: {{joints: {{shoulder_pan: {{stiffness: {k}, motor_inertia: 0.05}}}}}}"), torque
+    )
+    assert rigid == pytest.approx(torque / kp, rel=0.05)
+    assert soft == pytest.approx(torque / kp + torque / k, rel=0.05)

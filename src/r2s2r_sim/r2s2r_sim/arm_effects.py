@@ -1,7 +1,8 @@
-"""What a real arm adds to a rigid MuJoCo chain: Stribeck friction, backlash, torque limits, encoders.
+"""What a real arm adds to a rigid MuJoCo chain: compliance, backlash, Stribeck friction, torque limits.
 
 Part of the EMULATED HARDWARE (a stand-in for a real arm).  MuJoCo's joints have viscous damping and a
-constant ``frictionloss``; a geared joint also has static friction that drops to Coulomb friction over a
+constant ``frictionloss``; a geared joint also has a spring between motor and link (harmonic drives and
+belts are compliant: a motor-side servo sees the link through it), static friction that drops to Coulomb friction over a
 Stribeck velocity (the usual model, e.g. Olsson et al., "Friction models and friction compensation",
 European Journal of Control 4(3), 1998), play in the gears (backlash: the servo pushes only once the gear
 gap is taken up), a motor torque limit, and an encoder that reports positions in counts.  None of these has
@@ -34,6 +35,9 @@ class JointEffects:
         stribeck_velocity: speed over which friction falls from static to Coulomb.
         viscous_friction: friction per unit speed, on top of the MJCF damping.
         backlash: total play of the gears (the servo applies no torque inside +-backlash/2).
+        stiffness: torsional stiffness between motor and link (N m/rad; ``None``: a rigid gear).
+        motor_inertia: the motor's reflected inertia (kg m^2), for a compliant joint.
+        gear_damping: damping across the compliance (N m s/rad).
     """
 
     torque_limit: float | None = None
@@ -42,6 +46,9 @@ class JointEffects:
     stribeck_velocity: float = 0.05
     viscous_friction: float = 0.0
     backlash: float = 0.0
+    stiffness: float | None = None
+    motor_inertia: float = 0.05
+    gear_damping: float = 1.0
 
     def __post_init__(self) -> None:
         if self.coulomb_friction > self.static_friction:
@@ -94,6 +101,9 @@ _JOINT_FIELDS = {
     "stribeck_velocity": (0.0, 100.0, True),
     "viscous_friction": (0.0, 1e4, False),
     "backlash": (0.0, 0.5, False),
+    "stiffness": (0.0, 1e7, True),
+    "motor_inertia": (0.0, 100.0, True),
+    "gear_damping": (0.0, 1e4, False),
 }
 
 
@@ -163,20 +173,68 @@ def edit_spec(
             act.forcerange = np.array([-joint.torque_limit, joint.torque_limit])
 
 
+@dataclass
+class _Gear:
+    """The gear train of one servoed joint: play, and optionally a spring between motor and link."""
+
+    act: int
+    qadr: int
+    dof: int
+    half_play: float
+    kp: float
+    kv: float
+    effects: JointEffects
+    motor: float = 0.0  # motor position, link units (compliant gears only)
+    motor_vel: float = 0.0
+    setpoint: float | None = None
+
+    def drive(self, data: mujoco.MjData, dt: float) -> None:
+        """Write the servo input that makes MuJoCo's position actuator deliver what the gear passes on."""
+        target = float(data.ctrl[self.act]) if self.setpoint is None else self.setpoint
+        q, qd = float(data.qpos[self.qadr]), float(data.qvel[self.dof])
+        j = self.effects
+        if j.stiffness is None:  # a rigid gear with play: the servo pushes once the play is taken up
+            error = target - q
+            data.ctrl[self.act] = q + math.copysign(max(abs(error) - self.half_play, 0.0), error)
+            return
+        # Backward Euler for the motor (its servo is far too stiff for an explicit step): the spring acts
+        # outside the play (stiffness k, offset c), the servo unless it saturates at the torque limit.
+        deflection = self.motor - q
+        k = j.stiffness if abs(deflection) > self.half_play else 0.0
+        c = math.copysign(self.half_play, deflection)
+        kp, kv, drive = self.kp, self.kv, 0.0
+        explicit = self.kp * (target - self.motor) - self.kv * self.motor_vel
+        if j.torque_limit is not None and abs(explicit) > j.torque_limit:
+            kp = kv = 0.0
+            drive = math.copysign(j.torque_limit, explicit)
+        d, m, v, inertia = j.gear_damping, self.motor, self.motor_vel, j.motor_inertia
+        rhs = inertia * v + dt * (drive + kp * (target - m) - k * (m - q - c) + d * qd)
+        self.motor_vel = rhs / (inertia + dt * (kv + d) + dt * dt * (kp + k))
+        self.motor = m + dt * self.motor_vel
+        deflection = self.motor - q
+        play = math.copysign(max(abs(deflection) - self.half_play, 0.0), deflection)
+        link = j.stiffness * play + d * (self.motor_vel - qd)
+        # MuJoCo's servo gives kp (ctrl - q) - kv qd: choose ctrl so that it equals the gear's torque
+        data.ctrl[self.act] = q + (link + self.kv * qd) / self.kp
+
+
 class ArmEffectsState:
-    """Applies friction and backlash before every physics step, and quantises the measured positions.
+    """Applies friction and the gears before every physics step, and quantises the measured positions.
 
     Dry friction goes through MuJoCo's own friction-loss constraint, whose level is set before each step
-    to the Stribeck curve at the joint's speed: a constraint, unlike a smooth force, holds the joint
-    at rest up to the breakaway level (but for a slow creep, see below).  Viscous friction is an applied force.  The joint's
-    ``frictionloss`` from the MJCF or the profile's ``physics`` section is replaced, not added to.
+    to the Stribeck curve at the joint's speed: a constraint, unlike a smooth force, holds the joint at
+    rest up to the breakaway level (but for a slow creep, see below).  Viscous friction is an applied
+    force.  The joint's ``frictionloss`` from the MJCF or the profile's ``physics`` section is replaced,
+    not added to.  A compliant joint's motor is a state integrated here: the servo drives the motor, and
+    the spring (with the gear play) drives the link through MuJoCo's position actuator, whose input is
+    chosen each step so that it delivers the spring's torque.
     """
 
     def __init__(self, model: mujoco.MjModel, effects: ArmEffects, prefix: str) -> None:
         self.effects = effects
         self.model = model
         self._friction: list[tuple[int, JointEffects]] = []
-        self._backlash: list[tuple[int, int, float]] = []  # (actuator, qpos address, half play)
+        self._gears: list[_Gear] = []
         for name, joint in effects.joints.items():
             jid = next(
                 i
@@ -185,24 +243,27 @@ class ArmEffectsState:
                 )
                 if i >= 0
             )
+            dof = int(model.jnt_dofadr[jid])
             if joint.static_friction > 0 or joint.viscous_friction > 0:
-                dof = int(model.jnt_dofadr[jid])
                 self._friction.append((dof, joint))
                 if joint.static_friction > 0:
                     # MuJoCo's friction loss is a soft constraint that lets a joint creep under a force
                     # below the level; the stiffest stable setting keeps that creep to ~1 mrad/s.
                     model.dof_solref[dof] = (2 * model.opt.timestep, 1.0)
                     model.dof_solimp[dof] = (0.99, 0.999, 0.001, 0.5, 2.0)
-            if joint.backlash > 0:
+            if joint.backlash > 0 or joint.stiffness is not None:
                 for act in range(model.nu):
                     if (
                         model.actuator_trntype[act] == mujoco.mjtTrn.mjTRN_JOINT
                         and model.actuator_trnid[act, 0] == jid
                     ):
-                        self._backlash.append((act, int(model.jnt_qposadr[jid]), joint.backlash / 2))
+                        kp = float(model.actuator_gainprm[act, 0])
+                        kv = -float(model.actuator_biasprm[act, 2])
+                        self._gears.append(
+                            _Gear(act, int(model.jnt_qposadr[jid]), dof, joint.backlash / 2, kp, kv, joint)
+                        )
         hinge = model.jnt_type == mujoco.mjtJoint.mjJNT_HINGE
         self._hinge_qadr = set(int(a) for a in model.jnt_qposadr[hinge])
-        self._setpoints: dict[int, float] = {}
         self.control_period = None if effects.control_rate_hz is None else 1.0 / effects.control_rate_hz
         self._next_tick = 0.0
 
@@ -215,23 +276,27 @@ class ArmEffectsState:
         self._next_tick = (math.floor((clock + 1e-9) / self.control_period) + 1) * self.control_period
         return True
 
+    def reset(self, data: mujoco.MjData) -> None:
+        """At an episode's start: motors where their links are, at rest, holding the reset's setpoints."""
+        for gear in self._gears:
+            gear.motor, gear.motor_vel = float(data.qpos[gear.qadr]), 0.0
+        self.command_changed(data)
+
     def command_changed(self, data: mujoco.MjData) -> None:
-        """Take the servo setpoints the driver just wrote to ``data.ctrl`` (before the backlash)."""
-        for act, _, _ in self._backlash:
-            self._setpoints[act] = float(data.ctrl[act])
+        """Take the servo setpoints the driver just wrote to ``data.ctrl``."""
+        for gear in self._gears:
+            gear.setpoint = float(data.ctrl[gear.act])
 
     def before_step(self, data: mujoco.MjData) -> None:
-        """Friction into ``qfrc_applied``; each backlash servo's input moved inside the gear play."""
+        """Friction into the model and ``qfrc_applied``; each gear's torque into its servo's input."""
         for dof, joint in self._friction:
             v = float(data.qvel[dof])
             if joint.static_friction > 0:
                 self.model.dof_frictionloss[dof] = joint.dry_friction(v)
             data.qfrc_applied[dof] = -joint.viscous_friction * v
-        for act, qadr, half in self._backlash:
-            target = self._setpoints.get(act, float(data.ctrl[act]))
-            error = target - float(data.qpos[qadr])
-            play = math.copysign(max(abs(error) - half, 0.0), error)
-            data.ctrl[act] = float(data.qpos[qadr]) + play
+        dt = float(self.model.opt.timestep)
+        for gear in self._gears:
+            gear.drive(data, dt)
 
     def measure(self, positions: np.ndarray, qpos_addresses: np.ndarray) -> np.ndarray:
         """Hinge positions rounded to whole encoder counts (others unchanged)."""

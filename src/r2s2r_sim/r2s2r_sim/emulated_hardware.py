@@ -955,7 +955,7 @@ class EmulatedArm:
         self.world.reset(int(seed))
         self._history.clear()
         if self._arm_fx is not None:
-            self._arm_fx.command_changed(self.world.data)
+            self._arm_fx.reset(self.world.data)
         self._delay.clear()
         self.episode_seed = int(seed)
         self.episode_start = self.clock
