@@ -169,3 +169,18 @@ def test_compliance_is_a_spring_in_series_with_the_servo(tmp_path: Path) -> None
     )
     assert rigid == pytest.approx(torque / kp, rel=0.05)
     assert soft == pytest.approx(torque / kp + torque / k, rel=0.05)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_realistic_profiles_load_and_stay_stable(tmp_path: Path, seed: int) -> None:
+    from r2s2r_capture.bench_real2sim import random_profile
+
+    path = random_profile(seed, tmp_path / f"p{seed}.yaml", realistic=True)
+    profile = load_hardware_profile(path)
+    assert not profile.arm.rigid and not profile.sensors.ideal and profile.contacts.objects
+    arm = EmulatedArm("tabletop-pick-v1", profile, seed=seed)
+    cmd = arm.joint_state()[0][:6] + 0.2
+    arm.submit_arm(cmd)
+    arm.advance(int(0.6 / arm.dt))
+    assert np.isfinite(arm.world.data.qpos).all()
+    assert np.abs(arm.joint_state()[0][:6] - cmd).max() < 0.05
