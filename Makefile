@@ -5,7 +5,7 @@ ENV := source ./env.sh &&
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test test-fast bench closed-loop transfer lint clean
+.PHONY: setup demo test test-fast bench closed-loop transfer soak lint clean
 
 setup:
 	@bash tools/setup.sh
@@ -13,10 +13,14 @@ setup:
 demo: setup
 	@$(ENV) r2s2r demo
 
+# Tests also install the real ROS 2 launch system and `ros2` CLI from ../shared when it is present
+# (tools/setup_tests.sh); the product itself never needs them.
 test: setup
+	@bash tools/setup_tests.sh
 	@$(ENV) python -m pytest tests
 
 test-fast: setup
+	@bash tools/setup_tests.sh
 	@$(ENV) python -m pytest tests -m "not integration"
 
 # Each benchmark measures against a baseline run side by side in the same process/run (ratios).
@@ -29,12 +33,21 @@ bench: setup
 # Capture the emulated hardware, real2sim, evaluate 6 policies x 50 trials on the emulator ("real"), in
 # the reconstructed world and in the bundled world, and write the comparison reports (~18 min here).
 closed-loop: setup
-	@$(ENV) python -m r2s2r_eval.closed_loop --out out/closed_loop
+	@$(ENV) r2s2r closed-loop --out out/closed_loop
 
 # Demonstrations across variations, behaviour cloning, and transfer to the emulated hardware for three
 # ablations (no variations / six axes / real-to-sim world); `--small` is the CI-sized run.
 transfer: setup
-	@$(ENV) python -m r2s2r_eval.transfer --out out/transfer
+	@$(ENV) r2s2r transfer --out out/transfer
+
+# Unattended operation: sim lockstep episodes, then real mode with the emulated hardware on the wall clock,
+# each node's RSS/CPU, topic rates, lockstep waits, watchdog events and episodes sampled into out/soak.json
+# with a summary. Resumable: run it again and it goes on where it stopped (make soak SIM_MINUTES=10 ...).
+SIM_MINUTES ?= 120
+REAL_MINUTES ?= 60
+soak: setup
+	@$(ENV) nice python -m r2s2r_eval.soak --modes sim --minutes $(SIM_MINUTES) --out out/soak.json
+	@$(ENV) nice python -m r2s2r_eval.soak --modes real --minutes $(REAL_MINUTES) --out out/soak.json
 
 lint: setup
 	@$(ENV) ruff check src tests tools launch

@@ -30,6 +30,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
             package=node.package, executable=node.executable, name=node.name, output="screen",
             parameters=parameters, remappings=list(node.remappings),
             on_exit=Shutdown(reason=f"required node {node.name} exited") if node.required else None,
+            respawn=node.respawn, respawn_delay=1.0 if node.respawn else None,
         ))
     return actions
 

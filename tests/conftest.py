@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -37,10 +38,7 @@ def _claim_domain_id() -> tuple[int, object]:
     raise RuntimeError(f"all ROS domain ids 1..101 are claimed (lock files in {lock_dir})")
 
 
-@pytest.fixture
-def ros_env() -> Iterator[dict[str, str]]:
-    """Environment for child processes: its own ROS_DOMAIN_ID, localhost-only discovery, no colour."""
-    domain, lock = _claim_domain_id()
+def _isolated_env(domain: int) -> dict[str, str]:
     env = dict(os.environ)
     env["ROS_DOMAIN_ID"] = str(domain)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -48,7 +46,14 @@ def ros_env() -> Iterator[dict[str, str]]:
     env["PYTHONUNBUFFERED"] = "1"
     env["RCUTILS_COLORIZED_OUTPUT"] = "0"
     env.setdefault("MUJOCO_GL", "egl")
-    yield env
+    return env
+
+
+@pytest.fixture
+def ros_env() -> Iterator[dict[str, str]]:
+    """Environment for child processes: its own ROS_DOMAIN_ID, localhost-only discovery, no colour."""
+    domain, lock = _claim_domain_id()
+    yield _isolated_env(domain)
     lock.close()  # type: ignore[attr-defined]
 
 
@@ -71,8 +76,17 @@ class Processes:
         exe = shutil.which(args[0], path=self.env.get("PATH"))
         if exe is None:
             raise FileNotFoundError(f"{args[0]} is not on PATH; run `make setup` and `source env.sh`")
+        then = kwargs.pop("preexec_fn", None)
+
+        def preexec() -> None:
+            # A test run started in the background ignores SIGINT; its nodes must not inherit that (a node
+            # restores SIGINT at its first import, but not in the interpreter's start-up before it).
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            if callable(then):
+                then()
+
         proc = subprocess.Popen(  # noqa: S603 - list arguments, no shell
-            [exe, *args[1:]], env=self.env, text=True,
+            [exe, *args[1:]], env=self.env, text=True, preexec_fn=preexec,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs,  # type: ignore[arg-type]
         )
         self.procs.append(proc)

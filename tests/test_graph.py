@@ -6,7 +6,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
 from r2s2r_sim.graph import GraphError, load_graph, parse_arguments, resolve
 from r2s2r_sim.paths import config_dir
 
@@ -32,7 +31,9 @@ def test_real_mode_can_run_the_emulated_hardware_stand_in() -> None:
                                                              "hardware_profile": "/p.yaml"})}
     assert list(nodes) == ["emulated_hardware", "policy_node", "evaluator_node"]
     assert nodes["emulated_hardware"].required
-    assert nodes["emulated_hardware"].parameters == {"world": "tabletop-pick-v1", "seed": 0, "profile": "/p.yaml"}
+    assert nodes["emulated_hardware"].parameters == {"world": "tabletop-pick-v1",
+                                                     "interface": "realsense2_camera",
+                                                     "seed": 0, "profile": "/p.yaml"}
     # The emulator is a real-mode stand-in only: sim mode never starts it.
     assert "emulated_hardware" not in _names(mode="sim", emulate_hardware="true")
 
@@ -52,10 +53,38 @@ def test_conditions_drop_nodes() -> None:
 def test_parameters_are_typed_from_arguments() -> None:
     nodes = {n.name: n for n in resolve(load_graph("world"), {"seed": "42", "lockstep": "false",
                                                              "world": "/tmp/my world"})}
-    assert nodes["sim_node"].parameters == {"world": "/tmp/my world", "seed": 42, "lockstep": False,
-                                            "real_time": False, "policy_id": "reference"}
+    assert nodes["sim_node"].parameters == {"world": "/tmp/my world", "interface": "realsense2_camera",
+                                            "seed": 42, "lockstep": False, "real_time": False,
+                                            "policy_id": "reference"}
     assert nodes["sim_node"].required and nodes["evaluator_node"].required
     assert not nodes["policy_node"].required
+
+
+def test_interface_argument_reaches_every_node_and_defaults_to_the_driver_profile(tmp_path: Path) -> None:
+    graph = load_graph("world")
+    assert graph.argument("interface").default == "realsense2_camera"
+    for mode, extra in (("sim", {}), ("real", {"emulate_hardware": "true"})):
+        nodes = resolve(graph, {"mode": mode, **extra, "interface": "sensor_data"})
+        assert {n.name: n.parameters["interface"] for n in nodes} == {n.name: "sensor_data" for n in nodes}
+    own = tmp_path / "mine.yaml"
+    own.write_text("extends: realsense2_camera\ntopics: {joint_states: {name: /arm/joint_states}}\n")
+    nodes = resolve(graph, {"interface": str(own)})
+    assert {n.parameters["interface"] for n in nodes} == {str(own.resolve())}
+    with pytest.raises(GraphError, match=r"argument interface:=nope: interface 'nope': no such profile"):
+        resolve(graph, {"interface": "nope"})
+    with pytest.raises(GraphError, match=r"argument interface:=.*missing\.yaml: interface file not found"):
+        resolve(graph, {"interface": str(tmp_path / "missing.yaml")})
+
+
+def test_foxglove_live_view_is_off_by_default_and_follows_the_graph_when_on() -> None:
+    assert "foxglove_server" not in _names(mode="sim")
+    for mode in ("sim", "real"):
+        nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": mode, "foxglove": "true",
+                                                                 "foxglove_port": "9001", "world": "w"})}
+        live = nodes["foxglove_server"]
+        assert (live.package, live.executable, live.required) == ("r2s2r_sim", "foxglove_node", False)
+        assert live.parameters == {"world": "w", "interface": "realsense2_camera", "port": 9001,
+                                   "use_sim_time": mode == "sim"}
 
 
 def test_ros_args_are_what_ros2_run_passes() -> None:
@@ -89,10 +118,12 @@ def test_unknown_graph_lists_graphs() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None,
-                    reason="launch/launch_ros are not installable from PyPI; runs where a ROS distro provides them")
-def test_launch_file_yields_the_same_graph() -> None:  # pragma: no cover - needs a ROS distro
-    from launch import LaunchContext, LaunchDescription
+                    reason="launch/launch_ros are on no package registry: `make test` installs them from "
+                           "../shared/conformance/ros2_jazzy_python where present, and a ROS distro has them")
+def test_launch_file_yields_the_same_graph() -> None:
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    from launch import LaunchContext, LaunchDescription
 
     spec = importlib.util.spec_from_file_location("world_launch", REPO / "launch" / "world.launch.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
@@ -128,9 +159,18 @@ def test_every_parameter_the_graph_passes_is_one_the_node_declares() -> None:
     # passes but the node never declares (silently ignored by rclpy) shows up here.
     import yaml
 
-    for mode, extra in (("sim", {}), ("real", {"emulate_hardware": "true"})):
+    for mode, extra in (("sim", {"foxglove": "true"}), ("real", {"emulate_hardware": "true"})):
         for node in resolve(load_graph("world"), {"mode": mode, **extra}):
             assert node.params_file is not None
             declared = yaml.safe_load(node.params_file.read_text())[node.name]["ros__parameters"]
             unknown = set(node.parameters) - set(declared) - {"use_sim_time"}
             assert not unknown, f"{node.name} is passed {sorted(unknown)} but declares {sorted(declared)}"
+
+
+def test_respawn_policy_restarts_the_policy_and_tells_the_evaluator_to_wait() -> None:
+    plain = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim"})}
+    assert not any(n.respawn for n in plain.values())
+    assert plain["evaluator_node"].parameters["on_policy_lost"] == "stop"
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "respawn_policy": "true"})}
+    assert nodes["policy_node"].respawn and not nodes["evaluator_node"].respawn
+    assert nodes["evaluator_node"].parameters["on_policy_lost"] == "continue"

@@ -87,7 +87,14 @@ for pkg in r2s2r_sim r2s2r_eval r2s2r_capture; do
   fi
 done
 
-# 6. Smoke check through the same environment script users source.
-bash -c 'source ./env.sh && python -c "import rclpy, r2s2r_msgs.msg, tf2_msgs.msg, r2s2r_sim, r2s2r_eval, r2s2r_capture"' \
+# 6. Register the packages in the ament resource index of the venv prefix (on AMENT_PREFIX_PATH through
+#    env.sh), as colcon would: `ros2 launch r2s2r_sim ...`, `ros2 run` and ament_index_python find them,
+#    their launch/ and config/ files and their executables. Symlinks, so edits are live; cheap to redo.
+"$VENV/bin/python" tools/register_ament_packages.py --prefix "$VENV" src/r2s2r_sim src/r2s2r_eval src/r2s2r_capture
+
+# 7. Smoke check through the same environment script users source.
+bash -c 'source ./env.sh && python -c "import rclpy, r2s2r_msgs.msg, tf2_msgs.msg, r2s2r_sim, r2s2r_eval, r2s2r_capture
+from ament_index_python.packages import get_package_share_directory as share
+assert share(\"r2s2r_sim\")"' \
   || { say "environment check failed"; exit 1; }
 say "done in $(( $(date +%s) - START )) s. Use it in a shell with:  source env.sh"

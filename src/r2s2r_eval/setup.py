@@ -37,11 +37,13 @@ setup(
         ],
         # Subcommands of the `r2s2r` CLI: name = module:register (adds a parser, sets func).
         "r2s2r.commands": [
+            "closed-loop = r2s2r_eval.closed_loop:register",
             "compare = r2s2r_eval.compare_cli:register",
             "demos = r2s2r_eval.demos_cli:register",
             "metrics = r2s2r_eval.metrics_cli:register",
             "sweep = r2s2r_eval.sweep_cli:register",
             "train = r2s2r_eval.train_cli:register",
+            "transfer = r2s2r_eval.transfer:register",
         ],
     },
 )

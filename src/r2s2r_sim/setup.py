@@ -37,6 +37,7 @@ setup(
         "console_scripts": [
             "sim_node = r2s2r_sim.sim_node:main",
             "emulated_hardware_node = r2s2r_sim.emulated_hardware_node:main",
+            "foxglove_node = r2s2r_sim.foxglove_node:main",
             "r2s2r = r2s2r_sim.cli:main",
         ],
     },

@@ -117,8 +117,19 @@ def test_failures(tmp_path: Path) -> None:
     (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  relative_file_paths: [gone.mcap]\n")
     with pytest.raises(BagError, match=r"lists missing file\(s\) \['gone.mcap'\]"):
         BagReader(bad).__enter__()
+    (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  relative_file_paths: [gone.mcap]\n")
+    (bad / "renamed.mcap").write_bytes(b"")
+    with pytest.raises(
+        BagError, match=r"missing file\(s\) \['gone.mcap'\]; data files in the folder: \['renamed.mcap'\]"
+    ):
+        BagReader(bad).__enter__()
     (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  compression_mode: file\n")
-    with pytest.raises(BagError, match="field compression_mode is 'file'"):
+    with pytest.raises(
+        BagError, match="field compression_format is '' with compression_mode 'file'; only 'zstd'"
+    ):
+        BagReader(bad).__enter__()
+    (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  compression_mode: chunk\n")
+    with pytest.raises(BagError, match="field compression_mode is 'chunk'; allowed: file, message or none"):
         BagReader(bad).__enter__()
     (bad / "metadata.yaml").write_text("rosbag2_bagfile_information:\n  version: 8\n")
     with pytest.raises(BagError, match="field relative_file_paths is empty"):
@@ -129,7 +140,7 @@ def test_failures(tmp_path: Path) -> None:
         BagReader(junk).__enter__()
     junk_db = tmp_path / "junk.db3"
     junk_db.write_bytes(b"not sqlite")
-    with pytest.raises(BagError, match="junk.db3: cannot be read"):
+    with pytest.raises(BagError, match="junk.db3: not an SQLite file"):
         BagReader(junk_db).__enter__()
     reader = BagReader(tmp_path / "nope")
     with pytest.raises(BagError, match="reader is not open"):

@@ -31,8 +31,18 @@ from r2s2r_eval.policies.reference.policy import _scene_model
 REPO = Path(__file__).resolve().parents[2]
 BAGS = REPO / "tests" / "data" / "bags"
 BAG = BAGS / "real_emulated_2ep"
-COLOR, DEPTH = "/camera/color/image_raw", "/camera/aligned_depth_to_color/image_raw"
-COLOR_INFO = "/camera/color/camera_info"
+
+
+def _camera_topic(suffix: str) -> str:
+    """The bag's camera topic ending in ``suffix``, under whichever interface profile it was recorded."""
+    with BagReader(BAG) as bag:
+        found = [t for t in bag.topics if t.endswith(suffix)]
+    assert len(found) == 1, f"{BAG}: topics ending in {suffix}: {found}"
+    return found[0]
+
+
+COLOR, DEPTH = _camera_topic("/color/image_raw"), _camera_topic("/aligned_depth_to_color/image_raw")
+COLOR_INFO = _camera_topic("/color/camera_info")
 TRUTH = "/emulated_hardware/ground_truth/cube_pose"
 OUTCOME = "/r2s2r/episode_outcome"
 # The policy ignores the lens distortion D (it reads K only): a few mm of error at the image centre.
@@ -193,8 +203,6 @@ def test_player_output_recorded_again_is_byte_identical(processes, tmp_path: Pat
             "--ros-args",
             "-p",
             f"bag:={BAG}",
-            "-p",
-            "clock:=false",
         ]
     )
     log = play.communicate(timeout=120)[0]

@@ -144,3 +144,18 @@ def test_bad_capture_is_refused_and_nothing_written(
     with pytest.raises(error, match=match):
         real2sim([bag], out, config=CONFIG)
     assert list(out.parent.iterdir()) == []
+
+
+def test_capture_bag_offers_the_driver_qos(tmp_path: Path) -> None:
+    """A capture replays like a recording of the drivers: the QoS of config/interface.yaml is in the bag."""
+    from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
+    from r2s2r_capture.playback import replay_qos  # noqa: PLC0415
+
+    cfg = dataclasses.replace(SMALL, excitation=dataclasses.replace(EXC, duration_s=1.0))
+    bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag
+    with BagReader(bag) as reader:
+        got = {t: replay_qos(i.offered_qos_profiles) for t, i in reader.topics.items()}
+    image = got["/camera/color/image_raw"]
+    assert (image.reliability, image.durability, image.depth) == ("best_effort", "volatile", 5)
+    joints = got["/joint_states"]
+    assert (joints.reliability, joints.durability, joints.depth) == ("reliable", "volatile", 10)

@@ -1,4 +1,4 @@
-"""Closed loop (issue 8 part 4): the emulated-hardware runner, and the loop end to end at a tiny size."""
+"""Closed loop: episodes on the emulated hardware's cell, and the loop end to end at a tiny size."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from r2s2r_eval.closed_loop import ClosedLoopConfig, operator_variations, run_closed_loop
-from r2s2r_eval.emulated_runner import EmulatedRunner, check_operator_config
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyParams
 from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.runner import RunnerError
+from r2s2r_eval.runner import EpisodeRunner
 from r2s2r_eval.sweep import PolicySpec
-from r2s2r_sim.variations import load_variation_config, sweep_variation
+from r2s2r_sim.emulated_cell import EmulatedCell, check_operator_config
+from r2s2r_sim.variations import VariationError, load_variation_config, sweep_variation
 from r2s2r_sim.worlds import WORLDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,28 +58,29 @@ class _StepPolicy(Policy):
         return Action(arm_positions=target, gripper=self.info.gripper_command_range[0])
 
 
-def test_emulated_runner_applies_latency_noise_and_judges() -> None:
+def test_emulated_cell_applies_latency_noise_and_judges() -> None:
     variation = sweep_variation(operator_variations(VARIATIONS), seed=3, index=0, method="random")
-    with EmulatedRunner(WORLD, PROFILE, variation=variation) as runner:
+    cell = EmulatedCell(WORLD, PROFILE, variation=variation)
+    with EpisodeRunner(cell) as runner:
         # The operator put the cube at the variation's pose.
-        runner._reset(5)
-        pos, _ = runner.arm.world.body_pose("cube")
+        cell.reset(5)
+        pos, _ = cell.world.body_pose("cube")
         assert pos[:2] == pytest.approx([variation.params["objects.x"], variation.params["objects.y"]])
         # Latency: a command submitted at t0 is not a servo setpoint before t0 + latency.
         policy = _StepPolicy()
         result = runner.run(policy, 5, control_rate_hz=50.0, camera_rate_hz=10.0, max_steps=20)
-        latency = runner.profile.driver.command_latency_s
-        ctrl = runner.arm.world.data.ctrl[0]
+        latency = cell.profile.driver.command_latency_s
+        ctrl = cell.arm.world.data.ctrl[0]
         assert ctrl == pytest.approx(policy.home[0] + 0.2, abs=1e-6)
-        assert runner.arm.pending_commands > 0  # the last commands are still in flight
+        assert cell.arm.pending_commands > 0  # the last commands are still in flight
         assert latency > 0
         # Noisy joint states: two readings of the same state differ.
-        a, b = runner.arm.joint_state()[0], runner.arm.joint_state()[0]
+        a, b = cell.arm.joint_state()[0], cell.arm.joint_state()[0]
         assert not np.array_equal(a, b)
         # Camera at 10 Hz over 0.4 s: images arrive; outcome comes from the judge, not the sim task.
         assert policy.images == 20
         assert result.reason == "not_achieved (max_steps)" and not result.success
-        assert result.world_id == WORLD and result.world_hash == runner.arm.base_world_hash
+        assert result.world_id == WORLD and result.world_hash == cell.arm.base_world_hash
         assert result.metrics  # the judge's task terms
     # The step shows up in the measured joint only after the latency.
     assert policy.t_cmd is not None
@@ -89,21 +90,22 @@ def test_emulated_runner_applies_latency_noise_and_judges() -> None:
     assert after and all(d > 0.02 for d in after)
 
 
-def test_emulated_runner_refuses_non_operator_axes() -> None:
+def test_emulated_cell_refuses_non_operator_axes() -> None:
     variation = sweep_variation(load_variation_config(VARIATIONS), seed=0, index=0, method="random")
-    with pytest.raises(RunnerError, match="physics"):
+    with pytest.raises(VariationError, match="physics"):
         check_operator_config(variation.config)
-    with pytest.raises(RunnerError, match="operator"):
-        EmulatedRunner(WORLD, PROFILE, variation=variation)
+    with pytest.raises(VariationError, match="operator"):
+        EmulatedCell(WORLD, PROFILE, variation=variation)
 
 
 def test_reference_policy_succeeds_on_the_emulated_hardware() -> None:
     from r2s2r_eval.policy import load_policy
 
-    with EmulatedRunner(WORLD, PROFILE) as runner:
+    cell = EmulatedCell(WORLD, PROFILE)
+    with EpisodeRunner(cell) as runner:
         result = runner.run(load_policy("reference", {}), 2, camera_rate_hz=1.0)
     assert result.success, result.reason
-    assert result.reason == "success" and result.duration_s < runner.timeout_s
+    assert result.reason == "success" and result.duration_s < cell.timeout_s
 
 
 @pytest.mark.timeout(900)  # capture, identification and three pools: ~2-4 min on 2 shared cores
@@ -158,3 +160,20 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
         acc = written[side]["failure_prediction_accuracy"]
         assert acc == written[side]["targets"]["failure_prediction_accuracy"]["measured"]
         assert 0.0 <= acc <= 1.0
+
+
+def test_studies_are_r2s2r_subcommands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from r2s2r_eval import closed_loop, transfer
+
+    parser = argparse.ArgumentParser(prog="r2s2r")
+    sub = parser.add_subparsers(dest="command", required=True)
+    closed_loop.register(sub)
+    transfer.register(sub)
+    ns = parser.parse_args(["closed-loop", "--out", str(tmp_path / "cl"), "--trials", "0"])
+    assert ns.func(ns) == 2  # bad input: refused before anything runs
+    assert "trials: must be >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "cl").exists()
+    ns = parser.parse_args(["transfer", "--small", "--out", str(tmp_path / "tr")])
+    assert ns.func is transfer.cmd_transfer and ns.small

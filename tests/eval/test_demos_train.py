@@ -150,11 +150,11 @@ def test_bc_policy_is_registered_and_runs_an_episode(checkpoint: Path) -> None:
 
 
 def test_bc_policy_on_emulated_hardware(checkpoint: Path) -> None:
-    emulated = pytest.importorskip("r2s2r_eval.emulated_runner", reason="emulated runner not present")
+    from r2s2r_sim.emulated_cell import EmulatedCell
+
     policy = load_policy("bc", {"checkpoint": str(checkpoint)})
-    with emulated.EmulatedRunner(
-        "tabletop-pick-v1", REPO / "config/emulated_hardware/default_profile.yaml"
-    ) as r:
+    cell = EmulatedCell("tabletop-pick-v1", REPO / "config/emulated_hardware/default_profile.yaml")
+    with EpisodeRunner(cell) as r:
         result = r.run(policy, seed=3, camera_rate_hz=10.0, max_steps=3)
     assert result.steps == 3 and not result.reason.startswith("policy_error"), result.reason
 

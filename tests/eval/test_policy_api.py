@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +34,7 @@ def _info(**kw: object) -> EpisodeInfo:
         episode_index=0,
         seed=3,
         world_id="w",
+        world_dir=Path("w"),
         arm_joint_names=("a", "b"),
         gripper_command_range=(0.04, 0.0),
         control_period=0.1,

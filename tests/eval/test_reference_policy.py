@@ -79,12 +79,12 @@ def test_runner_refuses_bad_rates_and_closed_use(runner: EpisodeRunner) -> None:
 def test_assumed_nominal_camera_fails_only_where_the_camera_differs(runner: EpisodeRunner) -> None:
     # In the bundled world the nominal camera is the true one; on the emulated hardware the camera sits
     # ~2 cm and ~1.6 deg away, so a policy that trusts the nominal model misses the cube there.
-    from r2s2r_eval.emulated_runner import EmulatedRunner  # noqa: PLC0415
+    from r2s2r_sim.emulated_cell import EmulatedCell  # noqa: PLC0415
 
     params = ReferenceParams(assume_camera_of=WORLD)
     in_sim = [runner.run(ReferencePolicy(params), s, camera_rate_hz=CAMERA_HZ).success for s in SEEDS[:3]]
     profile = Path(__file__).resolve().parents[2] / "config/emulated_hardware/default_profile.yaml"
-    with EmulatedRunner(WORLD, profile) as real:
+    with EpisodeRunner(EmulatedCell(WORLD, profile)) as real:
         policy = ReferencePolicy(params)
         on_real = [real.run(policy, s, episode_index=s, camera_rate_hz=CAMERA_HZ).success for s in SEEDS[:3]]
     assert all(in_sim) and not any(on_real), (in_sim, on_real)

@@ -24,13 +24,13 @@ from r2s2r_eval.sweep import (
     SweepError,
     episode_key,
     episode_seed,
-    export_rows,
     parse_policy_spec,
     plan_sweep,
     run_sweep,
     run_task,
 )
 from r2s2r_eval.sweep_cli import main
+from r2s2r_eval.sweep_export import export_rows
 from r2s2r_sim.variations import load_variation_config
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
@@ -323,3 +323,26 @@ def test_existing_export_and_foreign_results_refused(tmp_path: Path, capsys) -> 
         conn.execute("CREATE TABLE t (x)")
     assert main(_argv(tmp_path, "--policy", "reference")) == 2
     assert "--results: " in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ the emulated side
+
+
+def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
+    from r2s2r_eval.closed_loop import operator_variations
+    from r2s2r_sim.emulated_hardware import load_hardware_profile
+
+    profile = ROOT / "config/emulated_hardware/default_profile.yaml"
+    with pytest.raises(SweepError, match="--hardware-profile: .*cannot be varied by an operator"):
+        run_sweep(_cfg(variations, hardware_profile=str(profile)), tmp_path / "bad.sqlite", workers=1)
+    assert not (tmp_path / "bad.sqlite").exists()
+    operator = operator_variations(VARIATIONS)
+    cfg = _cfg(operator, n=1, method="random", hardware_profile=str(profile))
+    summary = run_sweep(cfg, tmp_path / "real.sqlite", workers=1, progress=False)
+    sim = run_sweep(_cfg(operator, n=1, method="random"), tmp_path / "sim.sqlite", workers=1, progress=False)
+    assert summary.ran == 1 and summary.keys != sim.keys  # the side is part of the episode's identity
+    with ResultsStore(tmp_path / "real.sqlite") as store:
+        (row,) = list(store.rows())
+    assert row.world_hash == SimWorld(world_path(WORLD)).world_hash  # the base world's, as in sim
+    assert row.variation["profile_sha256"] == load_hardware_profile(profile).sha256
+    assert row.reason == "not_achieved (max_steps)", row.reason  # the judge, not the sim task, decided

@@ -91,8 +91,25 @@ class RosProbe:
                     if hasattr(old, "data"):
                         old.data = b""
 
-        self.node.create_subscription(interface_class(spec.type), name, callback, qos_profile(spec.qos))
+        self.node.create_subscription(
+            interface_class(spec.type), name, callback, qos_profile(spec.subscription_qos)
+        )
         return name
+
+    def offered_qos(self, key: str) -> tuple[Any, Any]:
+        """``(reliability, durability)`` a publisher of interface topic ``key`` offers on this middleware.
+
+        Found by publishing with the declared QoS on a scratch topic, so that a ``system_default`` preset is
+        resolved by the middleware exactly as it is for the driver (Fast DDS: reliable, transient local).
+        """
+        spec = self.iface.topic_spec(key)
+        scratch = f"/qos_probe/{key}"
+        pub = self.node.create_publisher(interface_class(spec.type), scratch, qos_profile(spec.qos))
+        try:
+            infos = wait_for(lambda: self.node.get_publishers_info_by_topic(scratch), 10.0, scratch)
+            return infos[0].qos_profile.reliability, infos[0].qos_profile.durability
+        finally:
+            self.node.destroy_publisher(pub)
 
     def msgs(self, name: str) -> list[tuple[float, Any]]:
         with self.lock:

@@ -13,9 +13,8 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 
 from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: E402
-from r2s2r_sim.interface import Durability, Reliability, load_interface  # noqa: E402
+from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.ros_qos import interface_class, qos_profile  # noqa: E402
-from rclpy.qos import DurabilityPolicy, ReliabilityPolicy  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -67,10 +66,6 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
     # Topics and types: exactly the real interface minus the sim-only topics; no /clock anywhere.
     topics = dict(probe.node.get_topic_names_and_types())
     assert not probe.node.get_publishers_info_by_topic(IFACE.topic("clock")), "nobody may publish /clock"
-    want_rel = {Reliability.RELIABLE: ReliabilityPolicy.RELIABLE,
-                Reliability.BEST_EFFORT: ReliabilityPolicy.BEST_EFFORT}
-    want_dur = {Durability.VOLATILE: DurabilityPolicy.VOLATILE,
-                Durability.TRANSIENT_LOCAL: DurabilityPolicy.TRANSIENT_LOCAL}
     published, subscribed = set(), set()
     for name in topics:
         pubs = [i for i in probe.node.get_publishers_info_by_topic(name) if i.node_name == NODE]
@@ -90,8 +85,8 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
         assert spec.type in topics[name], f"{name}: {topics[name]}"
         if name in published:
             (info,) = [i for i in probe.node.get_publishers_info_by_topic(name) if i.node_name == NODE]
-            assert info.qos_profile.reliability == want_rel[spec.qos.reliability], name
-            assert info.qos_profile.durability == want_dur[spec.qos.durability], name
+            got = (info.qos_profile.reliability, info.qos_profile.durability)
+            assert got == probe.offered_qos(key), name
     services = dict(probe.node.get_service_names_and_types())
     for spec in IFACE.services.values():
         assert spec.name not in services, f"{spec.name}: real hardware has no sim services"

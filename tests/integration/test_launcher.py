@@ -137,3 +137,29 @@ def test_cli_refuses_bad_arguments(ros_env: dict[str, str]) -> None:
         assert message in proc.stderr, proc.stderr
     proc = subprocess.run(["r2s2r", "launch", "nograph"], env=ros_env, text=True, capture_output=True, timeout=60)
     assert proc.returncode == EXIT_NOT_STARTED and "unknown graph 'nograph' (graphs: world)" in proc.stderr
+
+
+def test_a_respawn_node_is_restarted_each_time_it_exits(prefix: dict[str, str], tmp_path: Path) -> None:
+    import threading
+
+    from r2s2r_sim.graph import Argument
+
+    graph = Graph(name="t", description="respawn", arguments=(Argument(name="again", default="true",
+                                                                      description="respawn"),),
+                  nodes=(_node("talker"), _node("crasher", respawn="again")))
+    out = _Out()
+    launcher = Launcher(_resolve(graph, tmp_path), env=prefix, out=out, sigint_timeout=5.0)  # type: ignore[arg-type]
+
+    def stop_after_three_restarts() -> None:
+        deadline = time.monotonic() + 240
+        while not any("respawned crasher-2 (restart 3)" in line for line in list(out)):
+            assert time.monotonic() < deadline, "no third respawn within 240 s"
+            time.sleep(0.05)
+        launcher._on_signal(signal.SIGINT, None)  # what Ctrl-C does  # noqa: SLF001
+
+    threading.Thread(target=stop_after_three_restarts, daemon=True).start()
+    code = launcher.run()
+    assert code == EXIT_INTERRUPTED, out
+    assert sum("process has died with exit code 3: crasher-2" in line for line in out) >= 3, out
+    # The crashes of a respawned node are not the graph's failure, and the talker kept running throughout.
+    assert "[r2s2r] sending SIGINT to talker-1" in out

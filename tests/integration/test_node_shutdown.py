@@ -46,3 +46,77 @@ def test_spin_ends_when_the_signal_wakes_the_executor_before_the_shutdown(
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=context)
+
+
+# ------------------------------------------------------------------------- SIGINT inherited as ignored
+
+NODE_MODULES = [
+    "r2s2r_sim/r2s2r_sim/sim_node.py",
+    "r2s2r_sim/r2s2r_sim/emulated_hardware_node.py",
+    "r2s2r_eval/r2s2r_eval/policy_node.py",
+    "r2s2r_eval/r2s2r_eval/evaluator_node.py",
+    "r2s2r_capture/r2s2r_capture/recorder_node.py",
+    "r2s2r_capture/r2s2r_capture/player_node.py",
+]
+
+
+@pytest.mark.parametrize("module", NODE_MODULES)
+def test_every_node_module_restores_sigint_before_its_other_imports(module: str) -> None:
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / module
+    imports = [n for n in ast.parse(src.read_text()).body if isinstance(n, ast.Import | ast.ImportFrom)]
+    first = [n for n in imports if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")][0]
+    assert isinstance(first, ast.Import) and first.names[0].name == "r2s2r_sim.interrupts", src
+
+
+def _ignoring_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _sigint_caught(pid: int) -> bool:
+    from pathlib import Path
+
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << 1))  # bit 1: signal 2
+    return False
+
+
+def test_sim_node_started_with_sigint_ignored_stops_on_a_sigint_during_start_up(
+    ros_env: dict[str, str]
+) -> None:
+    """A shell's background job starts with SIGINT ignored; a SIGINT before rclpy.init must still stop it."""
+    import shutil
+    import signal
+    import subprocess
+
+    exe = shutil.which("sim_node", path=ros_env.get("PATH"))
+    assert exe is not None
+    proc = subprocess.Popen(  # noqa: S603 - list arguments
+        [exe, "--ros-args", "-p", "lockstep:=true", "-p", "cameras_enabled:=false"],
+        env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=_ignoring_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 60.0
+        while not _sigint_caught(proc.pid):
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "sim_node never caught SIGINT within 60 s"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=60.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+            pytest.fail(f"sim_node still running 60 s after SIGINT during start-up:\n{out}")
+        # It stopped in its imports (KeyboardInterrupt), before rclpy installed its own handler.
+        assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in out, (proc.returncode, out)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -27,13 +27,13 @@ def test_evaluator_runs_reference_policy_through_ros(processes, tmp_path: Path) 
             "-p",
             f"results:={db}",
             "-p",
-            "episode_timeout_s:=120.0",
+            "episode_timeout_s:=1800.0",  # a guard: a lost policy or world ends it within seconds
             "-p",
             "service_timeout_s:=60.0",
         ]
     )
     try:
-        out, _ = evaluator.communicate(timeout=240)
+        out, _ = evaluator.communicate(timeout=3600)
     except Exception:
         evaluator.kill()
         raise

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 TOPICS = ["/camera/color/image_raw", "/camera/depth/image_raw", "/joint_states"]
 
 
-def _record(processes, out: Path, duration: float) -> tuple:
+def _record(processes, out: Path, duration: float, *params: str) -> tuple:
     rec = processes.start(
         [
             "recorder_node",
@@ -24,6 +24,7 @@ def _record(processes, out: Path, duration: float) -> tuple:
             f"output:={out}",
             "-p",
             "topics:=[" + ",".join(f"'{t}'" for t in TOPICS) + "]",
+            *(item for p in params for item in ("-p", p)),
         ]
     )
     pub = processes.start(
@@ -61,10 +62,50 @@ def test_record_then_signal_closes_bag(processes, tmp_path: Path, sig: int) -> N
         assert not bag.notes
 
 
+@pytest.mark.parametrize("mode", ["file", "message"])
+def test_record_compressed(processes, tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "zstd"
+    rec, pub = _record(processes, out, 2.0, f"compression_mode:={mode}", "compression_format:=zstd")
+    sent = _sent(pub)
+    time.sleep(0.5)
+    rec.send_signal(signal.SIGINT)
+    log = rec.communicate(timeout=30)[0]
+    assert rec.returncode == 0, log
+    info = yaml.safe_load((out / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert (info["compression_mode"], info["compression_format"], info["version"]) == (mode, "zstd", 9)
+    assert all(f.endswith(".mcap.zstd") == (mode == "file") for f in info["relative_file_paths"])
+    with BagReader(out) as bag:
+        assert {t: bag.topics[t].message_count for t in TOPICS} == sent, log
+        for msg in bag.messages(["/joint_states"]):
+            assert list(bag.deserialize(msg).name) == [f"joint_{i}" for i in range(7)]
+
+
+def _wait_flushed(rec, out: Path, timeout: float = 120.0) -> None:
+    """Wait until the recorder subscribed to every topic and flushed a chunk holding each of them."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + timeout
+    while seen != set(TOPICS):
+        assert time.monotonic() < deadline, f"recorder did not subscribe to {set(TOPICS) - seen}"
+        line = rec.stdout.readline()
+        assert line, "recorder exited before subscribing"
+        seen |= {t for t in TOPICS if line.split("recording ")[-1].startswith(t + " ")}
+    while True:
+        files = list(out.glob("*.mcap"))
+        if files and files[0].stat().st_size > 0:
+            try:
+                with BagReader(out) as bag:
+                    if all(t in bag.topics and bag.topics[t].message_count > 0 for t in TOPICS):
+                        return
+            except Exception:  # a chunk being written; look again
+                pass
+        assert time.monotonic() < deadline, f"no flushed chunk with every topic in {out}"
+        time.sleep(0.2)
+
+
 def test_record_sigkill_keeps_flushed_chunks(processes, tmp_path: Path) -> None:
     out = tmp_path / "killed"
-    rec, pub = _record(processes, out, 6.0)
-    time.sleep(5.0)
+    rec, pub = _record(processes, out, 30.0)
+    _wait_flushed(rec, out)
     kill_ns = time.time_ns()
     rec.send_signal(signal.SIGKILL)
     rec.wait(timeout=10)
@@ -120,6 +161,8 @@ def test_player_replays_with_timing_and_clock(processes, tmp_path: Path) -> None
             f"bag:={bag_path}",
             "-p",
             "rate:=2.0",
+            "-p",
+            "clock_hz:=100.0",
             "-p",
             "remap:=['/chatter:=/remapped']",
         ]

@@ -14,9 +14,9 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 
-from r2s2r_sim.interface import Durability, Reliability, load_interface  # noqa: E402
+from r2s2r_eval.conversions import TfTree  # noqa: E402
+from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.ros_qos import interface_class, qos_profile  # noqa: E402
-from rclpy.qos import DurabilityPolicy, ReliabilityPolicy  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from transforms3d import quaternions as tq  # noqa: E402
@@ -157,16 +157,7 @@ def test_topics_types_qos_frames_and_rates(processes: Any, probe: Probe) -> None
         infos = [i for i in probe.node.get_publishers_info_by_topic(name) if i.node_name == "sim_node"]
         assert len(infos) == 1, f"{name}: sim_node publishers {infos}"
         qos = infos[0].qos_profile
-        want_rel = {
-            Reliability.RELIABLE: ReliabilityPolicy.RELIABLE,
-            Reliability.BEST_EFFORT: ReliabilityPolicy.BEST_EFFORT,
-        }
-        want_dur = {
-            Durability.VOLATILE: DurabilityPolicy.VOLATILE,
-            Durability.TRANSIENT_LOCAL: DurabilityPolicy.TRANSIENT_LOCAL,
-        }
-        assert qos.reliability == want_rel[spec.qos.reliability], f"{name}: {qos.reliability}"
-        assert qos.durability == want_dur[spec.qos.durability], f"{name}: {qos.durability}"
+        assert (qos.reliability, qos.durability) == probe.offered_qos(key), f"{name}: {qos}"
     for key in ("arm_command", "gripper_command", "policy_heartbeat"):
         name = IFACE.topic(key)
         subs = [i for i in probe.node.get_subscriptions_info_by_topic(name) if i.node_name == "sim_node"]
@@ -237,15 +228,19 @@ def test_topics_types_qos_frames_and_rates(processes: Any, probe: Probe) -> None
         assert list(info.p[:3]) == list(info.k[:3]) and info.p[3] == 0.0
     assert conv.image_to_numpy(dep).max() > 0, "the depth image has no valid pixels"
 
-    # TF: static world -> base_link and the camera chain, dynamic base_link -> ee_link.
+    # TF: static world -> base_link, the fixed end-effector link and realsense2_camera's chain; the arm's
+    # moving links on /tf (test_driver_conventions checks every link against MuJoCo).
     static = {(t.header.frame_id, t.child_frame_id) for t in probe.last(tf_static).transforms}
     assert {
         ("world", "base_link"),
+        ("wrist_3_link", "gripper_link"),
+        ("gripper_link", "ee_link"),
         ("world", "camera_link"),
-        ("camera_link", "camera_color_optical_frame"),
+        ("camera_link", "camera_color_frame"),
+        ("camera_color_frame", "camera_color_optical_frame"),
     } <= static
     dynamic = {(t.header.frame_id, t.child_frame_id) for _, m in probe.msgs(tf) for t in m.transforms}
-    assert ("base_link", "ee_link") in dynamic
+    assert {("base_link", "shoulder_link"), ("gripper_link", "left_finger_link")} <= dynamic
     assert stop(out) == 0
 
 
@@ -282,18 +277,14 @@ def test_marker_projection_and_depth(processes: Any, probe: Probe) -> None:
     )
     k = conv.camera_info_to_k(probe.last(info))
     frames = {t.child_frame_id: t for t in probe.last(tf_static).transforms}
-
-    def pose(t: Any) -> tuple[np.ndarray, np.ndarray]:
-        tr, q = t.transform.translation, t.transform.rotation
-        return np.array([tr.x, tr.y, tr.z]), np.array([q.w, q.x, q.y, q.z])
-
-    link_pos, link_q = pose(frames["camera_link"])
+    # realsense2_camera's chain: world -> camera_link -> camera_color_frame -> camera_color_optical_frame.
     assert frames["camera_link"].header.frame_id == "world"
-    opt = frames["camera_color_optical_frame"]
-    assert opt.header.frame_id == "camera_link"
-    off_pos, off_q = pose(opt)
-    cam_pos = link_pos + tq.rotate_vector(off_pos, link_q)
-    cam_q = tq.qmult(link_q, off_q)
+    assert frames["camera_color_frame"].header.frame_id == "camera_link"
+    assert frames["camera_color_optical_frame"].header.frame_id == "camera_color_frame"
+    tree = TfTree()
+    tree.add(probe.last(tf_static))
+    optical = tree.lookup("world", "camera_color_optical_frame")
+    cam_pos, cam_q = optical[:3, 3], tq.mat2quat(optical[:3, :3])
     rgb = conv.image_to_numpy(rgb_msg)
     depth_m = conv.image_to_numpy(depth_msg).astype(np.float64) / 1000.0
     for name, channel in (("marker_red", 0), ("marker_green", 1), ("marker_blue", 2)):

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import yaml
 from r2s2r_sim.emulated_hardware import (
-    CommandDelay,
     EmulatedArm,
     HardwareProfileError,
     load_hardware_profile,
@@ -121,24 +120,6 @@ def test_profile_names_checked_against_world(tmp_path: Path, edit: Any, match: s
 
 
 # ------------------------------------------------------------------------------- latency and noise
-
-
-def test_command_delay_fifo() -> None:
-    fifo: CommandDelay[str] = CommandDelay(0.03)
-    fifo.push(0.0, "a")
-    fifo.push(0.01, "b")
-    fifo.push(0.01, "c")
-    assert fifo.pop_due(0.029) == []
-    assert fifo.pop_due(0.03) == ["a"]
-    assert fifo.pop_due(0.05) == ["b", "c"]
-    assert len(fifo) == 0
-    with pytest.raises(ValueError, match="before the previous one"):
-        fifo.push(0.0, "late")
-    with pytest.raises(ValueError, match="latency_s must be"):
-        CommandDelay(-1.0)
-    zero: CommandDelay[int] = CommandDelay(0.0)
-    zero.push(1.0, 1)
-    assert zero.pop_due(1.0) == [1]
 
 
 def test_arm_command_applied_after_latency(arm: EmulatedArm) -> None:

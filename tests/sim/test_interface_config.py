@@ -7,7 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from r2s2r_sim.interface import Durability, InterfaceError, Reliability, load_interface
+from r2s2r_sim.interface import (
+    Durability,
+    InterfaceError,
+    Reliability,
+    available_profiles,
+    load_interface,
+)
 from r2s2r_sim.paths import config_dir
 
 GOOD = {
@@ -48,16 +54,99 @@ def _with(path: list[str], value: object) -> dict:
 _DELETE = object()
 
 
-def test_shipped_interface_loads_and_names_topics() -> None:
+def _write_own(tmp_path: Path) -> Path:
+    image = {"name": "/camera/{camera}/color/image_raw", "type": "sensor_msgs/msg/Image",
+             "qos": "system_default"}
+    return _write(tmp_path, {"topics": {"color_image": image}})
+
+
+def test_shipped_default_is_the_realsense2_camera_jazzy_profile(tmp_path: Path) -> None:
     iface = load_interface()
     assert iface.source == config_dir() / "interface.yaml"
+    assert iface.profile == "realsense2_camera" and list(available_profiles())[0] == "realsense2_camera"
     assert iface.topic("joint_states") == "/joint_states"
-    assert iface.topic("color_image", "camera") == "/camera/color/image_raw"
-    assert iface.topic("depth_image", "wrist") == "/wrist/aligned_depth_to_color/image_raw"
+    # rs_launch.py: camera_namespace "camera", camera_name the node name; align_depth.enable.
+    assert iface.topic("color_image", "camera") == "/camera/camera/color/image_raw"
+    assert iface.topic("color_info", "camera") == "/camera/camera/color/camera_info"
+    assert iface.topic("depth_image", "camera") == "/camera/camera/aligned_depth_to_color/image_raw"
+    assert iface.topic("depth_image", "wrist") == "/camera/wrist/aligned_depth_to_color/image_raw"
+    # image_qos SYSTEM_DEFAULT; info_qos DEFAULT; our subscribers ask what create_subscription(.., 10) asks.
+    image = iface.topic_spec("color_image")
+    assert image.qos.preset == "system_default" and image.qos.reliability is Reliability.SYSTEM_DEFAULT
+    assert (image.subscription_qos.reliability, image.subscription_qos.depth) == (Reliability.RELIABLE, 1)
+    # Without a subscription_qos of its own, a system_default topic is subscribed with depth 10.
+    assert load_interface(_write_own(tmp_path)).topic_spec("color_image").subscription_qos.depth == 10
+    info = iface.topic_spec("color_info").qos
+    assert (info.reliability, info.durability, info.depth) == (Reliability.RELIABLE, Durability.VOLATILE, 10)
     assert iface.topic_spec("tf_static").qos.durability is Durability.TRANSIENT_LOCAL
-    assert iface.topic_spec("color_image").qos.reliability is Reliability.BEST_EFFORT
+    assert iface.topic_spec("robot_description").qos.durability is Durability.TRANSIENT_LOCAL
+    assert iface.topic("diagnostics") == "/diagnostics"
+    assert iface.frame("world") == "world" and iface.frame("base") == "base_link"
+    assert iface.frame("camera_link", "camera") == "camera_link"
+    assert iface.frame("camera_depth_optical_frame", "camera") == "camera_depth_optical_frame"
     assert iface.service("reset_episode") == "/r2s2r/reset_episode"
     assert iface.service_spec("step").type == "std_srvs/srv/Trigger"
+
+
+def test_sensor_data_profile_extends_the_default_and_overrides_only_the_camera_topics() -> None:
+    base, iface = load_interface(), load_interface("sensor_data")
+    assert iface.profile == "sensor_data"
+    assert iface.topic("color_image", "camera") == "/camera/color/image_raw"
+    assert iface.topic("depth_info", "wrist") == "/wrist/aligned_depth_to_color/camera_info"
+    assert iface.topic_spec("color_image").qos.reliability is Reliability.BEST_EFFORT
+    assert iface.topic_spec("color_image").subscription_qos == iface.topic_spec("color_image").qos
+    assert iface.topic_spec("color_info").qos == base.topic_spec("color_info").qos  # inherited
+    assert iface.frames == base.frames and set(iface.topics) == set(base.topics)
+
+
+def test_user_interface_file_extends_a_shipped_profile(tmp_path: Path) -> None:
+    path = _write(tmp_path, {
+        "extends": "realsense2_camera",
+        "frames": {"base": "arm_base"},
+        "topics": {"joint_states": {"name": "/arm/joint_states"}, "color_image": {"qos": "sensor_data"}},
+    })
+    iface = load_interface(path)
+    assert iface.profile == str(path) and iface.source == path
+    assert iface.topic("joint_states") == "/arm/joint_states"
+    assert iface.topic_spec("joint_states").type == "sensor_msgs/msg/JointState"
+    assert iface.topic("color_image", "camera") == "/camera/camera/color/image_raw"
+    assert iface.topic_spec("color_image").qos.reliability is Reliability.BEST_EFFORT
+    assert iface.frame("base") == "arm_base" and iface.frame("world") == "world"
+    assert load_interface(str(path)).topics == iface.topics  # a str path works like a Path
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({"extends": "nope", "topics": {}},
+         r"<top level>\.extends: no profile 'nope' in .*interface\.yaml"),
+        ({"topics": {"a": {"name": "/a", "type": "std_msgs/msg/String", "qos": "fast"}}},
+         r"topics\.a\.qos: unknown QoS preset 'fast' "
+         r"\(presets: \['default', 'sensor_data', 'system_default'\]"),
+        ({"topics": {}, "frames": {"world": "/world"}}, r"frames\.world: must be a tf2 frame id"),
+        ({"default": "b", "profiles": {"a": {"topics": {}}}},
+         r"default: no profile 'b' \(profiles: \['a'\]\)"),
+        ({"default": "a", "profiles": {"a": {"extends": "b", "topics": {}}, "b": {"extends": "a"}}},
+         r"profiles\.a\.extends: profiles extend each other in a cycle"),
+    ],
+)
+def test_bad_profiles_are_refused_naming_the_field(tmp_path: Path, data: dict, match: str) -> None:
+    with pytest.raises(InterfaceError, match=match):
+        load_interface(_write(tmp_path, data))
+
+
+def test_unknown_profile_name_lists_the_profiles() -> None:
+    with pytest.raises(InterfaceError, match=r"interface 'nope': no such profile .*\['realsense2_camera', "
+                                             r"'sensor_data'\]"):
+        load_interface("nope")
+
+
+def test_frame_lookup_errors() -> None:
+    iface = load_interface()
+    with pytest.raises(InterfaceError, match=r"frames\.nope: no such frame \(frames: \["):
+        iface.frame("nope")
+    with pytest.raises(InterfaceError, match=r"frames\.camera_link: .* needs a camera name"):
+        iface.frame("camera_link")
 
 
 def test_topic_lookup_errors(tmp_path: Path) -> None:
@@ -252,7 +341,7 @@ def test_joint_state_commands_and_outcome() -> None:
 def test_variation_hash_and_qos_helpers() -> None:
     from r2s2r_sim.ros_qos import interface_class, qos_profile
     from r2s2r_sim.sim_node import variation_hash
-    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy, qos_profile_system_default
 
     a = variation_hash("abc", "", 1)
     assert a == variation_hash("abc", "", 1) and len(a) == 64
@@ -263,7 +352,10 @@ def test_variation_hash_and_qos_helpers() -> None:
     iface = load_interface()
     profile = qos_profile(iface.topic_spec("tf_static").qos)
     assert profile.durability == DurabilityPolicy.TRANSIENT_LOCAL and profile.depth == 1
-    assert qos_profile(iface.topic_spec("color_image").qos).reliability == ReliabilityPolicy.BEST_EFFORT
+    assert qos_profile(iface.topic_spec("color_image").qos) == qos_profile_system_default
+    assert qos_profile(load_interface("sensor_data").topic_spec("color_image").qos).reliability == (
+        ReliabilityPolicy.BEST_EFFORT
+    )
     from sensor_msgs.msg import Image
 
     assert interface_class("sensor_msgs/msg/Image") is Image

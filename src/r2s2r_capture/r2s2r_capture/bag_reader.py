@@ -11,37 +11,41 @@ gets wrong with bags the C++ rosbag2 wrote (see ``shared/conformance/rosbag2/MAN
    definitions (or ``definitions`` given by the caller) supply the others.
 5. Start and end times come from the data, never from ``metadata.yaml``.
 6. A serialization format other than ``cdr`` is refused, naming the bag, topic and field.
+7. Compressed bags (rosbag2's ``file`` and ``message`` modes, zstd) are read, with or without metadata.yaml.
+8. Each topic's offered QoS comes from ``metadata.yaml`` or, without one, from the data file (MCAP channel
+   metadata, sqlite3 ``topics`` table).
 
-An MCAP file without its summary (a recording killed with SIGKILL, or a truncated copy) is scanned record by
-record: every complete chunk is readable, and :attr:`BagReader.notes` says where the file was cut.
+An MCAP file without its summary (a recording killed with SIGKILL, or a truncated copy) is read record by
+record: every complete chunk is readable, and :attr:`BagReader.notes` says where the file was cut. A ROS 1
+bag is refused with the command that converts it. See :mod:`r2s2r_capture._bag_files` for the file layer.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
-import sqlite3
-import struct
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rosbags.rosbag2 import Reader
+from rosbags.interfaces import Qos
 from rosbags.typesys import get_types_from_msg
 from rosbags.typesys.store import Typestore
 from ruamel.yaml import YAML
 
+from r2s2r_capture._bag_files import DataFile, qos_of, refuse_ros1, sniff
 from r2s2r_capture.bag_writer import load_typestore
 from r2s2r_capture.errors import BagError
 
 __all__ = ["BagMessage", "BagReader", "TopicInfo", "normalize_type"]
 
-DATA_SUFFIXES = (".mcap", ".db3")
+DATA_SUFFIXES = (".mcap", ".db3", ".mcap.zstd", ".db3.zstd")
+COMPRESSION_MODES = ("", "none", "file", "message")
 MAX_METADATA_BYTES = 16 * 2**20
-MAX_RECORD_BYTES = 2**31  # a single MCAP record larger than this is treated as corruption
-_MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
 @dataclass(frozen=True)
@@ -62,158 +66,13 @@ class TopicInfo:
     msgtype: str
     serialization_format: str
     message_count: int
-    offered_qos_profiles: str = ""
+    offered_qos_profiles: tuple[Qos, ...] = ()  # as recorded (rosbags Qos), first the first publisher's
+    qos_source: str = ""  # "metadata.yaml", "data file" or "" (no QoS recorded)
 
 
 def normalize_type(msgtype: str) -> str:
     """``pkg/Name`` -> ``pkg/msg/Name``; other names unchanged."""
     return msgtype.replace("/", "/msg/") if msgtype.count("/") == 1 else msgtype
-
-
-@dataclass
-class _Conn:
-    topic: str
-    msgtype: str
-    fmt: str
-    msgdef: str | None  # None: the file has no definition record for this type
-    qos: str
-
-
-class _DataFile:
-    """One storage file, read with rosbags or, for an MCAP without summary, by scanning its records."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.conns: list[_Conn] = []
-        self.counts: dict[str, int] = {}
-        self.start_ns: int | None = None
-        self.end_ns: int | None = None
-        self.note = ""
-        self.scanned = False
-        try:
-            with Reader(path) as reader:
-                for c in reader.connections:
-                    self.conns.append(
-                        _Conn(
-                            c.topic,
-                            c.msgtype,
-                            c.ext.serialization_format,  # type: ignore[attr-defined]
-                            c.msgdef.data if c.msgdef.format.value else None,
-                            "",
-                        )
-                    )
-                    self.counts[c.topic] = self.counts.get(c.topic, 0) + c.msgcount
-                if reader.message_count:  # rosbags' end_time is exclusive (last + 1)
-                    self.start_ns, self.end_ns = reader.start_time, reader.end_time - 1
-        except Exception as err:  # noqa: BLE001 - rosbags raises several types; fall back or report below
-            if path.suffix != ".mcap":
-                raise BagError(f"data file {path}: cannot be read: {err}") from err
-            self.scanned = True
-            self.note = f"{path.name}: {err} -> scanned record by record"
-            for item in self._scan():
-                if isinstance(item, BagMessage):
-                    self.counts[item.topic] = self.counts.get(item.topic, 0) + 1
-                    self.start_ns = min(item.timestamp_ns, self.start_ns or item.timestamp_ns)
-                    self.end_ns = max(item.timestamp_ns, self.end_ns or 0)
-        if self.path.suffix == ".db3":
-            self._srv_defs = self._sqlite_definitions()
-        else:
-            self._srv_defs = {}
-
-    def srv_definition(self, srvtype: str) -> str:
-        """Raw definition the sqlite3 file stores under ``srvtype`` (e.g. ``pkg/srv/Name``), or ''."""
-        return self._srv_defs.get(srvtype, "")
-
-    def _sqlite_definitions(self) -> dict[str, str]:
-        try:
-            db = sqlite3.connect(f"file:{self.path}?immutable=1", uri=True)
-            try:
-                rows = db.execute("SELECT topic_type, encoded_message_definition FROM message_definitions")
-                return {str(t): str(d) for t, d in rows}
-            finally:
-                db.close()
-        except sqlite3.Error:
-            return {}
-
-    def messages(self) -> Iterator[BagMessage]:
-        if self.scanned:
-            yield from (m for m in self._scan() if isinstance(m, BagMessage))
-            return
-        with Reader(self.path) as reader:
-            for conn, ts, data in reader.messages():
-                yield BagMessage(conn.topic, conn.msgtype, ts, bytes(data))
-
-    # -- MCAP scan (no summary needed) -----------------------------------------------------------------
-    def _scan(self) -> Iterator[BagMessage | None]:
-        channels: dict[int, tuple[str, str]] = {}
-        schemas: dict[int, tuple[str, str]] = {}
-        self.conns = []
-        with self.path.open("rb") as bio:
-            if bio.read(8) != _MCAP_MAGIC:
-                raise BagError(f"data file {self.path}: not an MCAP file (bad magic)")
-            offset = 8
-            while True:
-                head = bio.read(9)
-                if len(head) < 9:
-                    break
-                op, length = head[0], struct.unpack("<Q", head[1:])[0]
-                if length > MAX_RECORD_BYTES:
-                    self.note += f"; record at byte {offset} claims {length} bytes: stopped there"
-                    break
-                body = bio.read(length)
-                if len(body) < length:
-                    self.note += f"; truncated at byte {offset} (record 0x{op:02x} incomplete): stopped there"
-                    break
-                offset += 9 + length
-                if op == 0x02:  # footer
-                    break
-                yield from self._records(op, body, schemas, channels)
-                yield None
-
-    def _records(
-        self, op: int, body: bytes, schemas: dict[int, tuple[str, str]], channels: dict[int, tuple[str, str]]
-    ) -> Iterator[BagMessage]:
-        if op == 0x03:  # schema: id u16, name str, encoding str, data bytes(u32)
-            sid = struct.unpack_from("<H", body)[0]
-            name, pos = _str(body, 2)
-            _enc, pos = _str(body, pos)
-            size = struct.unpack_from("<I", body, pos)[0]
-            schemas[sid] = (name, body[pos + 4 : pos + 4 + size].decode("utf-8", "replace"))
-        elif op == 0x04:  # channel: id u16, schema u16, topic str, encoding str, metadata map
-            cid, sid = struct.unpack_from("<HH", body)
-            topic, pos = _str(body, 4)
-            enc, pos = _str(body, pos)
-            name, msgdef = schemas.get(sid, ("", ""))
-            if cid not in channels:
-                self.conns.append(_Conn(topic, name, enc, msgdef, ""))
-            channels[cid] = (topic, name)
-        elif op == 0x05:  # message: channel u16, seq u32, log_time u64, publish_time u64, data
-            cid, _seq, log_time = struct.unpack_from("<HIQ", body)
-            if cid in channels:
-                topic, name = channels[cid]
-                yield BagMessage(topic, name, log_time, bytes(body[22:]))
-        elif op == 0x06:  # chunk: start, end, uncompressed size u64, crc u32, compression str, records
-            usize = struct.unpack_from("<Q", body, 16)[0]
-            comp, pos = _str(body, 28)
-            size = struct.unpack_from("<Q", body, pos)[0]
-            data = body[pos + 8 : pos + 8 + size]
-            if comp == "zstd":
-                import zstandard  # noqa: PLC0415 - only for compressed chunks
-
-                data = zstandard.ZstdDecompressor().decompress(data, max_output_size=usize)
-            elif comp:
-                self.note += f"; chunk compression {comp!r} not supported: chunk skipped"
-                return
-            pos = 0
-            while pos + 9 <= len(data):
-                sub_op, sub_len = data[pos], struct.unpack_from("<Q", data, pos + 1)[0]
-                yield from self._records(sub_op, data[pos + 9 : pos + 9 + sub_len], schemas, channels)
-                pos += 9 + sub_len
-
-
-def _str(buf: bytes, pos: int) -> tuple[str, int]:
-    size = struct.unpack_from("<I", buf, pos)[0]
-    return buf[pos + 4 : pos + 4 + size].decode("utf-8", "replace"), pos + 4 + size
 
 
 def _rename(obj: Any, old: str, new: str) -> Any:
@@ -245,26 +104,34 @@ class BagReader:
         self.path = Path(path)
         self.typestore = typestore or load_typestore()
         self._extra = dict(definitions or {})
-        self.files: list[_DataFile] = []
+        self.files: list[DataFile] = []
         self.topics: dict[str, TopicInfo] = {}
         self.notes: list[str] = []
         self.undeserializable: dict[str, str] = {}  # type -> why
         self.metadata: dict[str, Any] | None = None
         self._open = False
+        self._stack = ExitStack()
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def __enter__(self) -> BagReader:
         if self._open:
             raise BagError(f"bag {self.path}: reader is already open")
-        paths = self._data_paths()
-        for p in paths:
-            data_file = _DataFile(p)
-            if data_file.note:
-                self.notes.append(data_file.note)
-            self.files.append(data_file)
-        self._check_formats()
-        self._collect_topics()
-        self._register_types()
+        try:
+            paths = self._data_paths()
+            mode = str((self.metadata or {}).get("compression_mode") or "").lower()
+            tmpdir: Path | None = None
+            for p in paths:
+                if tmpdir is None and sniff(p) == "zstd":  # a decompressed copy lives as long as the reader
+                    tmpdir = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="r2s2r-bag-")))
+                data_file = DataFile(p, tmpdir or p.parent, message_compression=mode == "message")
+                self.notes.extend(data_file.notes)
+                self.files.append(data_file)
+            self._check_formats()
+            self._collect_topics()
+            self._register_types()
+        except BaseException:
+            self._stack.close()
+            raise
         self._open = True
         return self
 
@@ -272,19 +139,25 @@ class BagReader:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._open = False
+        self._stack.close()
 
     def _data_paths(self) -> list[Path]:
         path = self.path
         if path.is_file():
-            if path.suffix not in DATA_SUFFIXES:
+            if sniff(path) == "ros1" or path.suffix == ".bag":
+                raise refuse_ros1(path)
+            if not path.name.endswith(DATA_SUFFIXES):
                 raise BagError(f"bag {path}: not a bag folder or a {'/'.join(DATA_SUFFIXES)} data file")
             return [path]
         if not path.is_dir():
             raise BagError(f"bag {path}: no such file or folder")
         meta = path / "metadata.yaml"
+        found = sorted(p for p in path.iterdir() if p.name.endswith(DATA_SUFFIXES))
         if not meta.is_file():
-            found = sorted(p for p in path.iterdir() if p.suffix in DATA_SUFFIXES)
             if not found:
+                ros1 = sorted(p for p in path.iterdir() if p.suffix == ".bag")
+                if ros1:
+                    raise refuse_ros1(ros1[0])
                 raise BagError(f"bag {path}: no metadata.yaml and no {'/'.join(DATA_SUFFIXES)} data files")
             self.notes.append(f"{path.name}: no metadata.yaml (unfinished recording?); read the data files")
             return found
@@ -293,16 +166,24 @@ class BagReader:
         try:
             doc = YAML(typ="safe").load(meta.read_text(encoding="utf-8"))
             info = doc["rosbag2_bagfile_information"]
+            if not isinstance(info, dict):
+                raise TypeError(f"expected a mapping, got {type(info).__name__}")
         except Exception as err:  # noqa: BLE001 - yaml errors, wrong shape
             raise BagError(
                 f"bag {path}: metadata.yaml has no readable rosbag2_bagfile_information: {err}"
             ) from err
         self.metadata = info
-        mode = info.get("compression_mode") or ""
-        if mode:
+        mode = str(info.get("compression_mode") or "").lower()
+        fmt = str(info.get("compression_format") or "")
+        if mode not in COMPRESSION_MODES:
             raise BagError(
                 f"bag {path}: metadata.yaml field compression_mode is {mode!r}; "
-                "compressed bags are not supported (decompress them first)"
+                "allowed: file, message or none"
+            )
+        if mode in ("file", "message") and fmt != "zstd":
+            raise BagError(
+                f"bag {path}: metadata.yaml field compression_format is {fmt!r} with compression_mode "
+                f"{mode!r}; only 'zstd' can be read"
             )
         for entry in info.get("topics_with_message_count") or []:
             meta_topic = entry.get("topic_metadata", {})
@@ -318,7 +199,11 @@ class BagReader:
         paths = [path / Path(str(n)).name for n in names]
         missing = [p.name for p in paths if not p.is_file()]
         if missing:
-            raise BagError(f"bag {path}: metadata.yaml relative_file_paths lists missing file(s) {missing}")
+            there = [p.name for p in found] or "none"
+            raise BagError(
+                f"bag {path}: metadata.yaml relative_file_paths lists missing file(s) {missing}; "
+                f"data files in the folder: {there}"
+            )
         return paths
 
     def _check_formats(self) -> None:
@@ -333,12 +218,26 @@ class BagReader:
     def _collect_topics(self) -> None:
         counts: dict[str, int] = {}
         types: dict[str, tuple[str, str]] = {}
+        file_qos: dict[str, tuple[Qos, ...]] = {}
         for f in self.files:
             for c in f.conns:
                 types.setdefault(c.topic, (c.msgtype, c.fmt))
+                if c.qos and c.topic not in file_qos:
+                    file_qos[c.topic] = c.qos
             for topic, n in f.counts.items():
                 counts[topic] = counts.get(topic, 0) + n
-        self.topics = {t: TopicInfo(t, mt, fmt, counts.get(t, 0)) for t, (mt, fmt) in types.items()}
+        meta_qos = {}
+        for entry in (self.metadata or {}).get("topics_with_message_count") or []:
+            meta = (entry or {}).get("topic_metadata") or {}
+            if profiles := qos_of(meta):
+                meta_qos[str(meta.get("name"))] = profiles
+        self.topics = {}
+        for t, (mt, fmt) in types.items():
+            if t in meta_qos:
+                qos, source = meta_qos[t], "metadata.yaml"
+            else:
+                qos, source = file_qos.get(t, ()), "data file"
+            self.topics[t] = TopicInfo(t, mt, fmt, counts.get(t, 0), qos, source if qos else "")
 
     # -- types ---------------------------------------------------------------------------------------
     def _register_types(self) -> None:
@@ -439,7 +338,7 @@ class BagReader:
         if not self._open:
             raise BagError(f"bag {self.path}: reader is not open (use it as a context manager)")
         wanted = set(topics) if topics is not None else None
-        streams = [f.messages() for f in self.files]
+        streams = [(BagMessage(*m) for m in f.messages()) for f in self.files]
         for msg in heapq.merge(*streams, key=lambda m: m.timestamp_ns):
             if wanted is None or msg.topic in wanted:
                 yield msg

@@ -1,8 +1,11 @@
 """BagWriter: a rosbag2 writer (MCAP or sqlite3) with splitting, embedded definitions and crash safety.
 
 Pure Python over :mod:`rosbags` (no rclpy). One bag is a folder holding ``<name>_<i>.mcap`` (or ``.db3``)
-data files and, once closed, a ``metadata.yaml`` that ``ros2 bag info`` reads (version 8, one ``files``
-entry per split). Message definitions are embedded from a typestore: the Jazzy store plus any type found
+data files and, once closed, a ``metadata.yaml`` as Jazzy's rosbag2 writes it (version 9, one ``files``
+entry per split, ``ros_distro`` from ``ROS_DISTRO`` or the installed ``ros-<distro>-rclpy``, ``custom_data``
+also in each MCAP file's ``rosbag2`` metadata record). Compression follows ``ros2 bag record``:
+``file`` mode compresses each closed split to ``<file>.zstd``, ``message`` mode each payload (zstd).
+Message definitions are embedded from a typestore: the Jazzy store plus any type found
 in the ament index (``share/<pkg>/msg/<Name>.msg``), e.g. ``r2s2r_msgs`` and ``tf2_msgs``.
 
 Crash safety: the MCAP storage writes a chunk when 1 MiB is buffered; :meth:`BagWriter.write` also forces a
@@ -15,8 +18,10 @@ flushed chunk: at most ``max(1 MiB, flush_interval_s of data)`` plus one message
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from io import StringIO
@@ -24,17 +29,29 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import Writer, WriterError
-from rosbags.rosbag2.enums import StoragePlugin
+from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
 from rosbags.typesys import Stores, TypesysError, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 from ruamel.yaml import YAML
 
 from r2s2r_capture.errors import BagError
 
-__all__ = ["BagWriter", "Storage", "WriterConfig", "TopicSpec", "load_typestore", "ensure_type"]
+__all__ = [
+    "BagWriter",
+    "Compression",
+    "Storage",
+    "WriterConfig",
+    "TopicSpec",
+    "load_typestore",
+    "ensure_type",
+    "offered_qos",
+    "ros_distro",
+]
 
-METADATA_VERSION = 8
+METADATA_VERSION = 9  # what Jazzy's rosbag2 writes
+COMPRESSION_FORMATS = ("zstd",)
 _TYPE_RE = re.compile(r"^[A-Za-z_][\w]*/(msg|srv|action)/[A-Za-z_]\w*$")
 
 
@@ -50,6 +67,14 @@ class Storage(enum.Enum):
         return ".mcap" if self is Storage.MCAP else ".db3"
 
 
+class Compression(enum.Enum):
+    """rosbag2 compression modes (``ros2 bag record --compression-mode``)."""
+
+    NONE = "none"
+    FILE = "file"
+    MESSAGE = "message"
+
+
 @dataclass(frozen=True, kw_only=True)
 class WriterConfig:
     """How a bag is written; 0 disables a split limit. ``flush_interval_s`` bounds the SIGKILL loss."""
@@ -58,10 +83,22 @@ class WriterConfig:
     max_bag_size_bytes: int = 0
     max_bag_duration_s: float = 0.0
     flush_interval_s: float = 0.5
+    compression_mode: Compression = Compression.NONE
+    compression_format: str = "zstd"
 
     def __post_init__(self) -> None:
         if not isinstance(self.storage, Storage):
             raise BagError(f"storage must be one of {[s.value for s in Storage]}: got {self.storage!r}")
+        if not isinstance(self.compression_mode, Compression):
+            raise BagError(
+                f"compression_mode must be one of {[c.value for c in Compression]}: "
+                f"got {self.compression_mode!r}"
+            )
+        if self.compression_format not in COMPRESSION_FORMATS:
+            raise BagError(
+                f"compression_format must be one of {list(COMPRESSION_FORMATS)}: "
+                f"got {self.compression_format!r}"
+            )
         if self.max_bag_size_bytes < 0:
             raise BagError(
                 f"max_bag_size_bytes must be >= 0 (0: no size split): got {self.max_bag_size_bytes}"
@@ -81,6 +118,42 @@ class TopicSpec:
     topic: str
     msgtype: str
     offered_qos_profiles: tuple[Any, ...] = ()
+
+
+@functools.cache
+def ros_distro() -> str:
+    """The ROS distribution, as rosbag2 records it.
+
+    ``ROS_DISTRO`` (set by a sourced ROS install), else the distro of the installed ``ros-<distro>-rclpy``
+    wheel, else ``""`` (what rosbag2 writes when ``ROS_DISTRO`` is unset).
+    """
+    if distro := os.environ.get("ROS_DISTRO", ""):
+        return distro
+    for entry in sys.path:  # a directory listing; importlib.metadata.distributions() takes ~0.5 s
+        for info in sorted(Path(entry or ".").glob("ros_*_rclpy-*.dist-info")):
+            if found := re.fullmatch(r"ros_([a-z]+)_rclpy-.*", info.name):
+                return found.group(1)
+    return ""
+
+
+def offered_qos(*, reliability: str, durability: str, depth: int) -> Qos:
+    """A keep-last profile as a recording stores it (``offered_qos_profiles``), from policy names.
+
+    Raises:
+        BagError: a name other than reliable/best_effort, volatile/transient_local, or depth < 1.
+    """
+    try:
+        rel = QosReliability[reliability.upper()]
+        dur = QosDurability[durability.upper()]
+    except KeyError:
+        raise BagError(
+            f"QoS reliability/durability {reliability!r}/{durability!r}: expected reliable or best_effort, "
+            "volatile or transient_local"
+        ) from None
+    if depth < 1:
+        raise BagError(f"QoS depth must be >= 1: got {depth}")
+    never = QosTime(0, 0)  # unspecified: the rmw default (infinite deadline, lifespan and lease)
+    return Qos(QosHistory.KEEP_LAST, depth, rel, dur, never, never, QosLiveliness.AUTOMATIC, never, False)
 
 
 def load_typestore() -> Typestore:
@@ -137,19 +210,42 @@ class _FileName:
 class _SplitWriter(Writer):
     """A rosbags ``Writer`` for one split file ``<folder>/<stem><suffix>`` of a bag owned by BagWriter."""
 
-    def __init__(self, folder: Path, stem: str, storage: Storage) -> None:
-        plugin = StoragePlugin.MCAP if storage is Storage.MCAP else StoragePlugin.SQLITE3
+    def __init__(self, folder: Path, stem: str, config: WriterConfig, distro: str) -> None:
+        plugin = StoragePlugin.MCAP if config.storage is Storage.MCAP else StoragePlugin.SQLITE3
         # rosbags refuses an existing folder; BagWriter owns (and created) it, so pass a name that is free.
         super().__init__(folder / f".{stem}.unused", version=METADATA_VERSION, storage_plugin=plugin)
+        if config.compression_mode is not Compression.NONE:
+            self.set_compression(
+                CompressionMode[config.compression_mode.name],
+                CompressionFormat[config.compression_format.upper()],
+            )
         self.path = folder
         self.metapath = folder / f".{stem}.metadata.yaml"  # per-file metadata, merged by BagWriter
         self.stem = stem
+        self.distro = distro
 
     def open(self) -> None:
         self.storage = self.STORAGE_PLUGINS[self.storage_plugin](
             _FileName(self.path, self.stem),
             self.compression_mode,  # type: ignore[arg-type]
         )
+
+    def close(self) -> None:
+        """Close as rosbags does, with the real distro in the file's own metadata record (MCAP)."""
+        assert self.storage is not None
+        storage_close = self.storage.close
+
+        def close_with_distro(version: int, text: str) -> None:
+            yaml = YAML(typ="safe")
+            yaml.default_flow_style = False
+            info = yaml.load(text)
+            info["ros_distro"] = self.distro
+            out = StringIO()
+            yaml.dump(info, out)
+            storage_close(version, out.getvalue().strip())
+
+        self.storage.close = close_with_distro  # type: ignore[method-assign]
+        super().close()
 
 
 class BagWriter:
@@ -228,7 +324,7 @@ class BagWriter:
     def split_paths(self) -> list[Path]:
         """Data files written so far (closed splits and the open one)."""
         names = [f["path"] for f in self._files]
-        if self._writer is not None:
+        if self._writer is not None:  # the open split is uncompressed until it closes
             names.append(self._writer.stem + self.config.storage.suffix)
         return [self.path / n for n in names]
 
@@ -308,7 +404,7 @@ class BagWriter:
 
     def _open_split(self) -> None:
         stem = f"{self.path.name}_{self._split_index}"
-        self._writer = _SplitWriter(self.path, stem, self.config.storage)
+        self._writer = _SplitWriter(self.path, stem, self.config, ros_distro())
         self._writer.open()
         self._conns = [self._add_connection(spec) for spec in self._topics]
         self._split_bytes = 0
@@ -317,12 +413,13 @@ class BagWriter:
         writer, self._writer = self._writer, None
         if writer is None:
             return
+        writer.custom_data = dict(self.custom_data)  # also in the MCAP file's rosbag2 metadata record
         writer.close()
         yaml = YAML(typ="safe")
         info = yaml.load(writer.metapath.read_text(encoding="utf-8"))["rosbag2_bagfile_information"]
         writer.metapath.unlink()
         entry = dict(info["files"][0])
-        entry["path"] = writer.stem + self.config.storage.suffix
+        entry["path"] = Path(info["relative_file_paths"][0]).name  # <stem>.mcap, or .mcap.zstd (file mode)
         self._files.append(entry)
         if not self._topic_meta_template:
             self._topic_meta_template = info["topics_with_message_count"]
@@ -335,6 +432,9 @@ class BagWriter:
             if f["message_count"]
         ]
         start = min(starts) if starts else 0
+        compressed = self.config.compression_mode is not Compression.NONE
+        cfg_mode = self.config.compression_mode.value if compressed else ""
+        cfg_format = self.config.compression_format if compressed else ""
         topics = []
         for i, meta in enumerate(self._topic_meta_template or []):
             topics.append({"topic_metadata": meta["topic_metadata"], "message_count": self._topic_counts[i]})
@@ -346,11 +446,11 @@ class BagWriter:
             "starting_time": {"nanoseconds_since_epoch": start},
             "message_count": sum(self._topic_counts.values()),
             "topics_with_message_count": topics,
-            "compression_format": "",
-            "compression_mode": "",
+            "compression_format": cfg_format,
+            "compression_mode": cfg_mode,
             "files": self._files,
             "custom_data": dict(self.custom_data) or None,
-            "ros_distro": "rosbags",
+            "ros_distro": ros_distro(),
         }
         yaml = YAML(typ="safe")
         yaml.default_flow_style = False

@@ -173,7 +173,7 @@ def player_timing(bag: Path) -> dict[str, float]:
     errors: list[float] = []
     rclpy.init()
     try:
-        node = PlayerNode(PlayerConfig(bag=bag, clock=False))
+        node = PlayerNode(PlayerConfig(bag=bag))
         play_once = node._play_once
 
         def timed_play_once(reader, pubs, start):  # type: ignore[no-untyped-def]

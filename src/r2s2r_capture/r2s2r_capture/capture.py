@@ -50,7 +50,7 @@ from typing import Any  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from r2s2r_capture.bag_writer import BagWriter, TopicSpec  # noqa: E402
+from r2s2r_capture.bag_writer import BagWriter, TopicSpec, offered_qos  # noqa: E402
 from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png  # noqa: E402
 from r2s2r_capture.errors import CaptureError  # noqa: E402
 from r2s2r_capture.sysid import ExcitationConfig, excitation_trajectory  # noqa: E402
@@ -90,6 +90,7 @@ class CaptureConfig:
         excitation: the excitation trajectory; ``rate_hz`` is the command rate.
         settle_s: the arm holds still this long before the excitation (s).
         seed: episode seed (object placement) and excitation seed.
+        interface: topic interface profile or file the bag's topic names follow (empty: the default).
     """
 
     board: CharucoBoardSpec = CAPTURE_BOARD
@@ -117,6 +118,7 @@ class CaptureConfig:
     )
     settle_s: float = 0.5
     seed: int = 0
+    interface: str = ""
 
     def __post_init__(self) -> None:
         """Validate counts (errors name the field)."""
@@ -158,17 +160,30 @@ def board_from_json(data: dict[str, Any]) -> CharucoBoardSpec:
     )
 
 
-def topic_names(camera: str) -> dict[str, tuple[str, str]]:
-    """Interface topics a capture uses: key -> ``(name, type)`` (``config/interface.yaml``)."""
-    return {
-        "joint_states": ("/joint_states", "sensor_msgs/msg/JointState"),
-        "arm_command": ("/forward_position_controller/commands", "std_msgs/msg/Float64MultiArray"),
-        "gripper_command": ("/gripper_controller/commands", "std_msgs/msg/Float64MultiArray"),
-        "color_image": (f"/{camera}/color/image_raw", "sensor_msgs/msg/Image"),
-        "depth_image": (f"/{camera}/aligned_depth_to_color/image_raw", "sensor_msgs/msg/Image"),
-        "color_info": (f"/{camera}/color/camera_info", "sensor_msgs/msg/CameraInfo"),
-        "phase": (PHASE_TOPIC, "std_msgs/msg/String"),
-    }
+_CAPTURE_TOPICS = (
+    "joint_states", "arm_command", "gripper_command", "color_image", "depth_image", "color_info",
+)
+
+
+def topic_names(camera: str, interface: str = "") -> dict[str, tuple[str, str]]:
+    """Interface topics a capture uses: key -> ``(name, type)``, from the ``interface`` profile.
+
+    Args:
+        camera: ROS camera name (world.yaml's ``cameras[].name``).
+        interface: profile name or interface file (``config/interface.yaml``); empty: the default profile.
+
+    Raises:
+        InterfaceError: unknown profile or unreadable interface file.
+    """
+    from r2s2r_sim.interface import load_interface  # noqa: PLC0415
+
+    iface = load_interface(interface)
+    names = {}
+    for key in _CAPTURE_TOPICS:
+        spec = iface.topic_spec(key)
+        names[key] = (iface.topic(key, camera if spec.per_camera else None), spec.type)
+    names["phase"] = (PHASE_TOPIC, "std_msgs/msg/String")
+    return names
 
 
 # ------------------------------------------------------------------------------------------- world
@@ -218,15 +233,30 @@ def _capture_variant(world: str | Path, board: CharucoBoardSpec, root: Path) -> 
 class _Msgs:
     """Builds and serializes interface messages with the writer's typestore."""
 
-    def __init__(self, bag: BagWriter, camera: str) -> None:
+    def __init__(self, bag: BagWriter, camera: str, interface: str) -> None:
         self.ts = bag.typestore
         self.bag = bag
         self.handles: dict[str, int] = {}
         self.counts: dict[str, int] = {}
-        for key, (name, msgtype) in topic_names(camera).items():
-            self.handles[key] = bag.add_topic(TopicSpec(topic=name, msgtype=msgtype))
+        from r2s2r_sim.interface import load_interface  # noqa: PLC0415
+
+        iface = load_interface(interface)
+        names = topic_names(camera, interface)
+        for key, (name, msgtype) in names.items():
+            # The drivers' QoS from the interface profile, so a replay offers what the drivers offer.
+            offered = ()
+            if key in iface.topics:
+                q = iface.topics[key].qos
+                if q.preset == "system_default":
+                    # what Fast DDS resolves the middleware default to (reliable, transient local, keep 1)
+                    rel, dur, depth = "reliable", "transient_local", 1
+                else:
+                    rel, dur, depth = q.reliability.value, q.durability.value, q.depth
+                offered = (offered_qos(reliability=rel, durability=dur, depth=depth),)
+            spec = TopicSpec(topic=name, msgtype=msgtype, offered_qos_profiles=offered)
+            self.handles[key] = bag.add_topic(spec)
             self.counts[key] = 0
-        self.types = {key: msgtype for key, (_, msgtype) in topic_names(camera).items()}
+        self.types = {key: msgtype for key, (_, msgtype) in names.items()}
 
     def _t(self, name: str) -> Any:
         return self.ts.types[name]
@@ -407,7 +437,7 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
         return 1_000_000_000 + int(round(arm.clock * 1e9))  # 1 s offset: no zero stamps
 
     with BagWriter(out) as bag, arm.camera_renderer() as renderer:
-        msgs = _Msgs(bag, cam.name)
+        msgs = _Msgs(bag, cam.name, cfg.interface)
 
         def publish_state() -> None:
             q, qd, e = arm.joint_state()

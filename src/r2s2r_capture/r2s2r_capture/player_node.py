@@ -1,89 +1,52 @@
-"""player_node: replays a bag with its recorded timing and publishes /clock from bag time.
+"""player_node: replays a bag with its recorded timing and QoS, optionally publishing /clock from bag time.
 
-Reading is :class:`~r2s2r_capture.bag_reader.BagReader` (every conformance bag, our own bags, unfinished
-recordings); messages are published as raw CDR bytes (no deserialisation). The schedule of a message with
-bag time ``t`` is ``t0_wall + (t - start) / rate`` with ``start = first + start_offset_s``. /clock carries
-the bag time of each message as it is published, and is also sent every ``clock_period_s`` while waiting.
-At the end the node prints, per topic, how many messages it published and how many it skipped and why
-(filtered out, before the start offset, type not installed), and exits 0.
+Reading is :class:`~r2s2r_capture.bag_reader.BagReader` (every conformance bag, compressed bags, our own bags,
+unfinished recordings); messages are published as raw CDR bytes (no deserialisation). Each topic is offered
+with its recorded QoS, as ``ros2 bag play`` does (see :mod:`r2s2r_capture.playback`), so a transient-local
+subscriber (tf2's static listener, RViz) gets ``/tf_static``. The schedule of a message with bag time ``t``
+is ``t0_wall + (t - start) / rate`` with ``start = first + start_offset_s``. With ``clock_hz`` > 0, /clock
+carries bag time at that rate (``ros2 bag play --clock``). Before the first message the player waits until
+the subscriptions it can see on the replayed topics have matched (and ``wait_for_subscribers`` in all), so an
+already-running subscriber does not lose the start of the bag. At the end the node prints, per topic, how
+many messages it published and how many it skipped and why, and exits 0.
 """
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import importlib
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_check_compatible
 from rosgraph_msgs.msg import Clock
 
 from r2s2r_capture.bag_reader import BagReader, normalize_type
-from r2s2r_capture.errors import BagError
+from r2s2r_capture.errors import BagError, CaptureError
+from r2s2r_capture.playback import (
+    PlayerConfig,
+    PlaySummary,
+    ReplayQos,
+    apply_override,
+    load_qos_overrides,
+    parse_remaps,
+    replay_qos,
+)
 
-
-@dataclass(frozen=True, kw_only=True)
-class PlayerConfig:
-    """What to replay and how."""
-
-    bag: Path
-    rate: float = 1.0
-    start_offset_s: float = 0.0
-    topics: tuple[str, ...] = ()  # empty: all topics
-    remap: tuple[tuple[str, str], ...] = ()
-    loop: bool = False
-    clock: bool = True
-    clock_period_s: float = 0.01
-
-    def __post_init__(self) -> None:
-        if not self.rate > 0:
-            raise BagError(f"rate must be > 0: got {self.rate}")
-        if self.start_offset_s < 0:
-            raise BagError(f"start_offset_s must be >= 0: got {self.start_offset_s}")
-
-
-def parse_remaps(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """``['/a:=/b']`` -> ``(('/a', '/b'),)``; raises BagError naming a malformed entry."""
-    out = []
-    for item in items:
-        if not item:
-            continue
-        src, sep, dst = item.partition(":=")
-        if not sep or not src or not dst:
-            raise BagError(f"remap entry {item!r} is not of the form /from:=/to")
-        out.append((src, dst))
-    return tuple(out)
-
-
-@dataclass
-class PlaySummary:
-    """Counts per topic: published, and skipped by reason."""
-
-    published: Counter[str] = field(default_factory=Counter)
-    skipped: dict[str, Counter[str]] = field(default_factory=dict)
-
-    def skip(self, topic: str, why: str, n: int = 1) -> None:
-        """Count ``n`` skipped messages of ``topic`` under reason ``why``."""
-        self.skipped.setdefault(topic, Counter())[why] += n
-
-    def text(self) -> str:
-        """One line per topic: published and skipped counts with reasons."""
-        lines = []
-        for topic in sorted(set(self.published) | set(self.skipped)):
-            parts = [f"published {self.published[topic]}"]
-            parts += [f"skipped {n} ({why})" for why, n in sorted(self.skipped.get(topic, {}).items())]
-            lines.append(f"  {topic}: " + ", ".join(parts))
-        return "\n".join(lines)
+__all__ = ["PlayerConfig", "PlayerNode", "PlaySummary", "main", "parse_remaps"]
+POLL_S = 0.02  # how often the subscriber wait looks at the graph
 
 
 def _message_class(msgtype: str) -> type:
@@ -91,41 +54,98 @@ def _message_class(msgtype: str) -> type:
     return getattr(importlib.import_module(f"{pkg}.{kind}"), name)  # type: ignore[no-any-return]
 
 
+def _profile(qos: ReplayQos) -> QoSProfile:
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_ALL if qos.history == "keep_all" else HistoryPolicy.KEEP_LAST,
+        depth=qos.depth,
+        reliability=ReliabilityPolicy.BEST_EFFORT
+        if qos.reliability == "best_effort"
+        else ReliabilityPolicy.RELIABLE,
+        durability=(
+            DurabilityPolicy.TRANSIENT_LOCAL
+            if qos.durability == "transient_local"
+            else DurabilityPolicy.VOLATILE
+        ),
+    )
+
+
 class PlayerNode(Node):
-    """Thin adapter: creates publishers, then :meth:`play` paces the bag's messages onto them."""
+    """Thin adapter: creates publishers with the recorded QoS, waits for subscribers, paces the messages."""
 
     def __init__(self, config: PlayerConfig | None = None) -> None:
         super().__init__("player_node")
         self.config = config or self._read_parameters()
         self.summary = PlaySummary()
-        self.clock_pub = self.create_publisher(Clock, "/clock", 10) if self.config.clock else None
+        self.clock_pub = self.create_publisher(Clock, "/clock", 10) if self.config.clock_hz > 0 else None
+        self._overrides = load_qos_overrides(self.config.qos_overrides) if self.config.qos_overrides else {}
 
     def _read_parameters(self) -> PlayerConfig:
         def desc(text: str, **kw: object) -> ParameterDescriptor:
             return ParameterDescriptor(description=text, read_only=True, **kw)  # type: ignore[arg-type]
+
+        def seconds(lo: float, hi: float) -> list[FloatingPointRange]:
+            return [FloatingPointRange(from_value=lo, to_value=hi)]
 
         p = self.declare_parameter
         bag = p("bag", "", desc("bag folder or data file to replay")).value
         rate = p(
             "rate",
             1.0,
-            desc(
-                "playback rate factor (1: recorded timing)",
-                floating_point_range=[FloatingPointRange(from_value=0.01, to_value=100.0)],
-            ),
+            desc("playback rate factor (1: recorded timing)", floating_point_range=seconds(0.01, 100.0)),
         ).value
         offset = p(
             "start_offset_s",
             0.0,
             desc(
                 "skip this many seconds from the bag's first message (s)",
-                floating_point_range=[FloatingPointRange(from_value=0.0, to_value=1e9)],
+                floating_point_range=seconds(0.0, 1e9),
             ),
         ).value
         topics = p("topics", [""], desc("topics to replay (empty: all)")).value
         remap = p("remap", [""], desc("topic remaps /from:=/to")).value
         loop = p("loop", False, desc("replay forever")).value
-        clock = p("clock", True, desc("publish /clock from bag time")).value
+        clock_hz = p(
+            "clock_hz",
+            0.0,
+            desc(
+                "publish /clock from bag time at this rate (Hz; 0: no /clock)",
+                floating_point_range=seconds(0.0, 1e4),
+            ),
+        ).value
+        overrides = p(
+            "qos_overrides",
+            "",
+            desc("YAML of per-topic QoS overrides (ros2 bag play --qos-profile-overrides-path)"),
+        ).value
+        depth = p(
+            "default_depth",
+            1000,
+            desc(
+                "history depth where the recording does not know it",
+                integer_range=[IntegerRange(from_value=1, to_value=10**6, step=1)],
+            ),
+        ).value
+        wait_n = p(
+            "wait_for_subscribers",
+            0,
+            desc(
+                "before the first message, wait until this many subscriptions in all have matched",
+                integer_range=[IntegerRange(from_value=0, to_value=10**4, step=1)],
+            ),
+        ).value
+        timeout = p(
+            "wait_timeout_s",
+            10.0,
+            desc("longest wait for subscribers to match (s)", floating_point_range=seconds(0.01, 3600.0)),
+        ).value
+        discovery = p(
+            "discovery_s",
+            1.0,
+            desc(
+                "time given to discovery to find subscribers already running (s)",
+                floating_point_range=seconds(0.0, 60.0),
+            ),
+        ).value
         if not bag:
             raise BagError("parameter bag is empty: give the bag folder or data file to replay")
         return PlayerConfig(
@@ -135,7 +155,12 @@ class PlayerNode(Node):
             topics=tuple(t for t in topics if t),
             remap=parse_remaps(remap),
             loop=loop,
-            clock=clock,
+            clock_hz=clock_hz,
+            qos_overrides=Path(overrides) if overrides else None,
+            default_depth=depth,
+            wait_for_subscribers=wait_n,
+            wait_timeout_s=timeout,
+            discovery_s=discovery,
         )
 
     def _publish_clock(self, stamp_ns: int) -> None:
@@ -151,7 +176,7 @@ class PlayerNode(Node):
         with BagReader(cfg.bag) as reader:
             for note in reader.notes:
                 self.get_logger().warning(f"{cfg.bag}: {note}")
-            pubs = {}
+            pubs: dict[str, Any] = {}
             for topic, info in reader.topics.items():
                 if cfg.topics and topic not in cfg.topics:
                     self.summary.skip(topic, "not in topics filter", info.message_count)
@@ -161,18 +186,18 @@ class PlayerNode(Node):
                 except (ImportError, AttributeError, ValueError):
                     self.summary.skip(topic, f"type {info.msgtype} not installed", info.message_count)
                     continue
-                pubs[topic] = self.create_publisher(
-                    msg_class,
-                    remap.get(topic, topic),
-                    QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE),
-                )
+                qos = replay_qos(info.offered_qos_profiles, default_depth=cfg.default_depth)
+                qos = apply_override(qos, self._overrides.get(topic))
+                name = remap.get(topic, topic)
+                self.get_logger().info(f"{name}: {qos.text()}")
+                pubs[topic] = self.create_publisher(msg_class, name, _profile(qos))
+            unknown = sorted(set(self._overrides) - set(reader.topics))
+            if unknown:
+                self.get_logger().warning(f"QoS overrides for topics not in the bag: {unknown}")
             if reader.start_ns is None:
                 self.get_logger().warning(f"{cfg.bag}: no messages to replay")
                 return self.summary
-            deadline = time.monotonic() + 2.0  # let existing subscribers match the new publishers
-            while time.monotonic() < deadline and any(p.get_subscription_count() == 0 for p in pubs.values()):
-                time.sleep(0.05)
-            time.sleep(0.5)  # matched on our side; give the remote side time to finish its handshake
+            self._wait_for_subscribers(pubs)
             start = reader.start_ns + int(cfg.start_offset_s * 1e9)
             while True:
                 self._play_once(reader, pubs, start)
@@ -185,10 +210,64 @@ class PlayerNode(Node):
                     self.get_logger().warning(f"{remap.get(topic, topic)}: not all subscribers acknowledged")
         return self.summary
 
-    def _play_once(self, reader: BagReader, pubs: dict[str, object], start: int) -> None:
+    def _wait_for_subscribers(self, pubs: dict[str, Any]) -> None:
+        """Wait until every compatible subscription seen on a replayed topic has matched, and N in all.
+
+        Discovery gets ``discovery_s`` after the last change it made to the graph (nodes, subscriptions
+        seen): while peers keep appearing the window stays open, so a subscriber found late still counts.
+
+        Raises:
+            CaptureError: ``wait_for_subscribers`` were asked for and not matched within ``wait_timeout_s``.
+        """
         cfg = self.config
+        t0 = last_change = time.monotonic()
+        warned: set[tuple[str, str]] = set()
+        graph: tuple[Any, ...] = ()
+        while True:
+            matched, pending, seen_all = {}, {}, []
+            for pub in pubs.values():
+                name = pub.topic_name
+                matched[name] = pub.get_subscription_count()
+                seen = 0
+                for sub in self.get_subscriptions_info_by_topic(name):
+                    compatible, why = qos_check_compatible(pub.qos_profile, sub.qos_profile)[:2]
+                    if compatible.name == "ERROR":
+                        if (name, sub.node_name) not in warned:
+                            warned.add((name, sub.node_name))
+                            self.get_logger().warning(
+                                f"{name}: subscriber {sub.node_namespace.rstrip('/')}/{sub.node_name} cannot "
+                                f"match the recorded QoS ({why}); override it with qos_overrides"
+                            )
+                        continue
+                    seen += 1
+                seen_all.append(seen)
+                if seen > matched[name]:
+                    pending[name] = f"{matched[name]}/{seen}"
+            now_graph = (tuple(sorted(self.get_node_names_and_namespaces())), tuple(seen_all))
+            if now_graph != graph:
+                graph, last_change = now_graph, time.monotonic()
+            total = sum(matched.values())
+            elapsed = time.monotonic() - t0
+            quiet = time.monotonic() - last_change >= cfg.discovery_s
+            if quiet and not pending and total >= cfg.wait_for_subscribers:
+                return
+            if elapsed >= cfg.wait_timeout_s:
+                what = (
+                    f"waited {cfg.wait_timeout_s:g} s for {cfg.wait_for_subscribers} subscription(s) on the "
+                    f"replayed topics and for the visible ones to match: {total} matched"
+                    + (f"; not yet matched (matched/seen): {pending}" if pending else "")
+                )
+                if total < cfg.wait_for_subscribers:
+                    raise CaptureError(f"{cfg.bag}: {what}; not replaying")
+                self.get_logger().warning(f"{what}; replaying anyway")
+                return
+            time.sleep(POLL_S)
+
+    def _play_once(self, reader: BagReader, pubs: dict[str, Any], start: int) -> None:
+        cfg = self.config
+        period = 1.0 / cfg.clock_hz if cfg.clock_hz > 0 else float("inf")
         t0 = time.monotonic()
-        last_clock = 0.0
+        last_clock = -period
         for msg in reader.messages():
             if not rclpy.ok():
                 return
@@ -199,13 +278,15 @@ class PlayerNode(Node):
                 continue
             due = t0 + (msg.timestamp_ns - start) / 1e9 / cfg.rate
             while (wait := due - time.monotonic()) > 0:
-                if self.clock_pub is not None and time.monotonic() - last_clock >= cfg.clock_period_s:
+                if self.clock_pub is not None and time.monotonic() - last_clock >= period:
                     elapsed_ns = int((time.monotonic() - t0) * cfg.rate * 1e9)
                     self._publish_clock(min(start + elapsed_ns, msg.timestamp_ns))
                     last_clock = time.monotonic()
-                time.sleep(min(wait, cfg.clock_period_s))
-            self._publish_clock(msg.timestamp_ns)
-            pubs[msg.topic].publish(msg.data)  # type: ignore[attr-defined]  # raw CDR bytes
+                time.sleep(min(wait, period, 0.01))
+            if self.clock_pub is not None and time.monotonic() - last_clock >= period:
+                self._publish_clock(msg.timestamp_ns)
+                last_clock = time.monotonic()
+            pubs[msg.topic].publish(msg.data)  # raw CDR bytes
             self.summary.published[msg.topic] += 1
 
 
@@ -224,7 +305,7 @@ def main(args: Sequence[str] | None = None) -> int:
     except RCLError:
         if rclpy.ok():  # else a Ctrl-C shut the context down mid-publish (see spin_until_shutdown)
             raise
-    except BagError as err:
+    except (BagError, CaptureError) as err:
         rclpy.logging.get_logger("player_node").fatal(str(err))
         code = 1
     finally:

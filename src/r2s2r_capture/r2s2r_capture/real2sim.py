@@ -66,7 +66,8 @@ class Real2SimConfig:
     """Settings of the pipeline.
 
     Attributes:
-        camera: ROS camera name (topics ``/<camera>/...``).
+        camera: ROS camera name (the ``{camera}`` of the interface's topic names).
+        interface: topic interface profile or file the capture bags follow (empty: the default profile).
         min_board_views: hand-held board views with enough corners needed for intrinsics.
         min_scene_frames: RGB-D frames of the scene needed.
         calib_flags: ``cv2.CALIB_*`` flags; 0 fits k1, k2, p1, p2 and k3.
@@ -82,6 +83,7 @@ class Real2SimConfig:
     """
 
     camera: str = "camera"
+    interface: str = ""
     min_board_views: int = 5
     min_scene_frames: int = 1
     calib_flags: int = 0
@@ -265,12 +267,11 @@ def read_capture(
         BagError: unreadable bag, or no capture phase markers.
     """
     from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
-    from r2s2r_capture.capture import board_from_json  # noqa: PLC0415
+    from r2s2r_capture.capture import board_from_json, topic_names  # noqa: PLC0415
 
     cfg = config or Real2SimConfig()
-    color = f"/{cfg.camera}/color/image_raw"
-    depth = f"/{cfg.camera}/aligned_depth_to_color/image_raw"
-    info = f"/{cfg.camera}/color/camera_info"
+    names = topic_names(cfg.camera, cfg.interface)
+    color, depth, info = (names[key][0] for key in ("color_image", "depth_image", "color_info"))
     board = None
     views: list[tuple[str, np.ndarray]] = []
     known: list[tuple[np.ndarray, np.ndarray]] = []

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from r2s2r_sim.interface import InterfaceError
+from r2s2r_sim.paths import config_dir
+
 from r2s2r_capture.errors import (
     BagError,
     CalibrationError,
@@ -17,8 +20,11 @@ from r2s2r_capture.errors import (
 
 __all__ = ["register_capture", "register_real2sim", "register_resim"]
 
-_ERRORS = (BagError, CalibrationError, CaptureError, IdentificationError, ReconstructionError)
-_DEFAULT_PROFILE = "config/emulated_hardware/default_profile.yaml"
+_ERRORS = (BagError, CalibrationError, CaptureError, IdentificationError, InterfaceError, ReconstructionError)
+_DEFAULT_PROFILE = "emulated_hardware/default_profile.yaml"  # in the package's config folder
+_INTERFACE_HELP = (
+    "topic interface: a profile of config/interface.yaml or an interface file (default: its default)"
+)
 
 
 def cmd_capture(ns: argparse.Namespace) -> int:
@@ -33,8 +39,12 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         )
         return 2
     try:
-        cfg = CaptureConfig(n_intrinsics_views=ns.board_views, n_scene_frames=ns.scene_frames, seed=ns.seed)
-        summary = capture_emulated(ns.output, profile=ns.profile, world=ns.world, config=cfg, progress=print)
+        cfg = CaptureConfig(
+            n_intrinsics_views=ns.board_views, n_scene_frames=ns.scene_frames, seed=ns.seed,
+            interface=ns.interface,
+        )
+        profile = ns.profile or config_dir() / _DEFAULT_PROFILE
+        summary = capture_emulated(ns.output, profile=profile, world=ns.world, config=cfg, progress=print)
     except _ERRORS as err:
         print(f"r2s2r capture: {err}", file=sys.stderr)
         return 2
@@ -51,7 +61,8 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
         if Path(ns.output).exists():
             raise ReconstructionError(f"output {ns.output} already exists; refusing to overwrite it")
         cfg = Real2SimConfig(
-            camera=ns.camera, max_iters=ns.max_iters, report=not ns.no_report, world_id=ns.world_id
+            camera=ns.camera, interface=ns.interface, max_iters=ns.max_iters, report=not ns.no_report,
+            world_id=ns.world_id,
         )
         result = real2sim(ns.bags, ns.output, template=ns.template, config=cfg, progress=print)
     except _ERRORS as err:
@@ -82,12 +93,15 @@ def register_capture(subparsers: Any) -> None:
         "capture", help="record the real2sim capture (board views, RGB-D scene, excitation) to a bag"
     )
     p.add_argument("--emulated", action="store_true", help="capture from the emulated hardware (in-process)")
-    p.add_argument("--profile", default=_DEFAULT_PROFILE, help="hardware profile of the emulated unit")
+    p.add_argument("--profile", default=None,
+                   help=f"hardware profile of the emulated unit (default: config/{_DEFAULT_PROFILE} "
+                        "of the installed package)")
     p.add_argument("--world", default="tabletop-pick-v1", help="world id or folder the profile is for")
     p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")
     p.add_argument("--scene-frames", type=int, default=2, help="RGB-D frames of the scene")
     p.add_argument("--seed", type=int, default=0, help="episode and excitation seed")
+    p.add_argument("--interface", default="", help=_INTERFACE_HELP)
     p.set_defaults(func=cmd_capture)
 
 
@@ -100,6 +114,7 @@ def register_real2sim(subparsers: Any) -> None:
     p.add_argument("-o", "--output", required=True, help="world folder to write (must not exist)")
     p.add_argument("--template", default="tabletop-pick-v1", help="world giving robot, camera names, task")
     p.add_argument("--camera", default="camera", help="ROS camera name")
+    p.add_argument("--interface", default="", help=_INTERFACE_HELP)
     p.add_argument("--max-iters", type=int, default=30, help="identification optimiser iterations")
     p.add_argument("--no-report", action="store_true", help="skip the identification HTML report")
     p.add_argument("--world-id", default="real2sim-v1", help="id of the written world")

@@ -4,7 +4,8 @@ Subscriptions are raw (serialized CDR bytes straight from the middleware). Their
 found on the graph (reliable and transient-local only if every publisher offers it) with a deep history, so
 a burst is buffered rather than lost. Messages go to a :class:`~r2s2r_capture.bag_writer.ThreadedBagWriter`
 (bounded queue, drops counted). Topics are (re)discovered every 0.5 s, so publishers may start later.
-SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata.yaml written).
+SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata.yaml written). A writer
+failure (full disk, file size limit) stops the recording within 0.5 s with exit 1 and a message naming it.
 ``/r2s2r/episode_outcome`` (r2s2r_msgs/msg/EpisodeOutcome) is recorded like any topic: it is the episode
 boundary record. Each topic's ``offered_qos_profiles`` in the metadata are the QoS of the publishers found
 when it was first discovered (as ``ros2 bag record`` writes them).
@@ -17,6 +18,9 @@ outcome of every EpisodeOutcome seen during the recording: the world and variati
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import hashlib
 import json
 import sys
@@ -27,14 +31,23 @@ from pathlib import Path
 
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.interface import Interface
 from r2s2r_sim.ros_params import spin_until_shutdown
+from r2s2r_sim.ros_qos import declare_interface
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
-from r2s2r_capture.bag_writer import BagWriter, Storage, ThreadedBagWriter, TopicSpec, WriterConfig
+from r2s2r_capture.bag_writer import (
+    BagWriter,
+    Compression,
+    Storage,
+    ThreadedBagWriter,
+    TopicSpec,
+    WriterConfig,
+)
 from r2s2r_capture.errors import BagError, CaptureError
 
 EPISODE_TOPIC = "/r2s2r/episode_outcome"
@@ -88,6 +101,14 @@ class RecorderNode(Node):
 
         p = self.declare_parameter
         topics = p("topics", [""], desc("absolute topic names to record")).value
+        cameras = p(
+            "interface_cameras",
+            [""],
+            desc("record the interface profile's driver topics of these cameras (world.yaml names) too; "
+                 "empty: record only 'topics'"),
+        ).value
+        if any(cameras):
+            topics = [*topics, *interface_topics(declare_interface(self), [c for c in cameras if c])]
         all_topics = p("all_topics", False, desc("record every topic on the graph")).value
         output = p("output", "", desc("bag folder to create (must not exist)")).value
         storage = p(
@@ -125,6 +146,17 @@ class RecorderNode(Node):
                 integer_range=[IntegerRange(from_value=1, to_value=10**7, step=1)],
             ),
         ).value
+        compression_mode = p(
+            "compression_mode",
+            "none",
+            desc(
+                "compress each closed file (file) or each message (message), as ros2 bag record",
+                additional_constraints="one of: none, file, message",
+            ),
+        ).value
+        compression_format = p(
+            "compression_format", "zstd", desc("compressor", additional_constraints="one of: zstd")
+        ).value
         calibration = p(
             "calibration", "", desc("CameraInfo YAML of the camera calibration, stamped into the provenance")
         ).value
@@ -136,12 +168,24 @@ class RecorderNode(Node):
             raise BagError(
                 f"parameter storage is {storage!r}: allowed {[s.value for s in Storage]}"
             ) from None
+        try:
+            compression = Compression(compression_mode)
+        except ValueError:
+            raise BagError(
+                f"parameter compression_mode is {compression_mode!r}: "
+                f"allowed {[c.value for c in Compression]}"
+            ) from None
         return RecorderConfig(
             output=Path(output),
             topics=tuple(t for t in topics if t),
             all_topics=all_topics,
             writer=WriterConfig(
-                storage=kind, max_bag_size_bytes=size, max_bag_duration_s=dur, flush_interval_s=flush
+                storage=kind,
+                max_bag_size_bytes=size,
+                max_bag_duration_s=dur,
+                flush_interval_s=flush,
+                compression_mode=compression,
+                compression_format=compression_format,
             ),
             max_queue=queue,
             calibration=Path(calibration) if calibration else None,
@@ -197,6 +241,12 @@ class RecorderNode(Node):
         )
 
     def _discover(self) -> None:
+        if self.bag.error is not None:
+            # A full disk or a file size limit: stop now and say so, rather than drop everything silently.
+            raise CaptureError(
+                f"bag {self.config.output}: writing failed ({self.bag.error}); recording stopped. The data "
+                "files hold what was written before (readable with BagReader; free space to go on)"
+            )
         wanted = set(self.config.topics)
         for topic, types in self.get_topic_names_and_types():
             if topic in self._handles or (not self.config.all_topics and topic not in wanted):
@@ -235,6 +285,26 @@ class RecorderNode(Node):
             if h >= 0:
                 lines.append(f"{topic}: received {self.bag.received[h]}, dropped {self.bag.drops[h]}")
         return "; ".join(lines) or "no topics recorded"
+
+
+# What a recording of a cell holds: the driver topics, the commands, the robot model and the episode outcomes.
+RECORDED_KEYS = (
+    "joint_states", "arm_command", "gripper_command", "color_image", "color_info", "depth_image",
+    "depth_info", "tf", "tf_static", "robot_description", "episode_outcome",
+)
+
+
+def interface_topics(iface: Interface, cameras: Sequence[str]) -> list[str]:
+    """The names of ``RECORDED_KEYS`` in ``iface`` (per-camera topics once per camera) that it defines."""
+    names: list[str] = []
+    for key in RECORDED_KEYS:
+        if key not in iface.topics:
+            continue
+        if iface.topic_spec(key).per_camera:
+            names += [iface.topic(key, camera) for camera in cameras]
+        else:
+            names.append(iface.topic(key))
+    return names
 
 
 def _bag_qos(qos: QoSProfile) -> Qos:
@@ -292,7 +362,7 @@ def main(args: Sequence[str] | None = None) -> int:
                 node.stamp_provenance()
                 node.bag.close()
                 print(f"recorder_node: closed {node.config.output}: {node.summary()}", flush=True)
-            except (CaptureError, BagError) as err:
+            except (CaptureError, BagError, OSError) as err:
                 print(f"recorder_node: {err}", file=sys.stderr, flush=True)
                 code = 1
             node.destroy_node()

@@ -1,7 +1,8 @@
 """Interface signature of a recording: what a robot's drivers publish, learned from a bag; and its comparison.
 
 A signature is plain data (YAML-able) with one entry per topic: type, offered QoS (reliability, durability,
-depth, from the bag's metadata when the recorder stored it), message count, rate and jitter (from header
+depth, from ``metadata.yaml`` or, without one, from the data file's own records such as the MCAP channels'
+``offered_qos_profiles``; ``qos_source`` says which), message count, rate and jitter (from header
 stamps when the type has a header, else from receive times), frame ids (``parent->child`` pairs for tf),
 and, per kind of message, image encodings and sizes with depth units, ``CameraInfo`` size, distortion model
 and whether ``D`` is non-zero, and joint names.  :func:`compare` lists the :class:`Difference` s between two
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rosbags.rosbag2.metadata import parse_qos
+from rosbags.interfaces import Qos
 
 from r2s2r_capture.bag_reader import BagReader, normalize_type
 from r2s2r_capture.errors import BagError
@@ -64,23 +65,15 @@ def _periods(times: list[float]) -> dict[str, float]:
     }
 
 
-def _qos_summary(metadata: Mapping[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for entry in (metadata or {}).get("topics_with_message_count") or []:
-        meta = entry.get("topic_metadata") or {}
-        try:
-            profiles = parse_qos(meta.get("offered_qos_profiles") or "")
-        except Exception:  # noqa: BLE001 - unreadable QoS is reported as unknown
-            profiles = []
-        out[str(meta.get("name"))] = [
-            {
-                "reliability": p.reliability.name.lower(),
-                "durability": p.durability.name.lower(),
-                "depth": int(p.depth),
-            }
-            for p in profiles
-        ]
-    return out
+def _qos_summary(profiles: tuple[Qos, ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "reliability": p.reliability.name.lower(),
+            "durability": p.durability.name.lower(),
+            "depth": int(p.depth),
+        }
+        for p in profiles
+    ]
 
 
 def signature_of_bag(path: Path | str, *, topics: Iterable[str] | None = None) -> dict[str, Any]:
@@ -92,7 +85,9 @@ def signature_of_bag(path: Path | str, *, topics: Iterable[str] | None = None) -
     wanted = set(topics) if topics is not None else None
     accs: dict[str, _Acc] = {}
     with BagReader(path) as bag:
-        qos = _qos_summary(bag.metadata)
+        qos = {
+            t: (_qos_summary(i.offered_qos_profiles), i.qos_source or "none") for t, i in bag.topics.items()
+        }
         for msg in bag.messages(wanted):
             acc = accs.get(msg.topic)
             if acc is None:
@@ -108,7 +103,7 @@ def signature_of_bag(path: Path | str, *, topics: Iterable[str] | None = None) -
         start, end = bag.start_ns, bag.end_ns
     sig_topics: dict[str, Any] = {}
     for name in sorted(accs):
-        sig_topics[name] = _entry(accs[name], qos.get(name))
+        sig_topics[name] = _entry(accs[name], *qos.get(name, ([], "none")))
     return {
         "signature_version": SIGNATURE_VERSION,
         "source": Path(path).name,
@@ -142,9 +137,10 @@ def _observe(acc: _Acc, m: Any) -> None:
         acc.joints = tuple(str(n) for n in m.name)
 
 
-def _entry(acc: _Acc, qos: list[dict[str, Any]] | None) -> dict[str, Any]:
+def _entry(acc: _Acc, qos: list[dict[str, Any]], qos_source: str) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": acc.msgtype, "message_count": acc.count}
-    entry["qos"] = qos or []
+    entry["qos"] = qos
+    entry["qos_source"] = qos_source
     assert acc.stamps is not None and acc.rx is not None
     timing = _periods(acc.stamps) if len(acc.stamps) >= 3 else {}
     if timing:
@@ -209,12 +205,12 @@ def compare(
 ) -> list[Difference]:
     """Differences of signature ``b`` from the reference ``a`` over ``topics`` (default: all of ``a``'s).
 
-    Fields: ``missing`` (a topic absent from ``b``), ``type``, ``qos.reliability``, ``qos.durability``,
-    ``qos.depth``, ``rate_hz`` (the nominal rate, 1 / median period, outside ``rate_rel``),
+    Fields: ``missing`` (a topic absent from ``b``), ``type``, ``qos.recorded`` (QoS known on one side
+    only: the values say whether each side has it), ``qos.reliability``, ``qos.durability``, ``qos.depth``,
+    ``rate_hz`` (the nominal rate, 1 / median period, outside ``rate_rel``),
     ``period_jitter_ms``, ``frame_ids``, ``encodings``, ``sizes``, ``depth_units``, ``camera_info.size``,
-    ``camera_info.distortion_model``, ``camera_info.distortion_nonzero`` and ``joint_names``.  A field
-    missing on either side (e.g. QoS of a bag recorded without it, the rate of a latched topic) is not
-    compared.
+    ``camera_info.distortion_model``, ``camera_info.distortion_nonzero`` and ``joint_names``.  Another field
+    missing on either side (e.g. the rate of a latched topic) is not compared.
     """
     tol = tolerances or Tolerances()
     ta, tb = a.get("topics", {}), b.get("topics", {})
@@ -233,7 +229,9 @@ def compare(
             add(topic, "type", ea["type"], eb["type"])
             continue
         qa, qb = ea.get("qos") or [], eb.get("qos") or []
-        if qa and qb:
+        if bool(qa) != bool(qb):
+            add(topic, "qos.recorded", bool(qa), bool(qb))
+        elif qa and qb:
             for key in ("reliability", "durability", "depth"):
                 va, vb = sorted({q[key] for q in qa}), sorted({q[key] for q in qb})
                 if va != vb:

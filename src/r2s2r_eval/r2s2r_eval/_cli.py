@@ -1,8 +1,10 @@
-"""Argument types and options shared by the ``r2s2r compare`` and ``r2s2r metrics`` subcommands."""
+"""Argument types, options and subcommand wiring shared by the ``r2s2r`` subcommands of this package."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 MMRV_HELP = "MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code"
 
@@ -46,3 +48,20 @@ def add_mmrv_option(parser: argparse.ArgumentParser, *, help_suffix: str = "") -
         default="less",
         help=MMRV_HELP + help_suffix,
     )
+
+
+def add_subcommand(
+    subparsers: Any,
+    name: str,
+    *,
+    help: str,  # noqa: A002 - argparse's own keyword
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    func: Callable[[argparse.Namespace], int],
+) -> None:
+    """Add ``r2s2r NAME`` with the arguments ``add_arguments`` declares; ``func`` runs it."""
+    parser = subparsers.add_parser(
+        name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=func)

@@ -1,16 +1,16 @@
-"""The closed loop (issue 8): does evaluation in the reconstructed world predict the (emulated) hardware?
+"""The closed loop: does evaluation in the reconstructed world predict the (emulated) hardware?
 
-    python -m r2s2r_eval.closed_loop --out out/closed_loop [--small] [--trials N] [--workers W]
+    r2s2r closed-loop --out out/closed_loop [--small] [--trials N] [--workers W]
 
-1. **capture** the emulated hardware with a hardware profile (:func:`r2s2r_capture.capture.capture_emulated`)
-   and run **real2sim** on the bag (:func:`r2s2r_capture.real2sim.real2sim`, which never reads the profile);
+1. **capture** the emulated hardware with a hardware profile and run **real2sim** on the bag
+   (:func:`r2s2r_eval.emulated_capture.reconstruct_emulated_world`; real2sim never reads the profile);
 2. evaluate a family of policies of different strength (:data:`FAMILY`: reference variants and the
-   depth-only ``topdown`` policy)
+   depth-only ``topdown`` policy), every side a sweep (:func:`r2s2r_eval.sweep.run_sweep`) into its own
+   results store:
 
-   a. **real**: on the emulated hardware in process (:class:`r2s2r_eval.emulated_runner.EmulatedRunner`:
-      the profile's latency, joint noise, distorted camera, judge), each trial with an operator's random
-      object pose, lighting and clutter (the variation engine's ``objects``, ``appearance`` and
-      ``clutter`` axes, ``method="random"``), recorded as variation vectors in a results store;
+   a. **real**: on the emulated hardware (the sweep's emulated side: the profile's latency, joint noise,
+      distorted camera, judge), each trial with an operator's random object pose, lighting and clutter
+      (the variation engine's ``objects``, ``appearance`` and ``clutter`` axes, ``method="random"``);
    b. **sim**: sweeps in the reconstructed world over the same axes (Sobol points, another seed);
    c. **baseline sim**: the same sweep in the bundled world, without reconstruction;
    d. **paired sims**: each world once more at the real side's own trials (the operator's variations and
@@ -21,52 +21,49 @@
 
 3. **compare** real with each sim (:mod:`r2s2r_eval.compare`): ``real_vs_reconstructed/`` and
    ``real_vs_bundled/`` (``report.html``, ``summary.json``, PNGs), and write ``summary.json`` /
-   ``summary.txt`` with the issue's targets beside the measured values and how much worse the bundled
-   world does.
+   ``summary.txt`` with the targets beside the measured values and how much worse the bundled world does.
 
-Both sides use a 1 Hz camera (both policies look once), so the run fits this machine.  Work files live in
+Both sides use a 1 Hz camera (both policies look once), so the run fits a laptop.  Work files live in
 ``OUT/work`` (bag, world, results stores); the stores are keyed per episode, so a killed run resumes, and
-the capture and world are reused when present.  The two reports are rewritten on every run.  The
-reconstructed world's id is registered in :data:`r2s2r_sim.worlds.WORLDS` in every process that runs
-episodes, so policies that load scene knowledge by world id (``reference``, ``topdown``) find it.
+the capture and world are reused when present.  The two reports are rewritten on every run.  Policies
+model the scene from the world folder each episode names, so the reconstructed world needs no id.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import math
-import multiprocessing
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval import failure_regions as fr
-from r2s2r_eval.results import EpisodeRow, ResultsStore, utc_now
-from r2s2r_eval.sweep import PolicySpec, SweepConfig, episode_seed, plan_sweep, run_task, variations_digest
+from r2s2r_eval._cli import add_subcommand
+from r2s2r_eval.emulated_capture import reconstruct_emulated_world
+from r2s2r_eval.results import ResultsStore
+from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
 
 __all__ = [
     "FAMILY",
     "SMALL_FAMILY",
     "ClosedLoopConfig",
-    "main",
+    "cmd_closed_loop",
+    "register",
     "operator_variations",
     "run_closed_loop",
 ]
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
-DEFAULT_VARIATIONS = REPO / "config/variations.yaml"
+DEFAULT_PROFILE = config_dir() / "emulated_hardware/default_profile.yaml"
+DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 BUNDLED_WORLD = "tabletop-pick-v1"
 RECONSTRUCTED_ID = "real2sim-closed-loop-v1"
 
@@ -158,225 +155,17 @@ def _say(line: str) -> None:
     print(f"[closed-loop] {line}", flush=True)
 
 
-# ---------------------------------------------------------------------------------------- real2sim
-
-
-def _capture_and_reconstruct(cfg: ClosedLoopConfig, work: Path) -> tuple[Path, dict[str, float]]:
-    """Capture the emulator and run real2sim, unless the world is already there."""
-    from r2s2r_capture.capture import CaptureConfig, capture_emulated
-    from r2s2r_capture.real2sim import Real2SimConfig, real2sim
-
-    world = work / "world"
-    wall: dict[str, float] = {}
-    if (world / "world.yaml").is_file():
-        _say(f"reusing the reconstructed world {world}")
-        return world, wall
-    shutil.rmtree(work / "capture", ignore_errors=True)
-    exc = CaptureConfig().excitation  # the documented capture procedure's trajectory
-    if cfg.quick_capture:
-        exc = dataclasses.replace(exc, duration_s=6.0, n_harmonics=5, max_velocity=1.2)
-    t0 = time.perf_counter()
-    cap = capture_emulated(
-        work / "capture",
-        profile=cfg.profile,
-        world=cfg.world,
-        config=CaptureConfig(n_intrinsics_views=8 if cfg.quick_capture else 12, excitation=exc),
-        progress=lambda line: _say(f"capture: {line}"),
-    )
-    wall["capture"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    real2sim(
-        [cap.bag],
-        world,
-        template=cfg.world,
-        config=Real2SimConfig(
-            max_iters=15 if cfg.quick_capture else 30, report=False, world_id=RECONSTRUCTED_ID
-        ),
-        progress=lambda line: _say(f"real2sim: {line}"),
-    )
-    wall["real2sim"] = time.perf_counter() - t0
-    return world, wall
-
-
-# ---------------------------------------------------------------------------------------- workers
-
-
-def _register_world(world_id: str, folder: str) -> None:
-    """Pool initializer: make ``world_id`` resolvable (policies load scene knowledge by id)."""
-    from r2s2r_sim.worlds import WORLDS
-
-    if world_id not in WORLDS:
-        WORLDS[world_id] = Path(folder)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _RealTask:
-    """One operator variation and every policy's trial on it (the cell is built once per variation)."""
-
-    world: str
-    profile: str
-    variations: Any
-    variations_digest: str
-    profile_sha256: str
-    real_seed: int
-    index: int
-    policies: tuple[PolicySpec, ...]
-    keys: tuple[str, ...]
-    camera_rate_hz: float
-    max_steps: int
-
-
-_policy_cache: dict[str, Any] = {}
-
-
-def _real_variation_record(task: _RealTask, variation: Any) -> dict[str, Any]:
-    return {
-        "method": "random",
-        "index": task.index,
-        "sweep_seed": task.real_seed,
-        "repeat": 0,
-        "config_sha256": task.variations_digest,
-        "seed": None if variation is None else int(variation.seed),
-        "unit": [] if variation is None else [float(u) for u in variation.unit],
-        "params": {} if variation is None else {k: float(v) for k, v in variation.params.items()},
-        "operator": "emulated (random object pose, lighting and clutter per trial)",
-        "profile_sha256": task.profile_sha256,
-    }
-
-
-def _run_real_task(task: _RealTask) -> list[EpisodeRow]:
-    """Run every policy's trial on one operator variation; failures become failed rows."""
-    from r2s2r_sim.variations import sweep_variation
-
-    from r2s2r_eval.emulated_runner import EmulatedRunner
-    from r2s2r_eval.policy import load_policy
-
-    seed = episode_seed(task.real_seed, task.index, 0)
-    started = utc_now()
-    variation = None
-
-    def failed(spec: PolicySpec, key: str, reason: str) -> EpisodeRow:
-        return EpisodeRow(
-            policy=spec.name,
-            parameters=dict(spec.params),
-            world_id=str(task.world),
-            world_hash="",
-            seed=seed,
-            success=False,
-            reason=reason,
-            duration_s=0.0,
-            metrics={},
-            started_at=started,
-            episode_key=key,
-            variation=_real_variation_record(task, variation),
-        )
-
-    try:
-        variation = sweep_variation(task.variations, seed=task.real_seed, index=task.index, method="random")
-        runner = EmulatedRunner(task.world, task.profile, variation=variation).__enter__()
-    except Exception as err:  # noqa: BLE001 - one variation's failure must not end the run
-        return [
-            failed(s, k, f"variation_error: {type(err).__name__}: {err}")
-            for s, k in zip(task.policies, task.keys, strict=True)
-        ]
-    rows = []
-    try:
-        for i, (spec, key) in enumerate(zip(task.policies, task.keys, strict=True)):
-            started = utc_now()
-            try:
-                policy = _policy_cache.get(spec.canonical())
-                if policy is None:
-                    policy = _policy_cache[spec.canonical()] = load_policy(spec.name, spec.params)
-                r = runner.run(
-                    policy,
-                    seed,
-                    episode_index=task.index * len(task.policies) + i,
-                    camera_rate_hz=task.camera_rate_hz,
-                    max_steps=task.max_steps,
-                )
-            except Exception as err:  # noqa: BLE001
-                rows.append(failed(spec, key, f"episode_error: {type(err).__name__}: {err}"))
-                continue
-            rows.append(
-                EpisodeRow(
-                    policy=spec.name,
-                    parameters=dict(spec.params),
-                    world_id=r.world_id,
-                    world_hash=r.world_hash,
-                    seed=seed,
-                    success=r.success,
-                    reason=r.reason,
-                    duration_s=r.duration_s,
-                    metrics=dict(r.metrics),
-                    started_at=started,
-                    episode_key=key,
-                    variation=_real_variation_record(task, variation),
-                )
-            )
-    finally:
-        runner.__exit__(None, None, None)
-    return rows
-
-
-def _run_sim_batch(tasks: Sequence[Any]) -> list[EpisodeRow]:
-    return [run_task(t) for t in tasks]
-
-
-def _pool_run(
-    fn: Callable[[Any], list[EpisodeRow]],
-    jobs: Sequence[Any],
-    store: ResultsStore,
-    *,
-    workers: int,
-    label: str,
-    init: tuple[str, str] | None = None,
-) -> int:
-    """Run ``jobs`` in a spawn-context pool, commit every row as it arrives; return the episodes run."""
-    if not jobs:
-        return 0
-    ctx = multiprocessing.get_context("spawn")
-    done_eps = 0
-    total = sum(len(getattr(j, "keys", j)) for j in jobs)
-    t0 = time.perf_counter()
-    with ProcessPoolExecutor(
-        max_workers=min(workers, len(jobs)),
-        mp_context=ctx,
-        initializer=_register_world if init else None,
-        initargs=init or (),
-    ) as pool:
-        pending = {pool.submit(fn, j) for j in jobs}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                for row in fut.result():
-                    store.add(row)
-                    done_eps += 1
-            rate = done_eps / max(time.perf_counter() - t0, 1e-9)
-            _say(f"{label}: {done_eps}/{total} episodes ({rate * 60:.0f}/min)")
-    return done_eps
-
-
 # ---------------------------------------------------------------------------------------- the sides
 
 
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _real_key(
-    spec: PolicySpec, profile_sha: str, digest: str, seed: int, index: int, rate: float, max_steps: int
-) -> str:
-    payload = {
-        "max_steps": max_steps,
-        "side": "emulated",
-        "policy": spec.canonical(),
-        "profile": profile_sha,
-        "variations": digest,
-        "seed": seed,
-        "index": index,
-        "camera_rate_hz": rate,
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+def _sweep(
+    cfg: ClosedLoopConfig, sweep: SweepConfig, results: Path, label: str
+) -> tuple[int, set[str]]:
+    """Run one side's sweep into ``results``; the episodes run now and the keys of its plan."""
+    summary = run_sweep(sweep, results, workers=cfg.workers, progress=False)
+    rate = 60.0 * summary.ran / summary.wall_s if summary.wall_s > 0 else 0.0
+    _say(f"{label}: {summary.ran} episodes run, {summary.skipped} reused ({rate:.0f}/min)")
+    return summary.ran, set(summary.keys)
 
 
 def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> tuple[int, set[str]]:
@@ -384,37 +173,18 @@ def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> tuple[int
 
     Returns the episodes run now (those already in ``results`` are kept) and the keys of this plan.
     """
-    digest = variations_digest(variations)
-    profile_sha = _sha256_file(Path(cfg.profile))
-    planned: set[str] = set()
-    with ResultsStore(results) as store:
-        have = store.episode_keys()
-        jobs = []
-        for index in range(cfg.trials):
-            keys = tuple(
-                _real_key(p, profile_sha, digest, cfg.real_seed, index, cfg.camera_rate_hz, cfg.max_steps)
-                for p in cfg.policies
-            )
-            planned.update(keys)
-            todo = [(p, k) for p, k in zip(cfg.policies, keys, strict=True) if k not in have]
-            if todo:
-                jobs.append(
-                    _RealTask(
-                        world=cfg.world,
-                        profile=str(cfg.profile),
-                        variations=variations,
-                        variations_digest=digest,
-                        profile_sha256=profile_sha,
-                        real_seed=cfg.real_seed,
-                        index=index,
-                        policies=tuple(p for p, _ in todo),
-                        keys=tuple(k for _, k in todo),
-                        camera_rate_hz=cfg.camera_rate_hz,
-                        max_steps=cfg.max_steps,
-                    )
-                )
-        ran = _pool_run(_run_real_task, jobs, store, workers=cfg.workers, label="real (emulated hardware)")
-    return ran, planned
+    sweep = SweepConfig(
+        world=cfg.world,
+        policies=cfg.policies,
+        variations=variations,
+        n=cfg.trials,
+        method="random",
+        seed=cfg.real_seed,
+        camera_rate_hz=cfg.camera_rate_hz,
+        max_steps=cfg.max_steps,
+        hardware_profile=str(cfg.profile),
+    )
+    return _sweep(cfg, sweep, results, "real (emulated hardware)")
 
 
 def run_sim(
@@ -432,13 +202,8 @@ def run_sim(
     (``real_seed``), so every real episode has a sim partner at the same parameters.
     Returns the episodes run now (those already in ``results`` are kept) and the keys of this plan.
     """
-    from r2s2r_sim.world import SimWorld
-    from r2s2r_sim.worlds import world_path
-
-    folder = world_path(world)
-    base = SimWorld(folder)
     sweep = SweepConfig(
-        world=str(folder),
+        world=str(world),
         policies=cfg.policies,
         variations=variations,
         n=cfg.trials,
@@ -447,23 +212,7 @@ def run_sim(
         camera_rate_hz=cfg.camera_rate_hz,
         max_steps=cfg.max_steps,
     )
-    tasks = plan_sweep(sweep, world_dir=folder, world_id=base.world_id, world_hash=base.world_hash)
-    with ResultsStore(results) as store:
-        have = store.episode_keys()
-        pending = [t for t in tasks if t.key not in have]
-        # One job per variation: a worker builds that variation's world once for every policy.
-        by_index: dict[int, list[Any]] = {}
-        for t in pending:
-            by_index.setdefault(t.index, []).append(t)
-        ran = _pool_run(
-            _run_sim_batch,
-            list(by_index.values()),
-            store,
-            workers=cfg.workers,
-            label=label,
-            init=(base.world_id, str(folder)),
-        )
-    return ran, {t.key for t in tasks}
+    return _sweep(cfg, sweep, results, label)
 
 
 # ---------------------------------------------------------------------------------------- report
@@ -667,14 +416,23 @@ def format_closed_loop(s: dict[str, Any]) -> str:
 
 def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     """Run the loop (see the module docstring); returns the summary written to ``out/summary.json``."""
-    from r2s2r_eval.compare import CompareSettings, compare, load_episodes, write_report
+    from r2s2r_eval.compare import CompareSettings, compare, load_episodes
+    from r2s2r_eval.compare_page import write_report
 
     out = Path(cfg.out)
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     t_all = time.perf_counter()
-    world, wall = _capture_and_reconstruct(cfg, work)
-    _register_world(RECONSTRUCTED_ID, str(world))
+    world, wall = reconstruct_emulated_world(
+        work,
+        profile=Path(cfg.profile),
+        world=cfg.world,
+        intrinsics_views=8 if cfg.quick_capture else 12,
+        quick_excitation=cfg.quick_capture,
+        max_iters=15 if cfg.quick_capture else 30,
+        world_id=RECONSTRUCTED_ID,
+        progress=_say,
+    )
     variations = operator_variations(cfg.variations)
     stores = {
         "real": work / "real.sqlite",
@@ -738,9 +496,7 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point."""
-    ap = argparse.ArgumentParser(prog="python -m r2s2r_eval.closed_loop", description=__doc__.split("\n")[0])
+def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", required=True, type=Path, help="output folder (reports, summary, work files)")
     ap.add_argument("--small", action="store_true", help="CI size: 3 policies x 6 trials, quick capture")
     ap.add_argument(
@@ -750,7 +506,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulated unit"
     )
-    ns = ap.parse_args(argv)
+
+
+def cmd_closed_loop(ns: argparse.Namespace) -> int:
+    """Run the closed loop of ``ns``; 0 when it finished, 2 on bad input."""
     try:
         cfg = ClosedLoopConfig(
             out=ns.out,
@@ -761,11 +520,19 @@ def main(argv: list[str] | None = None) -> int:
             quick_capture=ns.small,
         )
     except ValueError as err:
-        print(f"closed-loop: {err}", file=sys.stderr)
+        print(f"r2s2r closed-loop: {err}", file=sys.stderr)
         return 2
     run_closed_loop(cfg)
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def register(subparsers: Any) -> None:
+    """Add ``r2s2r closed-loop`` (entry point of the ``r2s2r.commands`` group)."""
+    add_subcommand(
+        subparsers,
+        "closed-loop",
+        help="does the reconstructed world predict the (emulated) hardware?",
+        description=__doc__ or "",
+        add_arguments=_add_arguments,
+        func=cmd_closed_loop,
+    )

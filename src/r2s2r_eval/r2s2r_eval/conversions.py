@@ -17,6 +17,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from tf2_msgs.msg import TFMessage
 
 from r2s2r_eval.policy import Action, Observation
+from r2s2r_eval.sensor_arrays import depth_mm_to_metres, quaternion_matrix
 
 __all__ = [
     "ConversionError",
@@ -92,14 +93,12 @@ def depth_image_to_metres(msg: Image) -> np.ndarray:
         ConversionError: another encoding, or a data size that does not match height and step.
     """
     if msg.encoding in ("16UC1", "mono16"):
-        mm = _pixels(msg, np.dtype(np.uint16), 1)[..., 0]
-        metres = mm.astype(np.float32) * np.float32(0.001)
-    elif msg.encoding == "32FC1":
-        metres = _pixels(msg, np.dtype(np.float32), 1)[..., 0].copy()
-    else:
+        return depth_mm_to_metres(_pixels(msg, np.dtype(np.uint16), 1)[..., 0])
+    if msg.encoding != "32FC1":
         raise ConversionError(
             f"depth Image: encoding {msg.encoding!r} not supported (expected 16UC1 or 32FC1)"
         )
+    metres = _pixels(msg, np.dtype(np.float32), 1)[..., 0].copy()
     metres[~np.isfinite(metres) | (metres <= 0)] = np.nan
     return metres
 
@@ -127,17 +126,12 @@ def transform_to_matrix(transform: Transform | TransformStamped) -> np.ndarray:
     if isinstance(transform, TransformStamped):
         transform = transform.transform
     r, t = transform.rotation, transform.translation
-    q = np.array([r.w, r.x, r.y, r.z], dtype=np.float64)
-    norm = float(np.linalg.norm(q))
-    if not math.isfinite(norm) or norm < 1e-12:
-        raise ConversionError(f"Transform: invalid rotation quaternion (xyzw) {[r.x, r.y, r.z, r.w]}")
-    w, x, y, z = q / norm
+    try:
+        rotation = quaternion_matrix(r.w, r.x, r.y, r.z)
+    except ValueError as err:
+        raise ConversionError(f"Transform: {err}") from None
     mat = np.eye(4)
-    mat[:3, :3] = [
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ]
+    mat[:3, :3] = rotation
     mat[:3, 3] = [t.x, t.y, t.z]
     return mat
 

@@ -1,6 +1,6 @@
 """A privileged state-feedback expert for demonstrations: reads the simulator's true object pose.
 
-Demonstrations are recorded in simulation only, so the expert may read simulator state (issue 9).  Unlike
+Demonstrations are recorded in simulation only, so the expert may read simulator state.  Unlike
 the reference policy, which perceives the cube once and then plays a timed script from an internal
 set-point, this expert is *memoryless*: every command is a function of what the learner also observes
 (joint positions, finger opening, the object in the image) plus the true object and target poses.  That is
@@ -8,8 +8,8 @@ what behaviour cloning can imitate: equal observations carry equal labels, so th
 timer to guess, and a state pushed off the path (DART noise) is labelled with the way back, including a
 re-grasp after a missed one.
 
-The tool keeps its current yaw (a 4 cm cube is grasped from any yaw with the open fingers' 8 cm; see the
-closing note of issue 9), so the learner need not read the cube's yaw from a 96x72 image.
+The tool keeps its current yaw (a 4 cm cube is grasped from any yaw with the open fingers' 8 cm), so the
+learner need not read the cube's yaw from a 96x72 image.
 """
 
 from __future__ import annotations

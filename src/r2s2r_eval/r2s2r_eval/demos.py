@@ -210,18 +210,6 @@ def dataset_features(
     return features
 
 
-class _FolderExpert(ReferencePolicy):
-    """The reference policy with its scene model read from a world folder (real2sim worlds have no id)."""
-
-    def __init__(self, params: ReferenceParams, world_dir: Path) -> None:
-        super().__init__(params)
-        self._world_dir = world_dir
-
-    def reset(self, info: EpisodeInfo) -> None:
-        """Reset with the scene model of the world folder."""
-        super().reset(dataclasses.replace(info, world_id=str(self._world_dir)))
-
-
 class _Recorder(Policy):
     """Wraps the expert; at each step renders a small frame of the runner's camera and records it all."""
 
@@ -405,7 +393,7 @@ def collect_demos(
     if (mcap_root / ".partial").is_dir():
         shutil.rmtree(mcap_root / ".partial")
     root.mkdir(parents=True, exist_ok=True)
-    reference = _FolderExpert(cfg.expert, folder)
+    reference = ReferencePolicy(cfg.expert)
     attempt = next_attempt
     while kept < cfg.episodes and attempt < cfg.attempts:
         seed = attempt_seed(cfg.seed, attempt)

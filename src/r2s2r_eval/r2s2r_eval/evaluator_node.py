@@ -21,29 +21,61 @@ error (an ``EpisodeOutcome`` for the seed), or after ``episode_timeout_s`` of wa
 asked. The row stores the judge's verdict (a policy error stays the reason) with
 ``variation = {"mode": "real", "end": ..., ...}``, and the verdict is published as the episode's
 ``EpisodeOutcome`` so that a recording holds it (see :func:`outcomes_from_records`).
+
+Faults (no silent waits; see :mod:`r2s2r_eval.episode_watch`): while an episode runs, the policy must
+acknowledge observations (``policy_heartbeat``); ``policy_timeout_s`` of silence, with the world still
+answering, ends the episode as failed with reason ``policy_lost`` (the lockstep sim reports the same after its
+``ack_timeout_s``). Then ``on_policy_lost: stop`` exits 1 with a message, ``continue`` waits for a restarted
+policy (``respawn_policy:=true`` in the launchers) and goes on at the next seed. A world (sim or drivers) that
+no longer answers ends the run with exit 1 and no row for the unfinished episode. Rows carry an
+``episode_key`` (mode, policy, parameters, world, seed): the same command resumes at the next seed the store
+lacks, without duplicates.
 """
 
 from __future__ import annotations
 
-import enum
-import json
-import math
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import yaml
-from r2s2r_sim.interface import load_interface
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
+from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.ros_params import declare_parameters, run_node
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
+from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import UInt64
 from std_srvs.srv import Trigger
 
+from r2s2r_eval.episode_watch import (
+    POLICY_LOST,
+    Ending,
+    EpisodeEnd,
+    PolicyLostError,
+    WorldLostError,
+    episode_key,
+    wait_episode_end,
+)
+from r2s2r_eval.evaluation import (
+    PARAMETER_CONSTRAINTS,
+    PARAMETER_DESCRIPTIONS,
+    EvaluatorConfig,
+    EvaluatorError,
+    Hook,
+    HookKind,
+    Judgement,
+    RecordedOutcome,
+    judgement_from_trigger,
+    outcomes_from_records,
+    parse_hook,
+)
 from r2s2r_eval.results import EpisodeRow, ResultsError, ResultsStore, utc_now
 from r2s2r_sim import ros_conversions as rc
 
@@ -61,219 +93,13 @@ __all__ = [
     "parse_hook",
 ]
 
-MODES = ("sim", "real")
-
-
-class EvaluatorError(ValueError):
-    """An invalid parameter of the evaluator: names the parameter, the value and what is allowed."""
-
-
-class HookKind(enum.Enum):
-    """Who resets or judges a real-mode episode."""
-
-    PROMPT = "prompt"  # the operator, on the evaluator's terminal
-    SERVICE = "service"  # a ROS service (ResetEpisode for reset, std_srvs/Trigger for judge)
-
-
-@dataclass(frozen=True)
-class Hook:
-    """A parsed ``reset_hook`` / ``judge_hook`` value."""
-
-    kind: HookKind
-    service: str = ""
-
-    def __str__(self) -> str:
-        return self.kind.value if self.kind is HookKind.PROMPT else f"service:{self.service}"
-
-
-def parse_hook(value: str, parameter: str) -> Hook:
-    """``'prompt'`` or ``'service:/name'`` -> :class:`Hook`; anything else raises :class:`EvaluatorError`."""
-    if value == HookKind.PROMPT.value:
-        return Hook(HookKind.PROMPT)
-    kind, sep, name = value.partition(":")
-    if sep and kind == HookKind.SERVICE.value and name.startswith("/") and len(name) > 1 and " " not in name:
-        return Hook(HookKind.SERVICE, name)
-    raise EvaluatorError(
-        f"parameter {parameter}: got {value!r}; allowed: 'prompt' or 'service:<absolute service name>' "
-        "(e.g. service:/emulated_hardware/reset_episode)"
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Judgement:
-    """A judge's verdict on a real-mode episode."""
-
-    success: bool
-    reason: str  # "success" or why not
-    metrics: dict[str, float] = field(default_factory=dict)
-    seed: int | None = None  # the seed the judge believes it judged, if it says
-
-
-def judgement_from_trigger(success: bool, message: str) -> Judgement:
-    """Map a ``std_srvs/Trigger`` judge answer to a :class:`Judgement`.
-
-    ``message`` is JSON ``{"reason": str, "seed": int, "metrics": {name: number}, ...}`` (as the emulated
-    hardware's judge sends; extra keys ignored, non-numeric metrics dropped) or plain text (the reason).
-    """
-    reason = "success" if success else "judged_failure"
-    metrics: dict[str, float] = {}
-    seed = None
-    try:
-        doc = json.loads(message) if message.strip() else {}
-    except json.JSONDecodeError:
-        doc = None
-    if isinstance(doc, dict):
-        if isinstance(doc.get("reason"), str) and doc["reason"]:
-            reason = doc["reason"]
-        if isinstance(doc.get("seed"), int):
-            seed = int(doc["seed"])
-        raw = doc.get("metrics")
-        if isinstance(raw, dict):
-            metrics = {
-                str(k): float(v)
-                for k, v in raw.items()
-                if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            }
-    elif message.strip() and not success:
-        reason = message.strip()
-    return Judgement(
-        success=bool(success), reason="success" if success else reason, metrics=metrics, seed=seed
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class RecordedOutcome:
-    """One episode's outcome rebuilt from recorded ``EpisodeOutcome`` messages."""
-
-    seed: int
-    episode_index: int
-    policy_id: str
-    world_id: str
-    world_hash: str
-    success: bool
-    reason: str
-    duration_s: float
-    metrics: dict[str, float]
-    stamp_s: float  # header stamp of the deciding message (end of the episode)
-
-
-def outcomes_from_records(messages: Iterable[Any]) -> list[RecordedOutcome]:
-    """Rebuild episode outcomes from ``EpisodeOutcome`` messages in recording order (pure; no ROS needed).
-
-    Works on deserialised messages from a bag (rosbags or rclpy objects with the message's fields).
-    Consecutive messages for the same seed describe one episode and the last one decides: in real mode a
-    policy error is followed by the evaluator's judged outcome for that seed.
-    """
-    out: list[RecordedOutcome] = []
-    for msg in messages:
-        outcome = RecordedOutcome(
-            seed=int(msg.variation_seed),
-            episode_index=int(msg.episode_index),
-            policy_id=str(msg.policy_id),
-            world_id=str(msg.world_id),
-            world_hash=str(msg.world_hash),
-            success=bool(msg.success),
-            reason="success" if msg.success else (str(msg.failure_reason) or "failure"),
-            duration_s=int(msg.duration.sec) + int(msg.duration.nanosec) * 1e-9,
-            metrics={str(m.name): float(m.value) for m in msg.metrics},
-            stamp_s=int(msg.header.stamp.sec) + int(msg.header.stamp.nanosec) * 1e-9,
-        )
-        if out and out[-1].seed == outcome.seed:
-            out[-1] = outcome
-        else:
-            out.append(outcome)
-    return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvaluatorConfig:
-    """The evaluator's parameters (see ``config/evaluator_node.yaml``)."""
-
-    episodes: int = 10
-    seed0: int = 0
-    results: str = "out/results.sqlite"
-    policy: str = "reference"
-    policy_params: str = "{}"
-    policy_reset_service: str = "/policy_node/reset_episode"
-    episode_timeout_s: float = 120.0
-    service_timeout_s: float = 60.0
-    startup_delay_s: float = 2.0
-    mode: str = "sim"
-    world: str = "tabletop-pick-v1"
-    reset_hook: str = "prompt"
-    judge_hook: str = "prompt"
-    policy_done_topic: str = "/policy_node/episode_done"
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise EvaluatorError(f"parameter mode: got {self.mode!r}; allowed: {', '.join(MODES)}")
-        parse_hook(self.reset_hook, "reset_hook")
-        parse_hook(self.judge_hook, "judge_hook")
-        if self.mode == "real" and not self.policy_done_topic.startswith("/"):
-            raise EvaluatorError(
-                f"parameter policy_done_topic: got {self.policy_done_topic!r}; allowed: an absolute name"
-            )
-        if self.episodes < 1:
-            raise EvaluatorError(f"parameter episodes: got {self.episodes}; allowed: an integer >= 1")
-        if not self.results:
-            raise EvaluatorError("parameter results: must name an SQLite file, got ''")
-        if not 0.0 <= self.startup_delay_s <= 600.0:
-            raise EvaluatorError(
-                f"parameter startup_delay_s: got {self.startup_delay_s}; allowed: [0, 600] s"
-            )
-        for name in ("episode_timeout_s", "service_timeout_s"):
-            value = getattr(self, name)
-            if not 0.1 <= value <= 86400.0:
-                raise EvaluatorError(f"parameter {name}: got {value}; allowed: [0.1, 86400] s")
-
-
-_DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
-    "episodes": ("Number of episodes N.", (1, 1_000_000)),
-    "seed0": ("Seed of the first episode; episode i uses seed0 + i.", (0, 2**62)),
-    "results": ("SQLite results file (created if missing; must be an r2s2r results database).", None),
-    "policy": ("Policy name recorded in each row (as given to the policy node).", None),
-    "policy_params": ("YAML mapping of the policy's parameters, recorded in each row.", None),
-    "policy_reset_service": ("The policy node's ResetEpisode service; empty: do not call one.", None),
-    "episode_timeout_s": ("Wall-clock limit (s) to wait for an episode's outcome.", (0.1, 86400.0)),
-    "service_timeout_s": ("Wall-clock limit (s) for each service to appear and answer.", (0.1, 86400.0)),
-    "startup_delay_s": (
-        "Wall time (s) to let DDS discovery settle after the services appear, before the "
-        "first reset (best-effort images published before the policy subscribes are lost).",
-        (0.0, 600.0),
-    ),
-    "mode": ("sim: reset and outcome come from the sim node; real: from reset_hook and judge_hook.", None),
-    "world": ("World id recorded in real-mode rows when the reset hook does not report one.", None),
-    "reset_hook": (
-        "Real mode: who resets the cell. 'prompt' (operator presses Enter; needs a terminal on stdin) or "
-        "'service:<name>' (r2s2r_msgs/srv/ResetEpisode, e.g. service:/emulated_hardware/reset_episode).",
-        None,
-    ),
-    "judge_hook": (
-        "Real mode: who judges an episode. 'prompt' (operator answers y/n) or 'service:<name>' "
-        "(std_srvs/srv/Trigger; success + JSON message with reason and metrics, e.g. "
-        "service:/emulated_hardware/judge).",
-        None,
-    ),
-    "policy_done_topic": (
-        "Real mode: std_msgs/msg/UInt64 topic on which the policy node says it finished the episode "
-        "with that seed.",
-        None,
-    ),
-}
-_CONSTRAINTS = {
-    "mode": "one of: sim, real",
-    "reset_hook": "prompt | service:<name>",
-    "judge_hook": "prompt | service:<name>",
-}
-
-
 def _read_config(node: Node) -> EvaluatorConfig:
     values = declare_parameters(
         node,
         vars(EvaluatorConfig()),
-        _DESCRIPTIONS,
+        PARAMETER_DESCRIPTIONS,
         error=lambda name, _default, err: EvaluatorError(f"parameter {name}: {err}"),
-        constraints=_CONSTRAINTS,
+        constraints=PARAMETER_CONSTRAINTS,
     )
     return EvaluatorConfig(**values)
 
@@ -312,7 +138,7 @@ class EvaluatorNode(Node):
                 f"parameter policy_params: must be a YAML mapping, got {cfg.policy_params!r}"
             )
         self.policy_params = params
-        iface = load_interface()
+        iface = declare_interface(self)
         reset_spec = iface.service_spec("reset_episode")
         self._reset_type = interface_class(reset_spec.type)
         self._sim_reset = self.create_client(self._reset_type, reset_spec.name)
@@ -329,9 +155,29 @@ class EvaluatorNode(Node):
             interface_class(out_spec.type),
             iface.topic("episode_outcome"),
             self._on_outcome,
-            qos_profile(out_spec.qos),
+            qos_profile(out_spec.subscription_qos),
         )
         self._done = False
+        self.outcomes = {"succeeded": 0, "failed": 0}  # episodes whose outcome arrived
+        self._diagnostics = DiagnosticsPublisher(
+            self, iface, name="evaluation", hardware_id=cfg.world, counters=dict,
+            read=self._diagnostics_reading,
+        )
+        # Liveness: the policy acknowledges every observation it answers; the world publishes joint states.
+        ack_spec = iface.topic_spec("policy_heartbeat")
+        self._ack_topic = iface.topic("policy_heartbeat")
+        self._policy_alive = Liveness(cfg.policy_timeout_s)
+        self.create_subscription(
+            interface_class(ack_spec.type),
+            self._ack_topic,
+            lambda _msg: self._policy_alive.beat(),
+            qos_profile(ack_spec.subscription_qos),
+        )
+        self._joint_topic = iface.topic("joint_states")
+        self._probes: dict[str, Any] = {}
+        self._planned = 0  # episodes this run has to do (those not in the results store yet)
+        self._policy_gids: set[bytes] = set()  # the ack publishers of the episode's policy
+        self._await_policy = False  # a policy was lost: wait for its restart at the next policy reset
         self._hook_reset = self._judge = self._outcome_pub = None
         if cfg.mode == "real":
             if self.reset_hook.kind is HookKind.SERVICE:
@@ -344,6 +190,10 @@ class EvaluatorNode(Node):
                 interface_class(out_spec.type), iface.topic("episode_outcome"), qos_profile(out_spec.qos)
             )
 
+    def _diagnostics_reading(self, _rates: Any) -> Reading:
+        with self._cv:
+            return evaluation_reading(self.config.episodes, dict(self.outcomes), self._seed)
+
     def _on_done(self, msg: Any) -> None:
         with self._cv:
             if self._seed is not None and int(msg.data) == self._seed:
@@ -354,28 +204,42 @@ class EvaluatorNode(Node):
         with self._cv:
             if self._seed is not None and self._outcome is None and int(msg.variation_seed) == self._seed:
                 self._outcome = msg
+                self.outcomes["succeeded" if msg.success else "failed"] += 1
                 self._cv.notify_all()
 
-    def _call(self, client: Any, seed: int) -> Any:
+    def _call(self, client: Any, seed: int, *, retry_s: float | None = None) -> Any:
+        """Call a ResetEpisode service; ``retry_s``: re-send every ``retry_s`` until service_timeout_s.
+
+        Retrying is for a restarted server: DDS still lists the dead one for a while, and a request sent
+        before the new server matched is never answered.
+        """
         timeout = self.config.service_timeout_s
-        if not client.wait_for_service(timeout_sec=timeout):
-            raise RuntimeError(f"service {client.srv_name} did not appear within {timeout} s")
+        deadline = time.monotonic() + timeout
         request = self._reset_type.Request(variation_seed=seed, variation_config="")
-        future = client.call_async(request)
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout):
-            raise RuntimeError(f"service {client.srv_name} did not answer within {timeout} s")
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not client.wait_for_service(timeout_sec=left):
+                raise RuntimeError(f"service {client.srv_name} did not appear within {timeout} s")
+            future = client.call_async(request)
+            done = threading.Event()
+            future.add_done_callback(lambda _, done=done: done.set())
+            left = deadline - time.monotonic()
+            if done.wait(max(0.0, min(left, retry_s or left))):
+                break
+            client.remove_pending_request(future)
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"service {client.srv_name} did not answer within {timeout} s")
         response = future.result()
         if not response.success:
             raise RuntimeError(f"service {client.srv_name} refused seed {seed}: {response.message}")
         return response
 
     def run(self) -> tuple[int, int]:
-        """Run all episodes and store their rows; returns (episodes, successes).
+        """Run the episodes the results store lacks and store their rows; returns (episodes run, successes).
 
         Raises:
-            RuntimeError: a reset service is missing or refuses.
+            RuntimeError: a reset service is missing or refuses; :class:`PolicyLostError` (the policy
+                stopped answering and ``on_policy_lost`` is stop); :class:`WorldLostError`.
             ResultsError: the results file is not an r2s2r results database.
         """
         cfg = self.config
@@ -389,24 +253,24 @@ class EvaluatorNode(Node):
                 )
         time.sleep(cfg.startup_delay_s)
         with ResultsStore(cfg.results) as store:
-            for i in range(cfg.episodes):
-                seed = cfg.seed0 + i
+            for i, seed, key in self._to_run(store):
                 started = utc_now()
                 with self._cv:
                     self._seed, self._outcome = None, None
                 sim = self._call(self._sim_reset, seed)
                 with self._cv:
                     self._seed = seed
-                if self._policy_reset is not None:
-                    self._call(self._policy_reset, seed)
+                self._reset_policy(seed)
+                ending = self._wait_end(lambda: self._outcome is not None, i, seed)
                 with self._cv:
-                    got = self._cv.wait_for(lambda: self._outcome is not None, cfg.episode_timeout_s)
                     msg = self._outcome
                     self._seed = None
-                if got and msg is not None:
+                if ending.end is EpisodeEnd.FINISHED and msg is not None:
                     success, reason = bool(msg.success), msg.failure_reason or "success"
                     duration = msg.duration.sec + msg.duration.nanosec * 1e-9
                     metrics = {m.name: m.value for m in msg.metrics}
+                elif ending.end is EpisodeEnd.POLICY_LOST:
+                    success, reason, duration, metrics = False, POLICY_LOST, ending.waited_s, {}
                 else:
                     success, reason, duration, metrics = False, "evaluator_timeout", cfg.episode_timeout_s, {}
                 store.add(
@@ -421,13 +285,127 @@ class EvaluatorNode(Node):
                         duration_s=duration,
                         metrics=metrics,
                         started_at=started,
+                        episode_key=key,
                     )
                 )
                 successes += int(success)
                 self.get_logger().info(
                     f"episode {i} (seed {seed}): {'success' if success else reason} after {duration:.2f} s"
                 )
-        return cfg.episodes, successes
+                if reason == POLICY_LOST:
+                    self._policy_lost(i, seed, ending.detail or "the world reported it")
+        return self._planned, successes
+
+    # ------------------------------------------------------------------------------ waits and faults
+
+    def _to_run(self, store: ResultsStore) -> list[tuple[int, int, str]]:
+        """(index, seed, episode key) of the episodes the store does not hold yet (resuming a run)."""
+        cfg = self.config
+        stored = store.episode_keys()
+        todo = []
+        for i in range(cfg.episodes):
+            seed = cfg.seed0 + i
+            key = episode_key(
+                mode=cfg.mode, policy=cfg.policy, parameters=self.policy_params, world=cfg.world, seed=seed
+            )
+            if key not in stored:
+                todo.append((i, seed, key))
+        self._planned = len(todo)
+        if len(todo) < cfg.episodes:
+            self.get_logger().info(
+                f"resuming: {cfg.episodes - len(todo)} of {cfg.episodes} episodes already in {cfg.results}; "
+                + (f"going on at seed {todo[0][1]}" if todo else "nothing left to run")
+            )
+        return todo
+
+    def _reset_policy(self, seed: int) -> None:
+        """Reset the policy node (waiting for a restarted one after a loss) and arm its watchdog."""
+        if self._policy_reset is not None:
+            self._call(self._policy_reset, seed, retry_s=2.0 if self._await_policy else None)
+            if self._await_policy:
+                self.get_logger().info(f"the restarted policy answered; going on at seed {seed}")
+            self._await_policy = False
+        self._policy_alive.arm()
+        self._policy_gids = self._ack_publishers()
+
+    def _ack_publishers(self) -> set[bytes]:
+        return {bytes(info.endpoint_gid) for info in self.get_publishers_info_by_topic(self._ack_topic)}
+
+    def _policy_replaced(self) -> bool:
+        """A new acknowledgement publisher appeared since the episode started: a restarted policy."""
+        now = self._ack_publishers()
+        if not self._policy_gids:
+            self._policy_gids = now  # the policy's endpoints were not discovered yet at its reset
+            return False
+        return bool(now - self._policy_gids)
+
+    def _wait_end(self, finished: Callable[[], bool], index: int, seed: int) -> Ending:
+        """Wait for the episode's end; a lost world raises :class:`WorldLostError` (the row is not stored)."""
+        cfg = self.config
+        try:
+            ending = wait_episode_end(
+                self._cv,
+                finished,
+                timeout_s=cfg.episode_timeout_s,
+                policy=self._policy_alive,
+                policy_publishers=lambda: self.count_publishers(self._ack_topic),
+                world_alive=lambda: self._publisher_answers(self._joint_topic),
+                policy_alive=lambda: self._publisher_answers(self._ack_topic),
+                what=self._ack_topic,
+                policy_replaced=self._policy_replaced,
+                on_silent=lambda silent: self.get_logger().warning(
+                    f"episode {index} (seed {seed}): no acknowledgement from the policy for {silent:.1f} s, "
+                    "but its node answers (holding on stale observations?); waiting on"
+                ),
+            )
+        finally:
+            self._policy_alive.disarm()
+        if ending.end is EpisodeEnd.WORLD_LOST:
+            raise WorldLostError(
+                f"episode {index} (seed {seed}): the world is lost: {ending.detail} (the publisher of "
+                f"{self._joint_topic} did not answer within {cfg.world_probe_timeout_s:g} s); stopping. "
+                f"{cfg.results} holds every finished episode; the same command resumes at seed {seed}"
+            )
+        if ending.end is not EpisodeEnd.FINISHED:
+            self.get_logger().warning(f"episode {index} (seed {seed}): {ending.end.value}: {ending.detail}")
+        return ending
+
+    def _publisher_answers(self, topic: str) -> bool:
+        """Whether a node publishing ``topic`` answers a parameter request within world_probe_timeout_s.
+
+        Asked of the world (joint states) and the policy (acks): alive, and its executor not stuck.
+        """
+        timeout = self.config.world_probe_timeout_s
+        for info in self.get_publishers_info_by_topic(topic):
+            if info.node_name == self.get_name() and info.node_namespace == self.get_namespace():
+                continue
+            service = f"{info.node_namespace.rstrip('/')}/{info.node_name}/get_parameters"
+            client = self._probes.get(service)
+            if client is None:
+                client = self._probes[service] = self.create_client(GetParameters, service)
+            if not client.wait_for_service(timeout_sec=timeout):
+                continue
+            future = client.call_async(GetParameters.Request(names=[]))
+            done = threading.Event()
+            future.add_done_callback(lambda _, done=done: done.set())
+            if done.wait(timeout):
+                return True
+            client.remove_pending_request(future)
+        return False
+
+    def _policy_lost(self, index: int, seed: int, detail: str) -> None:
+        """Stop the run, or wait for a restarted policy at the next episode (``on_policy_lost``)."""
+        cfg = self.config
+        if cfg.on_policy_lost == "stop":
+            raise PolicyLostError(
+                f"episode {index} (seed {seed}): policy lost ({detail}); recorded as {POLICY_LOST} in "
+                f"{cfg.results}; stopping. Launch with respawn_policy:=true to restart the policy and go on"
+            )
+        self.get_logger().warning(
+            f"episode {index} (seed {seed}): policy lost ({detail}); waiting up to "
+            f"{cfg.service_timeout_s:g} s for a restarted policy at the next episode"
+        )
+        self._await_policy = True
 
     # ------------------------------------------------------------------------------------- real mode
 
@@ -493,26 +471,30 @@ class EvaluatorNode(Node):
             f"{cfg.policy_done_topic} or after {cfg.episode_timeout_s:g} s"
         )
         with ResultsStore(cfg.results) as store:
-            for i in range(cfg.episodes):
-                seed = cfg.seed0 + i
+            for i, seed, key in self._to_run(store):
                 with self._cv:
                     self._seed, self._outcome, self._done = None, None, False
                 world_id, world_hash, var_hash = self._reset_real(i, seed)
                 started, t0 = utc_now(), time.monotonic()
                 with self._cv:
                     self._seed = seed
-                if self._policy_reset is not None:
-                    self._call(self._policy_reset, seed)
+                self._reset_policy(seed)
+                ending = self._wait_end(lambda: self._done or self._outcome is not None, i, seed)
                 with self._cv:
-                    self._cv.wait_for(lambda: self._done or self._outcome is not None, cfg.episode_timeout_s)
                     error, done = self._outcome, self._done
                     self._seed = None
                 duration = time.monotonic() - t0
-                end = "policy_error" if error is not None else "policy_done" if done else "timeout"
+                lost = ending.end is EpisodeEnd.POLICY_LOST
+                end = (
+                    "policy_error" if error is not None else "policy_done" if done
+                    else POLICY_LOST if lost else "timeout"
+                )
                 judged = self._judge_real(i, seed)
-                success = judged.success and error is None
+                success = judged.success and error is None and not lost
                 reason = (
-                    "success" if success else (error.failure_reason if error is not None else judged.reason)
+                    "success" if success else (
+                        error.failure_reason if error is not None else POLICY_LOST if lost else judged.reason
+                    )
                 )
                 store.add(
                     EpisodeRow(
@@ -533,6 +515,7 @@ class EvaluatorNode(Node):
                             "judge_hook": str(self.judge_hook),
                             "variation_hash": var_hash,
                         },
+                        episode_key=key,
                     )
                 )
                 self._publish_outcome(
@@ -543,7 +526,9 @@ class EvaluatorNode(Node):
                     f"episode {i} (seed {seed}): {'success' if success else reason} after {duration:.2f} s "
                     f"(ended by {end}; judged by {self.judge_hook})"
                 )
-        return cfg.episodes, successes
+                if lost:
+                    self._policy_lost(i, seed, ending.detail)
+        return self._planned, successes
 
     def _publish_outcome(
         self,

@@ -122,8 +122,8 @@ def collect_perception_frames(
             with RgbdRenderer(model, cfg.image_width * s, cfg.image_height * s) as renderer:
                 for _ in range(cfg.per_world):
                     x, y, yaw = rng.uniform(*xr), rng.uniform(*yr), rng.uniform(*yawr)
-                    data.qpos[qadr : qadr + 3] = (x, y, z_obj)
-                    data.qpos[qadr + 3 : qadr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+                    data.qpos[qadr + 2] = z_obj
+                    world.place_task_object(x, y, yaw)
                     q = q_start
                     if rng.random() >= cfg.arm_at_start:
                         tool = np.array(

@@ -12,6 +12,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -183,6 +184,9 @@ class EpisodeInfo:
         episode_index: counts episodes since the evaluation started, from 0.
         seed: the variation seed the world was reset with; also seeds the policy's own stream.
         world_id: world id, e.g. ``tabletop-pick-v1``.
+        world_dir: the folder of that world (``world.yaml`` and its MJCF): what a policy may read to model
+            the scene, e.g. the arm's kinematics.  The cell an episode runs in may differ from it (a
+            variation, or the hardware the world was built from).
         arm_joint_names: arm joints in command order (names as on ``/joint_states``).
         gripper_command_range: ``(open, closed)`` gripper commands.
         control_period: time between two ``act`` calls (s).
@@ -191,6 +195,7 @@ class EpisodeInfo:
     episode_index: int
     seed: int
     world_id: str
+    world_dir: Path
     arm_joint_names: tuple[str, ...]
     gripper_command_range: tuple[float, float]
     control_period: float

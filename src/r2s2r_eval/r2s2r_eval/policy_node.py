@@ -20,6 +20,9 @@ nothing new) and logs once until fresh data arrives.
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import math
 import threading
 from collections.abc import Sequence
@@ -29,9 +32,8 @@ from typing import Any
 import yaml
 from builtin_interfaces.msg import Time
 from r2s2r_sim.dds import use_large_data_transport
-from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ros_params import declare_parameters, run_node, spin_single
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
 from rclpy.node import Node
@@ -136,7 +138,8 @@ class PolicyNode(Node):
                 f"parameter policy/policy_params: {err} (registered: {sorted(available_policies())})"
             ) from None
         try:
-            world = load_world_config(world_path(cfg.world))
+            self.world_dir = world_path(cfg.world)
+            world = load_world_config(self.world_dir)
             self.camera = world.camera(cfg.camera) if cfg.camera else world.cameras[0]
         except (ValueError, IndexError) as err:
             raise PolicyNodeError(f"parameter world/camera: {err}") from None
@@ -157,17 +160,19 @@ class PolicyNode(Node):
         self._episode = -1
         self._seed = 0
         self._last_act = -math.inf
+        self._last_js_stamp = -math.inf
         self._holding = False
         self._start_stamp = None
         self._done_sent = False
 
-        iface = load_interface()
+        iface = declare_interface(self)
         cam = self.camera.name
+        self._world_frame, self._base_frame = iface.frame("world"), iface.frame("base")
 
         def sub(key: str, cb: Any, camera: str | None = None) -> None:
             spec = iface.topic_spec(key)
             self.create_subscription(
-                interface_class(spec.type), iface.topic(key, camera), cb, qos_profile(spec.qos)
+                interface_class(spec.type), iface.topic(key, camera), cb, qos_profile(spec.subscription_qos)
             )
 
         def pub(key: str) -> Any:
@@ -197,6 +202,18 @@ class PolicyNode(Node):
 
     # --------------------------------------------------------------------------------------- episodes
 
+    def _episode_info(self) -> EpisodeInfo:
+        """What the policy is told about the current episode."""
+        return EpisodeInfo(
+            episode_index=self._episode,
+            seed=self._seed,
+            world_id=self.world_id,
+            world_dir=self.world_dir,
+            arm_joint_names=self.arm_joints,
+            gripper_command_range=self.gripper_range,
+            control_period=self.period,
+        )
+
     def _start(self, seed: int) -> None:
         with self._lock:
             self._episode += 1
@@ -208,14 +225,7 @@ class PolicyNode(Node):
             self._last_act = -math.inf
             self._holding = False
             self._done_sent = False
-            info = EpisodeInfo(
-                episode_index=self._episode,
-                seed=seed,
-                world_id=self.world_id,
-                arm_joint_names=self.arm_joints,
-                gripper_command_range=self.gripper_range,
-                control_period=self.period,
-            )
+            info = self._episode_info()
             self._active = True
         try:
             self.policy.reset(info)
@@ -295,12 +305,16 @@ class PolicyNode(Node):
     def _on_joint_state(self, msg: Any) -> None:
         with self._lock:
             self._js = msg
+            stamp = stamp_to_seconds(msg.header.stamp)
+            # A lockstep sim re-sends the observation it waits on, same stamp: that one is always due.
+            # (Else a stale joint state queued across a reset, answered first, would make the reset
+            # observation, less than a period newer, look early, and sim and policy would wait on each other.)
+            repeated, self._last_js_stamp = stamp == self._last_js_stamp, stamp
             if not self._active:
                 return
-            stamp = stamp_to_seconds(msg.header.stamp)
             if self._start_stamp is None:
                 self._start_stamp = stamp
-            if stamp < self._last_act + self.period - 1e-6:
+            if stamp < self._last_act + self.period - 1e-6 and not (repeated and stamp > self._last_act):
                 return
             now = self.get_clock().now().nanoseconds * 1e-9
             stale = self._stale(max(now, stamp))
@@ -322,7 +336,7 @@ class PolicyNode(Node):
                 camera_pose = base_pose = None
                 if ObservationKind.CAMERA_POSE in self._need or self._tf.frames:
                     camera_pose = self._lookup(self.camera.frame_id, ObservationKind.CAMERA_POSE)
-                    base_pose = self._lookup(rc.BASE_FRAME, ObservationKind.BASE_POSE)
+                    base_pose = self._lookup(self._base_frame, ObservationKind.BASE_POSE)
                 obs = observation_from_messages(
                     joint_state=msg,
                     color=self._color,
@@ -340,16 +354,7 @@ class PolicyNode(Node):
             policy = self.policy
         try:
             action = policy.act(obs)
-            action.check(
-                EpisodeInfo(
-                    episode_index=self._episode,
-                    seed=self._seed,
-                    world_id=self.world_id,
-                    arm_joint_names=self.arm_joints,
-                    gripper_command_range=self.gripper_range,
-                    control_period=self.period,
-                )
-            )
+            action.check(self._episode_info())
         except Exception as err:  # noqa: BLE001 - a policy failure ends the episode as a failure
             self._fail(err, stamp)
             return
@@ -364,7 +369,7 @@ class PolicyNode(Node):
 
     def _lookup(self, frame: str, kind: ObservationKind) -> Any:
         try:
-            return self._tf.lookup(rc.WORLD_FRAME, frame)
+            return self._tf.lookup(self._world_frame, frame)
         except ConversionError:
             if kind in self._need:
                 raise

@@ -1,8 +1,8 @@
-"""In-process episode runner: SimWorld, renderer and task driven at the policy's control rate; no rclpy.
+"""The episode runner: one loop that drives a policy on any cell (simulated world or emulated hardware).
 
-Observations are built the way the ROS graph builds them: simulator state is turned into the sim node's
-messages (``r2s2r_sim.ros_conversions``) and converted back with :mod:`r2s2r_eval.conversions`, so a policy
-sees identical data in a sweep and through ROS.
+Observations carry what the driver topics would carry, built from the cell's arrays by the same functions
+the policy node's message conversion uses (:mod:`r2s2r_eval.sensor_arrays`), so a policy sees identical data
+in a sweep and through ROS.  No rclpy and no message packages are imported here.
 """
 
 from __future__ import annotations
@@ -13,17 +13,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
-from r2s2r_sim.task import PickPlaceTask
+import numpy as np
+from r2s2r_sim.cell import Cell, CellError, SimCell
 from r2s2r_sim.variations import Variation, make_world
 from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_config import CameraConfig
 from r2s2r_sim.worlds import world_path
 
-from r2s2r_eval.conversions import TfTree, observation_from_messages
 from r2s2r_eval.policy import EpisodeInfo, Observation, ObservationKind, Policy
-from r2s2r_sim import ros_conversions as rc
+from r2s2r_eval.sensor_arrays import depth_mm_to_metres, pose_matrix
 
-__all__ = ["DEFAULT_CONTROL_RATE_HZ", "EpisodeResult", "EpisodeRunner", "RunnerError", "run_episode"]
+__all__ = [
+    "DEFAULT_CONTROL_RATE_HZ",
+    "EpisodeResult",
+    "EpisodeRunner",
+    "RunnerError",
+    "control_substeps",
+    "run_episode",
+    "sim_cell",
+]
 
 DEFAULT_CONTROL_RATE_HZ = 10.0
 
@@ -39,7 +47,7 @@ class EpisodeResult:
     Attributes:
         world_id: world id.
         world_hash: content hash of the compiled model.
-        seed: variation seed.
+        seed: the cell's reset seed.
         episode_index: index given to the policy.
         success: the task succeeded.
         reason: ``success``, ``timeout``, ``object_dropped``, ``max_steps`` or ``policy_error: ...``.
@@ -79,102 +87,102 @@ def control_substeps(control_rate_hz: float, timestep: float) -> int:
     return n
 
 
+def sim_cell(world: str | Path, *, camera: str | None = None, variation: Variation | None = None) -> SimCell:
+    """The simulated cell of a world (a bundled id or a folder), with ``variation`` applied if given.
+
+    Raises:
+        RunnerError: the world has no task or no camera.
+        WorldError: the world folder is invalid or has no such camera.
+        VariationError: the variation cannot be applied to the world.
+    """
+    path = world_path(world)
+    built: SimWorld = SimWorld(path) if variation is None else make_world(path, variation)
+    try:
+        return SimCell(built, world_dir=path, camera=camera)
+    except CellError as err:
+        raise RunnerError(str(err)) from None
+
+
 class EpisodeRunner:
-    """Runs episodes of one world in process; a context manager that owns the world and its renderer.
+    """Runs episodes of policies on one cell; a context manager that opens and closes the cell.
 
     Example:
         with EpisodeRunner("tabletop-pick-v1") as runner:
             result = runner.run(policy, seed=3)
+        with EpisodeRunner(EmulatedCell("tabletop-pick-v1", profile)) as runner:
+            result = runner.run(policy, seed=3)
     """
 
     def __init__(
-        self, world: str | Path, *, camera: str | None = None, variation: Variation | None = None
+        self, cell: Cell | str | Path, *, camera: str | None = None, variation: Variation | None = None
     ) -> None:
-        """Compose the world (a bundled id or a folder); the renderer opens in ``__enter__``.
-
-        ``variation``: build the world through ``r2s2r_sim.variations.make_world`` with it applied.
+        """Run on ``cell``, or on the simulated cell of a world id or folder (see :func:`sim_cell`).
 
         Raises:
-            RunnerError: the world has no task or no such camera.
+            RunnerError: the world has no task or no camera; ``camera``/``variation`` given with a cell.
             WorldError: the world folder is invalid.
             VariationError: the variation cannot be applied to the world.
         """
-        path = world_path(world)
-        self.world: SimWorld = SimWorld(path) if variation is None else make_world(path, variation)
-        cfg = self.world.config
-        if cfg.task is None:
-            raise RunnerError(f"world {cfg.id!r} has no task to evaluate")
-        if not cfg.cameras:
-            raise RunnerError(f"world {cfg.id!r} has no camera")
-        self.camera = cfg.cameras[0] if camera is None else cfg.camera(camera)
-        self.task = PickPlaceTask(cfg.task)
-        self._mjcf_camera = self.world.model.camera(self.world.camera_id(self.camera.name)).name
-        self._k = camera_intrinsics(
-            self.world.model, self._mjcf_camera, self.camera.width, self.camera.height
-        )
-        self._renderer: RgbdRenderer | None = None
+        if isinstance(cell, str | Path):
+            self.cell: Cell = sim_cell(cell, camera=camera, variation=variation)
+        elif camera is not None or variation is not None:
+            raise RunnerError("EpisodeRunner: camera and variation apply to a world, not to a built cell")
+        else:
+            self.cell = cell
+        self._open = False
+
+    @property
+    def world(self) -> SimWorld:
+        """The cell's MuJoCo world."""
+        return self.cell.world
+
+    @property
+    def camera(self) -> CameraConfig:
+        """The camera the policy sees through."""
+        return self.cell.camera
 
     def __enter__(self) -> EpisodeRunner:
-        """Open the renderer."""
-        self._renderer = RgbdRenderer(self.world.model, self.camera.width, self.camera.height).__enter__()
+        """Open the cell (its renderer)."""
+        self.cell.open()
+        self._open = True
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        """Close the renderer."""
-        if self._renderer is not None:
-            self._renderer.close()
-        self._renderer = None
+        """Close the cell."""
+        self.cell.close()
+        self._open = False
 
     def episode_info(self, seed: int, control_period: float, episode_index: int = 0) -> EpisodeInfo:
-        """The :class:`EpisodeInfo` a policy gets for ``seed`` in this world."""
-        gripper = self.world.config.robot.gripper
+        """The :class:`EpisodeInfo` a policy gets for ``seed`` on this cell."""
+        w = self.cell.world
+        gripper = w.config.robot.gripper
         return EpisodeInfo(
             episode_index=episode_index,
             seed=seed,
-            world_id=self.world.world_id,
-            arm_joint_names=self.world.arm_joint_names,
+            world_id=self.cell.world_id,
+            world_dir=self.cell.world_dir,
+            arm_joint_names=w.arm_joint_names,
             gripper_command_range=(0.0, 0.0) if gripper is None else gripper.command_range,
             control_period=control_period,
         )
 
-    def _observation(self, images: tuple[object, object] | None) -> Observation:
-        """Observation of the current state via the sim node's messages; ``images`` = (color, depth) msgs."""
-        w = self.world
-        stamp = rc.time_msg(round(w.time * 1e9))
-        pos, vel, eff = w.joint_state()
-        joint_state = rc.joint_state_msg(stamp, w.joint_names, pos, vel, eff)
-        tf = TfTree()
-        base_pos, base_quat = w.base_pose()
-        cam_pos, cam_quat = w.camera_pose(self.camera.name)
-        tf.add(
-            [
-                rc.transform_msg(rc.WORLD_FRAME, rc.BASE_FRAME, base_pos, base_quat, stamp),
-                rc.transform_msg(rc.WORLD_FRAME, self.camera.frame_id, cam_pos, cam_quat, stamp),
-            ]
-        )
-        info = rc.camera_info_msg(self._k, self.camera.width, self.camera.height, stamp, self.camera.frame_id)
-        color, depth = images if images is not None else (None, None)
-        return observation_from_messages(
-            joint_state=joint_state,
-            color=color,  # type: ignore[arg-type]
-            depth=depth,  # type: ignore[arg-type]
-            camera_info=info,
-            camera_pose=tf.lookup(rc.WORLD_FRAME, self.camera.frame_id),
-            base_pose=tf.lookup(rc.WORLD_FRAME, rc.BASE_FRAME),
-            stamp=w.time,
-        )
-
-    def _render(self) -> tuple[object, object]:
-        assert self._renderer is not None
-        rgb, depth = self._renderer.render(
-            self.world.data, self._mjcf_camera, depth_range=self.camera.depth_range
-        )
-        stamp = rc.time_msg(round(self.world.time * 1e9))
-        return (
-            rc.rgb_image_msg(rgb, stamp, self.camera.frame_id),
-            rc.depth_image_msg(depth_to_uint16_mm(depth), stamp, self.camera.frame_id),
+    def _observation(self, images: tuple[np.ndarray, np.ndarray] | None) -> Observation:
+        """What the driver topics carry now: joints, the latest frame, ``K``, and the TF poses."""
+        cell = self.cell
+        pos, vel, _ = cell.joint_state()
+        rgb, depth_mm = images if images is not None else (None, None)
+        return Observation(
+            stamp=float(cell.time),
+            joint_names=tuple(cell.world.joint_names),
+            joint_positions=np.asarray(pos, dtype=np.float64).copy(),
+            joint_velocities=np.asarray(vel, dtype=np.float64).copy(),
+            rgb=None if rgb is None else np.ascontiguousarray(rgb).copy(),
+            depth=None if depth_mm is None else depth_mm_to_metres(depth_mm),
+            camera_k=np.asarray(cell.camera_k, dtype=np.float64).reshape(3, 3).copy(),
+            camera_pose=pose_matrix(*cell.camera_pose()),
+            base_pose=pose_matrix(*cell.base_pose()),
         )
 
     def run(
@@ -187,33 +195,36 @@ class EpisodeRunner:
         camera_rate_hz: float | None = None,
         max_steps: int | None = None,
     ) -> EpisodeResult:
-        """Run one episode of ``policy`` from the world reset with ``seed``.
+        """Run one episode of ``policy`` from the cell reset with ``seed``.
+
+        The cell decides when the episode is over (:meth:`Cell.outcome`): in sim the task's success,
+        drop or timeout; on the emulated hardware the policy's ``done``, the timeout, or the step limit,
+        judged then.  A policy error or a refused command ends it as a failure (``policy_error: ...``).
 
         Args:
             policy: the policy; ``reset`` is called first.
-            seed: variation seed (also seeds the policy's stream through ``EpisodeInfo``).
+            seed: the cell's reset seed (also seeds the policy's stream through ``EpisodeInfo``).
             episode_index: passed to the policy.
             control_rate_hz: policy call rate; the policy's own ``control_rate_hz()`` or 10 Hz when None.
-            camera_rate_hz: image rate; the camera's configured rate when None.  The latest frame is
-                repeated between frames, as from a real camera.  A frame is always taken at t = 0.
-            max_steps: control steps before giving up with reason ``max_steps``; None: only the task's
-                timeout ends the episode.
+            camera_rate_hz: image rate; the cell camera's rate when None.  The latest frame is repeated
+                between frames, as from a real camera.  A frame is always taken at t = 0.
+            max_steps: control steps before the episode ends at the step limit; None: no limit.
 
         Raises:
-            RunnerError: the control period is not a multiple of the physics timestep, or the renderer is
+            RunnerError: the control period is not a multiple of the physics timestep, or the cell is
                 not open (use the runner as a context manager).
         """
-        if self._renderer is None:
-            raise RunnerError("EpisodeRunner.run called outside its with-block (the renderer is closed)")
+        if not self._open:
+            raise RunnerError("EpisodeRunner.run called outside its with-block (the cell is closed)")
+        cell = self.cell
         rate = control_rate_hz if control_rate_hz is not None else policy.control_rate_hz()
         rate = DEFAULT_CONTROL_RATE_HZ if rate is None else rate
-        substeps = control_substeps(rate, self.world.timestep)
-        cam_period = 1.0 / (camera_rate_hz if camera_rate_hz is not None else self.camera.rate_hz)
+        substeps = control_substeps(rate, cell.dt)
+        cam_period = 1.0 / (camera_rate_hz if camera_rate_hz is not None else cell.camera_rate_hz)
         wants_images = bool(policy.requires & {ObservationKind.RGB, ObservationKind.DEPTH})
-        w = self.world
         wall0 = time.perf_counter()
-        w.reset(seed)
-        info = self.episode_info(seed, substeps * w.timestep, episode_index)
+        cell.reset(seed)
+        info = self.episode_info(seed, substeps * cell.dt, episode_index)
         steps = 0
         images = None
         next_frame = 0.0
@@ -224,37 +235,36 @@ class EpisodeRunner:
         except Exception as err:  # noqa: BLE001 - any policy failure ends the episode as a failure
             reason = f"policy_error: {type(err).__name__}: {err}"
         while not reason:
-            if wants_images and w.time >= next_frame - 1e-9:
-                images = self._render()
-                next_frame += cam_period * max(1, math.floor((w.time - next_frame) / cam_period) + 1)
-            obs = self._observation(images)
+            t = cell.time
+            if wants_images and t >= next_frame - 1e-9:
+                images = cell.render()
+                next_frame += cam_period * max(1, math.floor((t - next_frame) / cam_period) + 1)
             try:
-                action = policy.act(obs)
+                action = policy.act(self._observation(images))
                 action.check(info)
             except Exception as err:  # noqa: BLE001
                 reason = f"policy_error: {type(err).__name__}: {err}"
                 break
-            arm = w.set_arm_command(action.arm_positions)
-            grip = w.set_gripper_command(action.gripper) if w.gripper_command_range is not None else arm
-            if not (arm.accepted and grip.accepted):
-                reason = f"policy_error: command refused: {arm.reason or grip.reason}"
+            check = cell.submit(action.arm_positions, action.gripper)
+            if not check.accepted:
+                reason = f"policy_error: command refused: {check.reason}"
                 break
-            w.step(substeps)
+            cell.advance(substeps)
             steps += 1
-            outcome = self.task.evaluate(w)
+            outcome = cell.outcome(
+                policy_done=bool(policy.done), step_limit=max_steps is not None and steps >= max_steps
+            )
             if outcome is not None:
                 reason = outcome.reason
-            elif max_steps is not None and steps >= max_steps:
-                reason = "max_steps"
-        metrics = outcome.metrics if outcome is not None else self.task.metrics(w)
+        metrics = outcome.metrics if outcome is not None else cell.metrics()
         return EpisodeResult(
-            world_id=w.world_id,
-            world_hash=w.world_hash,
+            world_id=cell.world_id,
+            world_hash=cell.world_hash,
             seed=seed,
             episode_index=episode_index,
             success=outcome is not None and outcome.success,
             reason=reason,
-            duration_s=w.time,
+            duration_s=cell.time,
             wall_s=time.perf_counter() - wall0,
             steps=steps,
             metrics={k: float(v) for k, v in metrics.items()},

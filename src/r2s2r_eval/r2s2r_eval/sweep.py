@@ -1,19 +1,22 @@
 """Sweeps: policies x variations x repeats, headless and in process; no rclpy, no DDS.
 
-Each episode runs through :class:`r2s2r_eval.runner.EpisodeRunner` (the sim core, policy API and message
-conversions the nodes use) on the world built by ``r2s2r_sim.variations.make_world``.  Episodes are
-spread over a local process pool (spawn context, sized to the cores) or Ray tasks; both call the same
-:func:`run_task`, and each worker keeps its runner (per variation) and policies between episodes.
+A sweep runs on one side: the simulated world (the world built by ``r2s2r_sim.variations.make_world``) or
+the emulated hardware of a hardware profile (``r2s2r_sim.emulated_cell.EmulatedCell``, the variation
+restricted to what an operator changes).  Each episode runs through the one episode runner
+(:class:`r2s2r_eval.runner.EpisodeRunner`).  The episodes of one variation form a job; jobs are spread over
+a local process pool (spawn context, sized to the cores) or Ray tasks; both call the same
+:func:`run_batch`, and each worker keeps its cell (per variation) and policies between episodes.
 
 Every episode has a deterministic key (:func:`episode_key`: policy and parameter digest, base world hash,
-variation config digest, method, sweep seed, variation index, repeat, camera rate, step limit).  Rows are
-committed to the :class:`~r2s2r_eval.results.ResultsStore` one by one as episodes finish, and keys already
-in the store are skipped, so a killed sweep resumes where it stopped.  The episode seed (world reset and
-the policy's own stream) is :func:`episode_seed` of (sweep seed, variation index, repeat).
+variation config digest, method, sweep seed, variation index, repeat, camera rate, step limit, and the
+hardware profile's hash on the emulated side).  Rows are committed to the
+:class:`~r2s2r_eval.results.ResultsStore` as each job finishes, and keys already in the store are skipped,
+so a killed sweep resumes where it stopped (losing at most the jobs in flight).  The episode seed (world
+reset and the policy's own stream) is :func:`episode_seed` of (sweep seed, variation index, repeat).
 
 A variation that cannot be realised or compiled, and any other error of one episode, is recorded as a
 failed row (``reason`` ``variation_error: ...`` / ``episode_error: ...``) and not retried; a worker that
-dies costs only the episodes it was running (retried once in a fresh pool, then ``worker_crashed``).
+dies costs only the job it was running (retried once in a fresh pool, then ``worker_crashed``).
 """
 
 from __future__ import annotations
@@ -24,14 +27,10 @@ import enum
 import hashlib
 import json
 import math
-import multiprocessing
 import os
-import socket
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,30 +43,27 @@ from r2s2r_sim.variations.engine import Method
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
 
+from r2s2r_eval.executors import ExecutorError, run_local, run_ray, start_ray
 from r2s2r_eval.policy import Policy, PolicyError, load_policy
 from r2s2r_eval.results import EpisodeRow, ResultsError, ResultsStore, utc_now
 
 __all__ = [
-    "EXPORT_FORMATS",
     "EpisodeTask",
     "Executor",
     "PolicySpec",
     "SweepConfig",
     "SweepError",
     "SweepSummary",
-    "check_export_path",
     "episode_key",
     "episode_seed",
-    "export_rows",
     "parse_policy_spec",
     "plan_sweep",
+    "run_batch",
     "run_sweep",
     "run_task",
     "variations_digest",
 ]
 
-EXPORT_FORMATS = (".parquet", ".csv")
-_CRASH_RETRIES = 1
 
 
 class SweepError(ValueError):
@@ -153,6 +149,8 @@ class SweepConfig:
         repeats: episodes per (policy, variation), each with its own episode seed.
         camera_rate_hz: image rate (Hz); None: the world camera's rate.
         max_steps: control steps before an episode ends with ``max_steps``; None: the task's timeout.
+        hardware_profile: the side: None for the simulated world, or a hardware profile YAML file for the
+            emulated hardware built from it (then only the operator axes may be varied).
     """
 
     world: str
@@ -164,6 +162,7 @@ class SweepConfig:
     repeats: int = 1
     camera_rate_hz: float | None = None
     max_steps: int | None = None
+    hardware_profile: str | None = None
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -209,9 +208,13 @@ def episode_key(
     repeat: int,
     camera_rate_hz: float | None,
     max_steps: int | None,
+    profile_sha256: str | None = None,
 ) -> str:
-    """The deterministic identity of one sweep episode (sha256 hex); ``variations`` is the config digest."""
-    payload = {
+    """The deterministic identity of one sweep episode (sha256 hex); ``variations`` is the config digest.
+
+    ``profile_sha256``: the hardware profile's hash on the emulated side; None in sim.
+    """
+    payload: dict[str, Any] = {
         "policy": policy.canonical(),
         "world_hash": world_hash,
         "variations": variations,
@@ -222,6 +225,8 @@ def episode_key(
         "camera_rate_hz": camera_rate_hz,
         "max_steps": max_steps,
     }
+    if profile_sha256 is not None:
+        payload["side"] = {"emulated_hardware": profile_sha256}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -243,6 +248,7 @@ class EpisodeTask:
         seed: the episode seed.
         policy: the policy.
         camera_rate_hz, max_steps: passed to :meth:`EpisodeRunner.run`.
+        hardware_profile, profile_sha256: the emulated side's profile file and its hash; None in sim.
     """
 
     key: str
@@ -260,12 +266,24 @@ class EpisodeTask:
     policy: PolicySpec
     camera_rate_hz: float | None
     max_steps: int | None
+    hardware_profile: str | None = None
+    profile_sha256: str | None = None
 
 
 def plan_sweep(
-    cfg: SweepConfig, *, world_dir: str | Path, world_id: str, world_hash: str
+    cfg: SweepConfig,
+    *,
+    world_dir: str | Path,
+    world_id: str,
+    world_hash: str,
+    profile_sha256: str | None = None,
 ) -> list[EpisodeTask]:
-    """All episodes of ``cfg`` in order (variation index, then policy, then repeat)."""
+    """All episodes of ``cfg`` in order (variation index, then policy, then repeat).
+
+    ``profile_sha256``: hash of ``cfg.hardware_profile`` (needed when it is set).
+    """
+    if (cfg.hardware_profile is None) != (profile_sha256 is None):
+        raise SweepError("plan_sweep: profile_sha256 is needed exactly when hardware_profile is set")
     digest = variations_digest(cfg.variations)
     tasks = []
     for index in range(cfg.n):
@@ -281,6 +299,7 @@ def plan_sweep(
                     repeat=repeat,
                     camera_rate_hz=cfg.camera_rate_hz,
                     max_steps=cfg.max_steps,
+                    profile_sha256=profile_sha256,
                 )
                 tasks.append(
                     EpisodeTask(
@@ -299,6 +318,8 @@ def plan_sweep(
                         policy=policy,
                         camera_rate_hz=cfg.camera_rate_hz,
                         max_steps=cfg.max_steps,
+                        hardware_profile=cfg.hardware_profile,
+                        profile_sha256=profile_sha256,
                     )
                 )
     return tasks
@@ -312,7 +333,7 @@ _worker_policies: dict[str, Policy] = {}
 
 
 def _variation_record(task: EpisodeTask, variation: Variation | None) -> dict[str, Any]:
-    return {
+    record = {
         "method": task.method,
         "index": task.index,
         "sweep_seed": task.sweep_seed,
@@ -322,6 +343,10 @@ def _variation_record(task: EpisodeTask, variation: Variation | None) -> dict[st
         "unit": [] if variation is None else [float(u) for u in variation.unit],
         "params": {} if variation is None else {k: float(v) for k, v in variation.params.items()},
     }
+    if task.profile_sha256 is not None:
+        record["operator"] = "emulated (random object pose, lighting and clutter per trial)"
+        record["profile_sha256"] = task.profile_sha256
+    return record
 
 
 def _failed_row(task: EpisodeTask, reason: str, variation: Variation | None, started_at: str) -> EpisodeRow:
@@ -345,13 +370,22 @@ def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
     global _worker_runner
     from r2s2r_eval.runner import EpisodeRunner  # the renderer stack loads in workers only
 
-    vkey = f"{task.world}|{task.variations_digest}|{task.method}|{task.sweep_seed}|{task.index}"
+    vkey = (
+        f"{task.world}|{task.hardware_profile}|{task.variations_digest}|{task.method}|{task.sweep_seed}|"
+        f"{task.index}"
+    )
     if _worker_runner is not None and _worker_runner[0] == vkey:
         return _worker_runner[1]
     if _worker_runner is not None:
         _worker_runner[1].__exit__(None, None, None)
         _worker_runner = None
-    runner = EpisodeRunner(task.world, variation=variation).__enter__()
+    if task.hardware_profile is None:
+        runner = EpisodeRunner(task.world, variation=variation).__enter__()
+    else:
+        from r2s2r_sim.emulated_cell import EmulatedCell
+
+        cell = EmulatedCell(task.world, task.hardware_profile, variation=variation)
+        runner = EpisodeRunner(cell).__enter__()
     _worker_runner = (vkey, runner)
     return runner
 
@@ -361,10 +395,7 @@ def _error(err: BaseException) -> str:
 
 
 def run_task(task: EpisodeTask) -> EpisodeRow:
-    """Run one episode and return its row; every failure of the episode becomes a failed row.
-
-    The same function runs in the local process pool and as a Ray task.
-    """
+    """Run one episode and return its row; every failure of the episode becomes a failed row."""
     started_at = utc_now()
     variation = None
     try:
@@ -406,96 +437,22 @@ def run_task(task: EpisodeTask) -> EpisodeRow:
     )
 
 
-# -------------------------------------------------------------------------------------------- executors
+def run_batch(tasks: Sequence[EpisodeTask]) -> list[EpisodeRow]:
+    """Run the episodes of one job (one variation's policies and repeats) in order; one row each.
 
-OnRow = Callable[[EpisodeRow], None]
-
-
-def _run_local(tasks: Sequence[EpisodeTask], workers: int, on_row: OnRow) -> None:
-    """Run ``tasks`` in a spawn-context process pool; a broken pool is rebuilt and its tasks retried once."""
-    attempts: dict[str, int] = {}
-    pending = list(tasks)
-    ctx = multiprocessing.get_context("spawn")
-    while pending:
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx)
-        retry: list[EpisodeTask] = []
-        try:
-            futures: dict[Future[EpisodeRow], EpisodeTask] = {pool.submit(run_task, t): t for t in pending}
-            not_done = set(futures)
-            while not_done:
-                done, not_done = wait(not_done, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    task = futures[fut]
-                    try:
-                        row = fut.result()
-                    except BrokenProcessPool as err:
-                        attempts[task.key] = attempts.get(task.key, 0) + 1
-                        if attempts[task.key] > _CRASH_RETRIES:
-                            on_row(_failed_row(task, f"worker_crashed: {_error(err)}", None, utc_now()))
-                        else:
-                            retry.append(task)
-                        continue
-                    on_row(row)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        pending = retry
+    The same function runs in the local process pool and as a Ray task.  The worker keeps the cell of the
+    variation between them, so on the emulated side its noise stream runs through the job's episodes in
+    plan order, whichever worker runs the job.
+    """
+    return [run_task(t) for t in tasks]
 
 
-def _ray_address_check(address: str) -> None:
-    """Refuse an unreachable ``host:port`` quickly (``ray.init`` would wait a long time)."""
-    if address in ("auto", "local") or address.startswith("ray://"):
-        return
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise SweepError(f"--address {address!r}: expected host:port of a Ray cluster's GCS (or 'auto')")
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=3.0):
-            pass
-    except OSError as err:
-        raise SweepError(f"--address {address!r}: cannot reach a Ray cluster there: {err}") from None
-
-
-def _start_ray(address: str | None, workers: int) -> bool:
-    """Connect to (or start) Ray; return whether this call started it (and so must shut it down)."""
-    try:
-        import ray
-    except ImportError as err:
-        raise SweepError(f"--executor ray: ray is not installed: {err}") from None
-    if ray.is_initialized():
-        return False
-    if address is not None:
-        _ray_address_check(address)
-    env = {k: os.environ[k] for k in ("MUJOCO_GL", "PYOPENGL_PLATFORM") if k in os.environ}
-    try:
-        if address is None:
-            ray.init(num_cpus=workers, include_dashboard=False, runtime_env={"env_vars": env})
-        else:
-            ray.init(address=address, runtime_env={"env_vars": env})
-    except (ConnectionError, RuntimeError, ValueError) as err:
-        raise SweepError(f"--executor ray: cannot start or join Ray (address {address!r}): {err}") from err
-    return True
-
-
-def _run_ray(tasks: Sequence[EpisodeTask], on_row: OnRow) -> None:
-    """Run ``tasks`` as Ray tasks (``ray.init`` done); a crashed worker fails only its episode."""
-    import ray
-
-    remote = ray.remote(num_cpus=1, max_retries=_CRASH_RETRIES)(run_task)
-    refs = {remote.remote(t): t for t in tasks}
-    waiting = list(refs)
-    try:
-        while waiting:
-            ready, waiting = ray.wait(waiting, num_returns=1)
-            for ref in ready:
-                try:
-                    row = ray.get(ref)
-                except ray.exceptions.RayError as err:
-                    row = _failed_row(refs[ref], f"worker_crashed: {_error(err)}", None, utc_now())
-                on_row(row)
-    except BaseException:
-        for ref in waiting:
-            ray.cancel(ref, force=True)
-        raise
+def _jobs(tasks: Sequence[EpisodeTask]) -> list[list[EpisodeTask]]:
+    """``tasks`` grouped by variation index, in plan order."""
+    by_index: dict[int, list[EpisodeTask]] = {}
+    for t in tasks:
+        by_index.setdefault(t.index, []).append(t)
+    return list(by_index.values())
 
 
 # ------------------------------------------------------------------------------------------------ sweep
@@ -529,26 +486,37 @@ class SweepSummary:
         return 60.0 * self.ran / self.wall_s if self.wall_s > 0 else math.nan
 
 
+def _check_side(cfg: SweepConfig) -> str | None:
+    """The hardware profile's hash on the emulated side (None in sim), once the side is checked."""
+    if cfg.hardware_profile is None:
+        return None
+    from r2s2r_sim.emulated_cell import check_operator_config
+    from r2s2r_sim.emulated_hardware import load_hardware_profile
+
+    try:
+        profile = load_hardware_profile(cfg.hardware_profile)
+        check_operator_config(cfg.variations)
+    except ValueError as err:
+        raise SweepError(f"--hardware-profile: {err}") from None
+    return profile.sha256
+
+
+def _start(executor: Executor, address: str | None, workers: int) -> bool:
+    """Start Ray for the Ray executor; whether this sweep owns it (and must shut it down)."""
+    if executor is not Executor.RAY:
+        return False
+    try:
+        return start_ray(address, workers)
+    except ExecutorError as err:
+        raise SweepError(str(err)) from None
+
+
 def _check_policies(policies: Iterable[PolicySpec]) -> None:
     for spec in policies:
         try:
             load_policy(spec.name, spec.params)
         except PolicyError as err:
             raise SweepError(f"--policy {spec}: {err}") from None
-
-
-def check_export_path(path: str | Path) -> Path:
-    """The export path, if its suffix is known and nothing is there yet.
-
-    Raises:
-        SweepError: another suffix, or the file exists (outputs are never overwritten).
-    """
-    out = Path(path)
-    if out.suffix.lower() not in EXPORT_FORMATS:
-        raise SweepError(f"--export {out}: unknown format {out.suffix!r} (formats: {list(EXPORT_FORMATS)})")
-    if out.exists():
-        raise SweepError(f"--export {out}: already exists; refusing to overwrite it")
-    return out
 
 
 def run_sweep(
@@ -584,11 +552,18 @@ def run_sweep(
         base = SimWorld(world_dir)
     except (WorldError, ValueError) as err:
         raise SweepError(f"--world {cfg.world!r}: {err}") from None
+    profile_sha = _check_side(cfg)
     _check_policies(cfg.policies)
-    tasks = plan_sweep(cfg, world_dir=world_dir, world_id=base.world_id, world_hash=base.world_hash)
+    tasks = plan_sweep(
+        cfg,
+        world_dir=world_dir,
+        world_id=base.world_id,
+        world_hash=base.world_hash,
+        profile_sha256=profile_sha,
+    )
     del base
 
-    owns_ray = _start_ray(address, workers) if executor is Executor.RAY else False
+    owns_ray = _start(executor, address, workers)
     try:
         try:
             store = ResultsStore(results).__enter__()
@@ -600,19 +575,23 @@ def run_sweep(
             counts = {"ok": 0, "err": 0}
             bar = _progress(len(tasks), len(tasks) - len(pending), enabled=progress)
 
-            def on_row(row: EpisodeRow) -> None:
-                store.add(row)
-                counts["ok"] += int(row.success)
-                counts["err"] += int(row.reason.split(":")[0] in _ERROR_REASONS)
-                bar.update(1)
+            def on_rows(job: Sequence[EpisodeTask], rows: list[EpisodeRow]) -> None:
+                for row in rows:
+                    store.add(row)
+                    counts["ok"] += int(row.success)
+                    counts["err"] += int(row.reason.split(":")[0] in _ERROR_REASONS)
+                    bar.update(1)
+
+            def on_crash(job: Sequence[EpisodeTask], reason: str) -> None:
+                on_rows(job, [_failed_row(t, reason, None, utc_now()) for t in job])
 
             t0 = time.perf_counter()
             try:
-                if pending:
-                    if executor is Executor.LOCAL:
-                        _run_local(pending, workers, on_row)
-                    else:
-                        _run_ray(pending, on_row)
+                jobs = _jobs(pending)
+                if jobs and executor is Executor.LOCAL:
+                    run_local(run_batch, jobs, workers, on_rows, on_crash)
+                elif jobs:
+                    run_ray(run_batch, jobs, on_rows, on_crash)
             finally:
                 bar.close()
             wall = time.perf_counter() - t0
@@ -647,69 +626,3 @@ def _progress(total: int, initial: int, *, enabled: bool) -> Any:
         file=sys.stderr,
         smoothing=0.1,
     )
-
-
-# ----------------------------------------------------------------------------------------------- export
-
-
-def export_rows(results: str | Path, out: str | Path, *, keys: Sequence[str] | None = None) -> int:
-    """Write the sweep rows of ``results`` to Parquet or CSV (by ``out``'s suffix); return the row count.
-
-    One row per episode: the store's columns, ``method``, ``index``, ``repeat``, ``variation_seed``,
-    ``metric.<name>`` per metric and ``var.<axis>.<name>`` per realised variation parameter (empty where
-    a row lacks it).  ``keys``: only these episodes, in this order; None: every row with an episode key.
-    The file is written next to ``out`` and renamed into place, so it is never half-written.
-
-    Raises:
-        SweepError: unknown suffix, or ``out`` exists.
-    """
-    import pyarrow as pa
-
-    path = check_export_path(out)
-    with ResultsStore(results) as store:
-        rows = [r for r in store.rows() if r.episode_key is not None]
-    if keys is not None:
-        by_key = {r.episode_key: r for r in rows}
-        rows = [by_key[k] for k in keys if k in by_key]
-    var_names: dict[str, None] = {}
-    metric_names: set[str] = set()
-    for r in rows:
-        var_names.update(dict.fromkeys((r.variation or {}).get("params", {})))
-        metric_names.update(r.metrics)
-    var = [r.variation or {} for r in rows]
-    columns: dict[str, pa.Array] = {
-        "episode_key": pa.array([r.episode_key for r in rows], pa.string()),
-        "policy": pa.array([r.policy for r in rows], pa.string()),
-        "parameters": pa.array([json.dumps(dict(r.parameters), sort_keys=True) for r in rows], pa.string()),
-        "world_id": pa.array([r.world_id for r in rows], pa.string()),
-        "world_hash": pa.array([r.world_hash for r in rows], pa.string()),
-        "seed": pa.array([r.seed for r in rows], pa.int64()),
-        "success": pa.array([r.success for r in rows], pa.bool_()),
-        "reason": pa.array([r.reason for r in rows], pa.string()),
-        "duration_s": pa.array([r.duration_s for r in rows], pa.float64()),
-        "started_at": pa.array([r.started_at for r in rows], pa.string()),
-        "method": pa.array([v.get("method") for v in var], pa.string()),
-        "index": pa.array([v.get("index") for v in var], pa.int64()),
-        "repeat": pa.array([v.get("repeat") for v in var], pa.int64()),
-        "variation_seed": pa.array([v.get("seed") for v in var], pa.uint64()),
-    }
-    for name in sorted(metric_names):
-        columns[f"metric.{name}"] = pa.array([r.metrics.get(name) for r in rows], pa.float64())
-    for name in var_names:
-        columns[f"var.{name}"] = pa.array([v.get("params", {}).get(name) for v in var], pa.float64())
-    table = pa.table(columns)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        if path.suffix.lower() == ".parquet":
-            import pyarrow.parquet as pq
-
-            pq.write_table(table, tmp)
-        else:
-            import pyarrow.csv as pcsv
-
-            pcsv.write_csv(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return table.num_rows

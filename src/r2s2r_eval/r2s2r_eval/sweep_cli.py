@@ -5,6 +5,10 @@ Example:
         --variations config/variations.yaml -n 64 --repeats 2 --results out/sweep.sqlite \\
         --export out/sweep.parquet
 
+``--hardware-profile config/emulated_hardware/default_profile.yaml`` runs the same sweep on the emulated
+hardware of that profile instead (variations limited to what an operator changes: object pose, lighting,
+clutter).
+
 Bad input (unknown policy or parameter, malformed variations YAML, unknown executor, unreachable Ray
 address, an export file that exists) exits with status 2 and a message naming the argument at fault,
 before the results store is created or changed.  Rerunning the same command skips finished episodes.
@@ -17,19 +21,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, load_variation_config
 
 from r2s2r_eval.results import ResultsError
-from r2s2r_eval.sweep import (
-    EXPORT_FORMATS,
-    Executor,
-    SweepConfig,
-    SweepError,
-    check_export_path,
-    export_rows,
-    parse_policy_spec,
-    run_sweep,
-)
+from r2s2r_eval.sweep import Executor, SweepConfig, SweepError, parse_policy_spec, run_sweep
+from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
 
 __all__ = ["build_parser", "cmd_sweep", "main", "register"]
 
@@ -38,7 +35,8 @@ EXIT_BAD_INPUT = 2
 
 def _config(ns: argparse.Namespace) -> SweepConfig:
     try:
-        variations = load_variation_config(ns.variations)
+        # The default is the installed package's config, never one in the current directory.
+        variations = load_variation_config(ns.variations or config_dir() / "variations.yaml")
     except (VariationError, OSError) as err:
         raise SweepError(f"--variations: {err}") from None
     return SweepConfig(
@@ -51,6 +49,7 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         repeats=ns.repeats,
         camera_rate_hz=ns.camera_rate_hz,
         max_steps=ns.max_steps,
+        hardware_profile=ns.hardware_profile,
     )
 
 
@@ -101,7 +100,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="policy and its parameters (repeatable), e.g. reference:perception_noise_m=0.005",
     )
     parser.add_argument(
-        "--variations", default="config/variations.yaml", help="variation axes YAML (r2s2r_sim.variations)"
+        "--variations", default=None,
+        help="variation axes YAML (r2s2r_sim.variations; default: the package's config/variations.yaml)"
     )
     parser.add_argument("-n", type=int, default=16, help="number of variations")
     parser.add_argument("--method", choices=["sobol", "random"], default="sobol", help="variation sampling")
@@ -117,6 +117,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--camera-rate-hz", type=float, default=None, help="camera rate (default: world's)")
     parser.add_argument("--max-steps", type=int, default=None, help="control steps per episode at most")
+    parser.add_argument(
+        "--hardware-profile",
+        default=None,
+        help="run on the emulated hardware of this profile YAML instead of in sim (operator axes only)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -1,6 +1,6 @@
 """Sim-to-"real" transfer of the BC policy: demos -> train -> evaluate on the emulated hardware and in sim.
 
-    python -m r2s2r_eval.transfer --out out/transfer [--small]
+    r2s2r transfer --out out/transfer [--small]
 
 Ablations (each: demonstrations by the privileged state-feedback expert of :mod:`r2s2r_eval.demo_expert`,
 then ``r2s2r train``):
@@ -24,28 +24,28 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import multiprocessing
-import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from r2s2r_sim.paths import config_dir
 
+from r2s2r_eval._cli import add_subcommand
 from r2s2r_eval.demos import DemoConfig, attempt_seed, collect_demos
+from r2s2r_eval.emulated_capture import reconstruct_emulated_world
+from r2s2r_eval.executors import run_local
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
 from r2s2r_eval.metrics import wilson_interval
 from r2s2r_eval.perception_frames import FRAMES_FILE, PerceptionFramesConfig, collect_perception_frames
 from r2s2r_eval.train import TrainConfig, train
 
-__all__ = ["ABLATIONS", "TransferConfig", "main", "make_real2sim_world", "run_transfer"]
+__all__ = ["ABLATIONS", "TransferConfig", "cmd_transfer", "make_real2sim_world", "register", "run_transfer"]
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
-DEFAULT_VARIATIONS = REPO / "config/variations.yaml"
+DEFAULT_PROFILE = config_dir() / "emulated_hardware/default_profile.yaml"
+DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 ABLATIONS = ("no_variation", "six_axes", "real2sim")
 # Evaluation seeds are drawn from another base seed than any demonstration.
 _EVAL_SEED = 1_000_003
@@ -120,31 +120,29 @@ def perception_seed(seed: int, shard: int) -> int:
     return 200 * (seed + 1) + shard
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+def _in_pool(fn: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int) -> list[Any]:
+    """``fn(*job)`` for each job, in parallel on the shared process pool; results in job order."""
+    results: dict[int, Any] = {}
+
+    def on_crash(job: tuple[int, Callable[..., Any], tuple[Any, ...]], reason: str) -> None:
+        raise RuntimeError(f"transfer: a worker died running {fn.__name__}: {reason}")
+
+    def on_rows(job: tuple[int, Callable[..., Any], tuple[Any, ...]], rows: list[Any]) -> None:
+        results[job[0]] = rows[0]
+
+    run_local(_call, [(i, fn, job) for i, job in enumerate(jobs)], workers, on_rows, on_crash)
+    return [results[i] for i in range(len(jobs))]
+
+
+def _call(job: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> list[Any]:
+    """Worker side of :func:`_in_pool`."""
+    _, fn, args = job
+    return [fn(*args)]
 
 
 def make_real2sim_world(work: Path, profile: Path, progress: Callable[[str], None] = print) -> Path:
     """Capture the emulated hardware, identify a world with ``real2sim``; skipped if ``work/world`` exists."""
-    world = work / "world"
-    if (world / "world.yaml").is_file():
-        return world
-    from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: PLC0415
-    from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: PLC0415
-
-    exc = CaptureConfig().excitation  # the documented capture procedure's trajectory
-    cap_dir = work / "capture"
-    if cap_dir.exists():
-        import shutil  # noqa: PLC0415
-
-        shutil.rmtree(cap_dir)  # a capture interrupted before real2sim finished: our own partial output
-    cap = capture_emulated(
-        cap_dir,
-        profile=profile,
-        config=CaptureConfig(n_intrinsics_views=8, excitation=exc),
-        progress=progress,
-    )
-    real2sim([cap.bag], world, config=Real2SimConfig(max_iters=30, report=False), progress=progress)
+    world, _ = reconstruct_emulated_world(work, profile=profile, intrinsics_views=8, progress=progress)
     return world
 
 
@@ -188,10 +186,10 @@ def _episodes(
     reduced to what an operator changes between trials (object pose, lighting, clutter;
     :func:`~r2s2r_eval.closed_loop.operator_variations`) and the cell is rebuilt for each episode.
     """
+    from r2s2r_sim.emulated_cell import EmulatedCell  # noqa: PLC0415
     from r2s2r_sim.variations import load_variation_config, sample_variation  # noqa: PLC0415
 
     from r2s2r_eval.closed_loop import operator_variations  # noqa: PLC0415
-    from r2s2r_eval.emulated_runner import EmulatedRunner  # noqa: PLC0415
     from r2s2r_eval.policy import load_policy  # noqa: PLC0415
     from r2s2r_eval.runner import EpisodeRunner  # noqa: PLC0415
 
@@ -203,20 +201,23 @@ def _episodes(
     rate = policy.control_rate_hz() or 10.0
     episodes: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
-        real = None
+        # The emulated hardware as captured is one cell for every episode; any other is rebuilt per episode.
+        fixed = None
         if where == "real" and vcfg is None:
-            real = stack.enter_context(EmulatedRunner(world, profile))
+            fixed = stack.enter_context(EpisodeRunner(EmulatedCell(world, profile)))
         for i in indices:
             seed = attempt_seed(_EVAL_SEED, i)
             variation = sample_variation(vcfg, seed) if vcfg is not None else None
-            if real is not None:
-                res = real.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
-            elif where == "real":
-                with EmulatedRunner(world, profile, variation=variation) as cell:
-                    res = cell.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
-            else:
-                with EpisodeRunner(world, variation=variation) as runner:
-                    res = runner.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
+            with contextlib.ExitStack() as per_episode:
+                if fixed is not None:
+                    runner = fixed
+                elif where == "real":
+                    runner = per_episode.enter_context(
+                        EpisodeRunner(EmulatedCell(world, profile, variation=variation))
+                    )
+                else:
+                    runner = per_episode.enter_context(EpisodeRunner(world, variation=variation))
+                res = runner.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
             episodes.append(
                 {
                     "index": i,
@@ -234,6 +235,13 @@ def _episodes(
                 }
             )
     return episodes
+
+
+def _episodes_of(
+    spec: tuple[str, dict[str, Any]], indices: list[int], kw: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """:func:`_episodes` with keyword arguments as one picklable job."""
+    return _episodes(spec, indices=indices, **kw)
 
 
 def _evaluate(
@@ -264,9 +272,8 @@ def _evaluate(
     if len(shares) <= 1:
         episodes = _episodes(spec, indices=list(range(n)), **kw)
     else:
-        with _pool(len(shares)) as pool:
-            futures = [pool.submit(_episodes, spec, indices=share, **kw) for share in shares]
-            episodes = sorted((e for f in futures for e in f.result()), key=lambda e: e["index"])
+        parts = _in_pool(_episodes_of, [(spec, share, kw) for share in shares], len(shares))
+        episodes = sorted((e for part in parts for e in part), key=lambda e: e["index"])
     for e in episodes:
         log(f"  {where} {e['index'] + 1}/{n}: {e['reason']} ({e['steps']} steps, {e['wall_s']:.1f} s)")
     successes = sum(int(e["success"]) for e in episodes)
@@ -298,9 +305,7 @@ def collect_sharded(
     if len(shards) == 1:
         summaries = [collect_demos(shards[0], cfgs[0])]
     else:
-        with _pool(len(shards)) as pool:
-            futures = [pool.submit(collect_demos, d, c) for d, c in zip(shards, cfgs, strict=True)]
-            summaries = [f.result() for f in futures]
+        summaries = _in_pool(collect_demos, list(zip(shards, cfgs, strict=True)), len(shards))
     for d, s in zip(shards, summaries, strict=True):
         log(f"  {d}: {s.episodes} episodes, {s.frames} frames, {s.attempts} attempts")
     return shards
@@ -323,9 +328,7 @@ def render_sharded(
     if len(todo) == 1:
         collect_perception_frames(*todo[0])
     elif todo:
-        with _pool(len(todo)) as pool:
-            for f in [pool.submit(collect_perception_frames, d, c) for d, c in todo]:
-                f.result()
+        _in_pool(collect_perception_frames, todo, len(todo))
     log(f"  {folder}: {pf_cfg.worlds * pf_cfg.per_world} perception frames in {len(shards)} shards")
     return shards
 
@@ -531,9 +534,7 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point."""
-    ap = argparse.ArgumentParser(prog="python -m r2s2r_eval.transfer", description=__doc__.split("\n")[0])
+def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", type=Path, default=Path("out/transfer"), help="output folder (resumed)")
     ap.add_argument("--small", action="store_true", help="tiny sizes (CI smoke run)")
     ap.add_argument("--demos", type=int, help="demonstrations per ablation")
@@ -549,7 +550,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
     ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
     ap.add_argument("--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulator")
-    ns = ap.parse_args(argv)
+
+
+def cmd_transfer(ns: argparse.Namespace) -> int:
+    """Run (or resume) the transfer study of ``ns``; 0 when it finished."""
     base = SMALL if ns.small else TransferConfig()
     over = {
         k: v
@@ -579,5 +583,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def register(subparsers: Any) -> None:
+    """Add ``r2s2r transfer`` (entry point of the ``r2s2r.commands`` group)."""
+    add_subcommand(
+        subparsers,
+        "transfer",
+        help="demonstrations, behaviour cloning and transfer to the emulated hardware",
+        description=__doc__ or "",
+        add_arguments=_add_arguments,
+        func=cmd_transfer,
+    )

@@ -186,16 +186,23 @@ class _Gear:
     effects: JointEffects
     motor: float = 0.0  # motor position, link units (compliant gears only)
     motor_vel: float = 0.0
-    setpoint: float | None = None
+    setpoint: float = 0.0
+    written: float | None = None  # the servo input this gear last wrote
 
     def drive(self, data: mujoco.MjData, dt: float) -> None:
-        """Write the servo input that makes MuJoCo's position actuator deliver what the gear passes on."""
-        target = float(data.ctrl[self.act]) if self.setpoint is None else self.setpoint
+        """Write the servo input that makes MuJoCo's position actuator deliver what the gear passes on.
+
+        A control that differs from what the gear last wrote is a new setpoint from the driver.
+        """
+        if self.written is None or float(data.ctrl[self.act]) != self.written:
+            self.setpoint = float(data.ctrl[self.act])
+        target = self.setpoint
         q, qd = float(data.qpos[self.qadr]), float(data.qvel[self.dof])
         j = self.effects
         if j.stiffness is None:  # a rigid gear with play: the servo pushes once the play is taken up
             error = target - q
             data.ctrl[self.act] = q + math.copysign(max(abs(error) - self.half_play, 0.0), error)
+            self.written = float(data.ctrl[self.act])
             return
         # Backward Euler for the motor (its servo is far too stiff for an explicit step): the spring acts
         # outside the play (stiffness k, offset c), the servo unless it saturates at the torque limit.
@@ -216,6 +223,7 @@ class _Gear:
         link = j.stiffness * play + d * (self.motor_vel - qd)
         # MuJoCo's servo gives kp (ctrl - q) - kv qd: choose ctrl so that it equals the gear's torque
         data.ctrl[self.act] = q + (link + self.kv * qd) / self.kp
+        self.written = float(data.ctrl[self.act])
 
 
 class ArmEffectsState:
@@ -268,7 +276,8 @@ class ArmEffectsState:
         self._next_tick = 0.0
 
     def control_tick(self, clock: float) -> bool:
-        """Whether the driver's control loop runs at ``clock`` (s): commands are released only then."""
+        """Whether the driver's control loop runs at physics time ``clock`` (s): commands reach the servos
+        only then."""
         if self.control_period is None:
             return True
         if clock + 1e-9 < self._next_tick:
@@ -277,15 +286,10 @@ class ArmEffectsState:
         return True
 
     def reset(self, data: mujoco.MjData) -> None:
-        """At an episode's start: motors where their links are, at rest, holding the reset's setpoints."""
+        """At an episode's start: motors where their links are, at rest; the control loop restarts."""
         for gear in self._gears:
-            gear.motor, gear.motor_vel = float(data.qpos[gear.qadr]), 0.0
-        self.command_changed(data)
-
-    def command_changed(self, data: mujoco.MjData) -> None:
-        """Take the servo setpoints the driver just wrote to ``data.ctrl``."""
-        for gear in self._gears:
-            gear.setpoint = float(data.ctrl[gear.act])
+            gear.motor, gear.motor_vel, gear.written = float(data.qpos[gear.qadr]), 0.0, None
+        self._next_tick = 0.0
 
     def before_step(self, data: mujoco.MjData) -> None:
         """Friction into the model and ``qfrc_applied``; each gear's torque into its servo's input."""

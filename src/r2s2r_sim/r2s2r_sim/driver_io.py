@@ -43,7 +43,7 @@ def subscribe_topics(
             interface_class(spec.type),
             iface.topic(key),
             callback,
-            qos_profile(spec.qos),
+            qos_profile(spec.subscription_qos),
             callback_group=group,
         )
 

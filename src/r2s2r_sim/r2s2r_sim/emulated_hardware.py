@@ -4,8 +4,9 @@ Nothing here is a robot.  :class:`EmulatedArm` is a second, separate MuJoCo inst
 physics, camera and scene are edited (through ``SimWorld``'s ``spec_editor``) to the values of a
 :class:`HardwareProfile` YAML file, so that the sim side (which never reads that file) and the "hardware"
 side differ the way a real cell differs from its simulation.  On top of the physics it emulates what a
-driver adds: command latency (a FIFO of timestamped commands), joint-state noise (seeded) and a camera with
-lens distortion (plumb_bob) whose ``CameraInfo`` carries the profile's ``K`` and ``D``.
+driver adds: command latency (``SimWorld``'s command delay set to the profile's), joint-state noise
+(seeded) and a camera with lens distortion (plumb_bob) whose ``CameraInfo`` carries the profile's ``K``
+and ``D``.
 
 **Lens distortion method.**  MuJoCo renders ideal pinhole images with square pixels and a centred principal
 point.  For the profile's ``(K, D)`` at ``width x height`` we:
@@ -43,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from types import MappingProxyType, TracebackType  # noqa: E402
-from typing import Any, Generic, TypeVar  # noqa: E402
+from typing import Any  # noqa: E402
 
 import cv2  # noqa: E402
 import mujoco  # noqa: E402
@@ -54,17 +55,16 @@ from r2s2r_sim.arm_effects import ArmEffects, ArmEffectsState, edit_spec, read_a
 from r2s2r_sim.contact_effects import ContactEffects, apply_contacts, read_contacts  # noqa: E402
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm  # noqa: E402
 from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, SensorState, read_sensor_sections  # noqa: E402
-from r2s2r_sim.task import Outcome, PickPlaceTask  # noqa: E402
+from r2s2r_sim.task import ObjectPose, Outcome  # noqa: E402
 from r2s2r_sim.variations.physics import _is_position_servo  # noqa: E402
 from r2s2r_sim.world import CommandCheck, SimWorld  # noqa: E402
-from r2s2r_sim.world_config import TaskType, load_world_config  # noqa: E402
+from r2s2r_sim.world_config import load_world_config  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 
 __all__ = [
     "STAND_IN_BANNER",
     "CameraIntrinsics",
     "CameraProfile",
-    "CommandDelay",
     "DistortedRgbdCamera",
     "DriverProfile",
     "EmulatedArm",
@@ -90,8 +90,6 @@ _MAX_FILE_BYTES = 1 << 20
 _LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 # MuJoCo cameras look along -z with y up: the optical frame rotated 180 deg about x.
 _OPTICAL_TO_MJCAM = np.diag([1.0, -1.0, -1.0])
-
-T = TypeVar("T")
 
 
 class HardwareProfileError(ValueError):
@@ -679,49 +677,7 @@ class DistortedRgbdCamera:
         return np.clip(np.rint(total / samples), 0, 255).astype(np.uint8)
 
 
-# ---------------------------------------------------------------------------------------- latency
-
-
-class CommandDelay(Generic[T]):
-    """A FIFO of timestamped commands, each released ``latency_s`` after it was pushed, in order."""
-
-    def __init__(self, latency_s: float) -> None:
-        """Raises ValueError for a negative or non-finite latency."""
-        if not math.isfinite(latency_s) or latency_s < 0:
-            raise ValueError(f"latency_s must be a finite number >= 0, got {latency_s}")
-        self.latency_s = latency_s
-        self._queue: deque[tuple[float, T]] = deque()
-        self._last = -math.inf
-
-    def push(self, t: float, item: T) -> None:
-        """Queue ``item`` received at time ``t`` (s); times must not decrease (ValueError otherwise)."""
-        if not t >= self._last:
-            raise ValueError(f"command time {t} is before the previous one {self._last}")
-        self._last = t
-        self._queue.append((t, item))
-
-    def pop_due(self, now: float) -> list[T]:
-        """Items whose ``t + latency_s <= now``, oldest first, removed from the queue."""
-        out = []
-        while self._queue and self._queue[0][0] + self.latency_s <= now + 1e-12:
-            out.append(self._queue.popleft()[1])
-        return out
-
-    def clear(self) -> None:
-        """Drop every pending item (e.g. at a reset)."""
-        self._queue.clear()
-
-    def __len__(self) -> int:
-        return len(self._queue)
-
-
 # ---------------------------------------------------------------------------------------- the arm
-
-
-@dataclass(frozen=True)
-class _Command:
-    kind: str  # "arm" or "gripper"
-    value: np.ndarray
 
 
 class _ProfileEditor:
@@ -855,8 +811,8 @@ class EmulatedArm:
 
     Not thread safe: the node serialises calls with one lock.  Time (``clock``, s) is the emulator's own
     physics time since construction; it never goes back, not even at :meth:`reset`.  Commands are validated
-    when submitted, queued in a :class:`CommandDelay` stamped with ``clock``, and become servo setpoints
-    ``command_latency_s`` later (at the first physics step at or after that time).
+    and clamped when submitted, and become servo setpoints ``command_latency_s`` later (at the first physics
+    step at or after that time), through the world's command delay.
 
     Raises (constructor):
         HardwareProfileError: the profile names something the world lacks, or was written for another world.
@@ -874,7 +830,7 @@ class EmulatedArm:
         """Build the base world (for its hash and masses), then the profiled world; reset with ``seed``.
 
         ``extra_spec_editor``: a further spec edit applied after the profile's (e.g. an operator's
-        lighting and clutter as a variation, ``r2s2r_eval.emulated_runner``); ``base_world_hash`` and the
+        lighting and clutter as a variation, ``r2s2r_sim.emulated_cell``); ``base_world_hash`` and the
         profile checks are unaffected by it.
         """
         folder = world_path(world)
@@ -921,14 +877,14 @@ class EmulatedArm:
                 extra_spec_editor(spec)
 
         self.world = SimWorld(folder, config=config, spec_editor=editor)
-        self.world.command_delay_s = 0.0  # the profile's driver latency is the only delay here
+        # The profile's driver latency is the only delay here (a real2sim world's identified one is not).
+        self.world.command_delay_s = profile.driver.command_latency_s
         self.world_id: str = self.world.world_id
         self.mjcf_camera = self.world.model.camera(self.world.camera_id(cam_cfg.name)).name
         self.camera_frame_id: str = cam_cfg.frame_id
         self.depth_range: tuple[float, float] = cam_cfg.depth_range
         self.dt: float = self.world.timestep
         self.clock: float = 0.0
-        self._delay: CommandDelay[_Command] = CommandDelay(profile.driver.command_latency_s)
         self._rng = np.random.default_rng(seed)
         self.seed = seed
         color = profile.sensors.color
@@ -937,26 +893,23 @@ class EmulatedArm:
         self._arm_fx = (
             None if profile.arm.rigid else ArmEffectsState(self.world.model, profile.arm, config.robot.prefix)
         )
-        task_cfg = self.world.config.task
-        self._task = (
-            PickPlaceTask(task_cfg) if task_cfg is not None and task_cfg.type is TaskType.PICK_PLACE else None
-        )
+        self.world.step_hook = self._arm_fx
+        self._task = self.world.task
         self.reset(seed)
 
     # ---------------------------------------------------------------------------------- episodes
 
-    def reset(self, seed: int) -> None:
+    def reset(self, seed: int, *, object_pose: ObjectPose | None = None) -> None:
         """Put the cell in its initial state for ``seed`` (a stand-in for an operator resetting it).
 
-        The arm goes home, the task object is placed like the sim places it for ``seed`` (x, y, yaw from the
-        world's ``object_pose_range``; its height and every other object pose are the profile's), pending
-        commands are dropped.  ``clock`` keeps running.
+        The arm goes home, the task object is placed at ``object_pose`` or, without one, like the sim places
+        it for ``seed`` (x, y, yaw from the world's ``object_pose_range``); its height and every other
+        object pose are the profile's.  Pending commands are dropped.  ``clock`` keeps running.
         """
-        self.world.reset(int(seed))
+        self.world.reset(int(seed), object_pose=object_pose)
         self._history.clear()
         if self._arm_fx is not None:
             self._arm_fx.reset(self.world.data)
-        self._delay.clear()
         self.episode_seed = int(seed)
         self.episode_start = self.clock
 
@@ -965,37 +918,18 @@ class EmulatedArm:
     def submit_arm(self, positions: Sequence[float]) -> CommandCheck:
         """Queue an arm position command (rad or m, ``arm_joint_names`` order), applied after the latency.
 
-        Refuses now (nothing queued) a wrong length or non-finite values; limits are clamped when applied.
+        Refuses now (nothing queued) a wrong length or non-finite values; limits are clamped.
         """
-        try:
-            target = np.array(positions, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as err:
-            return CommandCheck(False, False, f"arm command is not a list of numbers: {err}")
-        n = len(self.world.arm_joint_names)
-        if target.shape != (n,):
-            return CommandCheck(False, False, f"arm command must have {n} values, got {target.shape[0]}")
-        if not np.all(np.isfinite(target)):
-            return CommandCheck(False, False, "arm command has non-finite values")
-        self._delay.push(self.clock, _Command("arm", target))
-        return CommandCheck(True, False, "")
+        return self.world.set_arm_command(positions)
 
     def submit_gripper(self, value: float) -> CommandCheck:
         """Queue a gripper command (``gripper.command_range`` units), applied after the latency."""
-        if self.world.gripper_command_range is None:
-            return CommandCheck(False, False, f"world {self.world_id!r} has no gripper")
-        try:
-            v = float(value)
-        except (TypeError, ValueError) as err:
-            return CommandCheck(False, False, f"gripper command is not a number: {err}")
-        if not math.isfinite(v):
-            return CommandCheck(False, False, f"gripper command must be finite, got {v}")
-        self._delay.push(self.clock, _Command("gripper", np.array([v])))
-        return CommandCheck(True, False, "")
+        return self.world.set_gripper_command(value)
 
     @property
     def pending_commands(self) -> int:
         """Commands received and not yet applied."""
-        return len(self._delay)
+        return self.world.pending_commands
 
     # ---------------------------------------------------------------------------------- physics
 
@@ -1003,22 +937,15 @@ class EmulatedArm:
         """Advance ``n`` physics steps, releasing due commands before each step."""
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
-        for _ in range(n):
-            tick = self._arm_fx is None or self._arm_fx.control_tick(self.clock)
-            due = self._delay.pop_due(self.clock) if tick else []
-            for cmd in due:
-                if cmd.kind == "arm":
-                    self.world.set_arm_command(cmd.value)
-                else:
-                    self.world.set_gripper_command(float(cmd.value[0]))
-            if self._arm_fx is not None:
-                if due:
-                    self._arm_fx.command_changed(self.world.data)
-                self._arm_fx.before_step(self.world.data)
+        if not (self._history.maxlen and self._history.maxlen > 1):
+            self.world.step(n)
+            for _ in range(n):  # the clock sums steps one by one, as the physics time does
+                self.clock += self.dt
+            return
+        for _ in range(n):  # keep every step's state for the camera's exposure
             self.world.step(1)
             self.clock += self.dt
-            if self._history.maxlen and self._history.maxlen > 1:
-                self._history.append((self.clock, self.world.data.qpos.copy()))
+            self._history.append((self.clock, self.world.data.qpos.copy()))
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Measured positions, velocities (true + seeded white noise) and efforts (``joint_names`` order)."""

@@ -3,8 +3,9 @@
 Not a robot.  It serves an :class:`~r2s2r_sim.emulated_hardware.EmulatedArm` (a separate MuJoCo instance of
 the world with a hardware profile applied) on exactly the driver topics of ``config/interface.yaml``:
 ``/joint_states``, the camera's colour and aligned-depth images and camera infos (``D`` = the profile's
-plumb_bob coefficients), ``/tf`` (``base_link -> ee_link``, as robot_state_publisher would) and
-``/tf_static`` (world -> base_link and the camera's calibrated extrinsics), and it takes the same arm and
+plumb_bob coefficients), ``/robot_description``, ``/tf`` and ``/tf_static`` (every robot link and the
+camera's calibrated tree, as robot_state_publisher and realsense2_camera publish them; see
+:mod:`r2s2r_sim.robot_state`), and it takes the same arm and
 gripper commands.  It runs on WALL-CLOCK time: no ``/clock``, ``use_sim_time`` must be false, and every stamp
 is the system time at which the state was sampled.
 
@@ -27,6 +28,9 @@ instant of each camera frame, stamped like that frame.  Recordings use it to che
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import sys
 import threading
 import time
@@ -46,6 +50,7 @@ from std_srvs.srv import Trigger
 
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
 from r2s2r_sim.emulated_hardware import (
     STAND_IN_BANNER,
@@ -53,10 +58,11 @@ from r2s2r_sim.emulated_hardware import (
     HardwareProfileError,
     load_hardware_profile,
 )
-from r2s2r_sim.interface import load_interface
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.robot_description import RobotDescriptionError
+from r2s2r_sim.robot_state import RobotState, camera_transforms
 from r2s2r_sim.ros_params import declare_parameters, run_node
-from r2s2r_sim.ros_qos import interface_class
+from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.sim_node import variation_hash
 
 __all__ = ["DEFAULT_PROFILE", "EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
@@ -112,7 +118,7 @@ class EmulatedHardwareNode(Node):
             if isinstance(err, HardwareProfileError):
                 raise
             raise EmulatedHardwareError(f"parameter world: {err}") from None
-        self.interface = load_interface()
+        self.interface = declare_interface(self)
         self._lock = threading.Lock()
         self._running = True
         cam = self.profile.camera
@@ -123,6 +129,12 @@ class EmulatedHardwareNode(Node):
         self._joint_pub = self._pub("joint_states")
         self._tf_pub = self._pub("tf")
         self._tf_static_pub = self._pub("tf_static")
+        self._description_pub = self._pub("robot_description")
+        try:
+            self._robot: RobotState | None = RobotState(self.arm.world, self.interface)
+        except RobotDescriptionError as err:
+            self.get_logger().warning(f"no /robot_description or link transforms: {err}")
+            self._robot = None
         self._color_pub = self._pub("color_image", cam.name)
         self._color_info_pub = self._pub("color_info", cam.name)
         self._depth_pub = self._pub("depth_image", cam.name)
@@ -150,24 +162,43 @@ class EmulatedHardwareNode(Node):
         self.frames_published = 0
         self.frames_dropped = 0
         self.joint_states_published = 0
+        self.physics_time_s = 0.0  # the emulated arm's physics time; follows the wall clock
+        self.resets = 0
         self._frame_cv = threading.Condition()
         self._frame: _Frame | None = None
         self._render_ready = threading.Event()
         self._render_error: BaseException | None = None
         self._render_thread = threading.Thread(target=self._render_loop, name="emu_render", daemon=True)
         self._render_thread.start()
-        if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
-            self._running = False
-            raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
-        self._physics_thread = threading.Thread(target=self._physics_loop, name="emu_physics", daemon=True)
-        self._physics_thread.start()
-        drv = self.profile.driver
-        self.get_logger().warning(
-            f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
-            f"sha256 {self.profile.sha256[:12]}), seed {cfg.seed}; wall-clock time, no /clock; "
-            f"joint states {drv.joint_state_rate_hz} Hz, latency {drv.command_latency_s * 1e3:.0f} ms, "
-            f"camera {cam.name} {cam.width}x{cam.height} @ {cam.rate_hz} Hz (plumb_bob D={self._d.tolist()})"
-        )
+        try:
+            if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
+                raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
+            self._physics_thread = threading.Thread(
+                target=self._physics_loop, name="emu_physics", daemon=True
+            )
+            self._physics_thread.start()
+            self._diagnostics = DiagnosticsPublisher(
+                self, self.interface, name="emulated hardware (stand-in)", hardware_id=self.profile.name,
+                counters=lambda: {"time_s": self.physics_time_s, "frames": self.frames_published,
+                                  "frames_dropped": self.frames_dropped},
+                read=lambda rates: serving_reading(
+                    rates, running=self._running, cameras=1, frames_dropped=self.frames_dropped,
+                    episodes=self.resets, paced=True, sim_time=False,
+                ),
+            )
+            drv = self.profile.driver
+            self.get_logger().warning(
+                f"{STAND_IN_BANNER}: world {self.arm.world_id}, profile {self.profile.name!r} ({path}, "
+                f"sha256 {self.profile.sha256[:12]}), seed {cfg.seed}; wall-clock time, no /clock; "
+                f"joint states {drv.joint_state_rate_hz} Hz, latency {drv.command_latency_s * 1e3:.0f} ms, "
+                f"camera {cam.name} {cam.width}x{cam.height} @ {cam.rate_hz} Hz "
+                f"(plumb_bob D={self._d.tolist()})"
+            )
+        except BaseException:
+            # Ctrl-C or an error while the render thread opens its GL context: join it before main() unwinds,
+            # else it is force-unwound out of MuJoCo's renderer at interpreter exit (SIGSEGV).
+            self._stop_threads(timeout=30.0)
+            raise
 
     # ---------------------------------------------------------------------------------- configuration
 
@@ -202,19 +233,20 @@ class EmulatedHardwareNode(Node):
         return self.get_clock().now().to_msg()
 
     def _publish_static_tf(self) -> None:
+        """Publish /robot_description and /tf_static: robot base, fixed links, the camera's tree."""
         stamp = self._now()
         world = self.arm.world
-        link_pos, link_quat = conv.camera_link_pose(*world.camera_pose(self.profile.camera.name))
-        link = conv.camera_link_frame(self.profile.camera.name)
-        self._tf_static_pub.publish(
-            conv.tf_message(
-                [
-                    conv.transform_msg(conv.WORLD_FRAME, conv.BASE_FRAME, *world.base_pose(), stamp),
-                    conv.transform_msg(conv.WORLD_FRAME, link, link_pos, link_quat, stamp),
-                    conv.transform_msg(link, self._frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp),
-                ]
-            )
-        )
+        if self._robot is not None:
+            self._description_pub.publish(self._robot.description_msg())
+            transforms = self._robot.static_transforms(world.data, stamp)
+        else:
+            iface = self.interface
+            base = conv.transform_msg(iface.frame("world"), iface.frame("base"), *world.base_pose(), stamp)
+            transforms = [base]
+        camera = self.profile.camera.name
+        pose = world.camera_pose(camera)
+        mount, tree = camera_transforms(self.interface, camera, self._frame_id, pose, stamp)
+        self._tf_static_pub.publish(conv.tf_message([*transforms, mount, *tree]))
 
     # -------------------------------------------------------------------------------------- callbacks
 
@@ -237,6 +269,7 @@ class EmulatedHardwareNode(Node):
             return response
         with self._lock:
             self.arm.reset(int(request.variation_seed))
+            self.resets += 1
         response.success = True
         response.message = f"emulated hardware reset (stand-in for an operator), profile {self.profile.name}"
         response.variation_hash = variation_hash(self.arm.base_world_hash, "", int(request.variation_seed))
@@ -291,11 +324,11 @@ class EmulatedHardwareNode(Node):
             with self._lock:
                 arm.advance(due)
                 steps += due
+                self.physics_time_s = steps * dt
                 t = steps * dt + 1e-9  # schedules compare with a tolerance for float step times
                 js = arm.joint_state() if t >= next_js else None
-                tf = (
-                    conv.relative_pose(*arm.world.base_pose(), *arm.world.ee_pose()) if t >= next_tf else None
-                )
+                # The links' true pose (robot_state_publisher would use the reported joint states).
+                tf = arm.world.data.qpos.copy() if t >= next_tf else None
                 d = arm.world.data
                 frame = (
                     (d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy(), arm.motion_start())
@@ -309,9 +342,8 @@ class EmulatedHardwareNode(Node):
                 self.joint_states_published += 1
             if tf is not None:
                 next_tf = _advance(next_tf, tf_period, t)
-                self._tf_pub.publish(
-                    conv.tf_message([conv.transform_msg(conv.BASE_FRAME, conv.EE_FRAME, *tf, stamp)])
-                )
+                if self._robot is not None:
+                    self._tf_pub.publish(conv.tf_message(self._robot.moving_transforms(tf, stamp)))
             if frame is not None:
                 next_cam = _advance(next_cam, cam_period, t)
                 with self._frame_cv:
@@ -373,7 +405,7 @@ class EmulatedHardwareNode(Node):
     def _truth_msg(self, data: mujoco.MjData, stamp: Time) -> PoseStamped:
         """The task object's pose in ``data`` (after ``mj_kinematics``) as stand-in ground truth."""
         msg = PoseStamped()
-        msg.header.stamp, msg.header.frame_id = stamp, conv.WORLD_FRAME
+        msg.header.stamp, msg.header.frame_id = stamp, self.interface.frame("world")
         pos, quat = data.xpos[self._truth_body], data.xquat[self._truth_body]  # quat is w, x, y, z
         msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pos)
         o = msg.pose.orientation
@@ -386,13 +418,17 @@ class EmulatedHardwareNode(Node):
             f"emulated hardware: {self.joint_states_published} joint states, {self.frames_published} camera "
             f"frames published, {self.frames_dropped} dropped"
         )
+        self._stop_threads(timeout=5.0)
+        super().destroy_node()
+
+    def _stop_threads(self, timeout: float) -> None:
+        """Stop the physics and render threads and join them (each at most ``timeout`` s)."""
         self._running = False
         with self._frame_cv:
             self._frame_cv.notify_all()
         for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
             if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=5.0)
-        super().destroy_node()
+                thread.join(timeout=timeout)
 
 
 def _param_error(name: str, default: Any, err: Exception) -> EmulatedHardwareError:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from r2s2r_sim.interface import InterfaceError, available_profiles, load_interface
 from r2s2r_sim.paths import config_dir
 
 
@@ -50,6 +51,7 @@ class NodeSpec:
     remappings: tuple[tuple[str, str], ...] = ()
     when: str | None = None  # name of a boolean argument that must be true for the node to run
     required: bool = False  # the whole graph stops when this node exits
+    respawn: str | None = None  # name of a boolean argument: when true, the node is restarted when it exits
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +83,7 @@ class ResolvedNode:
     parameters: dict[str, object]
     remappings: tuple[tuple[str, str], ...]
     required: bool
+    respawn: bool = False
 
     def ros_args(self) -> list[str]:
         """The ``--ros-args`` a process needs to become this node, as ``ros2 run`` would pass them."""
@@ -100,6 +103,8 @@ def _yaml_scalar(value: object) -> str:
 
 
 _BOOL = ("true", "false")
+# The driver-faithful profile of config/interface.yaml; every node of the graph gets the same one.
+DEFAULT_INTERFACE = "realsense2_camera"
 # The emulated hardware's stand-in services (an operator's reset, a human judge); real hardware has neither.
 EMULATED_RESET = "/emulated_hardware/reset_episode"
 EMULATED_JUDGE = "/emulated_hardware/judge"
@@ -116,6 +121,11 @@ def world_graph() -> Graph:
                                  "real: the robot's own drivers do, on wall-clock time."),
             Argument(name="world", default="tabletop-pick-v1",
                      description="Bundled world id or path of a world folder (world.yaml + MJCF)."),
+            Argument(name="interface", default=DEFAULT_INTERFACE,
+                     description="Topic, QoS and frame conventions: a profile of config/interface.yaml "
+                                 f"({DEFAULT_INTERFACE}: the real drivers' defaults; sensor_data: "
+                                 "best-effort images under /<camera>/) or the path of your own interface "
+                                 "file."),
             Argument(name="policy", default="reference",
                      description="Policy name (entry point in r2s2r.policies) or package.module:Class."),
             Argument(name="emulate_hardware", default="false", choices=_BOOL,
@@ -124,8 +134,20 @@ def world_graph() -> Graph:
             Argument(name="hardware_profile", default="",
                      description="Real mode with emulate_hardware: the emulator's hardware profile YAML "
                                  "(empty: the shipped config/emulated_hardware/default_profile.yaml)."),
+            Argument(name="foxglove", default="false", choices=_BOOL,
+                     description="Start a Foxglove WebSocket server (foxglove-sdk) with the cameras, /tf, "
+                                 "joint states and robot description: a live view without a ROS distro."),
+            Argument(name="foxglove_port", default="8765",
+                     description="TCP port of the Foxglove WebSocket server (ws://127.0.0.1:<port>)."),
             Argument(name="run_policy", default="true", choices=_BOOL,
                      description="Start the policy node."),
+            Argument(name="respawn_policy", default="false", choices=_BOOL,
+                     description="Restart the policy node when it exits or dies; the evaluator then records "
+                                 "the lost episode as policy_lost and goes on at the next seed (false: the "
+                                 "evaluator stops with exit 1)."),
+            Argument(name="episode_timeout_s", default="120.0",
+                     description="Wall-clock limit (s) of one episode; a lost policy or world is detected "
+                                 "within seconds regardless, so on a slow machine this can be generous."),
             Argument(name="evaluate", default="true", choices=_BOOL,
                      description="Start the evaluator that resets, runs and records episodes."),
             Argument(name="episodes", default="3",
@@ -153,29 +175,40 @@ def world_graph() -> Graph:
             NodeSpec(
                 package="r2s2r_sim", executable="sim_node", name="sim_node", modes=frozenset({"sim"}),
                 params_file="sim_node.yaml", required=True,
-                parameters={"world": "{world}", "seed": "{seed}", "lockstep": "{lockstep}",
-                            "real_time": "{real_time}", "policy_id": "{policy}"},
+                parameters={"world": "{world}", "interface": "{interface}", "seed": "{seed}",
+                            "lockstep": "{lockstep}", "real_time": "{real_time}", "policy_id": "{policy}"},
             ),
             NodeSpec(
                 # The node name must stay emulated_hardware: its services are private (~/reset_episode).
                 package="r2s2r_sim", executable="emulated_hardware_node", name="emulated_hardware",
                 modes=frozenset({"real"}), params_file="emulated_hardware_node.yaml",
                 when="emulate_hardware", required=True,
-                parameters={"world": "{world}", "seed": "{seed}", "profile": "{hardware_profile}"},
+                parameters={"world": "{world}", "interface": "{interface}", "seed": "{seed}",
+                            "profile": "{hardware_profile}"},
             ),
             NodeSpec(
                 package="r2s2r_eval", executable="policy_node", name="policy_node",
                 modes=frozenset({"sim", "real"}), params_file="policy_node.yaml", when="run_policy",
-                parameters={"policy": "{policy}", "world": "{world}", "use_sim_time": "{use_sim_time}"},
+                respawn="respawn_policy",
+                parameters={"policy": "{policy}", "world": "{world}", "interface": "{interface}",
+                            "use_sim_time": "{use_sim_time}"},
             ),
             NodeSpec(
                 package="r2s2r_eval", executable="evaluator_node", name="evaluator_node",
                 modes=frozenset({"sim", "real"}), params_file="evaluator_node.yaml", when="evaluate",
                 required=True,
                 parameters={"episodes": "{episodes}", "seed0": "{seed}", "policy": "{policy}",
-                            "world": "{world}", "mode": "{mode}", "results": "{results}",
+                            "world": "{world}", "interface": "{interface}", "mode": "{mode}",
+                            "results": "{results}",
                             "use_sim_time": "{use_sim_time}", "reset_hook": "{reset_hook}",
-                            "judge_hook": "{judge_hook}"},
+                            "judge_hook": "{judge_hook}", "on_policy_lost": "{on_policy_lost}",
+                            "episode_timeout_s": "{episode_timeout_s}"},
+            ),
+            NodeSpec(
+                package="r2s2r_sim", executable="foxglove_node", name="foxglove_server",
+                modes=frozenset({"sim", "real"}), params_file="foxglove_node.yaml", when="foxglove",
+                parameters={"world": "{world}", "interface": "{interface}", "port": "{foxglove_port}",
+                            "use_sim_time": "{use_sim_time}"},
             ),
         ),
     )
@@ -204,6 +237,19 @@ def parse_arguments(graph: Graph, tokens: list[str]) -> dict[str, str]:
     return values
 
 
+def _check_interface(value: str) -> str:
+    """The profile name, or the interface file as an absolute path (nodes may start elsewhere).
+
+    Raises:
+        GraphError: ``value`` is neither a shipped profile nor a readable interface file.
+    """
+    try:
+        load_interface(value)
+    except InterfaceError as err:
+        raise GraphError(f"argument interface:={value}: {err}") from None
+    return value if not value or value in available_profiles() else str(Path(value).resolve())
+
+
 def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
     """Defaults overlaid with ``given``, validated, plus the derived ``use_sim_time``."""
     values = {arg.name: arg.default for arg in graph.arguments}
@@ -212,8 +258,12 @@ def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
         if arg.choices and value not in arg.choices:
             raise GraphError(f"argument {name}:={value} is not one of {', '.join(arg.choices)}")
         values[name] = value
+    if "interface" in values:
+        values["interface"] = _check_interface(values["interface"])
     # use_sim_time follows the mode: in sim everything but the simulator runs on /clock.
     values["use_sim_time"] = "true" if values.get("mode") == "sim" else "false"
+    # A restarted policy is waited for; without restarts a lost policy ends the run.
+    values["on_policy_lost"] = "continue" if values.get("respawn_policy") == "true" else "stop"
     # Real-mode hooks: auto asks the emulated hardware's stand-in services when it runs, else the operator.
     emulated = values.get("emulate_hardware") == "true"
     for hook, service in (("reset_hook", EMULATED_RESET), ("judge_hook", EMULATED_JUDGE)):
@@ -254,5 +304,6 @@ def resolve(graph: Graph, given: Mapping[str, str] | None = None,
         nodes.append(ResolvedNode(
             package=spec.package, executable=spec.executable, name=spec.name, params_file=params_file,
             parameters=params, remappings=spec.remappings, required=spec.required,
+            respawn=spec.respawn is not None and values.get(spec.respawn) == "true",
         ))
     return nodes

@@ -1,4 +1,10 @@
-"""The ROS topic/service interface (``config/interface.yaml``) as frozen dataclasses; no rclpy."""
+"""The ROS topic/service/frame interface profiles (``config/interface.yaml``) as frozen dataclasses; no rclpy.
+
+``config/interface.yaml`` is a catalogue: ``default`` names the profile used when none is selected and
+``profiles`` maps names to profiles. A profile (or a user's own interface file, which holds one profile at
+its top level) has ``topics``, ``services``, ``frames``, an optional ``description`` and an optional
+``extends: <profile>`` that takes every entry of a shipped profile and overrides only what it lists.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from r2s2r_sim.paths import config_dir
 
 __all__ = [
     "INTERFACE_FILE",
+    "QOS_PRESETS",
     "Durability",
     "Interface",
     "InterfaceError",
@@ -22,69 +29,106 @@ __all__ = [
     "Reliability",
     "ServiceSpec",
     "TopicSpec",
+    "available_profiles",
     "load_interface",
 ]
 
 INTERFACE_FILE = "interface.yaml"
 # interface.yaml is a small hand-written file; anything bigger is not one.
 _MAX_FILE_BYTES = 1 << 20
+_MAX_EXTENDS = 8
 # ROS interface type strings: package/msg/Name or package/srv/Name.
 _TYPE_RE = {
     "msg": re.compile(r"^[a-z][a-z0-9_]*/msg/[A-Z][A-Za-z0-9]*$"),
     "srv": re.compile(r"^[a-z][a-z0-9_]*/srv/[A-Z][A-Za-z0-9]*$"),
 }
 _NAME_RE = re.compile(r"^/[A-Za-z0-9_/{}]+$")
+# tf2 frame ids: no leading slash (tf2 refuses them), no spaces.
+_FRAME_RE = re.compile(r"^[A-Za-z0-9_{}][A-Za-z0-9_/{}.\-]*$")
+_PROFILE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
+_PROFILE_KEYS = {"description", "extends", "frames", "topics", "services"}
+_TOPIC_KEYS = {"name", "type", "qos", "subscription_qos"}
 
 
 class InterfaceError(ValueError):
-    """``interface.yaml`` is malformed, or a topic/service key it lacks was asked for.
+    """``interface.yaml`` is malformed, or a topic/service/frame key it lacks was asked for.
 
     The message names the file and the key at fault, e.g.
-    ``".../interface.yaml: topics.clock.qos.depth: must be an integer >= 1, got 0"``.
+    ``".../interface.yaml: profiles.realsense2_camera.topics.clock.qos.depth: must be an integer >= 1,
+    got 0"``.
     """
 
 
 class Reliability(enum.Enum):
-    """DDS reliability kind."""
+    """DDS reliability kind; ``SYSTEM_DEFAULT`` leaves it to the middleware (only via a QoS preset)."""
 
     RELIABLE = "reliable"
     BEST_EFFORT = "best_effort"
+    SYSTEM_DEFAULT = "system_default"
 
 
 class Durability(enum.Enum):
-    """DDS durability kind."""
+    """DDS durability kind; ``SYSTEM_DEFAULT`` leaves it to the middleware (only via a QoS preset)."""
 
     VOLATILE = "volatile"
     TRANSIENT_LOCAL = "transient_local"
+    SYSTEM_DEFAULT = "system_default"
 
 
 @dataclass(frozen=True, kw_only=True)
 class QosSpec:
-    """A keep-last QoS profile.
+    """A QoS profile: keep-last ``depth``, or the middleware's own history when ``depth`` is 0.
 
     Attributes:
-        reliability: reliable or best effort.
-        durability: volatile or transient local.
-        depth: history depth (messages), >= 1.
+        reliability: reliable, best effort or the middleware default.
+        durability: volatile, transient local or the middleware default.
+        depth: history depth (messages), >= 1; 0 only with the ``system_default`` preset.
+        preset: the rclcpp preset name this came from (``system_default``, ``default``, ``sensor_data``),
+            or ``None`` when written field by field.
     """
 
     reliability: Reliability
     durability: Durability
     depth: int
+    preset: str | None = None
 
     def __post_init__(self) -> None:
-        if self.depth < 1:
+        if self.depth < 0 or (self.depth == 0 and self.preset != "system_default"):
             raise InterfaceError(f"depth: must be >= 1, got {self.depth}")
+
+
+# The rclcpp/rmw presets that drivers name in their ``*_qos`` parameters (realsense2_camera's image_qos,
+# info_qos): rmw_qos_profile_system_default, rmw_qos_profile_default and rmw_qos_profile_sensor_data.
+QOS_PRESETS: Mapping[str, QosSpec] = {
+    "system_default": QosSpec(
+        reliability=Reliability.SYSTEM_DEFAULT, durability=Durability.SYSTEM_DEFAULT, depth=0,
+        preset="system_default",
+    ),
+    "default": QosSpec(
+        reliability=Reliability.RELIABLE, durability=Durability.VOLATILE, depth=10, preset="default"
+    ),
+    "sensor_data": QosSpec(
+        reliability=Reliability.BEST_EFFORT, durability=Durability.VOLATILE, depth=5, preset="sensor_data"
+    ),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class TopicSpec:
-    """One topic: its name (possibly with a ``{camera}`` placeholder), type string and QoS."""
+    """One topic: its name (possibly with a ``{camera}`` placeholder), type string and QoS.
+
+    Attributes:
+        qos: what the driver publishes with.
+        subscription_qos: what the project's own subscribers ask for: the file's ``subscription_qos``,
+            else ``qos``, except that a middleware-default ``qos`` is subscribed the way a node written the
+            usual way does (``create_subscription(..., 10)``: reliable, volatile, depth 10).
+    """
 
     key: str
     name: str
     type: str
     qos: QosSpec
+    subscription_qos: QosSpec
 
     @property
     def per_camera(self) -> bool:
@@ -101,13 +145,34 @@ class ServiceSpec:
     type: str
 
 
+def _fill(source: Path, kind: str, key: str, pattern: str, camera: str | None) -> str:
+    if "{camera}" in pattern:
+        if not camera:
+            raise InterfaceError(f"{source}: {kind}.{key}: {pattern!r} needs a camera name")
+        return pattern.replace("{camera}", camera)
+    if camera is not None:
+        raise InterfaceError(
+            f"{source}: {kind}.{key}: {pattern!r} has no {{camera}} placeholder, got camera={camera!r}"
+        )
+    return pattern
+
+
 @dataclass(frozen=True, kw_only=True)
 class Interface:
-    """All topics and services, keyed as in ``interface.yaml``."""
+    """One profile: all topics, services and frame names, keyed as in ``interface.yaml``.
+
+    Attributes:
+        source: the file it was read from.
+        profile: the profile's name, or the path of a user's interface file.
+        description: one line on what the profile is for.
+    """
 
     source: Path
     topics: Mapping[str, TopicSpec]
     services: Mapping[str, ServiceSpec]
+    frames: Mapping[str, str]
+    profile: str = ""
+    description: str = ""
 
     def topic_spec(self, key: str) -> TopicSpec:
         """Return the spec of topic ``key``.
@@ -129,17 +194,19 @@ class Interface:
             InterfaceError: unknown key, a per-camera topic without ``camera``, or ``camera`` given for
                 a topic that has no placeholder.
         """
-        spec = self.topic_spec(key)
-        if spec.per_camera:
-            if not camera:
-                raise InterfaceError(f"{self.source}: topics.{key}: {spec.name!r} needs a camera name")
-            return spec.name.replace("{camera}", camera)
-        if camera is not None:
+        return _fill(self.source, "topics", key, self.topic_spec(key).name, camera)
+
+    def frame(self, key: str, camera: str | None = None) -> str:
+        """Return the tf2 frame id ``key`` (``world``, ``base``, ``camera_link`` ...), per camera if needed.
+
+        Raises:
+            InterfaceError: unknown key (listing the keys there are), or a camera placeholder mismatch.
+        """
+        if key not in self.frames:
             raise InterfaceError(
-                f"{self.source}: topics.{key}: {spec.name!r} has no {{camera}} placeholder, "
-                f"got camera={camera!r}"
+                f"{self.source}: frames.{key}: no such frame (frames: {sorted(self.frames)})"
             )
-        return spec.name
+        return _fill(self.source, "frames", key, self.frames[key], camera)
 
     def service_spec(self, key: str) -> ServiceSpec:
         """Return the spec of service ``key``.
@@ -199,13 +266,17 @@ def _type(data: Mapping[str, Any], kind: str, source: Path, field: str) -> str:
 
 
 def _enum(cls: type[enum.Enum], value: Any, source: Path, field: str) -> Any:
-    allowed = [e.value for e in cls]
+    allowed = [e.value for e in cls if e.value != "system_default"]
     if value not in allowed:
         raise _fail(source, field, f"must be one of {allowed}, got {value!r}")
     return cls(value)
 
 
 def _qos(value: Any, source: Path, field: str) -> QosSpec:
+    if isinstance(value, str):
+        if value not in QOS_PRESETS:
+            raise _fail(source, field, f"unknown QoS preset {value!r} (presets: {sorted(QOS_PRESETS)})")
+        return QOS_PRESETS[value]
     data = _mapping(value, source, field)
     _only(data, {"reliability", "durability", "depth"}, source, field)
     for key in ("reliability", "durability", "depth"):
@@ -221,20 +292,46 @@ def _qos(value: Any, source: Path, field: str) -> QosSpec:
     )
 
 
-def load_interface(path: str | Path | None = None) -> Interface:
-    """Read and validate ``interface.yaml``.
+def _topic(key: str, data: Mapping[str, Any], source: Path, field: str) -> TopicSpec:
+    _only(data, _TOPIC_KEYS, source, field)
+    if "qos" not in data:
+        raise _fail(source, f"{field}.qos", "required field is missing")
+    qos = _qos(data["qos"], source, f"{field}.qos")
+    if "subscription_qos" in data:
+        sub_qos = _qos(data["subscription_qos"], source, f"{field}.subscription_qos")
+    elif qos.preset == "system_default":
+        sub_qos = QOS_PRESETS["default"]
+    else:
+        sub_qos = qos
+    return TopicSpec(
+        key=key, name=_name(data, source, field), type=_type(data, "msg", source, field), qos=qos,
+        subscription_qos=sub_qos,
+    )
 
-    Args:
-        path: the file; ``None`` uses ``config_dir()/interface.yaml``.
 
-    Returns:
-        The parsed interface.
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``: frames, topics and services merge entry by entry, the rest replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        if key == "extends":
+            continue
+        if key == "frames" and isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+            out[key] = {**base[key], **value}
+        elif key in ("topics", "services") and isinstance(value, Mapping) and isinstance(
+            base.get(key), Mapping
+        ):
+            entries = dict(base[key])
+            for name, entry in value.items():
+                old = entries.get(name)
+                both = isinstance(old, Mapping) and isinstance(entry, Mapping)
+                entries[name] = {**old, **entry} if both else entry
+            out[key] = entries
+        else:
+            out[key] = value
+    return out
 
-    Raises:
-        InterfaceError: naming the file and the key at fault (missing file, bad YAML, unknown or missing
-            keys, bad names, types or QoS values).
-    """
-    source = Path(path) if path is not None else config_dir() / INTERFACE_FILE
+
+def _read_yaml(source: Path) -> Mapping[str, Any]:
     if not source.is_file():
         raise InterfaceError(f"{source}: interface file not found")
     size = source.stat().st_size
@@ -244,29 +341,130 @@ def load_interface(path: str | Path | None = None) -> Interface:
         raw = yaml.safe_load(source.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise InterfaceError(f"{source}: not valid YAML: {err}") from err
-    top = _mapping(raw, source, "<top level>")
-    _only(top, {"topics", "services"}, source, "<top level>")
-    if "topics" not in top:
-        raise _fail(source, "topics", "required field is missing")
+    return _mapping(raw, source, "<top level>")
+
+
+def _catalogue(source: Path) -> tuple[str, Mapping[str, Any]]:
+    """The default profile's name and the profiles of a catalogue file."""
+    top = _read_yaml(source)
+    _only(top, {"default", "profiles"}, source, "<top level>")
+    profiles = _mapping(top.get("profiles"), source, "profiles")
+    default = _string(top, "default", source, "<top level>")
+    for name in profiles:
+        if not isinstance(name, str) or not _PROFILE_RE.match(name):
+            raise _fail(source, f"profiles.{name}", "profile names are letters, digits, '_' and '-'")
+    if default not in profiles:
+        raise _fail(source, "default", f"no profile {default!r} (profiles: {sorted(profiles)})")
+    return default, profiles
+
+
+def _resolve_extends(
+    data: Mapping[str, Any], source: Path, field: str, profiles: Mapping[str, Any], catalogue: Path
+) -> dict[str, Any]:
+    chain: list[str] = []
+    merged = dict(data)
+    while "extends" in merged:
+        base = merged["extends"]
+        if not isinstance(base, str) or base not in profiles:
+            raise _fail(source, f"{field}.extends", f"no profile {base!r} in {catalogue} (profiles: "
+                        f"{sorted(profiles)})")
+        if base in chain or len(chain) >= _MAX_EXTENDS:
+            raise _fail(
+                source, f"{field}.extends", f"profiles extend each other in a cycle: {[*chain, base]}"
+            )
+        chain.append(base)
+        parent = _mapping(profiles[base], catalogue, f"profiles.{base}")
+        rest = {k: v for k, v in merged.items() if k != "extends"}
+        merged = _merged(parent, rest)
+        if "extends" in parent:
+            merged["extends"] = parent["extends"]
+    return merged
+
+
+def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: str) -> Interface:
+    _only(data, _PROFILE_KEYS - {"extends"}, source, field)
+    prefix = f"{field}." if field != "<top level>" else ""
+    if "topics" not in data:
+        raise _fail(source, f"{prefix}topics", "required field is missing")
     topics: dict[str, TopicSpec] = {}
-    for key, value in _mapping(top["topics"], source, "topics").items():
-        field = f"topics.{key}"
-        data = _mapping(value, source, field)
-        _only(data, {"name", "type", "qos"}, source, field)
-        if "qos" not in data:
-            raise _fail(source, f"{field}.qos", "required field is missing")
-        topics[str(key)] = TopicSpec(
-            key=str(key),
-            name=_name(data, source, field),
-            type=_type(data, "msg", source, field),
-            qos=_qos(data["qos"], source, f"{field}.qos"),
-        )
+    for key, value in _mapping(data["topics"], source, f"{prefix}topics").items():
+        where = f"{prefix}topics.{key}"
+        topics[str(key)] = _topic(str(key), _mapping(value, source, where), source, where)
     services: dict[str, ServiceSpec] = {}
-    for key, value in _mapping(top.get("services") or {}, source, "services").items():
-        field = f"services.{key}"
-        data = _mapping(value, source, field)
-        _only(data, {"name", "type"}, source, field)
+    for key, value in _mapping(data.get("services") or {}, source, f"{prefix}services").items():
+        where = f"{prefix}services.{key}"
+        entry = _mapping(value, source, where)
+        _only(entry, {"name", "type"}, source, where)
         services[str(key)] = ServiceSpec(
-            key=str(key), name=_name(data, source, field), type=_type(data, "srv", source, field)
+            key=str(key), name=_name(entry, source, where), type=_type(entry, "srv", source, where)
         )
-    return Interface(source=source, topics=topics, services=services)
+    frames: dict[str, str] = {}
+    for key, value in _mapping(data.get("frames") or {}, source, f"{prefix}frames").items():
+        if not isinstance(value, str) or not _FRAME_RE.match(value):
+            raise _fail(source, f"{prefix}frames.{key}",
+                        f"must be a tf2 frame id (no leading '/', no spaces), got {value!r}")
+        frames[str(key)] = value
+    description = data.get("description") or ""
+    if not isinstance(description, str):
+        raise _fail(source, f"{prefix}description", f"must be a string, got {description!r}")
+    return Interface(source=source, topics=topics, services=services, frames=frames, profile=profile,
+                     description=description.strip())
+
+
+def available_profiles() -> dict[str, str]:
+    """The shipped profiles (``config/interface.yaml``): name -> description; the default first."""
+    source = config_dir() / INTERFACE_FILE
+    default, profiles = _catalogue(source)
+    names = [default, *sorted(n for n in profiles if n != default)]
+    return {n: str(_mapping(profiles[n], source, f"profiles.{n}").get("description") or "").strip()
+            for n in names}
+
+
+def _is_path(selection: str | Path) -> bool:
+    text = str(selection)
+    return isinstance(selection, Path) or "/" in text or text.endswith((".yaml", ".yml"))
+
+
+def load_interface(selection: str | Path | None = None) -> Interface:
+    """Read and validate an interface profile.
+
+    Args:
+        selection: ``None`` or ``""``: the default profile of ``config/interface.yaml``; a profile name
+            from it (e.g. ``realsense2_camera``); or the path of an interface file, either a catalogue like
+            ``config/interface.yaml`` (its default profile) or one profile at its top level, which may
+            ``extends:`` a shipped profile.
+
+    Returns:
+        The parsed profile.
+
+    Raises:
+        InterfaceError: naming the file and the key at fault (missing file, bad YAML, unknown profile,
+            unknown or missing keys, bad names, types, frames or QoS values).
+    """
+    shipped = config_dir() / INTERFACE_FILE
+    if selection is None or (not _is_path(selection) and not str(selection)):
+        selection = ""
+    if not _is_path(selection):
+        default, profiles = _catalogue(shipped)
+        name = str(selection) or default
+        if name not in profiles:
+            raise InterfaceError(
+                f"interface {name!r}: no such profile in {shipped} (profiles: {sorted(profiles)}); "
+                "give a profile name or the path of an interface file"
+            )
+        field = f"profiles.{name}"
+        data = _resolve_extends(_mapping(profiles[name], shipped, field), shipped, field, profiles, shipped)
+        return _parse_profile(data, shipped, field, name)
+    source = Path(selection)
+    top = _read_yaml(source)
+    if "profiles" in top:
+        default, profiles = _catalogue(source)
+        field = f"profiles.{default}"
+        data = _resolve_extends(_mapping(profiles[default], source, field), source, field, profiles, source)
+        return _parse_profile(data, source, field, default)
+    _only(top, _PROFILE_KEYS, source, "<top level>")
+    data = dict(top)
+    if "extends" in data:
+        _, profiles = _catalogue(shipped)
+        data = _resolve_extends(data, source, "<top level>", profiles, shipped)
+    return _parse_profile(data, source, "<top level>", str(source))

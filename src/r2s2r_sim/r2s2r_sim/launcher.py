@@ -5,7 +5,9 @@ process supervisor that gives a pip install what ``ros2 launch`` gives a ROS dis
 every node is its own process started with the same ``--ros-args`` launch_ros would pass, output
 lines are prefixed ``[name-N]``, Ctrl-C (SIGINT) or SIGTERM stops the children in reverse start order
 (SIGINT, then SIGTERM, then SIGKILL after timeouts, as launch escalates), the graph stops when a
-required node exits, and the exit status is non-zero when a node could not start or failed.
+required node exits, a node marked ``respawn`` is restarted after ``RESPAWN_DELAY_S`` when it exits (as
+launch_ros ``Node(respawn=True, respawn_delay=...)``), and the exit status is non-zero when a node could
+not start or failed.
 It is not a launch-system clone: no substitutions, events or includes beyond what graph.py defines.
 """
 
@@ -27,6 +29,7 @@ from r2s2r_sim.graph import ResolvedNode
 
 EXIT_INTERRUPTED = 130  # the shell convention for "stopped by Ctrl-C"
 EXIT_NOT_STARTED = 2
+RESPAWN_DELAY_S = 1.0  # as world.launch.py's respawn_delay
 
 
 class LaunchError(RuntimeError):
@@ -61,7 +64,10 @@ class _Child:
     label: str
     proc: subprocess.Popen[bytes]
     pump: threading.Thread
+    exe: Path
+    index: int
     stopping: bool = False
+    respawns: int = 0
 
 
 class Launcher:
@@ -102,7 +108,7 @@ class Launcher:
         pump = threading.Thread(target=self._pump, args=(label, proc.stdout), daemon=True)
         pump.start()
         self.log(f"process started with pid [{proc.pid}]: {label} ({node.package}/{node.executable})")
-        return _Child(node=node, label=label, proc=proc, pump=pump)
+        return _Child(node=node, label=label, proc=proc, pump=pump, exe=exe, index=index)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._interrupted.set()
@@ -141,11 +147,24 @@ class Launcher:
             if self._interrupted.is_set() and status == 0:
                 status = EXIT_INTERRUPTED
 
+    def _respawn(self, child: _Child) -> None:
+        """Start ``child``'s node again in its place (same label and index)."""
+        new = self._start(child.node, child.exe, child.index)
+        new.respawns = child.respawns + 1
+        self._children[self._children.index(child)] = new
+        self.log(f"respawned {new.label} (restart {new.respawns})")
+
     def _supervise(self) -> int:
         first_failure = 0
         reported: set[int] = set()
+        respawn_at: dict[int, float] = {}  # id(child) -> monotonic time of its restart
         while not self._interrupted.is_set():
-            for child in self._children:
+            for child in list(self._children):
+                if id(child) in respawn_at and time.monotonic() >= respawn_at[id(child)]:
+                    del respawn_at[id(child)]
+                    reported.discard(id(child))
+                    self._respawn(child)
+                    continue
                 code = child.proc.poll()
                 if code is None or id(child) in reported:
                     continue
@@ -153,6 +172,10 @@ class Launcher:
                 child.pump.join(timeout=1.0)
                 how = "finished cleanly" if code == 0 else f"died with exit code {code}"
                 self.log(f"process has {how}: {child.label} (pid {child.proc.pid})")
+                if child.node.respawn and not child.node.required:
+                    self.log(f"respawning {child.label} in {RESPAWN_DELAY_S:g} s")
+                    respawn_at[id(child)] = time.monotonic() + RESPAWN_DELAY_S
+                    continue
                 if code != 0 and not first_failure:
                     first_failure = code if code > 0 else 128 - code
                 if child.node.required:

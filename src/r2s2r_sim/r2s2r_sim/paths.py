@@ -21,17 +21,25 @@ def _share_dir() -> Path | None:
 
 
 def data_dir(folder: str) -> Path:
-    """Return the installed ``share/r2s2r_sim/<folder>`` if colcon installed it, else the checkout's.
+    """Return ``<folder>`` of the checkout this code runs from, else ``share/r2s2r_sim/<folder>``.
+
+    Code imported from a source checkout (editable pip install, ``colcon build --symlink-install``)
+    uses that checkout's files, so code and config always come from the same tree; an installed copy
+    (``colcon build``, a wheel) has no checkout around it and finds its files through the ament index.
+    Nothing is resolved against the current directory.
 
     Raises:
-        FileNotFoundError: neither exists, naming both places looked at.
+        FileNotFoundError: neither exists, naming the places looked at.
     """
+    source = _SOURCE_ROOT / folder
+    if (_SOURCE_ROOT / "src" / _PACKAGE / "package.xml").is_file() and source.is_dir():
+        return source
     share = _share_dir()
-    candidates = ([share / folder] if share else []) + [_SOURCE_ROOT / folder]
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"r2s2r {folder}/ not found; looked in: {', '.join(map(str, candidates))}")
+    candidates = [source] + ([share / folder] if share else [])
+    if share is not None and (share / folder).is_dir():
+        return share / folder
+    raise FileNotFoundError(f"r2s2r {folder}/ not found; looked in: {', '.join(map(str, candidates))}"
+                            + ("" if share else f" (package {_PACKAGE} is not in the ament index either)"))
 
 
 def config_dir() -> Path:

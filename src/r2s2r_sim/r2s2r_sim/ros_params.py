@@ -151,6 +151,7 @@ def run_node(
     rclpy.init(args=args)
     context = rclpy.get_default_context()
     code = 0
+    node: Node | None = None
     try:
         try:
             node = factory()
@@ -159,15 +160,16 @@ def run_node(
                 return 0
             rclpy.logging.get_logger(logger_name).fatal(str(err))
             return 1
-        try:
-            code = spin(node) or 0
-        finally:
-            node.destroy_node()
+        code = spin(node) or 0
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RCLError:
         if context.ok():
             raise
     finally:
+        # One finally for spin and for a Ctrl-C landing between construction and spin: the node's threads
+        # are always joined before the interpreter exits.
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
     return code

@@ -5,30 +5,63 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from r2s2r_sim.interface import Durability, InterfaceError, QosSpec, Reliability
+from r2s2r_sim.interface import (
+    Durability,
+    Interface,
+    InterfaceError,
+    QosSpec,
+    Reliability,
+    available_profiles,
+    load_interface,
+)
 
-__all__ = ["interface_class", "qos_profile"]
+__all__ = ["declare_interface", "interface_class", "qos_profile"]
 
 _RELIABILITY = {
     Reliability.RELIABLE: ReliabilityPolicy.RELIABLE,
     Reliability.BEST_EFFORT: ReliabilityPolicy.BEST_EFFORT,
+    Reliability.SYSTEM_DEFAULT: ReliabilityPolicy.SYSTEM_DEFAULT,
 }
 _DURABILITY = {
     Durability.VOLATILE: DurabilityPolicy.VOLATILE,
     Durability.TRANSIENT_LOCAL: DurabilityPolicy.TRANSIENT_LOCAL,
+    Durability.SYSTEM_DEFAULT: DurabilityPolicy.SYSTEM_DEFAULT,
 }
 
 
 def qos_profile(spec: QosSpec) -> QoSProfile:
-    """Return the keep-last ``QoSProfile`` for ``spec``."""
+    """Return the ``QoSProfile`` for ``spec``: keep-last ``depth``, or the middleware's history at depth 0."""
     return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
+        history=HistoryPolicy.KEEP_LAST if spec.depth > 0 else HistoryPolicy.SYSTEM_DEFAULT,
         depth=spec.depth,
         reliability=_RELIABILITY[spec.reliability],
         durability=_DURABILITY[spec.durability],
     )
+
+
+def declare_interface(node: Node) -> Interface:
+    """Declare ``node``'s read-only ``interface`` parameter and load the profile it selects.
+
+    Raises:
+        InterfaceError: the value is neither a shipped profile nor a readable interface file; the message
+            names the parameter, the value and the profiles there are.
+    """
+    profiles = available_profiles()
+    descriptor = ParameterDescriptor(
+        description="Topic/frame interface profile: a name from config/interface.yaml or the path of an "
+        "interface file; empty: the default profile.",
+        additional_constraints=f"one of {list(profiles)} or a file path",
+        read_only=True,
+    )
+    value = node.declare_parameter("interface", "", descriptor).value
+    try:
+        return load_interface(str(value or ""))
+    except InterfaceError as err:
+        raise InterfaceError(f"parameter interface: {err}") from None
 
 
 def interface_class(type_string: str) -> Any:

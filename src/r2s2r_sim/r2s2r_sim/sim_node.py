@@ -30,11 +30,12 @@ commands is let through after 1 s): the policy echoes the stamp of the newest ob
 answered (its /joint_states header stamp, equivalently the /clock it last saw) after publishing its
 command for it. Older acks are
 ignored. If no policy answers, the node does not deadlock and does not advance: it logs once that it is
-waiting, and re-publishes the pending observation every 0.5 s: its /joint_states and /clock (same stamp)
-and each camera's last frame (colour, depth and both camera_infos, as published: same stamp, not
-re-rendered), so a policy that connects late, or missed a best-effort image, still receives it; services
-(reset, pause, step) keep working. ``step`` while paused advances one control period without waiting for an
-ack.
+waiting (after 0.5 s), after each ``ack_timeout_s`` it warns, and once no publisher of the heartbeat is left
+it publishes the episode's outcome as failed with reason ``policy_lost`` (it keeps serving), and it re-
+publishes the pending observation every 0.5 s: its /joint_states and /clock (same stamp) and each camera's
+last frame (colour, depth and both camera_infos, as published: same stamp, not re-rendered), so a policy
+that connects late, or missed a best-effort image, still receives it; services (reset, pause, step) keep
+working. ``step`` while paused advances one control period without waiting for an ack.
 
 Variation: the reset service's ``variation_config`` is YAML text of the variation axes (the schema of
 ``config/variations.yaml``); non-empty, the node rebuilds its world as
@@ -46,6 +47,9 @@ be applied is refused (``success=false``, the message names the field) and the o
 
 from __future__ import annotations
 
+import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+
+# isort: split
 import contextlib
 import dataclasses
 import hashlib
@@ -68,10 +72,15 @@ from rclpy.publisher import Publisher
 
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
+from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
-from r2s2r_sim.interface import Interface, load_interface
+from r2s2r_sim.interface import Interface
+from r2s2r_sim.liveness import Liveness
+from r2s2r_sim.robot_description import RobotDescriptionError
+from r2s2r_sim.robot_state import RobotState, camera_transforms
 from r2s2r_sim.ros_params import declare_parameters, run_node
-from r2s2r_sim.ros_qos import interface_class
+from r2s2r_sim.ros_qos import declare_interface, interface_class
+from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
@@ -97,6 +106,7 @@ _LOCKSTEP_REPUBLISH_S = 0.5
 _COMMAND_GRACE_S = 1.0
 _MAX_LAG_S = 0.25
 _SERVICE_WAIT_S = 30.0
+POLICY_LOST = "policy_lost"  # failure reason of an episode whose policy stopped acknowledging
 
 
 class SimNodeError(ValueError):
@@ -119,6 +129,7 @@ class SimNodeConfig:
     publish_clock: bool = True
     policy_id: str = ""
     variations: str = ""
+    ack_timeout_s: float = 10.0
 
 
 _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
@@ -146,13 +157,19 @@ _PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "its period must be a whole number of physics timesteps.",
         (0.1, 1000.0),
     ),
-    "tf_rate_hz": ("Rate (Hz, sim time) of the dynamic /tf (base_link -> ee_link).", (1.0, 1000.0)),
+    "tf_rate_hz": ("Rate (Hz, sim time) of the dynamic /tf (the robot's moving links).", (1.0, 1000.0)),
     "publish_clock": ("Publish /clock (sim time); other nodes then run with use_sim_time:=true.", None),
     "policy_id": ("Policy id echoed in every EpisodeOutcome (free text).", None),
     "variations": (
         "Variations YAML (schema of config/variations.yaml) applied, with the reset's seed, when a reset "
         "gives an empty variation_config (and at start-up); empty: the base world.",
         None,
+    ),
+    "ack_timeout_s": (
+        "Lockstep: wall time (s) without the policy's acknowledgement after which the node warns and, if no "
+        "publisher of the heartbeat is left, ends the episode as failed with reason policy_lost (it keeps "
+        "serving); 0: never.",
+        (0.0, 3600.0),
     ),
 }
 
@@ -255,7 +272,8 @@ class _Frame:
 class _StepOutput:
     stamp_ns: int
     joint_state: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-    ee_in_base: tuple[np.ndarray, np.ndarray] | None = None
+    link_qpos: np.ndarray | None = None  # qpos the robot's link transforms are computed from
+    robot: RobotState | None = None  # the robot of that qpos (a reset may swap the world before publishing)
     dynamic_cameras: list[tuple[str, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     render: _RenderJob | None = None
     outcome: Any = None
@@ -294,7 +312,7 @@ class SimNode(Node):
         except VariationError as err:
             raise SimNodeError(f"parameter variations: {err} (with seed {cfg.seed})") from None
         self._check_rates()
-        self.interface: Interface = load_interface()
+        self.interface: Interface = declare_interface(self)
         self._task = self._make_task()
 
         self._dt_ns = round(self.world.timestep * _NS)
@@ -328,8 +346,10 @@ class SimNode(Node):
         self._episodes_reported = 0
         self._outcome_sent = False
         self._waiting_logged = False
+        self._ack_watch = Liveness(cfg.ack_timeout_s)  # armed at each lockstep observation
         self.world.reset(cfg.seed)
 
+        self._robot = self._robot_state(self.world)
         self._make_publishers()
         self._cameras = self._make_cameras(self.world) if cfg.cameras_enabled else []
         self._js_tick = _Ticker(cfg.joint_state_rate_hz)
@@ -355,22 +375,45 @@ class SimNode(Node):
         self.frames_published = 0
         self.frames_dropped = 0
         self.render_seconds = 0.0  # wall time spent rendering and publishing frames
+        self.lockstep_wait_s = 0.0  # wall time physics spent waiting for the policy's ack
         self._render_thread: threading.Thread | None = None
         if self._cameras:
             self._render_thread = threading.Thread(target=self._render_loop, name="sim_render", daemon=True)
             self._render_thread.start()
-            if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
-                self._running = False
+        try:
+            if self._render_thread is not None and (
+                not self._render_ready.wait(timeout=30.0) or self._render_error is not None
+            ):
                 raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
-        self._physics_thread = threading.Thread(target=self._physics_loop, name="sim_physics", daemon=True)
-        self._physics_thread.start()
-        mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
-        self.get_logger().info(
-            f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
-            f"dt {self.world.timestep} s, "
-            f"{mode}, joint states {cfg.joint_state_rate_hz} Hz, cameras "
-            f"{[c.name for c in self._cameras] if self._cameras else 'off'}"
-        )
+            self._physics_thread = threading.Thread(
+                target=self._physics_loop, name="sim_physics", daemon=True
+            )
+            self._physics_thread.start()
+            self._diagnostics = DiagnosticsPublisher(
+                self, self.interface, name="simulation", hardware_id=self.world.world_id,
+                counters=lambda: {"time_s": self._clock_ns / _NS, "frames": self.frames_published,
+                                  "frames_dropped": self.frames_dropped,
+                                  "lockstep_wait_s": self.lockstep_wait_s},
+                read=lambda rates: serving_reading(
+                    rates, running=self._running, cameras=len(self._cameras),
+                    frames_dropped=self.frames_dropped, episodes=self._episodes_reported, sim_time=True,
+                    paced=cfg.real_time and not cfg.lockstep and not self._paused,
+                ),
+            )
+            mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
+            self.get_logger().info(
+                f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
+                f"dt {self.world.timestep} s, "
+                f"{mode}, joint states {cfg.joint_state_rate_hz} Hz, cameras "
+                f"{[c.name for c in self._cameras] if self._cameras else 'off'}"
+            )
+        except BaseException:
+            # A Ctrl-C (KeyboardInterrupt) or an error once the threads run: stop and join them before the
+            # exception unwinds main(). Left running, the interpreter finalises around the render thread,
+            # which is force-unwound (pthread_exit) out of MuJoCo's renderer when it next takes the GIL,
+            # and the process dies with SIGSEGV on its way out.
+            self._stop_threads()
+            raise
 
     # ---------------------------------------------------------------------------------- configuration
 
@@ -459,6 +502,7 @@ class SimNode(Node):
         self._joint_pub = self._pub("joint_states")
         self._tf_pub = self._pub("tf")
         self._tf_static_pub = self._pub("tf_static")
+        self._description_pub = self._pub("robot_description")
         self._clock_pub = self._pub("clock") if self.config.publish_clock else None
         self._outcome_pub = self._pub("episode_outcome")
 
@@ -500,29 +544,29 @@ class SimNode(Node):
             )
         return cams
 
-    def _camera_transforms(
-        self, name: str, frame_id: str, stamp: Time, pose: tuple[np.ndarray, np.ndarray]
-    ) -> list[Any]:
-        link_pos, link_quat = conv.camera_link_pose(*pose)
-        link = conv.camera_link_frame(name)
-        return [
-            conv.transform_msg(conv.WORLD_FRAME, link, link_pos, link_quat, stamp),
-            conv.transform_msg(link, frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp),
-        ]
+    def _robot_state(self, world: SimWorld) -> RobotState | None:
+        """The robot's URDF and link transforms; ``None`` (with a warning) if it has no URDF form."""
+        try:
+            return RobotState(world, self.interface)
+        except RobotDescriptionError as err:
+            self.get_logger().warning(f"no /robot_description or link transforms: {err}")
+            return None
 
     def _publish_static_tf(self) -> None:
+        """Publish /robot_description and /tf_static (robot base, fixed links, camera trees)."""
         stamp = conv.time_msg(self._clock_ns)
-        transforms = [conv.transform_msg(conv.WORLD_FRAME, conv.BASE_FRAME, *self.world.base_pose(), stamp)]
+        if self._robot is not None:
+            self._description_pub.publish(self._robot.description_msg())
+            transforms = self._robot.static_transforms(self.world.data, stamp)
+        else:
+            world, base = self.interface.frame("world"), self.interface.frame("base")
+            transforms = [conv.transform_msg(world, base, *self.world.base_pose(), stamp)]
         for cam in self._cameras:
-            pose = self.world.camera_pose(cam.name)
-            if cam.static:
-                transforms += self._camera_transforms(cam.name, cam.frame_id, stamp, pose)
-            else:
-                # Only the link -> optical part is static; world -> link goes on /tf.
-                link = conv.camera_link_frame(cam.name)
-                transforms.append(
-                    conv.transform_msg(link, cam.frame_id, np.zeros(3), conv.LINK_TO_OPTICAL_WXYZ, stamp)
-                )
+            mount, tree = camera_transforms(
+                self.interface, cam.name, cam.frame_id, self.world.camera_pose(cam.name), stamp
+            )
+            # A moving camera's world -> camera_link goes on /tf instead.
+            transforms += [mount, *tree] if cam.static else tree
         self._tf_static_pub.publish(conv.tf_message(transforms))
 
     def _make_subscriptions_and_services(self) -> None:
@@ -656,6 +700,7 @@ class SimNode(Node):
         """Run ``world`` from now on (lock held); the render thread rebuilds its renderers on its next job."""
         self.world, self._world_key = world, key
         self._task = self._make_task()
+        self._robot = self._robot_state(world)
         if self._cameras:
             self._cameras = self._make_cameras(world, reuse=self._cameras)
 
@@ -698,7 +743,7 @@ class SimNode(Node):
                 if out.outcome is not None:
                     self._outcome_sent = True
         if self._tf_tick.due(now) or force:
-            out.ee_in_base = conv.relative_pose(*self.world.base_pose(), *self.world.ee_pose())
+            out.link_qpos, out.robot = self.world.data.qpos.copy(), self._robot
             for cam in self._cameras:
                 if not cam.static:
                     out.dynamic_cameras.append((cam.name, *self.world.camera_pose(cam.name)))
@@ -722,12 +767,15 @@ class SimNode(Node):
             self._joint_pub.publish(conv.joint_state_msg(stamp, self.world.joint_names, *out.joint_state))
             if self._clock_pub is not None:
                 self._clock_pub.publish(conv.clock_msg(stamp))
-        if out.ee_in_base is not None:
-            transforms = [conv.transform_msg(conv.BASE_FRAME, conv.EE_FRAME, *out.ee_in_base, stamp)]
+        if out.link_qpos is not None:
+            robot = out.robot
+            transforms = robot.moving_transforms(out.link_qpos, stamp) if robot is not None else []
             for name, pos, quat in out.dynamic_cameras:
                 cam = next(c for c in self._cameras if c.name == name)
-                transforms += self._camera_transforms(name, cam.frame_id, stamp, (pos, quat))[:1]
-            self._tf_pub.publish(conv.tf_message(transforms))
+                mount, _ = camera_transforms(self.interface, name, cam.frame_id, (pos, quat), stamp)
+                transforms.append(mount)
+            if transforms:
+                self._tf_pub.publish(conv.tf_message(transforms))
         if out.outcome is not None:
             self._publish_outcome(out.outcome, stamp)
         if out.render is not None:
@@ -770,6 +818,7 @@ class SimNode(Node):
         while self._running and rclpy.ok(context=self.context):
             out: _StepOutput | None = None
             republish: _StepOutput | None = None
+            lost: _StepOutput | None = None
             observation = False
             with self._cv:
                 if self._reset_pending:
@@ -794,20 +843,27 @@ class SimNode(Node):
                     if cfg.lockstep and not stepping and (
                         self._ack_ns < self._obs_ns or not self._commands_caught_up()
                     ):
-                        if not self._waiting_logged:
+                        if not self._waiting_logged and self._ack_watch.silence() >= _LOCKSTEP_REPUBLISH_S:
+                            # Said once per observation, and only when the policy is slow to answer.
                             self.get_logger().info(
                                 f"lockstep: waiting for the policy to acknowledge observation "
                                 f"{self._obs_ns / _NS:.3f} s on {self.interface.topic('policy_heartbeat')}"
                             )
                             self._waiting_logged = True
+                        waited = time.monotonic()
                         self._cv.wait(0.1)
+                        self.lockstep_wait_s += time.monotonic() - waited
                         anchor = None
+                        if (silent := self._ack_watch.expired()) is not None:
+                            lost = self._policy_lost(silent)
                         if time.monotonic() - last_republish >= _LOCKSTEP_REPUBLISH_S:
                             last_republish = time.monotonic()
                             republish = _StepOutput(
                                 stamp_ns=self._obs_ns, joint_state=self.world.joint_state()
                             )
-                        if republish is None or (self._ack_ns >= self._obs_ns and self._commands_caught_up()):
+                        if lost is None and (
+                            republish is None or (self._ack_ns >= self._obs_ns and self._commands_caught_up())
+                        ):
                             continue
                     else:
                         if cfg.lockstep and self._period_steps == 0:
@@ -824,6 +880,8 @@ class SimNode(Node):
                                 self._step_budget -= 1
                                 self._steps_done += 1
                                 self._cv.notify_all()
+            if lost is not None:
+                self._publish(lost)
             if republish is not None:
                 # Late-joining policies, and ones that missed a best-effort image, still get the pending
                 # observation (same stamps): joint states and /clock, and each camera's last frame. The
@@ -831,16 +889,44 @@ class SimNode(Node):
                 self._publish(republish)
                 self._resend_frames()
                 continue
-            assert out is not None
+            if out is None:  # only the lost policy's outcome to publish
+                continue
             self._publish(out)
             if observation and cfg.lockstep:
                 self._wait_render_idle()
                 with self._cv:
                     self._obs_ns = out.stamp_ns
                     self._waiting_logged = False
+                    self._ack_watch.arm()
                 last_republish = time.monotonic()
             if cfg.real_time:
                 anchor = self._pace(anchor, out.stamp_ns)
+
+    def _policy_lost(self, silent_s: float) -> _StepOutput | None:
+        """Lockstep: no acknowledgement for ``silent_s`` (lock held); the outcome to publish, if any.
+
+        A policy that left the graph (no publisher on the heartbeat topic) ends the episode as policy_lost,
+        once. One still connected (slow, or holding on stale observations) is only reported, again after
+        each further ``ack_timeout_s``. Either way the node keeps serving and re-publishing the observation.
+        """
+        heartbeat = self.interface.topic("policy_heartbeat")
+        publishers = self.count_publishers(heartbeat)
+        if publishers:
+            self.get_logger().warning(
+                f"lockstep: no acknowledgement of observation {self._obs_ns / _NS:.3f} s on {heartbeat} for "
+                f"{silent_s:.1f} s; the policy is still connected ({publishers} publishers): waiting on"
+            )
+            self._ack_watch.arm()
+            return None
+        self.get_logger().warning(
+            f"lockstep: no acknowledgement of observation {self._obs_ns / _NS:.3f} s on {heartbeat} for "
+            f"{silent_s:.1f} s and no publisher left: the policy is lost; episode (seed "
+            f"{self._episode_seed}) ends as {POLICY_LOST}"
+        )
+        if self._outcome_sent:
+            return None
+        self._outcome_sent = True
+        return _StepOutput(stamp_ns=self._obs_ns, outcome=Outcome(success=False, reason=POLICY_LOST))
 
     def _pace(self, anchor: tuple[float, int] | None, sim_ns: int) -> tuple[float, int]:
         now = time.monotonic()
@@ -984,6 +1070,11 @@ class SimNode(Node):
                 f"camera frames: {self.frames_published} published, {self.frames_dropped} dropped, "
                 f"{1e3 * self.render_seconds / self.frames_published:.1f} ms per frame (render + publish)"
             )
+        self._stop_threads(timeout=5.0)
+        super().destroy_node()
+
+    def _stop_threads(self, timeout: float = 30.0) -> None:
+        """Stop the physics and render threads and join them (each at most ``timeout`` s)."""
         self._running = False
         with self._cv:
             self._cv.notify_all()
@@ -991,8 +1082,7 @@ class SimNode(Node):
             self._render_cv.notify_all()
         for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
             if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=5.0)
-        super().destroy_node()
+                thread.join(timeout=timeout)
 
 
 def main(args: Sequence[str] | None = None) -> int:

@@ -1,7 +1,8 @@
-"""Pick-and-place task checker: decides when an episode ends and why."""
+"""Tasks: what each episode starts from and when it ends and why, with a registry by task type."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,21 @@ from r2s2r_sim.world_config import TaskConfig, TaskType
 if TYPE_CHECKING:
     from r2s2r_sim.world import SimWorld
 
-__all__ = ["Outcome", "PickPlaceTask"]
+__all__ = ["TASKS", "ObjectPose", "Outcome", "PickPlaceTask", "make_task"]
+
+
+@dataclass(frozen=True)
+class ObjectPose:
+    """Where a person (or a variation) puts the task object on the table.
+
+    Attributes:
+        x, y: position of the object's centre in the world frame (m); its height stays the resting one.
+        yaw: rotation about the world z axis (rad).
+    """
+
+    x: float
+    y: float
+    yaw: float
 
 
 @dataclass(frozen=True)
@@ -37,9 +52,9 @@ class PickPlaceTask:
     **Task description:** grasp ``task.object_body`` (a free body on the table) and release it at
     ``task.target_site`` (e.g. the centre of a bin).
 
-    **Randomizations:** at ``SimWorld.reset(seed)`` the object's x, y (m) and yaw (rad) are drawn uniformly
-    from ``task.object_pose_range`` (``tabletop-pick-v1``: x in [0.35, 0.55], y in [-0.15, 0.05], yaw in
-    [-pi, pi]); the height stays the MJCF resting height.
+    **Randomizations:** :meth:`initialize_episode` draws the object's x, y (m) and yaw (rad) uniformly from
+    ``task.object_pose_range`` (``tabletop-pick-v1``: x in [0.35, 0.55], y in [-0.15, 0.05], yaw in
+    [-pi, pi]), unless the episode names a pose; the height stays the MJCF resting height.
 
     **Success conditions:** horizontal object-to-target distance <= ``success_radius`` (0.06 m in
     ``tabletop-pick-v1``) AND ``|object z - target z|`` <= ``success_height`` (0.06 m) AND the object is not
@@ -68,6 +83,21 @@ class PickPlaceTask:
                 f"task.type: PickPlaceTask needs {TaskType.PICK_PLACE.value!r}, got {config.type}"
             )
         self.config = config
+
+    def initialize_episode(
+        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+    ) -> None:
+        """Put the object where this episode starts: ``object_pose``, else drawn from the pose range.
+
+        x, y and yaw are drawn in that order from ``rng``; without a range (or a free joint) the object
+        stays where the model puts it.  Only ``qpos`` is written: the caller runs ``mj_forward``.
+        """
+        if object_pose is None:
+            r = self.config.object_pose_range
+            if r is None or not world.task_object_is_free:
+                return
+            object_pose = ObjectPose(rng.uniform(*r.x), rng.uniform(*r.y), rng.uniform(*r.yaw))
+        world.place_task_object(object_pose.x, object_pose.y, object_pose.yaw)
 
     def _rest_z(self, world: SimWorld) -> float:
         model = world.model
@@ -124,3 +154,22 @@ class PickPlaceTask:
         if world.time >= cfg.timeout:
             return Outcome(False, "timeout", m)
         return None
+
+
+TASKS: dict[TaskType, Callable[[TaskConfig], PickPlaceTask]] = {TaskType.PICK_PLACE: PickPlaceTask}
+"""Task type -> factory; a world's ``task.type`` picks its entry."""
+
+
+def make_task(config: TaskConfig) -> PickPlaceTask:
+    """The task for a world's ``task`` config.
+
+    Raises:
+        WorldError: no task is registered for ``config.type``; the message lists the registered ones.
+    """
+    factory = TASKS.get(config.type)
+    if factory is None:
+        raise WorldError(
+            f"task.type: no task registered for {config.type!r} "
+            f"(registered: {sorted(t.value for t in TASKS)})"
+        )
+    return factory(config)

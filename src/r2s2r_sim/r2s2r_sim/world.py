@@ -16,11 +16,13 @@ import warnings  # noqa: E402
 from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Protocol  # noqa: E402
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
+from r2s2r_sim.task import ObjectPose, PickPlaceTask, make_task  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
 
 _LOG = logging.getLogger(__name__)
@@ -194,6 +196,9 @@ class SimWorld:
         # Identified command delay (s) of a ``r2s2r real2sim`` world, 0 otherwise: commands take effect
         # this long after set_*_command(), like the real driver's latency they were identified from.
         self.command_delay_s: float = _command_delay(self.model)
+        # What a hardware stand-in adds around every physics step (``r2s2r_sim.arm_effects``): it gates when
+        # queued commands reach the actuators and edits the state before each step.  ``None`` in the sim.
+        self.step_hook: StepHook | None = None
         self._pending: collections.deque[tuple[float, str, np.ndarray, float | None]] = collections.deque()
         self.reset(0)
 
@@ -431,8 +436,10 @@ class SimWorld:
         task = self.config.task
         self._obj_body = -1
         self._obj_qadr = -1
+        self.task: PickPlaceTask | None = None
         if task is None:
             return
+        self.task = make_task(task)
         model = self.model
         self._obj_body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, task.object_body)
         if self._obj_body < 0:
@@ -463,12 +470,12 @@ class SimWorld:
 
     # ---------------------------------------------------------------------------------------- episodes
 
-    def reset(self, seed: int) -> None:
-        """Reset to home and randomize the object pose from ``seed``.
+    def reset(self, seed: int, *, object_pose: ObjectPose | None = None) -> None:
+        """Reset to home, then let the task start its episode from ``seed``.
 
-        Home is the keyframe (or ``home_qpos``); arm ctrl is set to the home positions; the object's x, y
-        and yaw are drawn, in that order, from ``np.random.default_rng(seed)`` within
-        ``task.object_pose_range`` (its height stays the MJCF one).
+        Home is the keyframe (or ``home_qpos``); arm ctrl is set to the home positions; the task places its
+        object (:meth:`PickPlaceTask.initialize_episode` with ``np.random.default_rng(seed)``): at
+        ``object_pose`` when given, else drawn from ``task.object_pose_range``.
         """
         model, data = self.model, self.data
         self._pending.clear()
@@ -486,17 +493,28 @@ class SimWorld:
                 self._gripper_command = self._ctrl_to_command(float(data.ctrl[self._grip_act]))
             else:
                 self.set_gripper_command(cfg.open_command, immediate=True)
-        rng = np.random.default_rng(seed)
-        task = self.config.task
-        if task is not None and task.object_pose_range is not None and self._obj_qadr >= 0:
-            r = task.object_pose_range
-            x = rng.uniform(*r.x)
-            y = rng.uniform(*r.y)
-            yaw = rng.uniform(*r.yaw)
-            adr = self._obj_qadr
-            data.qpos[adr : adr + 2] = (x, y)
-            data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        if self.task is not None:
+            self.task.initialize_episode(self, np.random.default_rng(seed), object_pose)
         mujoco.mj_forward(model, data)
+
+    @property
+    def task_object_is_free(self) -> bool:
+        """The task object has a free joint (it can be placed)."""
+        return self._obj_qadr >= 0
+
+    def place_task_object(self, x: float, y: float, yaw: float) -> None:
+        """Put the task object at ``x, y`` (m, world frame) and ``yaw`` (rad), at its current height.
+
+        Writes ``qpos`` only; call ``mj_forward`` (as :meth:`reset` does) before reading poses.
+
+        Raises:
+            WorldError: the world has no task object with a free joint.
+        """
+        if self._obj_qadr < 0:
+            raise WorldError(f"world {self.world_id!r}: the task object has no free joint to place")
+        adr = self._obj_qadr
+        self.data.qpos[adr : adr + 2] = (x, y)
+        self.data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
 
     def _ctrl_to_command(self, ctrl: float) -> float:
         g = self.config.robot.gripper
@@ -564,7 +582,7 @@ class SimWorld:
         return (self._gripper_command - g.closed_command) / (g.open_command - g.closed_command)
 
     def _command(self, kind: str, ctrl: np.ndarray, gripper: float | None, immediate: bool) -> None:
-        if immediate or self.command_delay_s <= 0.0:
+        if immediate or (self.command_delay_s <= 0.0 and self.step_hook is None):
             self._apply(kind, ctrl, gripper)
         else:
             self._pending.append((self.data.time + self.command_delay_s, kind, ctrl, gripper))
@@ -580,6 +598,16 @@ class SimWorld:
         """Advance the physics by ``n`` timesteps, applying delayed commands as they fall due."""
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
+        hook = self.step_hook
+        if hook is not None:
+            for _ in range(n):
+                if self._pending and hook.control_tick(float(self.data.time)):
+                    while self._pending and self._pending[0][0] <= self.data.time + 1e-9:
+                        _, kind, ctrl, gripper = self._pending.popleft()
+                        self._apply(kind, ctrl, gripper)
+                hook.before_step(self.data)
+                mujoco.mj_step(self.model, self.data)
+            return
         while n > 0 and self._pending:
             while self._pending and self._pending[0][0] <= self.data.time + 1e-9:
                 _, kind, ctrl, gripper = self._pending.popleft()
@@ -588,6 +616,11 @@ class SimWorld:
             n -= 1
         if n > 0:
             mujoco.mj_step(self.model, self.data, nstep=n)
+
+    @property
+    def pending_commands(self) -> int:
+        """Commands given and not yet applied (waiting out ``command_delay_s``)."""
+        return len(self._pending)
 
     @property
     def time(self) -> float:
@@ -668,6 +701,18 @@ class SimWorld:
 
 
 # Name of the ``<custom><numeric>`` holding the identified command delay (s), as ``r2s2r real2sim`` writes it.
+class StepHook(Protocol):
+    """Called by :meth:`SimWorld.step` around every physics step when set (hardware stand-ins only)."""
+
+    def control_tick(self, time: float) -> bool:
+        """Whether queued commands may reach the actuators at physics ``time`` (s)."""
+        ...
+
+    def before_step(self, data: mujoco.MjData) -> None:
+        """Edit ``data`` (controls, applied forces) just before the step."""
+        ...
+
+
 COMMAND_DELAY_NUMERIC = "r2s2r_command_delay_s"
 
 

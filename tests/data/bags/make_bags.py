@@ -19,8 +19,10 @@ What it does, reproducibly (fixed seeds 0 and 1, the shipped default hardware pr
 4. Keeps the committed bag small (<= 5 MB): ``real_emulated_2ep/`` holds a subset of the recorded messages,
    byte for byte (no message is re-encoded): per episode ONE colour + depth frame (the first after the
    episode's reset + 0.5 s, when the arm is home and the policy perceives) with its two camera infos;
-   joint states decimated to 25 Hz, /tf to 25 Hz; every command, tf_static, ground-truth pose, done signal
-   and episode outcome.  Rates in this subset are therefore NOT the hardware's: use the signature file.
+   joint states decimated to 25 Hz, /tf to 25 Hz; every command, tf_static, robot description,
+   ground-truth pose, done signal and episode outcome.  Rates in this subset are therefore NOT the
+   hardware's: use the signature file.  Record on a quiet machine: the signature's rates are what the
+   emulator sustained during the recording.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from r2s2r_capture.bag_writer import BagWriter, TopicSpec
 from r2s2r_capture.signature import signature_of_bag
 from r2s2r_eval.evaluator_node import outcomes_from_records
 from r2s2r_sim.graph import load_graph, resolve
+from r2s2r_sim.interface import load_interface
 from r2s2r_sim.launcher import Launcher
 from rosbags.rosbag2.metadata import parse_qos
 
@@ -52,18 +55,21 @@ EPISODES = 2
 MAX_COMMITTED_BYTES = 5 * 2**20
 GROUND_TRUTH = "/emulated_hardware/ground_truth/cube_pose"
 OUTCOME = "/r2s2r/episode_outcome"
-COLOR, DEPTH = "/camera/color/image_raw", "/camera/aligned_depth_to_color/image_raw"
-COLOR_INFO, DEPTH_INFO = "/camera/color/camera_info", "/camera/aligned_depth_to_color/camera_info"
+# Names of the default interface profile (realsense2_camera's Jazzy conventions), camera "camera".
+IFACE = load_interface()
+COLOR, DEPTH = IFACE.topic("color_image", "camera"), IFACE.topic("depth_image", "camera")
+COLOR_INFO, DEPTH_INFO = IFACE.topic("color_info", "camera"), IFACE.topic("depth_info", "camera")
 TOPICS = [
-    "/joint_states",
-    "/forward_position_controller/commands",
-    "/gripper_controller/commands",
+    IFACE.topic("joint_states"),
+    IFACE.topic("arm_command"),
+    IFACE.topic("gripper_command"),
     COLOR,
     COLOR_INFO,
     DEPTH,
     DEPTH_INFO,
-    "/tf",
-    "/tf_static",
+    IFACE.topic("tf"),
+    IFACE.topic("tf_static"),
+    IFACE.topic("robot_description"),
     OUTCOME,
     "/policy_node/episode_done",
     GROUND_TRUTH,
@@ -133,7 +139,7 @@ def decimate(full: Path, out: Path) -> None:
                 for t, i in sorted(bag.topics.items())
             }
             for msg in bag.messages():
-                if msg.topic != "/tf_static" and msg.timestamp_ns < start * 1e9:
+                if msg.topic not in ("/tf_static", "/robot_description") and msg.timestamp_ns < start * 1e9:
                     continue
                 if msg.topic in (COLOR, DEPTH, COLOR_INFO, DEPTH_INFO):
                     stamp = bag.deserialize(msg).header.stamp

@@ -22,9 +22,10 @@ import mujoco
 import numpy as np
 from scipy.stats import qmc
 
+from r2s2r_sim.task import ObjectPose
 from r2s2r_sim.variations.config import AXES, VariationConfig, VariationError
 from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_config import ObjectPoseRange, WorldConfig, load_world_config
+from r2s2r_sim.world_config import WorldConfig, load_world_config
 
 __all__ = [
     "Method",
@@ -191,6 +192,23 @@ def initial_state_offsets(variation: Variation) -> dict[str, float]:
     return variation.axis_params("robot_state")
 
 
+def object_pose_of(variation: Variation, config: WorldConfig) -> ObjectPose | None:
+    """The task object's start pose that ``variation`` sets (``objects`` axis), None when it sets none.
+
+    Raises:
+        VariationError: ``objects.body`` is not the task object of ``config``'s world.
+    """
+    obj = variation.axis_params("objects")
+    if not obj:
+        return None
+    if config.task is None or config.task.object_body != variation.config.objects.body:
+        raise VariationError(
+            f"objects.body: {variation.config.objects.body!r} is not the task object of "
+            f"{config.source} ({None if config.task is None else config.task.object_body!r})"
+        )
+    return ObjectPose(obj["x"], obj["y"], obj["yaw"])
+
+
 class VariedWorld(SimWorld):
     """A :class:`SimWorld` with a variation applied to its spec before compilation.
 
@@ -204,15 +222,7 @@ class VariedWorld(SimWorld):
     ) -> None:
         self.variation = variation
         cfg = config if config is not None else load_world_config(world_dir)
-        obj = variation.axis_params("objects")
-        if obj:
-            if cfg.task is None or cfg.task.object_body != variation.config.objects.body:
-                raise VariationError(
-                    f"objects.body: {variation.config.objects.body!r} is not the task object of "
-                    f"{cfg.source} ({None if cfg.task is None else cfg.task.object_body!r})"
-                )
-            pinned = ObjectPoseRange(x=(obj["x"],) * 2, y=(obj["y"],) * 2, yaw=(obj["yaw"],) * 2)
-            cfg = dataclasses.replace(cfg, task=dataclasses.replace(cfg.task, object_pose_range=pinned))
+        self.object_pose = object_pose_of(variation, cfg)
         offsets = initial_state_offsets(variation)
         arm = set(cfg.robot.arm_joints)
         for i, joint in enumerate(offsets):
@@ -224,9 +234,9 @@ class VariedWorld(SimWorld):
         self._offsets = np.array([offsets.get(j, 0.0) for j in cfg.robot.arm_joints])
         super().__init__(world_dir, config=cfg, spec_editor=partial(apply_variation, variation=variation))
 
-    def reset(self, seed: int) -> None:
-        """Reset as :meth:`SimWorld.reset`, then offset the arm from home by the variation's offsets."""
-        super().reset(seed)
+    def reset(self, seed: int, *, object_pose: ObjectPose | None = None) -> None:
+        """Reset as :meth:`SimWorld.reset` (the object at the variation's pose), then offset the arm."""
+        super().reset(seed, object_pose=object_pose if object_pose is not None else self.object_pose)
         if not np.any(self._offsets):
             return
         n = len(self.arm_joint_names)

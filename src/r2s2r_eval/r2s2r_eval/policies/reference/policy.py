@@ -6,6 +6,7 @@ import enum
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -87,16 +88,15 @@ def _nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray,
 
 
 @lru_cache(maxsize=4)
-def _scene_model(world_id: str) -> SceneModel:
-    # Imported here: only this policy needs the world registry, and only once per world.
+def _scene_model(world_dir: Path) -> SceneModel:
+    # Imported here: only this policy compiles a world, and only once per world folder.
     from r2s2r_sim.world import SimWorld
-    from r2s2r_sim.worlds import world_path
 
     # A separate compile of the world's MJCF; only its model is kept, with a private MjData.
-    world = SimWorld(world_path(world_id))
+    world = SimWorld(world_dir)
     cfg = world.config
     if cfg.task is None or cfg.robot.ee_site is None:
-        raise PolicyError(f"reference policy: world {world_id!r} needs a task and robot.ee_site")
+        raise PolicyError(f"reference policy: world {cfg.id!r} ({world_dir}) needs a task and robot.ee_site")
     model = world.model
     prefix = cfg.robot.prefix
     arm = KinematicArm(model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site)
@@ -185,7 +185,7 @@ class ReferencePolicy(Policy):
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception noise."""
         self._info = info
-        self._scene = _scene_model(info.world_id)
+        self._scene = _scene_model(Path(info.world_dir))
         self._rng = info.rng()
         self._noise = self._rng.normal(0.0, self._p.perception_noise_m, size=2)
         self._phase = Phase.PERCEIVE

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -46,14 +47,13 @@ class _Scene:
 
 
 @lru_cache(maxsize=4)
-def _scene(world_id: str) -> _Scene:
+def _scene(world_dir: Path) -> _Scene:
     from r2s2r_sim.world import SimWorld
-    from r2s2r_sim.worlds import world_path
 
-    world = SimWorld(world_path(world_id))
+    world = SimWorld(world_dir)
     cfg = world.config
     if cfg.task is None or cfg.robot.ee_site is None:
-        raise PolicyError(f"topdown policy: world {world_id!r} needs a task and robot.ee_site")
+        raise PolicyError(f"topdown policy: world {cfg.id!r} ({world_dir}) needs a task and robot.ee_site")
     model, prefix = world.model, cfg.robot.prefix
     arm = KinematicArm(model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site)
     data = mujoco.MjData(model)
@@ -120,7 +120,7 @@ class TopdownPolicy(Policy):
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode."""
         self._info = info
-        self._scene = _scene(info.world_id)
+        self._scene = _scene(Path(info.world_dir))
         self._plan = []
         self._blob: Blob | None = None
         self._t0 = math.nan

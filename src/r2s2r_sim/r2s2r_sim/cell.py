@@ -1,0 +1,235 @@
+"""The cell an episode runs in: the ``Cell`` protocol and the simulated world's cell; no ROS.
+
+A cell is what a policy meets through the driver topics, reduced to calls: reset it for an episode, read
+the joints, submit a command, advance the physics, render the camera, and ask whether the episode is over.
+One episode runner (``r2s2r_eval.runner``) drives every cell; the simulated world (:class:`SimCell`) and
+the emulated hardware (:class:`r2s2r_sim.emulated_cell.EmulatedCell`) differ only behind these calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+import numpy as np
+
+from r2s2r_sim.errors import RenderError
+from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
+from r2s2r_sim.task import Outcome, PickPlaceTask
+from r2s2r_sim.world import CommandCheck, SimWorld
+from r2s2r_sim.world_config import CameraConfig
+
+__all__ = ["Cell", "CellBase", "CellError", "Pose", "SimCell", "combine_checks"]
+
+Pose = tuple[np.ndarray, np.ndarray]
+"""A position (3,) in metres and a wxyz quaternion (4,), in the world frame."""
+
+
+class CellError(ValueError):
+    """A cell cannot be built for the requested episode (a world without a task or a camera)."""
+
+
+@runtime_checkable
+class Cell(Protocol):
+    """A robot cell an episode runs in: a simulated world or an emulated (or real) hardware unit.
+
+    Attributes:
+        world: the MuJoCo world behind the cell (for tools that read the scene, e.g. an expert).
+        world_id: id of the cell's world.
+        world_hash: the hash results rows record for this cell.
+        world_dir: the world folder that describes the cell's scene (what a policy may model).
+        camera: the camera the policy sees through (its name, frame and depth range).
+        camera_k: 3x3 intrinsics of the images :meth:`render` returns (px).
+        camera_rate_hz: the camera's frame rate (Hz).
+        dt: physics timestep (s); a control period is a whole number of them.
+    """
+
+    world: SimWorld
+    world_id: str
+    world_hash: str
+    world_dir: Path
+    camera: CameraConfig
+    camera_k: np.ndarray
+    camera_rate_hz: float
+    dt: float
+
+    def open(self) -> None:
+        """Acquire what rendering needs (a GL context); call on the thread that renders."""
+
+    def close(self) -> None:
+        """Release what :meth:`open` acquired; closing twice is harmless."""
+
+    def reset(self, seed: int) -> None:
+        """Start an episode from ``seed``: the arm home, the task's initial state, no pending commands."""
+
+    @property
+    def time(self) -> float:
+        """Time since the episode started (s)."""
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Measured positions, velocities and efforts in ``world.joint_names`` order."""
+
+    def camera_pose(self) -> Pose:
+        """Pose of the camera's optical frame (REP-103: z forward, x right, y down) in the world."""
+
+    def base_pose(self) -> Pose:
+        """Pose of the robot base in the world."""
+
+    def submit(self, arm: np.ndarray, gripper: float) -> CommandCheck:
+        """Command arm joint positions (rad or m) and the gripper (command units)."""
+
+    def advance(self, n: int) -> None:
+        """Advance the physics by ``n`` timesteps."""
+
+    def render(self) -> tuple[np.ndarray, np.ndarray]:
+        """The camera's ``rgb`` (HxWx3 uint8) and aligned ``depth`` (HxW uint16 mm, 0 = no data) now."""
+
+    def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
+        """The outcome if the episode is over now, else None.
+
+        Args:
+            policy_done: the policy says it has finished.
+            step_limit: the runner's step limit has been reached.
+        """
+
+    def metrics(self) -> dict[str, float]:
+        """The task's named terms now (for an episode that ended without an outcome)."""
+
+
+def combine_checks(arm: CommandCheck, gripper: CommandCheck) -> CommandCheck:
+    """One check for an arm and a gripper command: accepted when both are; the first reason given."""
+    return CommandCheck(
+        arm.accepted and gripper.accepted, arm.clamped or gripper.clamped, arm.reason or gripper.reason
+    )
+
+
+class CellBase:
+    """What every cell shares: a context manager over :meth:`open` and :meth:`close`, and the base pose."""
+
+    world: SimWorld
+
+    def open(self) -> None:
+        """Acquire what rendering needs; see :meth:`Cell.open`."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release it; see :meth:`Cell.close`."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        """Open the cell."""
+        self.open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the cell."""
+        self.close()
+
+    def base_pose(self) -> Pose:
+        """See :meth:`Cell.base_pose`."""
+        return self.world.base_pose()
+
+    def submit(self, arm: np.ndarray, gripper: float) -> CommandCheck:
+        """Set the arm and (if any) gripper commands; they apply after the world's command delay.
+
+        The emulated hardware's driver latency is that delay too (``EmulatedArm``), so every cell
+        submits the same way.
+        """
+        w = self.world
+        a = w.set_arm_command(arm)
+        g = w.set_gripper_command(gripper) if w.gripper_command_range is not None else a
+        return combine_checks(a, g)
+
+
+class SimCell(CellBase):
+    """The simulated world as a cell: a :class:`SimWorld`, its task and an RGB-D renderer.
+
+    The episode ends when the task says so (success, object dropped, timeout) or at the step limit; the
+    policy's own "done" does not end it, as the sim node does not stop for it either.
+    """
+
+    def __init__(self, world: SimWorld, *, world_dir: Path, camera: str | None = None) -> None:
+        """Wrap ``world`` (built from ``world_dir``); ``camera``: a configured camera name, the first if None.
+
+        Raises:
+            CellError: the world has no task or no camera.
+            WorldError: no such camera.
+        """
+        cfg = world.config
+        if world.task is None:
+            raise CellError(f"world {cfg.id!r} has no task to evaluate")
+        if not cfg.cameras:
+            raise CellError(f"world {cfg.id!r} has no camera")
+        self.world = world
+        self.task: PickPlaceTask = world.task
+        self.world_id: str = world.world_id
+        self.world_hash: str = world.world_hash
+        self.world_dir = Path(world_dir)
+        self.camera: CameraConfig = cfg.cameras[0] if camera is None else cfg.camera(camera)
+        self.camera_rate_hz: float = float(self.camera.rate_hz)
+        self.dt: float = world.timestep
+        self._mjcf_camera = world.model.camera(world.camera_id(self.camera.name)).name
+        self.camera_k: np.ndarray = camera_intrinsics(
+            world.model, self._mjcf_camera, self.camera.width, self.camera.height
+        )
+        self._renderer: RgbdRenderer | None = None
+
+    def open(self) -> None:
+        """Create the renderer's GL context."""
+        if self._renderer is None:
+            self._renderer = RgbdRenderer(self.world.model, self.camera.width, self.camera.height).__enter__()
+
+    def close(self) -> None:
+        """Free the renderer."""
+        if self._renderer is not None:
+            self._renderer.close()
+        self._renderer = None
+
+    def reset(self, seed: int) -> None:
+        """See :meth:`Cell.reset`."""
+        self.world.reset(seed)
+
+    @property
+    def time(self) -> float:
+        """Simulation time since the reset (s)."""
+        return self.world.time
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The true joint state (the sim has no sensor noise)."""
+        return self.world.joint_state()
+
+    def camera_pose(self) -> Pose:
+        """See :meth:`Cell.camera_pose`."""
+        return self.world.camera_pose(self.camera.name)
+
+    def advance(self, n: int) -> None:
+        """See :meth:`Cell.advance`."""
+        self.world.step(n)
+
+    def render(self) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`Cell.render`.
+
+        Raises:
+            RenderError: the cell is not open.
+        """
+        renderer = self._renderer
+        if renderer is None:
+            raise RenderError("SimCell.render called before open()")
+        rgb, depth = renderer.render(self.world.data, self._mjcf_camera, depth_range=self.camera.depth_range)
+        return rgb, depth_to_uint16_mm(depth)
+
+    def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
+        """The task's verdict; at the step limit without one, a failure with reason ``max_steps``."""
+        verdict = self.task.evaluate(self.world)
+        if verdict is not None:
+            return verdict
+        if step_limit:
+            return Outcome(False, "max_steps", self.task.metrics(self.world))
+        return None
+
+    def metrics(self) -> dict[str, float]:
+        """See :meth:`Cell.metrics`."""
+        return self.task.metrics(self.world)

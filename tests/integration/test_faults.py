@@ -1,0 +1,127 @@
+"""Faults survived by the real graph (real processes over DDS): lost policy, sim and evaluator.
+
+Each test runs the shipped world graph (cameras off, a joint-state-only policy that holds the arm, so the
+task's timeout ends every episode) and waits on output lines, never on time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from fault_graph import FAST, POLICY, Graph
+from r2s2r_eval.results import ResultsStore
+
+pytestmark = pytest.mark.integration
+
+EVAL = "evaluator_node-3"
+# The evaluator's policy watchdog: seconds of silence; short so the tests do not idle (not a speed bound).
+FAULTS = {**FAST, "evaluator_node": {"policy_timeout_s": 5.0}}
+
+
+def _rows(db: Path) -> list[tuple[int, bool, str]]:
+    with ResultsStore(db) as store:
+        return [(r.seed, r.success, r.reason) for r in store.rows()]
+
+
+def _args(db: Path, episodes: int, *extra: str) -> list[str]:
+    return ["mode:=sim", f"episodes:={episodes}", f"policy:={POLICY}", f"results:={db}", *extra]
+
+
+@pytest.fixture
+def graphs(ros_env: dict[str, str]):  # type: ignore[no-untyped-def]
+    started: list[Graph] = []
+
+    def start(args: list[str], extra: dict[str, dict[str, object]] = FAULTS) -> Graph:
+        g = Graph(ros_env, args, extra)
+        started.append(g)
+        return g
+
+    yield start
+    for g in started:
+        g.stop()
+
+
+def _kill_policy_mid_episode(g: Graph, episode: int) -> None:
+    g.wait_for(f"the policy acting in episode {episode + 1}",  # the node's autostart is its episode 0
+               rf"\[policy_node-2\] hold policy: acting in episode {episode + 1} ")
+    os.kill(g.pid("policy_node-2"), signal.SIGKILL)
+
+
+def test_policy_killed_mid_episode_ends_it_as_policy_lost_and_stops_the_run(graphs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "results.sqlite"
+    g = graphs(_args(db, 3))
+    _kill_policy_mid_episode(g, 1)
+    line = g.wait_for("the evaluator's policy-lost message", rf"\[{EVAL}\].*policy lost")
+    assert "respawn_policy:=true" in line, line
+    assert g.finish() != 0, g.lines[-30:]
+    assert _rows(db) == [(0, False, "timeout"), (1, False, "policy_lost")]
+
+
+def test_policy_killed_mid_episode_is_respawned_and_the_run_goes_on(graphs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "results.sqlite"
+    g = graphs(_args(db, 3, "respawn_policy:=true"))
+    _kill_policy_mid_episode(g, 1)
+    g.wait_for("the launcher's respawn", r"\[r2s2r\] respawned policy_node-2")
+    assert g.finish() == 0, g.lines[-40:]
+    assert _rows(db) == [(0, False, "timeout"), (1, False, "policy_lost"), (2, False, "timeout")]
+    assert any(f"[{EVAL}]" in line and "restarted policy answered" in line for line in g.lines)
+
+
+def test_sim_killed_ends_the_run_nonzero_with_the_store_intact(graphs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "results.sqlite"
+    g = graphs(_args(db, 3))
+    g.wait_for("the policy acting in episode 2", r"\[policy_node-2\] hold policy: acting in episode 2 ")
+    os.kill(g.pid("sim_node-1"), signal.SIGKILL)
+    assert g.finish() != 0, g.lines[-30:]
+    assert _rows(db) == [(0, False, "timeout")]
+
+
+def test_evaluator_killed_then_the_same_command_resumes_at_the_next_unfinished_seed(  # type: ignore[no-untyped-def]
+    graphs, tmp_path: Path
+) -> None:
+    db = tmp_path / "results.sqlite"
+    g = graphs(_args(db, 3))
+    g.wait_for("the policy acting in episode 2", r"\[policy_node-2\] hold policy: acting in episode 2 ")
+    os.kill(g.pid(EVAL), signal.SIGKILL)
+    assert g.finish() != 0
+    assert _rows(db) == [(0, False, "timeout")]
+    again = graphs(_args(db, 3))
+    again.wait_for("the resume message", rf"\[{EVAL}\].*resuming: 1 of 3 episodes already in .* at seed 1")
+    assert again.finish() == 0, again.lines[-30:]
+    assert _rows(db) == [(0, False, "timeout"), (1, False, "timeout"), (2, False, "timeout")]
+
+
+@pytest.mark.parametrize("moment", [3, 17, 29, 41])
+def test_ctrl_c_at_a_random_moment_leaves_the_store_and_the_bag_valid(  # type: ignore[no-untyped-def]
+    graphs, processes, tmp_path: Path, moment: int
+) -> None:
+    """SIGINT to the launcher and the recorder after a seeded-random number of output lines."""
+    import random
+
+    from r2s2r_capture.bag_reader import BagReader
+
+    lines = random.Random(moment).randint(1, 60)  # start-up, mid-episode or between episodes
+    db, bag = tmp_path / "results.sqlite", tmp_path / "bag"
+    rec = processes.start(["recorder_node", "--ros-args", "-p", f"output:={bag}",
+                           "-p", "topics:=['/joint_states', '/r2s2r/episode_outcome']"])
+    g = graphs(_args(db, 5))
+    for _ in range(lines):
+        g.wait_for("any output line", lambda _line: True)
+    g.proc.send_signal(signal.SIGINT)
+    rec.send_signal(signal.SIGINT)
+    g.finish(timeout=180)
+    log, _ = rec.communicate(timeout=120)
+    assert rec.returncode == 0, log
+    assert not any("SIGKILL" in line or "ignored SIGINT" in line for line in g.lines), g.lines[-30:]
+    if db.exists():
+        rows = _rows(db)  # opens and checks the store
+        assert [r[0] for r in rows] == list(range(len(rows)))
+        assert all(reason in ("timeout", "success", "object_dropped") for _, _, reason in rows), rows
+    with BagReader(bag) as reader:
+        msgs = list(reader.messages())
+        for msg in msgs:
+            reader.deserialize(msg)  # every recorded message is whole
+    assert (bag / "metadata.yaml").is_file()
