@@ -69,8 +69,12 @@ _SIM_JOINT = {n: ((1.0, 0.1) if n in ARM[:3] else (0.5, 0.05)) for n in ARM}
 _LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
 
-def random_profile(seed: int, out: str | Path) -> Path:
-    """Write a random hardware profile (ranges in the module docstring) to ``out``."""
+def random_profile(seed: int, out: str | Path, *, realistic: bool = False) -> Path:
+    """Write a random hardware profile (ranges in the module docstring) to ``out``.
+
+    ``realistic`` adds every sensor, arm and contact effect, drawn by
+    :func:`r2s2r_sim.effect_sampling.random_effect_sections` from its documented ranges.
+    """
     rng = np.random.default_rng(seed)
     doc = yaml.safe_load(DEFAULT_PROFILE.read_text(encoding="utf-8"))
     doc["name"] = f"arm6-random-{seed}"
@@ -123,6 +127,18 @@ def random_profile(seed: int, out: str | Path) -> Path:
             "rpy": [0, 0, float(rng.uniform(-0.1, 0.1))],
         }
     }
+    if realistic:
+        from r2s2r_sim.effect_sampling import random_effect_sections
+
+        doc.update(
+            random_effect_sections(
+                rng,
+                arm_joints=ARM,
+                wrist_joints=ARM[3:],
+                pad_geoms=("left_finger_geom", "right_finger_geom"),
+                objects=("cube",),
+            )
+        )
     path = Path(out)
     path.write_text(f"# random profile, seed {seed} (r2s2r_capture.bench_real2sim)\n" + yaml.safe_dump(doc))
     return path
@@ -341,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--profile", default=str(DEFAULT_PROFILE), help="hardware profile (ground truth)")
     g.add_argument("--random-profile", type=int, default=None, metavar="SEED", help="random profile seed")
+    ap.add_argument(
+        "--realistic", action="store_true", help="with --random-profile: also random sensor, arm, contact effects"
+    )
     ap.add_argument("--out", default="out/bench_real2sim.json", help="JSON report (overwritten)")
     ap.add_argument("--max-iters", type=int, default=30, help="identification iterations")
     ap.add_argument("--quick", action="store_true", help="shorter capture, no HTML report")
@@ -354,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         if ns.random_profile is not None:
             profile = random_profile(
-                ns.random_profile, out.with_name(f"{out.stem}_profile_{ns.random_profile}.yaml")
+                ns.random_profile,
+                out.with_name(f"{out.stem}_profile_{ns.random_profile}.yaml"),
+                realistic=ns.realistic,
             )
         else:
             profile = Path(ns.profile)

@@ -570,15 +570,18 @@ def _scene_truth(arm: Any) -> dict[str, Any]:
             continue
         xquat = data.xquat[bid]
         yaw = 2.0 * math.atan2(xquat[3], xquat[0])
-        # Box extents in the body's yaw frame (the bodies here are only yawed).
+        # Extents of the visible box and mesh geoms in the body's yaw frame (the bodies here are only
+        # yawed); a mesh's bounding box in its own frame is ``geom_aabb`` (centre, half sizes).
         Rz = _rot("z", yaw)
         lo_b, hi_b = np.full(3, np.inf), np.full(3, -np.inf)
+        shapes = (int(mujoco.mjtGeom.mjGEOM_BOX), int(mujoco.mjtGeom.mjGEOM_MESH))
         for g in range(model.ngeom):
-            if model.geom_bodyid[g] != bid or model.geom_type[g] != mujoco.mjtGeom.mjGEOM_BOX:
+            if model.geom_bodyid[g] != bid or int(model.geom_type[g]) not in shapes or model.geom_rgba[g, 3] == 0:
                 continue
             R = data.geom_xmat[g].reshape(3, 3)
-            half = model.geom_size[g]
-            corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
+            centre_g, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+            signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+            corners = centre_g + signs * half
             pts = (data.geom_xpos[g] + corners @ R.T) @ Rz
             lo_b, hi_b = np.minimum(lo_b, pts.min(0)), np.maximum(hi_b, pts.max(0))
         centre = Rz @ ((lo_b + hi_b) / 2)

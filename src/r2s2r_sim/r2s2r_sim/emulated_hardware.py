@@ -39,6 +39,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+from collections import deque  # noqa: E402
 from collections.abc import Callable, Mapping, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -50,7 +51,10 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
+from r2s2r_sim.arm_effects import ArmEffects, ArmEffectsState, edit_spec, read_arm_effects  # noqa: E402
+from r2s2r_sim.contact_effects import ContactEffects, apply_contacts, read_contacts  # noqa: E402
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm  # noqa: E402
+from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, SensorState, read_sensor_sections  # noqa: E402
 from r2s2r_sim.task import ObjectPose, Outcome  # noqa: E402
 from r2s2r_sim.variations.physics import _is_position_servo  # noqa: E402
 from r2s2r_sim.world import CommandCheck, SimWorld  # noqa: E402
@@ -258,6 +262,9 @@ class HardwareProfile:
     physics: PhysicsProfile = field(default_factory=PhysicsProfile)
     objects: Mapping[str, ObjectProfile] = field(default_factory=dict)
     lights: Mapping[str, LightProfile] = field(default_factory=dict)
+    sensors: SensorEffects = field(default_factory=SensorEffects)
+    arm: ArmEffects = field(default_factory=ArmEffects)
+    contacts: ContactEffects = field(default_factory=ContactEffects)
 
 
 class _Reader:
@@ -357,7 +364,7 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
     top = r.mapping(raw, "<top level>")
     r.only(
         top,
-        {"name", "world", "driver", "camera", "physics", "objects", "lights"},
+        {"name", "world", "driver", "camera", "physics", "objects", "lights", "arm_effects", "contacts"} | SECTIONS,
         "",
         {"name", "world", "driver", "camera"},
     )
@@ -371,6 +378,9 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
         physics=_read_physics(r, top.get("physics") or {}),
         objects=_read_objects(r, top.get("objects") or {}),
         lights=_read_lights(r, top.get("lights") or {}),
+        sensors=read_sensor_sections(r, top),
+        arm=read_arm_effects(r, top),
+        contacts=read_contacts(r, top),
     )
 
 
@@ -561,9 +571,22 @@ class DistortedRgbdCamera:
     """
 
     def __init__(
-        self, model: mujoco.MjModel, mjcf_camera: str, camera: CameraProfile, depth_range: tuple[float, float]
+        self,
+        model: mujoco.MjModel,
+        mjcf_camera: str,
+        camera: CameraProfile,
+        depth_range: tuple[float, float],
+        *,
+        sensors: SensorEffects | None = None,
+        episode_seed: Callable[[], int] | None = None,
+        history: Callable[[mujoco.MjData], np.ndarray | None] | None = None,
     ) -> None:
         """Compute the remap tables; the GL context is made in ``__enter__``.
+
+        ``sensors`` adds the profile's sensor effects (noise, holes, drift) to every frame; their random
+        draws follow ``episode_seed()`` (the cell's current episode) and the frame's index in it.
+        ``history(data)`` gives the ``qpos`` at the start of the exposure when ``data`` is the cell's live
+        state (motion blur); a frame rendered from a snapshot passes it to :meth:`render` instead.
 
         Raises:
             WorldError: the model's offscreen buffer is smaller than the render (see ``render_geometry``).
@@ -576,6 +599,17 @@ class DistortedRgbdCamera:
         self.render_k = camera_intrinsics(model, mjcf_camera, width, height)
         self.map_x, self.map_y = distortion_maps(camera, self.render_k)
         self._renderer = RgbdRenderer(model, width, height)
+        self._sensor = (
+            None
+            if sensors is None or sensors.ideal
+            else SensorState(sensors, (camera.height, camera.width), camera.intrinsics.fx, camera.intrinsics.k())
+        )
+        self._episode_seed = episode_seed
+        self._history = history
+        self._scratch = mujoco.MjData(model)
+        self._model = model
+        self.dropped = False  # the last rendered frame is lost by the driver (never published)
+        self.stamp_offset_s = 0.0  # to add to the last frame's ideal stamp (driver timestamp jitter)
 
     def __enter__(self) -> DistortedRgbdCamera:
         """Create the renderer's GL context."""
@@ -588,20 +622,59 @@ class DistortedRgbdCamera:
         """Free the GL context."""
         self._renderer.close()
 
-    def render(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
+    def render(
+        self, data: mujoco.MjData, *, motion_from: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Distorted ``rgb`` (uint8 HxWx3) and aligned ``depth`` (uint16 mm, 0 = no data) of ``data``.
+
+        ``motion_from``: ``qpos`` at the start of the exposure, for motion blur (the profile's colour
+        sensor decides whether there is any); by default looked up in the cell's history.
 
         Raises:
             RenderError: outside the with-block.
         """
         rgb, depth = self._renderer.render(data, self.mjcf_camera, depth_range=self.depth_range)
+        color = self._sensor.effects.color if self._sensor is not None else None
+        if color is not None and color.blurs:
+            if motion_from is None and self._history is not None:
+                motion_from = self._history(data)
+            if motion_from is not None and np.any(motion_from != data.qpos):
+                rgb = self._blurred(data, motion_from, rgb, color.motion_blur_samples)
         out_rgb = cv2.remap(
             rgb, self.map_x, self.map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
         )
         out_depth = cv2.remap(
             depth, self.map_x, self.map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0
         )
+        if self._sensor is not None:
+            seed = self._episode_seed() if self._episode_seed is not None else 0
+            if seed != self._sensor.seed:
+                self._sensor.start_episode(seed)
+            rng = self._sensor.next_frame()
+            self.dropped = self._sensor.drop(rng)
+            self.stamp_offset_s = self._sensor.stamp_offset(rng)
+            out_rgb = self._sensor.color(out_rgb, rng)
+            out_depth = self._sensor.depth(out_depth, rng)
         return out_rgb, depth_to_uint16_mm(out_depth)
+
+    def _blurred(self, data: mujoco.MjData, start: np.ndarray, end_rgb: np.ndarray, samples: int) -> np.ndarray:
+        """The colour image averaged over ``samples`` states from ``start`` to ``data`` (the exposure).
+
+        Depth is left sharp: the depth imagers' global shutter exposes for a fraction of a millisecond.
+        """
+        scratch, model = self._scratch, self._model
+        scratch.mocap_pos[:] = data.mocap_pos
+        scratch.mocap_quat[:] = data.mocap_quat
+        total = end_rgb.astype(np.float64)
+        for k in range(samples - 1):
+            alpha = k / (samples - 1)
+            scratch.qpos[:] = start + alpha * (data.qpos - start)
+            mujoco.mj_normalizeQuat(model, scratch.qpos)
+            mujoco.mj_kinematics(model, scratch)
+            mujoco.mj_camlight(model, scratch)
+            rgb, _ = self._renderer.render(scratch, self.mjcf_camera, depth_range=self.depth_range)
+            total += rgb
+        return np.clip(np.rint(total / samples), 0, 255).astype(np.uint8)
 
 
 # ---------------------------------------------------------------------------------------- the arm
@@ -638,6 +711,10 @@ class _ProfileEditor:
 
     def __call__(self, spec: mujoco.MjSpec) -> None:
         phys = self.p.physics
+        edit_spec(
+            spec, self.p.arm, lambda n: self._get(spec.joint, n),
+            lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}"),
+        )
         for name, mass in phys.body_masses_kg.items():
             body = self._get(spec.body, name)
             if body is None:
@@ -692,6 +769,9 @@ class _ProfileEditor:
                 new = np.array(geom.size, dtype=np.float64)
                 new[: len(size)] = size
                 geom.size = new
+        apply_contacts(
+            spec, self.p.contacts, self._get, lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}")
+        )
         for name, light in self.p.lights.items():
             spec_light = self._get(spec.light, name)
             if spec_light is None:
@@ -807,6 +887,13 @@ class EmulatedArm:
         self.clock: float = 0.0
         self._rng = np.random.default_rng(seed)
         self.seed = seed
+        color = profile.sensors.color
+        blur_steps = math.ceil(color.exposure_s / self.dt) + 1 if color is not None and color.blurs else 0
+        self._history: deque[tuple[float, np.ndarray]] = deque(maxlen=max(blur_steps, 1))
+        self._arm_fx = (
+            None if profile.arm.rigid else ArmEffectsState(self.world.model, profile.arm, config.robot.prefix)
+        )
+        self.world.step_hook = self._arm_fx
         self._task = self.world.task
         self.reset(seed)
 
@@ -820,6 +907,9 @@ class EmulatedArm:
         object pose are the profile's.  Pending commands are dropped.  ``clock`` keeps running.
         """
         self.world.reset(int(seed), object_pose=object_pose)
+        self._history.clear()
+        if self._arm_fx is not None:
+            self._arm_fx.reset(self.world.data)
         self.episode_seed = int(seed)
         self.episode_start = self.clock
 
@@ -845,15 +935,25 @@ class EmulatedArm:
 
     def advance(self, n: int = 1) -> None:
         """Advance ``n`` physics steps, releasing due commands before each step."""
-        self.world.step(n)
-        for _ in range(n):  # the clock sums steps one by one, as the physics time does
+        if n < 1:
+            raise ValueError(f"step count must be >= 1, got {n}")
+        if not (self._history.maxlen and self._history.maxlen > 1):
+            self.world.step(n)
+            for _ in range(n):  # the clock sums steps one by one, as the physics time does
+                self.clock += self.dt
+            return
+        for _ in range(n):  # keep every step's state for the camera's exposure
+            self.world.step(1)
             self.clock += self.dt
+            self._history.append((self.clock, self.world.data.qpos.copy()))
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Measured positions, velocities (true + seeded white noise) and efforts (``joint_names`` order)."""
         pos, vel, eff = self.world.joint_state()
         drv = self.profile.driver
         pos = pos + self._rng.normal(0.0, drv.position_noise_std_rad, pos.shape)
+        if self._arm_fx is not None:
+            pos = self._arm_fx.measure(pos, self.world.state_qpos_addresses)
         vel = vel + self._rng.normal(0.0, drv.velocity_noise_std_rad_s, vel.shape)
         return pos, vel, eff
 
@@ -861,7 +961,26 @@ class EmulatedArm:
 
     def camera_renderer(self) -> DistortedRgbdCamera:
         """A distorted RGB-D renderer of the profile's camera (enter it on the thread that renders)."""
-        return DistortedRgbdCamera(self.world.model, self.mjcf_camera, self.profile.camera, self.depth_range)
+        return DistortedRgbdCamera(
+            self.world.model,
+            self.mjcf_camera,
+            self.profile.camera,
+            self.depth_range,
+            sensors=self.profile.sensors,
+            episode_seed=lambda: self.episode_seed,
+            history=lambda data: self.motion_start() if data is self.world.data else None,
+        )
+
+    def motion_start(self) -> np.ndarray | None:
+        """``qpos`` at the start of the current camera exposure (``None``: no motion blur, or no history)."""
+        color = self.profile.sensors.color
+        if color is None or not color.blurs or not self._history:
+            return None
+        t = self.clock - color.exposure_s
+        for when, qpos in reversed(self._history):
+            if when <= t + 1e-12:
+                return qpos
+        return self._history[0][1]
 
     # ---------------------------------------------------------------------------------- judging
 

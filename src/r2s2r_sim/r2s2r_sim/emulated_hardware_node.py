@@ -93,6 +93,7 @@ class _Frame:
     qpos: np.ndarray
     mocap_pos: np.ndarray
     mocap_quat: np.ndarray
+    qpos_open: np.ndarray | None = None  # at the start of the exposure (motion blur)
 
 
 class EmulatedHardwareNode(Node):
@@ -329,7 +330,11 @@ class EmulatedHardwareNode(Node):
                 # The links' true pose (robot_state_publisher would use the reported joint states).
                 tf = arm.world.data.qpos.copy() if t >= next_tf else None
                 d = arm.world.data
-                frame = (d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy()) if t >= next_cam else None
+                frame = (
+                    (d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy(), arm.motion_start())
+                    if t >= next_cam
+                    else None
+                )
             stamp = self._now()
             if js is not None:
                 next_js = _advance(next_js, js_period, t)
@@ -376,11 +381,15 @@ class EmulatedHardwareNode(Node):
                 data.mocap_quat[:] = job.mocap_quat
                 mujoco.mj_kinematics(model, data)
                 mujoco.mj_camlight(model, data)
-                rgb, depth_mm = camera.render(data)
-                info = conv.camera_info_msg(self._k, cam.width, cam.height, job.stamp, self._frame_id)
+                rgb, depth_mm = camera.render(data, motion_from=job.qpos_open)
+                if camera.dropped:  # the profile's driver loses this frame
+                    self.frames_dropped += 1
+                    continue
+                stamp = _shifted(job.stamp, camera.stamp_offset_s)
+                info = conv.camera_info_msg(self._k, cam.width, cam.height, stamp, self._frame_id)
                 info.d = self._d.tolist()  # distortion_model is plumb_bob; the images are distorted
-                self._color_pub.publish(conv.rgb_image_msg(rgb, job.stamp, self._frame_id))
-                self._depth_pub.publish(conv.depth_image_msg(depth_mm, job.stamp, self._frame_id))
+                self._color_pub.publish(conv.rgb_image_msg(rgb, stamp, self._frame_id))
+                self._depth_pub.publish(conv.depth_image_msg(depth_mm, stamp, self._frame_id))
                 self._color_info_pub.publish(info)
                 self._depth_info_pub.publish(info)
                 if self._truth_pub is not None:
@@ -426,6 +435,14 @@ def _param_error(name: str, default: Any, err: Exception) -> EmulatedHardwareErr
     kinds = {int: "an integer in [0, 2**62]", bool: "true or false"}
     allowed = kinds.get(type(default), "a string")
     return EmulatedHardwareError(f"parameter {name}: {err}; allowed: {allowed}")
+
+
+def _shifted(stamp: Time, offset_s: float) -> Time:
+    """``stamp`` moved by ``offset_s`` (the driver's timestamp jitter); ``stamp`` itself when 0."""
+    if offset_s == 0.0:
+        return stamp
+    ns = max(0, stamp.sec * 1_000_000_000 + stamp.nanosec + round(offset_s * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def _advance(next_t: float, period: float, now: float) -> float:

@@ -16,6 +16,7 @@ import warnings  # noqa: E402
 from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Protocol  # noqa: E402
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
@@ -195,6 +196,9 @@ class SimWorld:
         # Identified command delay (s) of a ``r2s2r real2sim`` world, 0 otherwise: commands take effect
         # this long after set_*_command(), like the real driver's latency they were identified from.
         self.command_delay_s: float = _command_delay(self.model)
+        # What a hardware stand-in adds around every physics step (``r2s2r_sim.arm_effects``): it gates when
+        # queued commands reach the actuators and edits the state before each step.  ``None`` in the sim.
+        self.step_hook: StepHook | None = None
         self._pending: collections.deque[tuple[float, str, np.ndarray, float | None]] = collections.deque()
         self.reset(0)
 
@@ -578,7 +582,7 @@ class SimWorld:
         return (self._gripper_command - g.closed_command) / (g.open_command - g.closed_command)
 
     def _command(self, kind: str, ctrl: np.ndarray, gripper: float | None, immediate: bool) -> None:
-        if immediate or self.command_delay_s <= 0.0:
+        if immediate or (self.command_delay_s <= 0.0 and self.step_hook is None):
             self._apply(kind, ctrl, gripper)
         else:
             self._pending.append((self.data.time + self.command_delay_s, kind, ctrl, gripper))
@@ -594,6 +598,16 @@ class SimWorld:
         """Advance the physics by ``n`` timesteps, applying delayed commands as they fall due."""
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
+        hook = self.step_hook
+        if hook is not None:
+            for _ in range(n):
+                if self._pending and hook.control_tick(float(self.data.time)):
+                    while self._pending and self._pending[0][0] <= self.data.time + 1e-9:
+                        _, kind, ctrl, gripper = self._pending.popleft()
+                        self._apply(kind, ctrl, gripper)
+                hook.before_step(self.data)
+                mujoco.mj_step(self.model, self.data)
+            return
         while n > 0 and self._pending:
             while self._pending and self._pending[0][0] <= self.data.time + 1e-9:
                 _, kind, ctrl, gripper = self._pending.popleft()
@@ -614,6 +628,11 @@ class SimWorld:
         return float(self.data.time)
 
     # ------------------------------------------------------------------------------------------ state
+
+    @property
+    def state_qpos_addresses(self) -> np.ndarray:
+        """``qpos`` address of each joint of :meth:`joint_state`, in ``joint_names`` order."""
+        return np.asarray(self._state_qadr).copy()
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions, velocities and efforts in ``joint_names`` order.
@@ -682,6 +701,18 @@ class SimWorld:
 
 
 # Name of the ``<custom><numeric>`` holding the identified command delay (s), as ``r2s2r real2sim`` writes it.
+class StepHook(Protocol):
+    """Called by :meth:`SimWorld.step` around every physics step when set (hardware stand-ins only)."""
+
+    def control_tick(self, time: float) -> bool:
+        """Whether queued commands may reach the actuators at physics ``time`` (s)."""
+        ...
+
+    def before_step(self, data: mujoco.MjData) -> None:
+        """Edit ``data`` (controls, applied forces) just before the step."""
+        ...
+
+
 COMMAND_DELAY_NUMERIC = "r2s2r_command_delay_s"
 
 
