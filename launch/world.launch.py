@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
-
 from r2s2r_sim.graph import load_graph, resolve
+
+from launch import LaunchContext, LaunchDescription
 
 GRAPH = "world"
 

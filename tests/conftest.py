@@ -28,7 +28,7 @@ def _claim_domain_id() -> tuple[int, object]:
     start = os.getpid() % 101
     for offset in range(101):
         domain = 1 + (start + offset) % 101
-        handle = open(lock_dir / f"{domain}.lock", "w")  # noqa: SIM115 - held for the test's life
+        handle = open(lock_dir / f"{domain}.lock", "w")  # held for the test's life
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -85,7 +85,7 @@ class Processes:
             if callable(then):
                 then()
 
-        proc = subprocess.Popen(  # noqa: S603 - list arguments, no shell
+        proc = subprocess.Popen(  # list arguments, no shell
             [exe, *args[1:]], env=self.env, text=True, preexec_fn=preexec,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs,  # type: ignore[arg-type]
         )

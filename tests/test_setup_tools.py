@@ -42,9 +42,10 @@ def test_installed_venv_has_no_build_machine_paths_left() -> None:
 
 def test_interfaces_round_trip_through_serialization() -> None:
     # The colcon-built typesupport (C extension + Fast DDS CDR) is what crosses processes.
-    from r2s2r_msgs.msg import EpisodeOutcome, Metric
     from rclpy.serialization import deserialize_message, serialize_message
     from tf2_msgs.msg import TFMessage
+
+    from r2s2r_msgs.msg import EpisodeOutcome, Metric
 
     out = EpisodeOutcome(policy_id="p", variation_seed=2**63, success=True,
                          metrics=[Metric(name="object_to_target_m", value=0.012)])

@@ -40,7 +40,7 @@ def _dump(pid: int) -> str:
     if spy is None:
         return "(py-spy not installed)"
     try:
-        res = subprocess.run(  # noqa: S603 - list arguments
+        res = subprocess.run(  # list arguments
             [spy, "dump", "--native", "--pid", str(pid)], capture_output=True, text=True, timeout=60
         )
     except subprocess.TimeoutExpired:
@@ -60,7 +60,7 @@ def run_once(index: int, args: argparse.Namespace, out: Path) -> bool:
     # A shell's background jobs (`cmd &`, nohup, many CI runners) start with SIGINT ignored; a terminal's
     # foreground job with SIGINT at its default. Reproduce the one asked for, whatever ours is.
     disposition = signal.SIG_IGN if args.sigint_ignored else signal.SIG_DFL
-    proc = subprocess.Popen(  # noqa: S603 - list arguments
+    proc = subprocess.Popen(  # list arguments
         cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, disposition),
     )

@@ -1,6 +1,5 @@
 """ament_python package r2s2r_capture: installable with colcon (ROS distro) or pip (editable, pip mode)."""
 
-from glob import glob
 from pathlib import Path
 
 from setuptools import find_packages, setup

@@ -37,7 +37,7 @@ def test_msgs_defs(request: pytest.FixtureRequest) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def shared_dir() -> Path:  # module-scoped twin of the conftest fixture
-    from tests.conftest import SHARED  # noqa: PLC0415
+    from tests.conftest import SHARED
 
     if not SHARED.is_dir():
         pytest.skip(f"{SHARED} (the shared conformance corpora) is not present beside this checkout")

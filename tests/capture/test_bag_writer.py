@@ -126,7 +126,7 @@ def test_failures(tmp_path: Path) -> None:
 
 
 def test_metadata_as_jazzy_writes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcap.reader import make_reader  # noqa: PLC0415
+    from mcap.reader import make_reader
 
     monkeypatch.delenv("ROS_DISTRO", raising=False)
     ros_distro.cache_clear()

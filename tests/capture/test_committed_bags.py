@@ -87,10 +87,10 @@ def test_committed_bags_open_and_stay_small() -> None:
 
 def _frames(bag: BagReader) -> list[dict[str, object]]:
     """Per colour frame: the messages with its stamp, decoded by rclpy as the policy node receives them."""
-    from geometry_msgs.msg import PoseStamped  # noqa: PLC0415 - rclpy types only where needed
-    from rclpy.serialization import deserialize_message  # noqa: PLC0415
-    from sensor_msgs.msg import CameraInfo, Image  # noqa: PLC0415
-    from tf2_msgs.msg import TFMessage  # noqa: PLC0415
+    from geometry_msgs.msg import PoseStamped  # rclpy types only where needed
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import CameraInfo, Image
+    from tf2_msgs.msg import TFMessage
 
     classes = {COLOR: Image, DEPTH: Image, COLOR_INFO: CameraInfo, TRUTH: PoseStamped}
     by_stamp: dict[tuple[int, int], dict[str, object]] = defaultdict(dict)

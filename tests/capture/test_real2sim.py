@@ -148,8 +148,8 @@ def test_bad_capture_is_refused_and_nothing_written(
 
 def test_capture_bag_offers_the_driver_qos(tmp_path: Path) -> None:
     """A capture replays like a recording of the drivers: the QoS of config/interface.yaml is in the bag."""
-    from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
-    from r2s2r_capture.playback import replay_qos  # noqa: PLC0415
+    from r2s2r_capture.bag_reader import BagReader
+    from r2s2r_capture.playback import replay_qos
 
     cfg = dataclasses.replace(SMALL, excitation=dataclasses.replace(EXC, duration_s=1.0))
     bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag

@@ -128,7 +128,7 @@ def test_failed_first_attempt_is_recorded(tmp_path: Path, monkeypatch: pytest.Mo
     import r2s2r_eval.demos as demos_module
 
     class Failing(demos_module.PrivilegedExpert):
-        def act(self, observation):  # noqa: ANN001, ANN202
+        def act(self, observation):
             raise PolicyError("expert gives up")
 
     monkeypatch.setattr(demos_module, "PrivilegedExpert", Failing)
@@ -264,7 +264,7 @@ def test_state_only_head_with_teacher_forcing_runs(demos: Path, tmp_path: Path) 
 class _GripperSpy:
     """Runs a policy and keeps its gripper commands."""
 
-    def __init__(self, policy) -> None:  # noqa: ANN001
+    def __init__(self, policy) -> None:
         from r2s2r_eval.policy import Policy
 
         self.seen: list[float] = []
@@ -273,10 +273,10 @@ class _GripperSpy:
         class Spy(Policy):
             requires = policy.requires
 
-            def reset(self, info):  # noqa: ANN001, ANN202
+            def reset(self, info):
                 policy.reset(info)
 
-            def act(self, observation):  # noqa: ANN001, ANN202
+            def act(self, observation):
                 action = policy.act(observation)
                 outer.seen.append(action.gripper)
                 return action

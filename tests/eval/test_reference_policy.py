@@ -79,7 +79,7 @@ def test_runner_refuses_bad_rates_and_closed_use(runner: EpisodeRunner) -> None:
 def test_assumed_nominal_camera_fails_only_where_the_camera_differs(runner: EpisodeRunner) -> None:
     # In the bundled world the nominal camera is the true one; on the emulated hardware the camera sits
     # ~2 cm and ~1.6 deg away, so a policy that trusts the nominal model misses the cube there.
-    from r2s2r_sim.emulated_cell import EmulatedCell  # noqa: PLC0415
+    from r2s2r_sim.emulated_cell import EmulatedCell
 
     params = ReferenceParams(assume_camera_of=WORLD)
     in_sim = [runner.run(ReferencePolicy(params), s, camera_rate_hz=CAMERA_HZ).success for s in SEEDS[:3]]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from r2s2r_sim.camera_frames import CameraFrames
 from r2s2r_eval.policy import (
     Action,
     EpisodeInfo,
@@ -16,6 +15,7 @@ from r2s2r_eval.policy import (
     PolicyError,
 )
 from r2s2r_eval.runner import EpisodeRunner
+from r2s2r_sim.camera_frames import CameraFrames
 from r2s2r_sim.render_profile import FAST, FULL
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics
 from r2s2r_sim.world import SimWorld

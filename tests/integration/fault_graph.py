@@ -39,7 +39,7 @@ class Graph:
     def __init__(self, env: dict[str, str], args: list[str], extra: dict[str, dict[str, object]]) -> None:
         env = dict(env)
         env["PYTHONPATH"] = f"{HERE}{os.pathsep}{env.get('PYTHONPATH', '')}"
-        self.proc = subprocess.Popen(  # noqa: S603 - list arguments
+        self.proc = subprocess.Popen(  # list arguments
             [sys.executable, "-c", _DRIVER, *args, json.dumps(extra)], env=env, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )

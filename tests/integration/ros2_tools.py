@@ -33,7 +33,7 @@ def ros2(args: Sequence[str], env: dict[str, str], *, timeout: float = 120.0,
          cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``ros2 ARGS...`` (list arguments, no shell) in ``env``; stdout and stderr captured."""
     try:
-        return subprocess.run(["ros2", *args], env=env, cwd=cwd, text=True, capture_output=True,  # noqa: S603
+        return subprocess.run(["ros2", *args], env=env, cwd=cwd, text=True, capture_output=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired as err:
         raise AssertionError(f"`ros2 {' '.join(args)}` did not finish within {timeout} s; "

@@ -50,7 +50,7 @@ class RosProbe:
         while self._running and self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - shutting down
+            except Exception:  # shutting down
                 if self._running:
                     raise
 

@@ -34,7 +34,7 @@ def _in_workspace(install: Path, args: list[str], env: dict[str, str], cwd: Path
     """Run ``args`` in a bash that sourced ``install/setup.bash`` (paths as arguments, no interpolation)."""
     script = 'source "$1/setup.bash" && shift && exec "$@"'
     try:
-        return subprocess.run(["bash", "-c", script, "_", str(install), *args], env=env, cwd=cwd,  # noqa: S603,S607
+        return subprocess.run(["bash", "-c", script, "_", str(install), *args], env=env, cwd=cwd,
                               capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as err:
         raise AssertionError(f"{args} did not finish within {timeout} s: {err.stdout!r} {err.stderr!r}") \
@@ -44,7 +44,7 @@ def _in_workspace(install: Path, args: list[str], env: dict[str, str], cwd: Path
 @pytest.mark.timeout(BUILD_S + RUN_S + 120)
 def test_workspace_build_then_ros2_launch_from_its_install(ros_env: dict[str, str], tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    build = subprocess.run(  # noqa: S603
+    build = subprocess.run(
         ["colcon", "--log-base", str(ws / "log"), "build", "--base-paths", str(REPO),
          "--build-base", str(ws / "build"), "--install-base", str(ws / "install"),
          "--event-handlers", "console_direct-", "console_stderr-", "status-",

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from r2s2r_sim.graph import Graph, NodeSpec, resolve
 from r2s2r_sim.launcher import EXIT_INTERRUPTED, EXIT_NOT_STARTED, Launcher
 
@@ -155,7 +154,7 @@ def test_a_respawn_node_is_restarted_each_time_it_exits(prefix: dict[str, str], 
         while not any("respawned crasher-2 (restart 3)" in line for line in list(out)):
             assert time.monotonic() < deadline, "no third respawn within 240 s"
             time.sleep(0.05)
-        launcher._on_signal(signal.SIGINT, None)  # what Ctrl-C does  # noqa: SLF001
+        launcher._on_signal(signal.SIGINT, None)  # what Ctrl-C does
 
     threading.Thread(target=stop_after_three_restarts, daemon=True).start()
     code = launcher.run()

@@ -45,9 +45,10 @@ except KeyboardInterrupt:
 
 
 def test_outcome_tf_and_reset_service_between_processes(processes, ros_env) -> None:
+    from tf2_msgs.msg import TFMessage
+
     from r2s2r_msgs.msg import EpisodeOutcome
     from r2s2r_msgs.srv import ResetEpisode
-    from tf2_msgs.msg import TFMessage
 
     peer = processes.start([sys.executable, "-c", SERVER])
     context = rclpy.Context()

@@ -37,7 +37,7 @@ def test_spin_ends_when_the_signal_wakes_the_executor_before_the_shutdown(
     try:
         spinner.start()
         time.sleep(0.3)
-        executor._sigint_gc.trigger()  # noqa: SLF001 - what rclpy's signal thread does first ...
+        executor._sigint_gc.trigger()  # what rclpy's signal thread does first ...
         time.sleep(0.5)  # ... the executor wakes, finds the context valid and waits again ...
         with context.handle:
             context.handle.shutdown()  # ... then rclpy::shutdown_contexts(): no on_shutdown callbacks
@@ -96,7 +96,7 @@ def test_sim_node_started_with_sigint_ignored_stops_on_a_sigint_during_start_up(
 
     exe = shutil.which("sim_node", path=ros_env.get("PATH"))
     assert exe is not None
-    proc = subprocess.Popen(  # noqa: S603 - list arguments
+    proc = subprocess.Popen(  # list arguments
         [exe, "--ros-args", "-p", "lockstep:=true", "-p", "cameras_enabled:=false"],
         env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=_ignoring_sigint,

@@ -29,7 +29,7 @@ def launch_real(ros_env: dict[str, str], results: Path, *args: str, timeout: flo
     env = dict(ros_env)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH", "")]))
     cmd = ["r2s2r", "launch", "world", "mode:=real", "emulate_hardware:=true", f"results:={results}", *args]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S603
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     return out

@@ -30,7 +30,7 @@ EXPECTED = {
 def test_standard_ros2_tools_against_the_running_sim(ros_env: dict[str, str], tmp_path: Path) -> None:
     report = tmp_path / "conformance.xml"
     try:
-        proc = subprocess.run(["launch_test", "--junit-xml", str(report), str(LAUNCH_TEST)],  # noqa: S603,S607
+        proc = subprocess.run(["launch_test", "--junit-xml", str(report), str(LAUNCH_TEST)],
                               env=ros_env, cwd=tmp_path, capture_output=True, text=True, timeout=900,
                               check=False)
     finally:

@@ -113,7 +113,7 @@ class TestStandardTools(unittest.TestCase):
     def test_topic_hz_measures_the_joint_states(self) -> None:
         # `ros2 topic hz` runs until stopped: read its output up to the first rate report.
         name = IFACE.topic("joint_states")
-        proc = subprocess.Popen(["ros2", "topic", "hz", "--window", "50", name], env=_env(), text=True,  # noqa: S603,S607
+        proc = subprocess.Popen(["ros2", "topic", "hz", "--window", "50", name], env=_env(), text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         lines: list[str] = []
         rate: list[float] = []

@@ -165,7 +165,8 @@ def test_compliance_is_a_spring_in_series_with_the_servo(tmp_path: Path) -> None
     kp = float(rigid_arm.world.model.actuator_gainprm[0, 0])
     rigid = _deflection_under_load(rigid_arm, torque)
     soft = _deflection_under_load(
-        _arm(tmp_path, f"arm_effects: {{joints: {{shoulder_pan: {{stiffness: {k}, motor_inertia: 0.05}}}}}}"), torque
+        _arm(tmp_path, f"arm_effects: {{joints: {{shoulder_pan: {{stiffness: {k}, motor_inertia: 0.05}}}}}}"),
+        torque,
     )
     assert rigid == pytest.approx(torque / kp, rel=0.05)
     assert soft == pytest.approx(torque / kp + torque / k, rel=0.05)

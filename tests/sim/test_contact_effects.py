@@ -7,11 +7,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from scipy.spatial import ConvexHull
-
 from r2s2r_sim.contact_effects import rounded_box
 from r2s2r_sim.emulated_hardware import EmulatedArm, HardwareProfileError, load_hardware_profile
 from r2s2r_sim.paths import config_dir
+from scipy.spatial import ConvexHull
 
 PROFILES = config_dir() / "emulated_hardware"
 

@@ -146,7 +146,7 @@ def test_same_seed_same_hash_in_another_process() -> None:
 
 def test_apply_variation_on_a_spec_matches_the_world(base_world: SimWorld) -> None:
     v = sample_variation(CONFIG, 21)
-    spec = base_world._spec.copy()  # composed spec of the base world  # noqa: SLF001
+    spec = base_world._spec.copy()  # composed spec of the base world
     apply_variation(spec, v)
     model = spec.compile()
     assert model.nbody == make_world(BUNDLED, v).model.nbody

@@ -137,7 +137,7 @@ class DataFile:
             raise BagError(f"data file {path}: not {what} (bad magic): not a rosbag2 data file")
         try:
             self._open_with_rosbags()
-        except Exception as err:  # noqa: BLE001 - rosbags raises several types; fall back or report below
+        except Exception as err:  # rosbags raises several types; fall back or report below
             if kind != "mcap":
                 raise BagError(f"data file {path}: cannot be read: {err}") from err
             self._recover_summary(err)
@@ -268,7 +268,7 @@ class DataFile:
                     elif isinstance(rec, Message) and rec.channel_id in channels:
                         topic, name = channels[rec.channel_id]
                         yield _Scanned(topic, name, rec.log_time, bytes(rec.data))
-            except Exception as err:  # noqa: BLE001 - any failure ends the readable prefix of a damaged file
+            except Exception as err:  # any failure ends the readable prefix of a damaged file
                 note = (
                     f"{self.path.name}: stopped reading at byte {good} of {self.source.stat().st_size} "
                     f"(the last whole record ends there; the rest is unreadable): {type(err).__name__}: {err}"
@@ -289,7 +289,7 @@ class _Scanned:
 def _conn_of(channel: Channel, schema: Schema | None) -> Conn:
     try:
         qos = tuple(parse_qos(channel.metadata.get("offered_qos_profiles", "")))
-    except Exception:  # noqa: BLE001 - unreadable QoS text: no QoS known
+    except Exception:  # unreadable QoS text: no QoS known
         qos = ()
     name = schema.name if schema else ""
     msgdef = schema.data.decode("utf-8", "replace") if schema else None
@@ -300,5 +300,5 @@ def qos_of(entry: Any) -> tuple[Qos, ...]:
     """The offered QoS profiles of one ``metadata.yaml`` topic entry; () when absent or unreadable."""
     try:
         return tuple(parse_qos((entry or {}).get("offered_qos_profiles") or ""))
-    except Exception:  # noqa: BLE001 - reported by the caller as "no QoS recorded"
+    except Exception:  # reported by the caller as "no QoS recorded"
         return ()

@@ -168,7 +168,7 @@ class BagReader:
             info = doc["rosbag2_bagfile_information"]
             if not isinstance(info, dict):
                 raise TypeError(f"expected a mapping, got {type(info).__name__}")
-        except Exception as err:  # noqa: BLE001 - yaml errors, wrong shape
+        except Exception as err:  # yaml errors, wrong shape
             raise BagError(
                 f"bag {path}: metadata.yaml has no readable rosbag2_bagfile_information: {err}"
             ) from err
@@ -282,7 +282,7 @@ class BagReader:
             types = get_types_from_msg(text, name)
             self.typestore.register(types)
             self.typestore.generate_msgdef(name, ros_version=2)  # all nested types resolve
-        except Exception as err:  # noqa: BLE001 - parser and store raise several types
+        except Exception as err:  # parser and store raise several types
             return f"embedded definition does not parse or resolve: {err}"
         return ""
 
@@ -311,7 +311,7 @@ class BagReader:
                 for k, v in types.items()
             }
             self.typestore.register(renamed)  # (generate_msgdef cannot render /srv/ names; not needed here)
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             return f"cannot build the service event type from the .srv text: {err}"
         return ""
 
@@ -350,7 +350,7 @@ class BagReader:
             raise BagError(f"bag {self.path}: topic {msg.topic} type {msg.msgtype}: {why}")
         try:
             return self.typestore.deserialize_cdr(msg.data, normalize_type(msg.msgtype))
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             raise BagError(
                 f"bag {self.path}: topic {msg.topic} message at {msg.timestamp_ns} ns "
                 f"does not deserialize as {msg.msgtype}: {err}"

@@ -470,8 +470,8 @@ class ThreadedBagWriter:
     """
 
     def __init__(self, writer: BagWriter, *, max_queue: int = 10000) -> None:
-        import queue  # noqa: PLC0415
-        import threading  # noqa: PLC0415
+        import queue
+        import threading
 
         if max_queue < 1:
             raise BagError(f"max_queue must be >= 1: got {max_queue}")
@@ -520,12 +520,12 @@ class ThreadedBagWriter:
             if self.error is None:
                 try:
                     self.writer.write(*item)
-                except BaseException as err:  # noqa: BLE001 - reported by close()
+                except BaseException as err:  # reported by close()
                     self.error = err
 
     def close(self) -> None:
         """Drain, close the bag (metadata.yaml written) and report a writer failure."""
-        from r2s2r_capture.errors import CaptureError  # noqa: PLC0415
+        from r2s2r_capture.errors import CaptureError
 
         if self._closed:
             return

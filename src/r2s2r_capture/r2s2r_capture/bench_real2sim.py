@@ -238,11 +238,11 @@ def run_bench(
     ``n_harmonics`` override the capture's default excitation trajectory
     (:class:`~r2s2r_capture.capture.CaptureConfig`).
     """
-    from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: PLC0415
+    from r2s2r_sim.emulated_hardware import load_hardware_profile
 
-    from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: PLC0415
-    from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: PLC0415
-    from r2s2r_capture.resim import resim  # noqa: PLC0415
+    from r2s2r_capture.capture import CaptureConfig, capture_emulated
+    from r2s2r_capture.real2sim import Real2SimConfig, real2sim
+    from r2s2r_capture.resim import resim
 
     profile = load_hardware_profile(profile_path)
     exc = CaptureConfig().excitation

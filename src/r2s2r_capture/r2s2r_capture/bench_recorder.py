@@ -32,11 +32,11 @@ TOPICS = {"/camera/color/image_raw": 30.0, "/camera/depth/image_raw": 30.0, "/jo
 
 def publish(duration: float, scale: float = 1.0) -> dict[str, int]:
     """Publish the synthetic streams for ``duration`` s; returns the sent count per topic."""
-    import rclpy  # noqa: PLC0415
-    import rclpy.duration  # noqa: PLC0415
-    from r2s2r_sim.dds import use_large_data_transport  # noqa: PLC0415
-    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-    from sensor_msgs.msg import Image, JointState  # noqa: PLC0415
+    import rclpy
+    import rclpy.duration
+    from r2s2r_sim.dds import use_large_data_transport
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image, JointState
 
     use_large_data_transport()  # the stand-in camera uses the same Fast DDS fix as the sim node
     rclpy.init()
@@ -93,10 +93,10 @@ def _cpu_s(pid: int) -> float:
 
 def run_once(out: Path, duration: float, kill: bool, storage: str = "mcap") -> dict[str, object]:
     """One recorder run; returns sent/bag counts and figures."""
-    from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
+    from r2s2r_capture.bag_reader import BagReader
 
     env = _env()
-    rec = subprocess.Popen(  # noqa: S603
+    rec = subprocess.Popen(
         [
             "recorder_node",
             "--ros-args",
@@ -117,7 +117,7 @@ def run_once(out: Path, duration: float, kill: bool, storage: str = "mcap") -> d
             sys.executable,
             "-m",
             "r2s2r_capture.bench_recorder",
-            "publish",  # noqa: S603
+            "publish",
             "--duration",
             str(duration + (5 if kill else 0)),
         ],
@@ -165,10 +165,10 @@ def player_timing(bag: Path) -> dict[str, float]:
     The node's publishers and its reader are wrapped (nothing in the player changes): each publish is timed
     when it returns and compared with ``t0 + (t - start) / rate``, ``t0`` taken as the player starts a pass.
     """
-    import numpy as np  # noqa: PLC0415
-    import rclpy  # noqa: PLC0415
+    import numpy as np
+    import rclpy
 
-    from r2s2r_capture.player_node import PlayerConfig, PlayerNode  # noqa: PLC0415
+    from r2s2r_capture.player_node import PlayerConfig, PlayerNode
 
     errors: list[float] = []
     rclpy.init()
@@ -217,7 +217,7 @@ def player_timing(bag: Path) -> dict[str, float]:
 
 def run_player(bag: Path) -> dict[str, float]:
     """Player timing in a child process (its own rclpy context and DDS domain)."""
-    out = subprocess.run(  # noqa: S603
+    out = subprocess.run(
         [sys.executable, "-m", "r2s2r_capture.bench_recorder", "play-timing", "--bag", str(bag)],
         env=_env(),
         capture_output=True,

@@ -175,7 +175,7 @@ def topic_names(camera: str, interface: str = "") -> dict[str, tuple[str, str]]:
     Raises:
         InterfaceError: unknown profile or unreadable interface file.
     """
-    from r2s2r_sim.interface import load_interface  # noqa: PLC0415
+    from r2s2r_sim.interface import load_interface
 
     iface = load_interface(interface)
     names = {}
@@ -210,8 +210,8 @@ def _board_editor(texture: Path, board: CharucoBoardSpec) -> Callable[[mujoco.Mj
 
 def _capture_variant(world: str | Path, board: CharucoBoardSpec, root: Path) -> Path:
     """Copy the world folder to ``root/world`` and add the board (texture + mocap plane) to its scene."""
-    from r2s2r_sim.world_config import load_world_config  # noqa: PLC0415
-    from r2s2r_sim.worlds import world_path  # noqa: PLC0415
+    from r2s2r_sim.world_config import load_world_config
+    from r2s2r_sim.worlds import world_path
 
     src = world_path(world)
     dst = root / "world"
@@ -238,7 +238,7 @@ class _Msgs:
         self.bag = bag
         self.handles: dict[str, int] = {}
         self.counts: dict[str, int] = {}
-        from r2s2r_sim.interface import load_interface  # noqa: PLC0415
+        from r2s2r_sim.interface import load_interface
 
         iface = load_interface(interface)
         names = topic_names(camera, interface)
@@ -396,8 +396,8 @@ def capture_emulated(
     Raises:
         CaptureError: the output exists or the emulator cannot be built (message says why).
     """
-    from r2s2r_sim.emulated_hardware import EmulatedArm, HardwareProfileError, load_hardware_profile  # noqa: PLC0415
-    from r2s2r_sim.errors import WorldError  # noqa: PLC0415
+    from r2s2r_sim.emulated_hardware import EmulatedArm, HardwareProfileError, load_hardware_profile
+    from r2s2r_sim.errors import WorldError
 
     cfg = config or CaptureConfig()
     out = Path(output)

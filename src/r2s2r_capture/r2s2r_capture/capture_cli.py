@@ -26,7 +26,7 @@ def _add_board_args(p: argparse.ArgumentParser) -> None:
 
 
 def _board(ns: argparse.Namespace) -> Any:
-    from r2s2r_capture.charuco import DEFAULT_BOARD  # noqa: PLC0415 - keeps `r2s2r --help` light
+    from r2s2r_capture.charuco import DEFAULT_BOARD  # keeps `r2s2r --help` light
 
     changes: dict[str, Any] = {}
     if ns.squares is not None:
@@ -34,14 +34,14 @@ def _board(ns: argparse.Namespace) -> Any:
     for field in ("square_m", "marker_m", "dictionary"):
         if getattr(ns, field) is not None:
             changes[field] = getattr(ns, field)
-    import dataclasses  # noqa: PLC0415
+    import dataclasses
 
     return dataclasses.replace(DEFAULT_BOARD, **changes)
 
 
 def cmd_board(ns: argparse.Namespace) -> int:
     """Write the board PNG (and a PDF next to it with ``--pdf``)."""
-    from r2s2r_capture.charuco import write_board_pdf, write_board_png  # noqa: PLC0415
+    from r2s2r_capture.charuco import write_board_pdf, write_board_png
 
     try:
         board = _board(ns)
@@ -57,7 +57,7 @@ def cmd_board(ns: argparse.Namespace) -> int:
 
 def cmd_calibrate(ns: argparse.Namespace) -> int:
     """Calibrate intrinsics from a folder of board views and write CameraInfo YAML."""
-    from r2s2r_capture import calibration  # noqa: PLC0415
+    from r2s2r_capture import calibration
 
     try:
         if Path(ns.output).exists():  # fail before the slow part
@@ -83,7 +83,7 @@ def cmd_calibrate(ns: argparse.Namespace) -> int:
 
 def cmd_sysid(ns: argparse.Namespace) -> int:
     """Identify arm dynamics from a recording and write the fitted MJCF, summary and report."""
-    from r2s2r_capture import sysid  # noqa: PLC0415
+    from r2s2r_capture import sysid
 
     try:
         if Path(ns.output).exists():

@@ -155,10 +155,10 @@ def write_board_pdf(board: CharucoBoardSpec, path: str | Path, *, margin_m: floa
     out = Path(path)
     _refuse_existing(out)
     try:
-        import matplotlib  # noqa: PLC0415 - optional dependency
+        import matplotlib  # optional dependency
 
         matplotlib.use("Agg")
-        from matplotlib import pyplot as plt  # noqa: PLC0415
+        from matplotlib import pyplot as plt
     except ImportError as err:
         raise CalibrationError(f"writing {out} needs matplotlib (pip install matplotlib)") from err
     width_m, height_m = board.size_m

@@ -209,7 +209,7 @@ def read_joint_motion(
     Raises:
         BagError: unreadable bag, or joint states lacking an arm joint.
     """
-    from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
+    from r2s2r_capture.bag_reader import BagReader
 
     ts, qs, qds, efs, cts, cqs = [], [], [], [], [], []
     idx: list[int] | None = None
@@ -266,8 +266,8 @@ def read_capture(
     Raises:
         BagError: unreadable bag, or no capture phase markers.
     """
-    from r2s2r_capture.bag_reader import BagReader  # noqa: PLC0415
-    from r2s2r_capture.capture import board_from_json, topic_names  # noqa: PLC0415
+    from r2s2r_capture.bag_reader import BagReader
+    from r2s2r_capture.capture import board_from_json, topic_names
 
     cfg = config or Real2SimConfig()
     names = topic_names(cfg.camera, cfg.interface)
@@ -375,9 +375,9 @@ def extrinsics_from_known_poses(
     Raises:
         CalibrationError: fewer than 6 corners in all views together, or PnP failure.
     """
-    import cv2  # noqa: PLC0415
+    import cv2
 
-    from r2s2r_capture.calibration import detect_board  # noqa: PLC0415
+    from r2s2r_capture.calibration import detect_board
 
     obj, img = [], []
     corners = board.corners_m()
@@ -408,7 +408,7 @@ def extrinsics_from_known_poses(
 
 
 def _undistort(frames: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray) -> list:
-    import cv2  # noqa: PLC0415
+    import cv2
 
     h, w = frames[0][1].shape
     mx, my = cv2.initUndistortRectifyMap(K, D, None, K, (w, h), cv2.CV_32FC1)
@@ -424,7 +424,7 @@ def _undistort(frames: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D
 
 
 def _pick_task(objects: Sequence[Any]) -> tuple[str, str]:
-    from r2s2r_capture.reconstruction import PrimitiveKind  # noqa: PLC0415
+    from r2s2r_capture.reconstruction import PrimitiveKind
 
     if len(objects) < 2:
         raise ReconstructionError(
@@ -439,10 +439,10 @@ def _pick_task(objects: Sequence[Any]) -> tuple[str, str]:
 
 def _robot_with_fit(template_cfg: Any, fitted: dict[str, float], params: Any, dst: Path) -> Path:
     """Copy the template robot folder to ``dst`` and write the fitted values into its MJCF."""
-    import mujoco  # noqa: PLC0415
-    from mujoco import sysid as mjsysid  # noqa: PLC0415
+    import mujoco
+    from mujoco import sysid as mjsysid
 
-    from r2s2r_capture.sysid import DELAY_NUMERIC  # noqa: PLC0415
+    from r2s2r_capture.sysid import DELAY_NUMERIC
 
     src_dir = template_cfg.robot.mjcf.parent
     shutil.copytree(src_dir, dst, ignore=shutil.ignore_patterns("world.yaml", ".*"))
@@ -470,13 +470,13 @@ def real2sim(
         BagError, CalibrationError, ReconstructionError, IdentificationError: naming what to record or
             what is wrong; nothing is left at ``out_dir``.
     """
-    from r2s2r_sim.world_config import load_world_config  # noqa: PLC0415
-    from r2s2r_sim.worlds import world_path  # noqa: PLC0415
+    from r2s2r_sim.world_config import load_world_config
+    from r2s2r_sim.worlds import world_path
 
-    from r2s2r_capture import calibration as cal  # noqa: PLC0415
-    from r2s2r_capture import reconstruction as rc  # noqa: PLC0415
-    from r2s2r_capture import sysid as S  # noqa: PLC0415
-    from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world  # noqa: PLC0415
+    from r2s2r_capture import calibration as cal
+    from r2s2r_capture import reconstruction as rc
+    from r2s2r_capture import sysid as S
+    from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world
 
     cfg = config or Real2SimConfig()
     say = progress or (lambda _line: None)

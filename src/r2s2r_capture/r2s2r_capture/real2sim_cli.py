@@ -29,7 +29,7 @@ _INTERFACE_HELP = (
 
 def cmd_capture(ns: argparse.Namespace) -> int:
     """Record the capture procedure from the emulated hardware (in-process) into a bag."""
-    from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: PLC0415
+    from r2s2r_capture.capture import CaptureConfig, capture_emulated
 
     if not ns.emulated:
         print(
@@ -55,7 +55,7 @@ def cmd_capture(ns: argparse.Namespace) -> int:
 
 def cmd_real2sim(ns: argparse.Namespace) -> int:
     """Calibrate, reconstruct and identify a world from capture bag(s)."""
-    from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: PLC0415
+    from r2s2r_capture.real2sim import Real2SimConfig, real2sim
 
     try:
         if Path(ns.output).exists():
@@ -74,7 +74,7 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
 
 def cmd_resim(ns: argparse.Namespace) -> int:
     """Replay a bag's commands in a world and report the divergence."""
-    from r2s2r_capture.resim import resim  # noqa: PLC0415
+    from r2s2r_capture.resim import resim
 
     try:
         result = resim(ns.bag, ns.world, delay_s=ns.delay)

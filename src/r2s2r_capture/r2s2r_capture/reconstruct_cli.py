@@ -21,7 +21,7 @@ _NPZ_KEYS = ("rgb", "depth", "K", "poses")
 
 
 def _load_frames(path: str) -> dict[str, Any]:
-    import numpy as np  # noqa: PLC0415
+    import numpy as np
 
     try:
         with np.load(path, allow_pickle=False) as npz:
@@ -41,7 +41,7 @@ def _load_frames(path: str) -> dict[str, Any]:
 
 
 def _pick_task(objects: tuple, object_name: str | None, target_name: str | None) -> tuple[str, str]:
-    from r2s2r_capture.reconstruction import PrimitiveKind  # noqa: PLC0415
+    from r2s2r_capture.reconstruction import PrimitiveKind
 
     if len(objects) < 2:
         raise ReconstructionError(
@@ -58,10 +58,10 @@ def _pick_task(objects: tuple, object_name: str | None, target_name: str | None)
 
 def cmd_reconstruct(ns: argparse.Namespace) -> int:
     """Fuse, segment and write the world; prints one line per object."""
-    import numpy as np  # noqa: PLC0415
+    import numpy as np
 
-    from r2s2r_capture import reconstruction as rc  # noqa: PLC0415
-    from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world  # noqa: PLC0415
+    from r2s2r_capture import reconstruction as rc
+    from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world
 
     try:
         if Path(ns.output).exists():  # fail before the slow part
@@ -87,7 +87,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
         if ns.keepout is not None:
             keepout = rc.RobotKeepOut(center=tuple(ns.keepout[:3]), radius=ns.keepout_radius)
         else:
-            from r2s2r_sim.world_config import load_world_config  # noqa: PLC0415
+            from r2s2r_sim.world_config import load_world_config
 
             attach = load_world_config(ns.template).robot.attach
             if attach.site is None:
@@ -129,7 +129,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
 
 
 def _object_body(world_dir: Path) -> str:
-    import yaml  # noqa: PLC0415
+    import yaml
 
     return str(yaml.safe_load((world_dir / "world.yaml").read_text(encoding="utf-8"))["task"]["object_body"])
 

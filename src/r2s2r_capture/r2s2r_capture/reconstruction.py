@@ -38,8 +38,8 @@ __all__ = [
 ]
 
 
-def _o3d():  # noqa: ANN202 - open3d is heavy; imported on first use so `r2s2r --help` stays fast
-    import open3d as o3d  # noqa: PLC0415
+def _o3d():  # open3d is heavy; imported on first use so `r2s2r --help` stays fast
+    import open3d as o3d
 
     return o3d
 
@@ -69,7 +69,7 @@ class TsdfScene:
     voxel: float
     n_frames: int
 
-    def point_cloud(self):  # noqa: ANN201 - open3d.geometry.PointCloud
+    def point_cloud(self):  # open3d.geometry.PointCloud
         """Surface points (zero crossings) with colours, seams between tiles merged."""
         o3d = _o3d()
         pcd = o3d.geometry.PointCloud()
@@ -77,7 +77,7 @@ class TsdfScene:
             pcd += tile.extract_point_cloud()
         return pcd.voxel_down_sample(self.voxel) if len(pcd.points) else pcd
 
-    def triangle_mesh(self):  # noqa: ANN201 - open3d.geometry.TriangleMesh
+    def triangle_mesh(self):  # open3d.geometry.TriangleMesh
         """Marching-cubes mesh with vertex colours (tiles concatenated, duplicate vertices merged)."""
         o3d = _o3d()
         mesh = o3d.geometry.TriangleMesh()
@@ -409,7 +409,7 @@ class SceneResult:
 
 def _min_area_rect(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Minimum-area rectangle of 2-D points: centre, (size_a, size_b), yaw of the ``a`` axis in [0, pi/2)."""
-    import cv2  # noqa: PLC0415
+    import cv2
 
     (cx, cy), _, angle = cv2.minAreaRect(xy.astype(np.float32))
     # The rectangle is symmetric under quarter turns: report the side in [0, pi/2) as ``a`` and refine
@@ -439,7 +439,7 @@ def _box_surface_distance(local: np.ndarray, half: np.ndarray) -> np.ndarray:
     return np.where(np.all(q < 0, axis=1), inside, outside)
 
 
-def _find_planes(o3d, pcd, cfg: SegmentConfig) -> list[tuple[float, np.ndarray]]:  # noqa: ANN001
+def _find_planes(o3d, pcd, cfg: SegmentConfig) -> list[tuple[float, np.ndarray]]:
     """Horizontal planes ``(height, inlier indices into pcd)``, largest first search, up to max_planes."""
     o3d.utility.random.seed(cfg.seed)
     remaining = np.arange(len(pcd.points))
@@ -464,7 +464,7 @@ def _find_planes(o3d, pcd, cfg: SegmentConfig) -> list[tuple[float, np.ndarray]]
     return planes
 
 
-def segment_scene(pcd, config: SegmentConfig | None = None) -> SceneResult:  # noqa: ANN001 - o3d PointCloud
+def segment_scene(pcd, config: SegmentConfig | None = None) -> SceneResult:  # o3d PointCloud
     """Find the table plane and the objects on it in a fused point cloud (world frame, z up).
 
     The table is the highest horizontal RANSAC plane holding at least a quarter of the points of the largest

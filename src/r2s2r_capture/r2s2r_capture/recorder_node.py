@@ -194,7 +194,7 @@ class RecorderNode(Node):
     def _watch_episodes(self) -> None:
         """Collect the identity of every episode seen (a typed subscription beside the raw recording)."""
         try:
-            from r2s2r_msgs.msg import EpisodeOutcome  # noqa: PLC0415
+            from r2s2r_msgs.msg import EpisodeOutcome
         except ImportError:
             return
 
@@ -332,7 +332,7 @@ def _bag_qos(qos: QoSProfile) -> Qos:
 
 
 def _import_type(msgtype: str) -> type:
-    import importlib  # noqa: PLC0415
+    import importlib
 
     pkg, kind, name = msgtype.split("/")
     return getattr(importlib.import_module(f"{pkg}.{kind}"), name)  # type: ignore[no-any-return]

@@ -112,11 +112,11 @@ def resim(
     Raises:
         BagError: the bag lacks commands or joint states.
     """
-    import mujoco  # noqa: PLC0415
-    from r2s2r_sim.world import SimWorld  # noqa: PLC0415
-    from r2s2r_sim.worlds import world_path  # noqa: PLC0415
+    import mujoco
+    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.worlds import world_path
 
-    from r2s2r_capture.real2sim import read_joint_motion  # noqa: PLC0415
+    from r2s2r_capture.real2sim import read_joint_motion
 
     world = SimWorld(world_path(world_dir))
     names = tuple(world.arm_joint_names)

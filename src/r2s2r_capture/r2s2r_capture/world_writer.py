@@ -86,7 +86,7 @@ class TaskSpec:
 
 
 def _optical_to_mujoco_quat(R_opt: np.ndarray) -> np.ndarray:
-    import mujoco  # noqa: PLC0415
+    import mujoco
 
     # MuJoCo cameras look along -z with y up: 180 deg about x from the optical frame.
     R = R_opt @ np.diag([1.0, -1.0, -1.0])
@@ -105,8 +105,8 @@ def _write_obj(path: Path, vertices: np.ndarray, triangles: np.ndarray) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def _add_object(spec, obj: ReconstructedObject, *, name: str, free: bool, tmp: Path) -> None:  # noqa: ANN001
-    import mujoco  # noqa: PLC0415
+def _add_object(spec, obj: ReconstructedObject, *, name: str, free: bool, tmp: Path) -> None:
+    import mujoco
 
     body = spec.worldbody.add_body(name=name, pos=obj.position.tolist(), quat=obj.quat.tolist())
     if free:
@@ -170,8 +170,8 @@ def _scene_spec(
     target_name: str,
     target_site: str,
     site_height: float,
-):  # noqa: ANN202 - mujoco.MjSpec
-    import mujoco  # noqa: PLC0415
+):  # mujoco.MjSpec
+    import mujoco
 
     spec = mujoco.MjSpec()
     spec.modelname = "reconstructed"
@@ -291,9 +291,9 @@ def write_world(
         ReconstructionError: existing output, bad template, unknown task names, or a world that does not
             load (the message carries SimWorld's).
     """
-    from r2s2r_sim.errors import WorldError  # noqa: PLC0415
-    from r2s2r_sim.world import SimWorld  # noqa: PLC0415
-    from r2s2r_sim.world_config import load_world_config  # noqa: PLC0415
+    from r2s2r_sim.errors import WorldError
+    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world_config import load_world_config
 
     out = Path(out_dir)
     if out.exists():

@@ -54,7 +54,7 @@ def add_subcommand(
     subparsers: Any,
     name: str,
     *,
-    help: str,  # noqa: A002 - argparse's own keyword
+    help: str,  # argparse's own keyword
     description: str,
     add_arguments: Callable[[argparse.ArgumentParser], None],
     func: Callable[[argparse.Namespace], int],

@@ -217,7 +217,7 @@ class _Recorder(Policy):
 
     def __init__(self, expert: Policy, runner: EpisodeRunner, cfg: DemoConfig) -> None:
         super().__init__()
-        from r2s2r_sim.rendering import RgbdRenderer  # noqa: PLC0415
+        from r2s2r_sim.rendering import RgbdRenderer
 
         self.expert = expert
         self.world = runner.world
@@ -284,8 +284,8 @@ def _read_attempts(root: Path) -> list[dict[str, Any]]:
 
 def _write_mcap(path: Path, rec: _Recorder, cfg: DemoConfig, extra: dict[str, Any]) -> None:
     """One episode as a rosbag2 MCAP bag on the interface topics (small RGB on the colour topic)."""
-    from r2s2r_capture.bag_writer import BagWriter, TopicSpec  # noqa: PLC0415
-    from r2s2r_sim.interface import load_interface  # noqa: PLC0415
+    from r2s2r_capture.bag_writer import BagWriter, TopicSpec
+    from r2s2r_sim.interface import load_interface
 
     iface = load_interface()
     cam = rec.camera.name
@@ -356,9 +356,9 @@ def collect_demos(
         DemoError: the world has no gripper; VariationError / WorldError for a bad world or config.
         DatasetError: ``out`` holds a dataset with another schema.
     """
-    from r2s2r_sim.variations import load_variation_config, sample_variation  # noqa: PLC0415
-    from r2s2r_sim.variations.engine import dimension_names  # noqa: PLC0415
-    from r2s2r_sim.worlds import world_path  # noqa: PLC0415
+    from r2s2r_sim.variations import load_variation_config, sample_variation
+    from r2s2r_sim.variations.engine import dimension_names
+    from r2s2r_sim.worlds import world_path
 
     root = Path(out)
     vcfg = load_variation_config(cfg.variations) if cfg.variations is not None else None
@@ -367,7 +367,7 @@ def collect_demos(
     attempts = _read_attempts(root)
     writer: LeRobotWriter | None = None
     if (root / "meta/info.json").exists():
-        from r2s2r_eval.lerobot_format import read_info  # noqa: PLC0415
+        from r2s2r_eval.lerobot_format import read_info
 
         info = read_info(root)
         writer = LeRobotWriter(

@@ -70,7 +70,7 @@ def cmd_demos(ns: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     bar = None
     if not ns.quiet:
-        from tqdm import tqdm  # noqa: PLC0415
+        from tqdm import tqdm
 
         bar = tqdm(total=cfg.episodes, desc="demos", unit="ep")
 

@@ -68,7 +68,7 @@ class DatasetError(ValueError):
 
 def _ffmpeg() -> str:
     try:
-        import imageio_ffmpeg  # noqa: PLC0415 - optional until a video is touched
+        import imageio_ffmpeg  # optional until a video is touched
     except ImportError as err:
         raise DatasetError("MP4 encoding needs imageio-ffmpeg (pip install imageio-ffmpeg)") from err
     return str(imageio_ffmpeg.get_ffmpeg_exe())
@@ -134,7 +134,7 @@ def read_video(path: Path) -> np.ndarray:
     Raises:
         DatasetError: the file is missing or not a readable video.
     """
-    import imageio_ffmpeg  # noqa: PLC0415
+    import imageio_ffmpeg
 
     if not path.is_file():
         raise DatasetError(f"{path}: video file missing")

@@ -77,10 +77,10 @@ def collect_perception_frames(
         ValueError: ``out`` holds frames already, or the world has no task, camera or tool site.
         VariationError / WorldError: a bad variation config or world.
     """
-    from r2s2r_sim.rendering import RgbdRenderer  # noqa: PLC0415
-    from r2s2r_sim.variations import load_variation_config, sample_variation  # noqa: PLC0415
+    from r2s2r_sim.rendering import RgbdRenderer
+    from r2s2r_sim.variations import load_variation_config, sample_variation
 
-    from r2s2r_eval.runner import EpisodeRunner  # noqa: PLC0415
+    from r2s2r_eval.runner import EpisodeRunner
 
     out = Path(out)
     if (out / FRAMES_FILE).exists():

@@ -229,7 +229,7 @@ class PolicyNode(Node):
             self._active = True
         try:
             self.policy.reset(info)
-        except Exception as err:  # noqa: BLE001 - a policy failure ends the episode
+        except Exception as err:  # a policy failure ends the episode
             self._fail(err, 0.0)
 
     def _on_reset(self, request: Any, response: Any) -> Any:
@@ -355,7 +355,7 @@ class PolicyNode(Node):
         try:
             action = policy.act(obs)
             action.check(self._episode_info())
-        except Exception as err:  # noqa: BLE001 - a policy failure ends the episode as a failure
+        except Exception as err:  # a policy failure ends the episode as a failure
             self._fail(err, stamp)
             return
         arm, grip = action_to_messages(action)
@@ -380,7 +380,7 @@ def _policy_done(policy: Policy) -> bool:
     """The policy's :attr:`Policy.done`; a broken ``done`` reads as False rather than stop the commands."""
     try:
         return bool(policy.done)
-    except Exception:  # noqa: BLE001 - a broken done must not stop the robot's commands
+    except Exception:  # a broken done must not stop the robot's commands
         return False
 
 

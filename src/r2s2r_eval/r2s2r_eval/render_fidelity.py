@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from r2s2r_sim.camera_frames import CameraFrames
 from r2s2r_sim.variations import load_variation_config, make_world, sweep_variation
 from r2s2r_sim.worlds import world_path
 
-from r2s2r_sim.camera_frames import CameraFrames
 from r2s2r_eval.metrics import wilson_interval
 from r2s2r_eval.policy import load_policy
 from r2s2r_eval.results import ResultsStore

@@ -269,7 +269,7 @@ class EpisodeRunner:
         outcome = None
         try:
             policy.reset(info)
-        except Exception as err:  # noqa: BLE001 - any policy failure ends the episode as a failure
+        except Exception as err:  # any policy failure ends the episode as a failure
             reason = f"policy_error: {type(err).__name__}: {err}"
         while not reason:
             t = cell.time
@@ -279,7 +279,7 @@ class EpisodeRunner:
             try:
                 action = policy.act(self._observation(images))
                 action.check(info)
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:
                 reason = f"policy_error: {type(err).__name__}: {err}"
                 break
             check = cell.submit(action.arm_positions, action.gripper)

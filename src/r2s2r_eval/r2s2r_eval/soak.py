@@ -94,7 +94,7 @@ class _Rates:
         while self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.2)
-            except Exception:  # noqa: BLE001 - the context went down under us: stop sampling
+            except Exception:  # the context went down under us: stop sampling
                 return
 
     def take(self) -> tuple[dict[str, int], dict[str, float]]:
@@ -266,7 +266,7 @@ def _run_mode(
     env.setdefault("ROS_DOMAIN_ID", str(args.domain))
     domain = int(env["ROS_DOMAIN_ID"])
     cmd = ["r2s2r", "launch", "world", *MODES[mode], "episodes:=1000000", f"results:={db}"]
-    proc = subprocess.Popen(  # noqa: S603 - list arguments
+    proc = subprocess.Popen(  # list arguments
         cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )
     run = _Run(proc)

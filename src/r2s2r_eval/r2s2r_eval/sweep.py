@@ -427,7 +427,7 @@ def run_task(task: EpisodeTask) -> EpisodeRow:
         runner = _runner_for(task, variation)
     except (VariationError, WorldError) as err:
         return _failed_row(task, f"variation_error: {_error(err)}", variation, started_at)
-    except Exception as err:  # noqa: BLE001 - one episode's failure must not end the sweep
+    except Exception as err:  # one episode's failure must not end the sweep
         return _failed_row(task, f"episode_error: {_error(err)}", variation, started_at)
     try:
         canonical = task.policy.canonical()
@@ -441,7 +441,7 @@ def run_task(task: EpisodeTask) -> EpisodeRow:
             camera_rate_hz=task.camera_rate_hz,
             max_steps=task.max_steps,
         )
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return _failed_row(task, f"episode_error: {_error(err)}", variation, started_at)
     return EpisodeRow(
         policy=task.policy.name,

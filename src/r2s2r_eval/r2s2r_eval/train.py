@@ -237,11 +237,11 @@ def train(
     Raises:
         TrainError: ``out`` holds a checkpoint, or bad datasets.
     """
-    import torch  # noqa: PLC0415
-    import torch.nn.functional as F  # noqa: PLC0415, N812
+    import torch
+    import torch.nn.functional as F
 
-    from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet  # noqa: PLC0415
-    from r2s2r_eval.policies.bc.policy import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS  # noqa: PLC0415
+    from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
+    from r2s2r_eval.policies.bc.policy import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS
 
     cfg = cfg or TrainConfig()
     out = Path(out)
@@ -260,7 +260,7 @@ def train(
     use_aux = cfg.aux_weight > 0 and data.env is not None
     p_images = p_env = None
     if cfg.perception_frames:
-        from r2s2r_eval.perception_frames import load_perception_frames  # noqa: PLC0415
+        from r2s2r_eval.perception_frames import load_perception_frames
 
         loaded = []
         for folder in cfg.perception_frames:

@@ -103,7 +103,7 @@ def cmd_train(ns: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     bar = None
     if not ns.quiet:
-        from tqdm import tqdm  # noqa: PLC0415
+        from tqdm import tqdm
 
         bar = tqdm(total=cfg.steps, desc="train", unit="step")
 

@@ -148,7 +148,7 @@ def make_real2sim_world(work: Path, profile: Path, progress: Callable[[str], Non
 
 def real2sim_variations(world: Path, out: Path) -> Path:
     """``config/variations.yaml`` for a real2sim world: existing colour targets, a wider bin keep-out."""
-    from r2s2r_sim.world import SimWorld  # noqa: PLC0415
+    from r2s2r_sim.world import SimWorld
 
     doc = yaml.safe_load(DEFAULT_VARIATIONS.read_text(encoding="utf-8"))
     model = SimWorld(world).model
@@ -186,12 +186,12 @@ def _episodes(
     reduced to what an operator changes between trials (object pose, lighting, clutter;
     :func:`~r2s2r_eval.closed_loop.operator_variations`) and the cell is rebuilt for each episode.
     """
-    from r2s2r_sim.emulated_cell import EmulatedCell  # noqa: PLC0415
-    from r2s2r_sim.variations import load_variation_config, sample_variation  # noqa: PLC0415
+    from r2s2r_sim.emulated_cell import EmulatedCell
+    from r2s2r_sim.variations import load_variation_config, sample_variation
 
-    from r2s2r_eval.closed_loop import operator_variations  # noqa: PLC0415
-    from r2s2r_eval.policy import load_policy  # noqa: PLC0415
-    from r2s2r_eval.runner import EpisodeRunner  # noqa: PLC0415
+    from r2s2r_eval.closed_loop import operator_variations
+    from r2s2r_eval.policy import load_policy
+    from r2s2r_eval.runner import EpisodeRunner
 
     if variations is None:
         vcfg = None

@@ -2,9 +2,9 @@
 
 Part of the EMULATED HARDWARE (a stand-in for a real arm).  MuJoCo's joints have viscous damping and a
 constant ``frictionloss``; a geared joint also has a spring between motor and link (harmonic drives and
-belts are compliant: a motor-side servo sees the link through it), static friction that drops to Coulomb friction over a
-Stribeck velocity (the usual model, e.g. Olsson et al., "Friction models and friction compensation",
-European Journal of Control 4(3), 1998), play in the gears (backlash: the servo pushes only once the gear
+belts are compliant: a motor-side servo sees the link through it), static friction that drops to
+Coulomb friction over a Stribeck velocity (the usual model, e.g. Olsson et al., "Friction models and
+friction compensation", European Journal of Control 4(3), 1998), play in the gears (backlash: the servo pushes only once the gear
 gap is taken up), a motor torque limit, and an encoder that reports positions in counts.  None of these has
 a parameter in the simulated world, so identification can only find effective values for them.
 
@@ -120,7 +120,9 @@ def read_arm_effects(r: Any, top: Mapping[str, Any]) -> ArmEffects:
     r.only(data, {"encoder_counts_per_rev", "joints", "physics_timestep_s", "control_rate_hz"}, "arm_effects")
     timestep = rate = None
     if data.get("physics_timestep_s") is not None:
-        timestep = r.number(data["physics_timestep_s"], "arm_effects.physics_timestep_s", 0.0, 0.01, low_open=True)
+        timestep = r.number(
+            data["physics_timestep_s"], "arm_effects.physics_timestep_s", 0.0, 0.01, low_open=True
+        )
     if data.get("control_rate_hz") is not None:
         rate = r.number(data["control_rate_hz"], "arm_effects.control_rate_hz", 1.0, 10000.0)
     counts = None
@@ -276,8 +278,10 @@ class ArmEffectsState:
         self._next_tick = 0.0
 
     def control_tick(self, clock: float) -> bool:
-        """Whether the driver's control loop runs at physics time ``clock`` (s): commands reach the servos
-        only then."""
+        """Whether the driver's control loop runs at physics time ``clock`` (s).
+
+        Queued commands reach the servos only on its ticks.
+        """
         if self.control_period is None:
             return True
         if clock + 1e-9 < self._next_tick:

@@ -191,7 +191,7 @@ def run_node(
     for p in [*params, *([f"interface:={interface}"] if interface else [])]:
         args += ["-p", p]
     listener = _Listener(domain_id, interface)
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # noqa: S603
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60
         while not listener.clock and time.monotonic() < deadline:

@@ -21,11 +21,19 @@ class ImageSize(Protocol):
     """The image a consumer reads (a policy's ``ImageRequest`` is one): size and supersampling."""
 
     @property
-    def width(self) -> int: ...
+    def width(self) -> int:
+        """Image width (px)."""
+        ...
+
     @property
-    def height(self) -> int: ...
+    def height(self) -> int:
+        """Image height (px)."""
+        ...
+
     @property
-    def supersample(self) -> int: ...
+    def supersample(self) -> int:
+        """Draw at this multiple of the size, then area-downscale."""
+        ...
 
 
 @dataclass(frozen=True, eq=False)

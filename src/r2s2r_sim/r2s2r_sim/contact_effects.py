@@ -111,9 +111,7 @@ def rounded_box(half: np.ndarray, radius: float, segments: int = 4) -> np.ndarra
         ]
     )
     octant = np.unique(np.round(octant, 12), axis=0)
-    verts = [
-        inner * signs + radius * octant * signs for signs in itertools.product((-1.0, 1.0), repeat=3)
-    ]
+    verts = [inner * signs + radius * octant * signs for signs in itertools.product((-1.0, 1.0), repeat=3)]
     return np.unique(np.round(np.concatenate([np.asarray(s) for s in verts]), 12), axis=0)
 
 
@@ -146,7 +144,9 @@ def apply_contacts(
         boxes = [g for g in body.geoms if g.type == mujoco.mjtGeom.mjGEOM_BOX]
         if shape.rounded_edge_m > 0:
             if not boxes:
-                raise fail(f"contacts.objects.{name}.rounded_edge_m", f"body {name!r} has no box geom to round")
+                raise fail(
+                    f"contacts.objects.{name}.rounded_edge_m", f"body {name!r} has no box geom to round"
+                )
             for geom in boxes:
                 half = np.array(geom.size[:3], dtype=np.float64)
                 if shape.rounded_edge_m >= half.min():
@@ -164,8 +164,11 @@ def apply_contacts(
 
 
 def _offset_mass(body: Any, offset: np.ndarray, name: str, fail: Callable[[str, str], Exception]) -> None:
-    """Move the body's centre of mass by ``offset`` keeping its mass: a fifth of it moves into a hidden,
-    collision-free weight (a printed part's dense seam or infill), the rest stays in its geoms."""
+    """Move the body's centre of mass by ``offset``, keeping its mass.
+
+    A fifth of the mass moves into a hidden, collision-free weight (a printed part's dense seam or
+    infill); the rest stays in its geoms.
+    """
     geoms = list(body.geoms)
     if not geoms or any(math.isnan(g.mass) for g in geoms):
         raise fail(f"contacts.objects.{name}.com_offset_m", f"body {name!r} needs geoms with explicit masses")

@@ -47,7 +47,8 @@ def random_effect_sections(
 
     Args:
         rng: the only source of randomness.
-        arm_joints: joints that get arm effects; those also in ``wrist_joints`` get the wrist ranges.
+        arm_joints: joints that get arm effects.
+        wrist_joints: those of ``arm_joints`` that get the wrist ranges.
         pad_geoms: finger geoms that get soft contacts.
         objects: task bodies (box geoms) that get rounded edges and an offset centre of mass.
     """

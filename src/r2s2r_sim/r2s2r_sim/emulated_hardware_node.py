@@ -289,7 +289,7 @@ class EmulatedHardwareNode(Node):
     def _physics_loop(self) -> None:
         try:
             self._run_physics()
-        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+        except Exception as err:  # reported, then the node stops
             if self._running and rclpy.ok(context=self.context):
                 self.get_logger().fatal(f"physics thread failed: {err!r}")
                 self._running = False
@@ -363,7 +363,7 @@ class EmulatedHardwareNode(Node):
         data = mujoco.MjData(model)
         try:
             camera = self.arm.camera_renderer().__enter__()
-        except BaseException as err:  # noqa: BLE001 - reported to the constructor
+        except BaseException as err:  # reported to the constructor
             self._render_error = err
             self._render_ready.set()
             return
@@ -395,7 +395,7 @@ class EmulatedHardwareNode(Node):
                 if self._truth_pub is not None:
                     self._truth_pub.publish(self._truth_msg(data, job.stamp))
                 self.frames_published += 1
-        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+        except Exception as err:  # reported, then the node stops
             if self._running and rclpy.ok(context=self.context):
                 self.get_logger().fatal(f"render thread failed: {err!r}")
                 self._running = False

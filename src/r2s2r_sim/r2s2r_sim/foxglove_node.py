@@ -94,7 +94,7 @@ class FoxgloveNode(Node):
             self.server = foxglove.start_server(
                 name="r2s2r", host=host, port=port, server_listener=self._latch
             )
-        except Exception as err:  # noqa: BLE001 - the SDK raises its own error types for bind failures
+        except Exception as err:  # the SDK raises its own error types for bind failures
             raise FoxgloveNodeError(f"parameter port: cannot listen on {host}:{port}: {err}") from None
         self.forwarded: dict[str, int] = {}
         for key, name in forwarded_topics(iface, cameras):

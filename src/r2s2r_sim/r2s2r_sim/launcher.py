@@ -100,7 +100,7 @@ class Launcher:
 
     def _start(self, node: ResolvedNode, exe: Path, index: int) -> _Child:
         # Own process group: the terminal's Ctrl-C reaches only us, and we stop children in order.
-        proc = subprocess.Popen(  # noqa: S603 - list arguments, no shell
+        proc = subprocess.Popen(  # list arguments, no shell
             [str(exe), *node.ros_args()], env=self._env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )

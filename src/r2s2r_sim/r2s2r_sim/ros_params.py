@@ -109,7 +109,7 @@ def spin_until_shutdown(executor: Executor, *, poll_s: float = SHUTDOWN_POLL_S) 
     """
     context = executor.context
     try:
-        while context.ok() and not executor._is_shutdown:  # noqa: SLF001 - what Executor.spin() checks
+        while context.ok() and not executor._is_shutdown:  # what Executor.spin() checks
             executor.spin_once(timeout_sec=poll_s)
     except ExternalShutdownException:
         pass

@@ -822,7 +822,7 @@ class SimNode(Node):
     def _physics_loop(self) -> None:
         try:
             self._run_physics()
-        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+        except Exception as err:  # reported, then the node stops
             if self._running and rclpy.ok(context=self.context):
                 self.get_logger().fatal(f"physics thread failed: {err!r}")
                 self._running = False
@@ -1004,7 +1004,7 @@ class SimNode(Node):
 
         try:
             open_renderers(self._cameras)
-        except BaseException as err:  # noqa: BLE001 - reported to the constructor
+        except BaseException as err:  # reported to the constructor
             self._render_error = err
             self._render_ready.set()
             for r in renderers.values():
@@ -1045,7 +1045,7 @@ class SimNode(Node):
                     with self._render_cv:
                         self._render_busy = False
                         self._render_cv.notify_all()
-        except Exception as err:  # noqa: BLE001 - reported, then the node stops
+        except Exception as err:  # reported, then the node stops
             if self._running and rclpy.ok(context=self.context):
                 self.get_logger().fatal(f"render thread failed: {err!r}")
                 self._running = False

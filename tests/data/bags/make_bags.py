@@ -81,7 +81,7 @@ FRAME_AFTER_RESET_S = 0.5
 
 def record_full(out: Path, results: Path, env: dict[str, str]) -> None:
     """Record two real-mode episodes on the emulated hardware into ``out`` (full rates)."""
-    rec = subprocess.Popen(  # noqa: S603
+    rec = subprocess.Popen(
         ["r2s2r", "record", "-o", str(out), *TOPICS],
         env=env,
         stdout=subprocess.PIPE,

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         config = VariationConfig()
     warnings.filterwarnings("ignore", message=".*empty prefix.*")
-    base_spec = SimWorld(world)._spec  # noqa: SLF001  # the composed, uncompiled-by-us spec
+    base_spec = SimWorld(world)._spec  # # the composed, uncompiled-by-us spec
 
     def varied_spec(i: int) -> None:
         spec = base_spec.copy()

@@ -66,10 +66,10 @@ class SceneModel:
 @lru_cache(maxsize=4)
 def _nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     """Intrinsics (for ``width`` x ``height``) and optical-frame pose of a world's first camera."""
-    import transforms3d  # noqa: PLC0415
-    from r2s2r_sim.rendering import camera_intrinsics  # noqa: PLC0415
-    from r2s2r_sim.world import SimWorld  # noqa: PLC0415
-    from r2s2r_sim.worlds import world_path  # noqa: PLC0415
+    import transforms3d
+    from r2s2r_sim.rendering import camera_intrinsics
+    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.worlds import world_path
 
     try:
         world = SimWorld(world_path(world_id))
