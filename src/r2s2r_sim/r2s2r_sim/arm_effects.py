@@ -4,9 +4,10 @@ Part of the EMULATED HARDWARE (a stand-in for a real arm).  MuJoCo's joints have
 constant ``frictionloss``; a geared joint also has a spring between motor and link (harmonic drives and
 belts are compliant: a motor-side servo sees the link through it), static friction that drops to
 Coulomb friction over a Stribeck velocity (the usual model, e.g. Olsson et al., "Friction models and
-friction compensation", European Journal of Control 4(3), 1998), play in the gears (backlash: the servo pushes only once the gear
-gap is taken up), a motor torque limit, and an encoder that reports positions in counts.  None of these has
-a parameter in the simulated world, so identification can only find effective values for them.
+friction compensation", European Journal of Control 4(3), 1998), play in the gears (backlash: the servo
+pushes only once the gear gap is taken up), a motor torque limit, and an encoder that reports positions in
+counts.  None of these has a parameter in the simulated world, so identification can only find effective
+values for them.
 
 Each effect is optional; a profile without the ``arm_effects`` section is the rigid chain.
 """
@@ -20,6 +21,8 @@ from typing import Any
 
 import mujoco
 import numpy as np
+
+from r2s2r_sim.sensor_effects import read_numbers
 
 __all__ = ["ArmEffects", "ArmEffectsState", "JointEffects", "read_arm_effects"]
 
@@ -131,13 +134,7 @@ def read_arm_effects(r: Any, top: Mapping[str, Any]) -> ArmEffects:
     joints: dict[str, JointEffects] = {}
     for name, jvalue in r.mapping(data.get("joints") or {}, "arm_effects.joints").items():
         fld = f"arm_effects.joints.{name}"
-        jdata = r.mapping(jvalue, fld)
-        r.only(jdata, set(_JOINT_FIELDS), fld)
-        values = {
-            key: r.number(jdata[key], f"{fld}.{key}", low, high, low_open=low_open)
-            for key, (low, high, low_open) in _JOINT_FIELDS.items()
-            if jdata.get(key) is not None
-        }
+        values = read_numbers(r, jvalue, fld, _JOINT_FIELDS)
         try:
             joints[str(name)] = JointEffects(**values)
         except ValueError as err:

@@ -152,9 +152,10 @@ _TIMING_FIELDS = {
 SECTIONS = frozenset({"depth_sensor", "color_sensor", "frame_timing"})
 
 
-def _read(
+def read_numbers(
     r: _Reader, value: Any, name: str, fields: Mapping[str, tuple[float, float, bool]]
 ) -> dict[str, float]:
+    """The numbers of a profile section, each checked against its ``(low, high, low_open)``."""
     data = r.mapping(value, name)
     r.only(data, set(fields), name)
     return {
@@ -172,19 +173,19 @@ def read_sensor_sections(r: _Reader, top: Mapping[str, Any]) -> SensorEffects:
     """
     depth = color = timing = None
     if top.get("depth_sensor") is not None:
-        values = _read(r, top["depth_sensor"], "depth_sensor", _DEPTH_FIELDS)
+        values = read_numbers(r, top["depth_sensor"], "depth_sensor", _DEPTH_FIELDS)
         try:
             depth = DepthSensor(**values)
         except ValueError as err:
             raise r.fail("depth_sensor", str(err)) from None
     if top.get("color_sensor") is not None:
-        values = _read(r, top["color_sensor"], "color_sensor", _COLOR_FIELDS)
+        values = read_numbers(r, top["color_sensor"], "color_sensor", _COLOR_FIELDS)
         samples = values.pop("motion_blur_samples", 0.0)
         if samples != int(samples):
             raise r.fail("color_sensor.motion_blur_samples", f"must be a whole number, got {samples}")
         color = ColorSensor(**values, motion_blur_samples=int(samples))
     if top.get("frame_timing") is not None:
-        timing = FrameTiming(**_read(r, top["frame_timing"], "frame_timing", _TIMING_FIELDS))
+        timing = FrameTiming(**read_numbers(r, top["frame_timing"], "frame_timing", _TIMING_FIELDS))
     return SensorEffects(depth=depth, color=color, timing=timing)
 
 
