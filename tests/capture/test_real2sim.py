@@ -155,7 +155,11 @@ def test_capture_bag_offers_the_driver_qos(tmp_path: Path) -> None:
     bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag
     with BagReader(bag) as reader:
         got = {t: replay_qos(i.offered_qos_profiles) for t, i in reader.topics.items()}
-    image = got["/camera/color/image_raw"]
-    assert (image.reliability, image.durability, image.depth) == ("best_effort", "volatile", 5)
+    from r2s2r_sim.interface import load_interface
+
+    # realsense2_camera publishes images with the middleware default, which Fast DDS resolves to
+    # reliable, transient local, keep last 1
+    image = got[load_interface().topic("color_image", "camera")]
+    assert (image.reliability, image.durability, image.depth) == ("reliable", "transient_local", 1)
     joints = got["/joint_states"]
     assert (joints.reliability, joints.durability, joints.depth) == ("reliable", "volatile", 10)
