@@ -19,13 +19,15 @@ PACKAGES = ("r2s2r_sim", "r2s2r_eval", "r2s2r_capture")
 ROSDEP = {
     "numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-yaml", "cv2": "python3-opencv",
     "transforms3d": "python3-transforms3d", "matplotlib": "python3-matplotlib", "tqdm": "python3-tqdm",
-    "ruamel": "python3-ruamel.yaml", "open3d": "python3-open3d-pip",
+    "ruamel": "python3-ruamel.yaml", "open3d": "python3-open3d-pip", "psutil": "python3-psutil",
 }
 # Import name -> PyPI distribution, for what has no rosdep key.
 PIP_ONLY = {"mujoco": "mujoco", "rosbags": "rosbags", "ray": "ray", "pyarrow": "pyarrow", "torch": "torch",
-            "imageio_ffmpeg": "imageio-ffmpeg"}
-# Imported only inside a guarded branch, for an input not every user has: compressed MCAP chunks.
-OPTIONAL = {"zstandard"}
+            "imageio_ffmpeg": "imageio-ffmpeg", "mcap": "mcap", "foxglove": "foxglove-sdk",
+            "backports": "backports.zstd"}
+# Imported only inside a guarded branch: ``compression.zstd`` is the standard library's from Python 3.14,
+# ``backports.zstd`` the same module before it; ``zstandard`` is what the mcap stream reader needs.
+OPTIONAL = {"zstandard", "compression"}
 
 
 def _imports(package: str) -> set[str]:
