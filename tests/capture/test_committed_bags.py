@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -195,7 +194,6 @@ def test_player_output_recorded_again_is_byte_identical(processes, tmp_path: Pat
             "topics:=[" + ",".join(f"'{t}'" for t in topics) + "]",
         ]
     )
-    time.sleep(2.0)
     play = processes.start(
         [
             sys.executable,
@@ -204,11 +202,15 @@ def test_player_output_recorded_again_is_byte_identical(processes, tmp_path: Pat
             "--ros-args",
             "-p",
             f"bag:={BAG}",
+            "-p",
+            # The recorder subscribes only once it has seen the player's publishers, so the player's own
+            # discovery window cannot promise that every topic is matched: ask for one per topic.
+            f"wait_for_subscribers:={len(topics)}",
         ]
     )
     log = play.communicate(timeout=120)[0]
     assert play.returncode == 0, log
-    time.sleep(2.0)
+    # The player waited for every message to be acknowledged; the recorder takes what arrived before closing.
     rec.send_signal(2)
     rec_log = rec.communicate(timeout=60)[0]
     assert rec.returncode == 0, rec_log

@@ -4,7 +4,8 @@ Subscriptions are raw (serialized CDR bytes straight from the middleware). Their
 found on the graph (reliable and transient-local only if every publisher offers it) with a deep history, so
 a burst is buffered rather than lost. Messages go to a :class:`~r2s2r_capture.bag_writer.ThreadedBagWriter`
 (bounded queue, drops counted). Topics are (re)discovered every 0.5 s, so publishers may start later.
-SIGINT and SIGTERM both end the spin; the bag is closed in ``finally`` (metadata.yaml written). A writer
+SIGINT and SIGTERM both end the recording after what already arrived is taken; the bag is closed in
+``finally`` (metadata.yaml written). A writer
 failure (full disk, file size limit) stops the recording within 0.5 s with exit 1 and a message naming it.
 ``/r2s2r/episode_outcome`` (r2s2r_msgs/msg/EpisodeOutcome) is recorded like any topic: it is the episode
 boundary record. Each topic's ``offered_qos_profiles`` in the metadata are the QoS of the publishers found
@@ -23,7 +24,10 @@ import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports b
 # isort: split
 import hashlib
 import json
+import signal
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -32,12 +36,13 @@ from pathlib import Path
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.interface import Interface
-from r2s2r_sim.ros_params import spin_until_shutdown
+from r2s2r_sim.ros_params import SHUTDOWN_POLL_S
 from r2s2r_sim.ros_qos import declare_interface
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
 from r2s2r_capture.bag_writer import (
@@ -52,6 +57,8 @@ from r2s2r_capture.errors import BagError, CaptureError
 
 EPISODE_TOPIC = "/r2s2r/episode_outcome"
 HISTORY_DEPTH = 1000
+DRAIN_QUIET_SPINS = 4  # spins of 50 ms with no new message: the middleware holds nothing more
+DRAIN_LIMIT_S = 5.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -278,6 +285,10 @@ class RecorderNode(Node):
             )
             self.get_logger().info(f"recording {topic} ({msgtype}, {qos.reliability.name.lower()})")
 
+    def received_total(self) -> int:
+        """Messages received on all topics so far."""
+        return sum(self.bag.received.values())
+
     def summary(self) -> str:
         """Per-topic received and dropped counts."""
         lines = []
@@ -338,19 +349,45 @@ def _import_type(msgtype: str) -> type:
     return getattr(importlib.import_module(f"{pkg}.{kind}"), name)  # type: ignore[no-any-return]
 
 
+def _spin_until_signal(executor: SingleThreadedExecutor, node: RecorderNode) -> None:
+    """Record until SIGINT/SIGTERM, then take what the middleware already holds before returning.
+
+    rclpy's own handlers shut the context down on the signal, after which nothing more can be taken:
+    messages that had already arrived (a reliable publisher's last burst, acknowledged by DDS) would be
+    lost from the bag. Here the signal only sets a flag; the executor then spins until no new message
+    arrives for ``DRAIN_QUIET_SPINS`` spins (at most ``DRAIN_LIMIT_S``). A second signal leaves at once.
+    """
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    while not stop.is_set() and executor.context.ok():
+        executor.spin_once(timeout_sec=SHUTDOWN_POLL_S)
+    quiet, deadline = 0, time.monotonic() + DRAIN_LIMIT_S
+    last = node.received_total()
+    while quiet < DRAIN_QUIET_SPINS and time.monotonic() < deadline and executor.context.ok():
+        executor.spin_once(timeout_sec=0.05)
+        now = node.received_total()
+        quiet = quiet + 1 if now == last else 0
+        last = now
+
+
 def main(args: Sequence[str] | None = None) -> int:
     """Record until SIGINT/SIGTERM; returns 0, or 1 on a configuration or writer error."""
-    # rclpy's default handlers (SignalHandlerOptions.ALL) turn both SIGINT and SIGTERM into a context
-    # shutdown, so spin() returns and the bag is closed in ``finally``.
     use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node: RecorderNode | None = None
     code = 0
     try:
         node = RecorderNode()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        spin_until_shutdown(executor)
+        _spin_until_signal(executor, node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except (BagError, CaptureError) as err:
