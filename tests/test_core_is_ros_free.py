@@ -63,7 +63,7 @@ _PROBE = textwrap.dedent(
         from r2s2r_sim.emulated_cell import EmulatedCell
 
         before = set(sys.modules)
-        profile = Path(sys.argv[2]) / "config/emulated_hardware/default_profile.yaml"
+        profile = Path(sys.argv[2]) / "config/emulated_hardware/ideal_profile.yaml"
         for cell in ("tabletop-pick-v1", EmulatedCell("tabletop-pick-v1", profile)):
             with EpisodeRunner(cell) as runner:
                 for policy in ("reference", "topdown"):

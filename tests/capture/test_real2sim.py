@@ -58,10 +58,10 @@ def _run(
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The documented capture procedure (30 s excitation) on the default profile."""
+    """The documented capture procedure (30 s excitation) on the ideal profile."""
     full = C.CaptureConfig(n_intrinsics_views=8, n_scene_frames=1)
     config = Real2SimConfig(report=False)  # the default 30 optimiser iterations
-    return _run(B.DEFAULT_PROFILE, tmp_path_factory.mktemp("default"), full, config)
+    return _run(B.IDEAL_PROFILE, tmp_path_factory.mktemp("default"), full, config)
 
 
 @pytest.fixture(scope="module", params=[7, 11, 23])
@@ -92,7 +92,7 @@ def _check(run: dict) -> None:
         assert (run["result"].world_dir / rel).is_file(), rel
 
 
-def test_default_profile_within_targets(default_run: dict) -> None:
+def test_ideal_profile_within_targets(default_run: dict) -> None:
     _check(default_run)
     # The full procedure: every identified parameter within 10 %, except the armature of the three
     # proximal joints, which is small next to their link inertia: 3.9-13.9 % over capture noise draws

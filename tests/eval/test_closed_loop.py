@@ -19,7 +19,7 @@ from r2s2r_sim.variations import VariationError, load_variation_config, sweep_va
 from r2s2r_sim.worlds import WORLDS
 
 REPO = Path(__file__).resolve().parents[2]
-PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
+PROFILE = REPO / "config/emulated_hardware/ideal_profile.yaml"
 VARIATIONS = REPO / "config/variations.yaml"
 WORLD = "tabletop-pick-v1"
 

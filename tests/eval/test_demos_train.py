@@ -153,7 +153,7 @@ def test_bc_policy_on_emulated_hardware(checkpoint: Path) -> None:
     from r2s2r_sim.emulated_cell import EmulatedCell
 
     policy = load_policy("bc", {"checkpoint": str(checkpoint)})
-    cell = EmulatedCell("tabletop-pick-v1", REPO / "config/emulated_hardware/default_profile.yaml")
+    cell = EmulatedCell("tabletop-pick-v1", REPO / "config/emulated_hardware/ideal_profile.yaml")
     with EpisodeRunner(cell) as r:
         result = r.run(policy, seed=3, camera_rate_hz=10.0, max_steps=3)
     assert result.steps == 3 and not result.reason.startswith("policy_error"), result.reason

@@ -83,7 +83,7 @@ def test_assumed_nominal_camera_fails_only_where_the_camera_differs(runner: Epis
 
     params = ReferenceParams(assume_camera_of=WORLD)
     in_sim = [runner.run(ReferencePolicy(params), s, camera_rate_hz=CAMERA_HZ).success for s in SEEDS[:3]]
-    profile = Path(__file__).resolve().parents[2] / "config/emulated_hardware/default_profile.yaml"
+    profile = Path(__file__).resolve().parents[2] / "config/emulated_hardware/ideal_profile.yaml"
     with EpisodeRunner(EmulatedCell(WORLD, profile)) as real:
         policy = ReferencePolicy(params)
         on_real = [real.run(policy, s, episode_index=s, camera_rate_hz=CAMERA_HZ).success for s in SEEDS[:3]]

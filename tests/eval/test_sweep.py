@@ -346,7 +346,7 @@ def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
     from r2s2r_eval.closed_loop import operator_variations
     from r2s2r_sim.emulated_hardware import load_hardware_profile
 
-    profile = ROOT / "config/emulated_hardware/default_profile.yaml"
+    profile = ROOT / "config/emulated_hardware/ideal_profile.yaml"
     with pytest.raises(SweepError, match="--hardware-profile: .*cannot be varied by an operator"):
         run_sweep(_cfg(variations, hardware_profile=str(profile)), tmp_path / "bad.sqlite", workers=1)
     assert not (tmp_path / "bad.sqlite").exists()

@@ -57,7 +57,7 @@ def test_workspace_build_then_ros2_launch_from_its_install(ros_env: dict[str, st
     assert built == ["r2s2r_capture", "r2s2r_eval", "r2s2r_msgs", "r2s2r_sim"], built
     share = install / "r2s2r_sim" / "share" / "r2s2r_sim"
     shipped = ("launch/world.launch.py", "config/interface.yaml",
-               "config/emulated_hardware/default_profile.yaml")
+               "config/emulated_hardware/ideal_profile.yaml")
     for name in shipped:
         assert (share / name).is_file() and not (share / name).is_symlink(), name
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 PARAMS = REPO / "config" / "emulated_hardware_node.yaml"
-PROFILE = load_hardware_profile(REPO / "config" / "emulated_hardware" / "default_profile.yaml")
+PROFILE = load_hardware_profile(REPO / "config" / "emulated_hardware" / "ideal_profile.yaml")
 IFACE = load_interface()
 CAMERA = PROFILE.camera.name
 NODE = "emulated_hardware"

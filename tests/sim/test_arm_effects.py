@@ -16,7 +16,7 @@ PROFILES = config_dir() / "emulated_hardware"
 
 def _profile(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "profile.yaml"
-    path.write_text((PROFILES / "default_profile.yaml").read_text() + "\n" + text)
+    path.write_text((PROFILES / "ideal_profile.yaml").read_text() + "\n" + text)
     return path
 
 
@@ -119,7 +119,7 @@ def test_rigid_profile_trajectory_is_unchanged(tmp_path: Path) -> None:
         return arm.world.data.qpos.copy()
 
     plain = run(
-        EmulatedArm("tabletop-pick-v1", load_hardware_profile(PROFILES / "default_profile.yaml"), seed=1)
+        EmulatedArm("tabletop-pick-v1", load_hardware_profile(PROFILES / "ideal_profile.yaml"), seed=1)
     )
     empty = run(_arm(tmp_path, "arm_effects:\n"))
     np.testing.assert_array_equal(plain, empty)

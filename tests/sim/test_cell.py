@@ -15,7 +15,7 @@ from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 REPO = Path(__file__).resolve().parents[2]
-PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
+PROFILE = REPO / "config/emulated_hardware/ideal_profile.yaml"
 WORLD = "tabletop-pick-v1"
 
 CELLS: dict[str, Callable[[], Cell]] = {

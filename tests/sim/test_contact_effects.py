@@ -17,7 +17,7 @@ PROFILES = config_dir() / "emulated_hardware"
 
 def _arm(tmp_path: Path, text: str) -> EmulatedArm:
     path = tmp_path / "profile.yaml"
-    path.write_text((PROFILES / "default_profile.yaml").read_text() + "\n" + text)
+    path.write_text((PROFILES / "ideal_profile.yaml").read_text() + "\n" + text)
     return EmulatedArm("tabletop-pick-v1", load_hardware_profile(path), seed=2)
 
 
@@ -42,7 +42,7 @@ def test_contacts_section_edits_the_cell(tmp_path: Path) -> None:
         "  geoms: {left_finger_geom: {solref: [0.03, 0.9], solimp: [0.7, 0.9, 0.003, 0.5, 2]}}\n"
         "  objects: {cube: {rounded_edge_m: 0.003, com_offset_m: [0.003, 0.0, -0.002]}}\n",
     )
-    plain = EmulatedArm("tabletop-pick-v1", load_hardware_profile(PROFILES / "default_profile.yaml"), seed=2)
+    plain = EmulatedArm("tabletop-pick-v1", load_hardware_profile(PROFILES / "ideal_profile.yaml"), seed=2)
     m, p = arm.world.model, plain.world.model
     assert m.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL and p.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
     assert m.opt.impratio == 7

@@ -22,7 +22,7 @@ from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT = REPO / "config" / "emulated_hardware" / "default_profile.yaml"
+DEFAULT = REPO / "config" / "emulated_hardware" / "ideal_profile.yaml"
 MARKER_WORLD = REPO / "tests" / "worlds" / "marker"
 
 

@@ -141,7 +141,7 @@ def test_frame_drops_and_stamp_jitter() -> None:
 
 
 def _profile_with(tmp_path: Path, text: str) -> Path:
-    base = (PROFILES / "default_profile.yaml").read_text()
+    base = (PROFILES / "ideal_profile.yaml").read_text()
     path = tmp_path / "profile.yaml"
     path.write_text(base + "\n" + text)
     return path
@@ -164,7 +164,7 @@ def test_bad_sensor_values_are_refused_naming_the_field(tmp_path: Path, text: st
 
 
 def test_shipped_profiles() -> None:
-    assert load_hardware_profile(PROFILES / "default_profile.yaml").sensors.ideal
+    assert load_hardware_profile(PROFILES / "ideal_profile.yaml").sensors.ideal
     realistic = load_hardware_profile(PROFILES / "realistic_profile.yaml").sensors
     assert realistic.depth is not None and realistic.color is not None and realistic.timing is not None
 
@@ -179,7 +179,7 @@ def _frames(profile: Path, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_ideal_profile_is_untouched_and_realistic_differs(
     tmp_path: Path,
 ) -> None:
-    ideal = _frames(PROFILES / "default_profile.yaml", 4)
+    ideal = _frames(PROFILES / "ideal_profile.yaml", 4)
     empty = _profile_with(tmp_path, "depth_sensor:\ncolor_sensor:\nframe_timing:\n")
     again = _frames(empty, 4)
     np.testing.assert_array_equal(ideal[0], again[0])

@@ -42,11 +42,12 @@ from typing import Any
 
 import numpy as np
 import yaml
+from r2s2r_sim.hardware_profiles import profile_path
 
 __all__ = ["TARGETS", "compare", "main", "random_profile", "run_bench"]
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
+DEFAULT_PROFILE = profile_path()
+IDEAL_PROFILE = profile_path("ideal")  # the base of random profiles
 ARM = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
 TARGETS = {
     "camera_position_mm": 5.0,
@@ -76,7 +77,7 @@ def random_profile(seed: int, out: str | Path, *, realistic: bool = False) -> Pa
     :func:`r2s2r_sim.effect_sampling.random_effect_sections` from its documented ranges.
     """
     rng = np.random.default_rng(seed)
-    doc = yaml.safe_load(DEFAULT_PROFILE.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(IDEAL_PROFILE.read_text(encoding="utf-8"))
     doc["name"] = f"arm6-random-{seed}"
     phys = doc["physics"]
     for n in ARM:

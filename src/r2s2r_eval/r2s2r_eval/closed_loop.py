@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval import failure_regions as fr
@@ -62,7 +63,7 @@ __all__ = [
     "run_closed_loop",
 ]
 
-DEFAULT_PROFILE = config_dir() / "emulated_hardware/default_profile.yaml"
+DEFAULT_PROFILE = profile_path()
 DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 BUNDLED_WORLD = "tabletop-pick-v1"
 RECONSTRUCTED_ID = "real2sim-closed-loop-v1"
@@ -504,7 +505,8 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     ap.add_argument(
-        "--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulated unit"
+        "--profile", type=profile_path, default=DEFAULT_PROFILE,
+        help="hardware profile of the emulated unit: realistic (default), ideal or a YAML path"
     )
 
 

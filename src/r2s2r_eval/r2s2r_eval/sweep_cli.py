@@ -5,7 +5,7 @@ Example:
         --variations config/variations.yaml -n 64 --repeats 2 --results out/sweep.sqlite \\
         --export out/sweep.parquet
 
-``--hardware-profile config/emulated_hardware/default_profile.yaml`` runs the same sweep on the emulated
+``--hardware-profile config/emulated_hardware/ideal_profile.yaml`` runs the same sweep on the emulated
 hardware of that profile instead (variations limited to what an operator changes: object pose, lighting,
 clutter).
 

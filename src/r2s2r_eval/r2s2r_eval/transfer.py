@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval._cli import add_subcommand
@@ -44,7 +45,7 @@ from r2s2r_eval.train import TrainConfig, train
 
 __all__ = ["ABLATIONS", "TransferConfig", "cmd_transfer", "make_real2sim_world", "register", "run_transfer"]
 
-DEFAULT_PROFILE = config_dir() / "emulated_hardware/default_profile.yaml"
+DEFAULT_PROFILE = profile_path()
 DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 ABLATIONS = ("no_variation", "six_axes", "real2sim")
 # Evaluation seeds are drawn from another base seed than any demonstration.
@@ -549,7 +550,8 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--expert", choices=("privileged", "reference"), help="the demonstrating expert")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
     ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
-    ap.add_argument("--profile", type=Path, default=DEFAULT_PROFILE, help="hardware profile of the emulator")
+    ap.add_argument("--profile", type=profile_path, default=DEFAULT_PROFILE,
+                    help="hardware profile of the emulator: realistic (default), ideal or a YAML path")
 
 
 def cmd_transfer(ns: argparse.Namespace) -> int:

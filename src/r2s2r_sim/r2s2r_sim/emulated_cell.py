@@ -58,7 +58,7 @@ class EmulatedCell(CellBase):
     """STAND-IN for a real cell: an :class:`EmulatedArm` of a hardware profile and its distorted camera.
 
     Example:
-        with EmulatedCell("tabletop-pick-v1", "config/emulated_hardware/default_profile.yaml") as cell:
+        with EmulatedCell("tabletop-pick-v1", "config/emulated_hardware/ideal_profile.yaml") as cell:
             EpisodeRunner(cell).run(policy, seed=3)
     """
 

@@ -96,7 +96,7 @@ class HardwareProfileError(ValueError):
     """A hardware profile is invalid or names something the world lacks.
 
     The message names the file and the field at fault, e.g.
-    ``".../default_profile.yaml: physics.servos.elbw: no position actuator 'elbw' in the world (...)"``.
+    ``".../ideal_profile.yaml: physics.servos.elbw: no position actuator 'elbw' in the world (...)"``.
     """
 
 
@@ -336,7 +336,7 @@ class _Reader:
 def load_hardware_profile(path: str | Path) -> HardwareProfile:
     """Read and validate a hardware profile YAML file.
 
-    Layout (see ``config/emulated_hardware/default_profile.yaml``): ``name``, ``world``, ``driver``
+    Layout (see ``config/emulated_hardware/ideal_profile.yaml``): ``name``, ``world``, ``driver``
     (``command_latency_s``, ``joint_state_rate_hz``, ``joint_state_noise: {position_std_rad,
     velocity_std_rad_s}``) and ``camera`` (``name``, ``width``, ``height``, ``rate_hz``,
     ``intrinsics: {fx, fy, cx, cy}``, ``distortion: {model: plumb_bob, k1, k2, p1, p2, k3}``,

@@ -36,7 +36,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -58,16 +57,15 @@ from r2s2r_sim.emulated_hardware import (
     HardwareProfileError,
     load_hardware_profile,
 )
-from r2s2r_sim.paths import config_dir
+from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, camera_transforms
 from r2s2r_sim.ros_params import declare_parameters, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.sim_node import variation_hash
 
-__all__ = ["DEFAULT_PROFILE", "EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
+__all__ = ["EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
 
-DEFAULT_PROFILE = "emulated_hardware/default_profile.yaml"  # relative to config_dir()
 _NS = 1_000_000_000
 _MAX_LAG_S = 0.25
 _TF_RATE_HZ = 100.0  # robot_state_publisher's usual rate, as the sim node's tf_rate_hz
@@ -110,7 +108,7 @@ class EmulatedHardwareNode(Node):
         self.get_logger().warning(STAND_IN_BANNER)
         self.config = self._read_parameters()
         cfg = self.config
-        path = Path(cfg.profile) if cfg.profile else config_dir() / DEFAULT_PROFILE
+        path = profile_path(cfg.profile)
         self.profile = load_hardware_profile(path)
         try:
             self.arm = EmulatedArm(cfg.world, self.profile, seed=cfg.seed)
@@ -211,7 +209,8 @@ class EmulatedHardwareNode(Node):
         specs = {
             "world": ("Bundled world id or world folder path the emulated cell is built from.", None),
             "profile": (
-                f"Hardware profile YAML path; empty: config/{DEFAULT_PROFILE} (the shipped stand-in).",
+                f"Hardware profile: a shipped one by name ({', '.join(PROFILES)}) or a YAML path; empty: "
+                f"{DEFAULT_PROFILE}.",
                 None,
             ),
             "seed": ("Seed of the initial object placement and of the joint-state noise.", (0, 2**62)),

@@ -132,8 +132,8 @@ def world_graph() -> Graph:
                      description="Real mode only: start the emulated hardware (a stand-in for the arm "
                                  "driver + RealSense, not a robot) instead of relying on real drivers."),
             Argument(name="hardware_profile", default="",
-                     description="Real mode with emulate_hardware: the emulator's hardware profile YAML "
-                                 "(empty: the shipped config/emulated_hardware/default_profile.yaml)."),
+                     description="Real mode with emulate_hardware: the emulator's hardware profile, a shipped "
+                                 "one by name (realistic, ideal) or a YAML path (empty: realistic)."),
             Argument(name="foxglove", default="false", choices=_BOOL,
                      description="Start a Foxglove WebSocket server (foxglove-sdk) with the cameras, /tf, "
                                  "joint states and robot description: a live view without a ROS distro."),
