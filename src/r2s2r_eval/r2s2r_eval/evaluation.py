@@ -172,6 +172,7 @@ class EvaluatorConfig:
     policy_timeout_s: float = 10.0
     on_policy_lost: str = "stop"
     world_probe_timeout_s: float = 3.0
+    operator_timeout_s: float = 900.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -198,7 +199,7 @@ class EvaluatorConfig:
             raise EvaluatorError(
                 f"parameter startup_delay_s: got {self.startup_delay_s}; allowed: [0, 600] s"
             )
-        for name in ("episode_timeout_s", "service_timeout_s", "world_probe_timeout_s"):
+        for name in ("episode_timeout_s", "service_timeout_s", "world_probe_timeout_s", "operator_timeout_s"):
             value = getattr(self, name)
             if not 0.1 <= value <= 86400.0:
                 raise EvaluatorError(f"parameter {name}: got {value}; allowed: [0.1, 86400] s")
@@ -250,6 +251,11 @@ PARAMETER_DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "Wall time (s) a probed node has to answer a parameter request: the joint-state publisher (sim "
         "node or driver) when the policy is silent or an episode timed out (no answer: the world is lost, "
         "exit 1), and a silent policy (no answer: policy_lost; an answer: it is holding, the wait goes on).",
+        (0.1, 86400.0),
+    ),
+    "operator_timeout_s": (
+        "Real mode with prompt hooks: wall time (s) the operator has to answer each question; then the "
+        "episode is recorded with reason operator_timeout (a missing judgement) and the run stops (exit 1).",
         (0.1, 86400.0),
     ),
 }

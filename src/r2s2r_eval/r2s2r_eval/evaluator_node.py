@@ -76,8 +76,11 @@ from r2s2r_eval.evaluation import (
     outcomes_from_records,
     parse_hook,
 )
+from r2s2r_eval.operator_prompt import OperatorPrompt, OperatorTimeout
 from r2s2r_eval.results import EpisodeRow, ResultsError, ResultsStore, utc_now
 from r2s2r_sim import ros_conversions as rc
+
+OPERATOR_TIMEOUT = "operator_timeout"  # the failure reason of an episode the operator did not judge in time
 
 __all__ = [
     "EvaluatorConfig",
@@ -117,7 +120,7 @@ class EvaluatorNode(Node):
         """
         super().__init__("evaluator_node", **kwargs)
         cfg = self.config = _read_config(self)
-        self._stdin = stdin if stdin is not None else sys.stdin
+        self._operator = OperatorPrompt(stdin if stdin is not None else sys.stdin, cfg.operator_timeout_s)
         self.reset_hook = parse_hook(cfg.reset_hook, "reset_hook")
         self.judge_hook = parse_hook(cfg.judge_hook, "judge_hook")
         if cfg.mode == "real":
@@ -421,11 +424,7 @@ class EvaluatorNode(Node):
         return future.result()
 
     def _ask(self, question: str) -> str:
-        print(question, end="", flush=True)
-        line = self._stdin.readline()
-        if not line:
-            raise RuntimeError("operator prompt: stdin closed")
-        return line.strip()
+        return self._operator.ask(question)
 
     def _reset_real(self, index: int, seed: int) -> tuple[str, str, str]:
         """Reset the cell through the reset hook; returns (world_id, world_hash, variation_hash)."""
@@ -489,7 +488,14 @@ class EvaluatorNode(Node):
                     "policy_error" if error is not None else "policy_done" if done
                     else POLICY_LOST if lost else "timeout"
                 )
-                judged = self._judge_real(i, seed)
+                try:
+                    judged = self._judge_real(i, seed)
+                except OperatorTimeout as err:
+                    # The episode ran: record it (unjudged, so not a success), then stop the run.
+                    stop: OperatorTimeout | None = err
+                    judged = Judgement(success=False, reason=OPERATOR_TIMEOUT, seed=seed)
+                else:
+                    stop = None
                 success = judged.success and error is None and not lost
                 reason = (
                     "success" if success else (
@@ -526,6 +532,8 @@ class EvaluatorNode(Node):
                     f"episode {i} (seed {seed}): {'success' if success else reason} after {duration:.2f} s "
                     f"(ended by {end}; judged by {self.judge_hook})"
                 )
+                if stop is not None:
+                    raise stop
                 if lost:
                     self._policy_lost(i, seed, ending.detail)
         return self._planned, successes
