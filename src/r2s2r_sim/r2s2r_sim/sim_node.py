@@ -85,6 +85,7 @@ from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
     load_variation_config,
+    for_world,
     make_world,
     sample_variation,
 )
@@ -306,7 +307,7 @@ class SimNode(Node):
         self._variations_text = ""  # the ``variations`` file's text: the config of resets that give none
         if cfg.variations:
             try:
-                load_variation_config(cfg.variations)
+                for_world(load_variation_config(cfg.variations), self._folder)
                 self._variations_text = Path(cfg.variations).read_text(encoding="utf-8")
             except (VariationError, OSError) as err:
                 raise SimNodeError(
@@ -492,6 +493,7 @@ class SimNode(Node):
             return self.world, key
         config = parse_variation_config(text)
         try:
+            config = for_world(config, self._folder, check=False)
             return make_world(self._folder, sample_variation(config, int(seed))), key
         except VariationError:
             raise
