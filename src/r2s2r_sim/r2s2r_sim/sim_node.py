@@ -78,7 +78,7 @@ from r2s2r_sim.interface import Interface
 from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, camera_transforms
-from r2s2r_sim.ros_params import declare_parameters, run_node
+from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import (
@@ -1109,7 +1109,8 @@ class SimNode(Node):
 def main(args: Sequence[str] | None = None) -> int:
     """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
     use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
-    return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError))
+    return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError),
+                    help_text=lambda: node_help("sim_node", _PARAMS, vars(SimNodeConfig())))
 
 if __name__ == "__main__":
     sys.exit(main())
