@@ -260,7 +260,26 @@ def _urdf_spec(
         raise WorldError(f"{field}: {path} is not a URDF MuJoCo can read: {err}") from err
     # A URDF carries no physics options; implicitfast is what position servos with damping need.
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    _exclude_static_chains(spec)
     return spec
+
+
+def _exclude_static_chains(spec: mujoco.MjSpec) -> None:
+    """Keep MuJoCo's parent-child contact filter across links kept apart by fixed joints.
+
+    With ``fusestatic`` off, a moving link's parent may be a fixed link (base_link_inertia) whose own
+    parent carries the geometry it touches; exclude contacts between a moving link and every ancestor up
+    to the first one that moves.
+    """
+    for body in spec.bodies:
+        if not body.name or not body.joints:
+            continue
+        parent = body.parent
+        while parent is not None and parent.name and parent.name != "world":
+            spec.add_exclude(bodyname1=parent.name, bodyname2=body.name)
+            if parent.joints:
+                break
+            parent = parent.parent
 
 
 def _add_servos(spec: mujoco.MjSpec, joints: tuple[str, ...], servos: ServoConfig, field: str) -> None:
