@@ -17,6 +17,7 @@ from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
     apply_variation,
+    for_world,
     initial_state_offsets,
     load_variation_config,
     make_world,
@@ -31,7 +32,8 @@ from r2s2r_sim.world import SimWorld
 from scipy.stats import qmc
 
 YAML = REPO / "config" / "variations.yaml"
-CONFIG = load_variation_config(YAML)
+# The shipped file leaves robot_state.joints empty: for_world fills in the bundled world's arm joints.
+CONFIG = for_world(load_variation_config(YAML), BUNDLED)
 # At least one distractor, so that the clutter axis alone always changes the model.
 CONFIG_NONEMPTY = dataclasses.replace(CONFIG, clutter=dataclasses.replace(CONFIG.clutter, count=(1, 4)))
 
@@ -124,8 +126,8 @@ def test_disabled_axis_contributes_nothing(axis: str, base_world: SimWorld) -> N
 
 _HASH_SCRIPT = """
 import sys
-from r2s2r_sim.variations import load_variation_config, make_world, sample_variation
-v = sample_variation(load_variation_config(sys.argv[1]), int(sys.argv[2]))
+from r2s2r_sim.variations import for_world, load_variation_config, make_world, sample_variation
+v = sample_variation(for_world(load_variation_config(sys.argv[1]), sys.argv[3]), int(sys.argv[2]))
 print(make_world(sys.argv[3], v).world_hash)
 """
 
@@ -321,7 +323,21 @@ def test_missing_file_and_names_the_world_lacks_are_refused(tmp_path: Path) -> N
 
 
 def test_default_config_equals_the_yaml_defaults() -> None:
-    assert VariationConfig() == CONFIG
+    assert VariationConfig() == dataclasses.replace(load_variation_config(YAML), source=None)
+
+
+def test_robot_state_defaults_to_the_world_arm_joints() -> None:
+    assert CONFIG.robot_state.joints == ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+    offsets = initial_state_offsets(sample_variation(CONFIG.only("robot_state"), 3))
+    assert set(offsets) == set(CONFIG.robot_state.joints)
+    assert all(abs(v) <= 0.1 for v in offsets.values()) and len(set(offsets.values())) == 6
+
+
+def test_names_the_world_lacks_are_refused_before_any_episode() -> None:
+    cfg = load_variation_config(YAML)
+    bad = dataclasses.replace(cfg, appearance=dataclasses.replace(cfg.appearance, color_targets=("no_such_mat",)))
+    with pytest.raises(VariationError, match="no_such_mat"):
+        for_world(bad, BUNDLED)
 
 
 def test_appearance_textures_are_drawn_from_the_choices() -> None:

@@ -81,7 +81,17 @@ SCHEMA_CASES = [
     (_set(["scene"], "nope.xml"), "scene", "file 'nope.xml' not found"),
     (_set(["robot", "mjcf"], "robot/missing.xml"), "robot.mjcf", "not found"),
     (_set(["scene"], "../../etc/passwd"), "scene", "escapes the world folder"),
-    (_set(["robot", "mjcf"], "/etc/passwd"), "robot.mjcf", "absolute path"),
+    (_set(["robot", "mjcf"], "/nonexistent/arm.xml"), "robot.mjcf", "not found"),
+    (_set(["robot", "urdf"], "robot/arm6.xml"), "robot.mjcf", "exactly one of robot.mjcf"),
+    (_set(["robot", "mjcf"], "package://no_such_pkg/arm.xml"), "robot.mjcf", "package 'no_such_pkg' is neither"),
+    (_set(["robot", "packages"], {"arm": "nowhere"}), "robot.packages.arm", "package folder 'nowhere' not found"),
+    (
+        _set(["robot", "tool_frame"], {"body": "wrist_3", "z_axis": [0, 0, 1], "y_axis": [0, 0, 2]}),
+        "robot.tool_frame.y_axis",
+        "must not be parallel to z_axis",
+    ),
+    (_set(["robot", "tool_frame"], {"body": "wrist_3"}), "robot.tool_frame", "not both"),
+    (_set(["robot", "servos"], {"kp": 0}), "robot.servos.kp", "must be > 0"),
     (_set(["robot"], ["arm"]), "robot", "must be a mapping"),
 ]
 

@@ -292,6 +292,12 @@ class PlayerNode(Node):
 
 def main(args: Sequence[str] | None = None) -> int:
     """Replay a bag; returns 0 at the end, 1 if the bag cannot be read or parameters are invalid."""
+    argv = list(sys.argv[1:] if args is None else args)
+    if {"-h", "--help"} & set(argv[: argv.index("--ros-args")] if "--ros-args" in argv else argv):
+        from r2s2r_sim.ros_params import node_help
+
+        print(node_help("player_node"))  # the parameters, instead of starting
+        return 0
     use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
     rclpy.init(args=args)
     node: PlayerNode | None = None

@@ -379,6 +379,12 @@ def _spin_until_signal(executor: SingleThreadedExecutor, node: RecorderNode) -> 
 
 def main(args: Sequence[str] | None = None) -> int:
     """Record until SIGINT/SIGTERM; returns 0, or 1 on a configuration or writer error."""
+    argv = list(sys.argv[1:] if args is None else args)
+    if {"-h", "--help"} & set(argv[: argv.index("--ros-args")] if "--ros-args" in argv else argv):
+        from r2s2r_sim.ros_params import node_help
+
+        print(node_help("recorder_node"))  # the parameters, instead of starting
+        return 0
     use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node: RecorderNode | None = None

@@ -22,7 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from r2s2r_sim.paths import config_dir
-from r2s2r_sim.variations import VariationError, load_variation_config
+from r2s2r_sim.errors import WorldError
+from r2s2r_sim.variations import VariationError, for_world, load_variation_config
+from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.results import ResultsError
 from r2s2r_eval.sweep import Executor, SweepConfig, SweepError, parse_policy_spec, run_sweep
@@ -31,6 +33,7 @@ from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_ro
 __all__ = ["build_parser", "cmd_sweep", "main", "register"]
 
 EXIT_BAD_INPUT = 2
+EXIT_ALL_FAILED = 1
 
 
 def _config(ns: argparse.Namespace) -> SweepConfig:
@@ -39,6 +42,17 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         variations = load_variation_config(ns.variations or config_dir() / "variations.yaml")
     except (VariationError, OSError) as err:
         raise SweepError(f"--variations: {err}") from None
+    try:
+        folder = world_path(ns.world)
+    except ValueError as err:
+        raise SweepError(f"--world: {err}") from None
+    try:
+        # Robot-state joints default to the world's arm joints; every name is checked before any episode.
+        variations = for_world(variations, folder)
+    except VariationError as err:
+        raise SweepError(f"--variations: {err} (world {ns.world})") from None
+    except WorldError as err:
+        raise SweepError(f"--world: {err}") from None
     return SweepConfig(
         world=ns.world,
         policies=tuple(parse_policy_spec(p) for p in ns.policy),
@@ -56,7 +70,7 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
 
 
 def cmd_sweep(ns: argparse.Namespace) -> int:
-    """Run the sweep of ``ns``; 0 when it finished, 2 on bad input."""
+    """Run the sweep of ``ns``; 0 when it finished, 1 when every episode it ran errored, 2 on bad input."""
     try:
         if ns.executor not in [e.value for e in Executor]:
             raise SweepError(
@@ -89,6 +103,9 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
             print(f"r2s2r sweep: error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
         print(f"r2s2r sweep: exported {count} rows -> {ns.export}", file=sys.stderr)
+    if summary.ran > 0 and summary.errors == summary.ran:
+        print(f"r2s2r sweep: error: all {summary.ran} episodes run failed with errors", file=sys.stderr)
+        return EXIT_ALL_FAILED
     return 0
 
 

@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the reference policy on the bundled world in sim")
     demo.add_argument("arguments", nargs="*", metavar="name:=value", help="override demo arguments")
     demo.set_defaults(func=cmd_demo)
+    from r2s2r_sim import world_cli
+
+    world_cli.register(sub)
     for entry in sorted(entry_points(group="r2s2r.commands"), key=lambda e: e.name):
         try:
             register = entry.load()
@@ -87,7 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``r2s2r`` console script."""
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(argv)
+    # Options may come between launch arguments (`launch world --print mode:=sim`): argparse then leaves
+    # the arguments after the option unparsed; they are launch arguments all the same.
+    if extra and isinstance(getattr(ns, "arguments", None), list) and all(":=" in e for e in extra):
+        ns.arguments += extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return int(ns.func(ns))
 
 

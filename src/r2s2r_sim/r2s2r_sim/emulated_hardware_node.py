@@ -60,7 +60,7 @@ from r2s2r_sim.emulated_hardware import (
 from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, camera_transforms
-from r2s2r_sim.ros_params import declare_parameters, run_node
+from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.sim_node import variation_hash
 
@@ -455,7 +455,8 @@ def _advance(next_t: float, period: float, now: float) -> float:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the emulated hardware until interrupted; 1 on a configuration error."""
     use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
-    return run_node(EmulatedHardwareNode, args, "emulated_hardware")
+    return run_node(EmulatedHardwareNode, args, "emulated_hardware",
+                    help_text=lambda: node_help("emulated_hardware_node"))
 
 if __name__ == "__main__":
     sys.exit(main())

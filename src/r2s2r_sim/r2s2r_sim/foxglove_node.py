@@ -23,7 +23,7 @@ from rclpy.node import Node
 from rosbags.typesys import Stores, get_typestore
 
 from r2s2r_sim.interface import Durability, Interface
-from r2s2r_sim.ros_params import declare_parameters, run_node, spin_single
+from r2s2r_sim.ros_params import declare_parameters, node_help, run_node, spin_single
 from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
@@ -136,7 +136,8 @@ class FoxgloveNode(Node):
 def main(args: Sequence[str] | None = None) -> int:
     """Serve until interrupted; exit 1 on a configuration error."""
     return run_node(
-        FoxgloveNode, args, "foxglove_server", spin=spin_single, errors=(FoxgloveNodeError, ValueError)
+        FoxgloveNode, args, "foxglove_server", spin=spin_single, errors=(FoxgloveNodeError, ValueError),
+        help_text=lambda: node_help("foxglove_node", _PARAMS),
     )
 
 

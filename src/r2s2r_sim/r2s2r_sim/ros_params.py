@@ -9,6 +9,8 @@ the nodes' console scripts.
 
 from __future__ import annotations
 
+import sys
+
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -132,6 +134,32 @@ def spin_single(node: Node) -> None:
     spin_until_shutdown(executor)
 
 
+def node_help(logger_name: str, specs: ParamSpecs | None = None, defaults: Mapping[str, Any] | None = None) -> str:
+    """The ``--help`` text of a node: its parameters with description, range and default.
+
+    Without ``specs``, the node's parameter file (``config/<name>.yaml``) is shown instead.
+    """
+    lines = [
+        f"usage: {logger_name} [--ros-args -p NAME:=VALUE ... | --params-file FILE]",
+        "",
+        f"A ROS 2 node; run it with ros2 run, ros2 launch or r2s2r launch. Parameters of {logger_name}:",
+    ]
+    if specs is not None:
+        for name, (text, bounds) in specs.items():
+            default = "" if defaults is None or name not in defaults else f" (default: {defaults[name]!r})"
+            rng = "" if bounds is None else f" [{bounds[0]}, {bounds[1]}]"
+            lines.append(f"  {name}{rng}{default}: {text}")
+        return "\n".join(lines)
+    from r2s2r_sim.paths import config_dir
+
+    try:
+        path = config_dir() / f"{logger_name}.yaml"
+        lines += [f"(defaults from {path})", path.read_text(encoding="utf-8")]
+    except (FileNotFoundError, OSError):
+        lines.append("(no parameter file found; `ros2 param describe` lists them while it runs)")
+    return "\n".join(lines)
+
+
 def run_node(
     factory: Callable[[], Node],
     args: Sequence[str] | None,
@@ -139,6 +167,7 @@ def run_node(
     *,
     spin: Callable[[Any], int | None] = spin_multithreaded,
     errors: tuple[type[BaseException], ...] = (ValueError, RuntimeError),
+    help_text: Callable[[], str] | None = None,
 ) -> int:
     """Init rclpy, build the node, ``spin(node)`` and shut down; return the exit code.
 
@@ -147,6 +176,12 @@ def run_node(
     signal lands while the node is being built: rclpy then fails with ``RCLError`` (a ``RuntimeError``:
     "the given context is not valid") in whatever the constructor or the executor was creating.
     """
+    argv = list(sys.argv[1:] if args is None else args)
+    own = argv[: argv.index("--ros-args")] if "--ros-args" in argv else argv
+    if "-h" in own or "--help" in own:
+        # Answer --help with the parameters instead of starting the node.
+        print(help_text() if help_text is not None else node_help(logger_name))
+        return 0
     # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
     rclpy.init(args=args)
     context = rclpy.get_default_context()

@@ -78,13 +78,14 @@ from r2s2r_sim.interface import Interface
 from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, camera_transforms
-from r2s2r_sim.ros_params import declare_parameters, run_node
+from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
     load_variation_config,
+    for_world,
     make_world,
     sample_variation,
 )
@@ -306,7 +307,7 @@ class SimNode(Node):
         self._variations_text = ""  # the ``variations`` file's text: the config of resets that give none
         if cfg.variations:
             try:
-                load_variation_config(cfg.variations)
+                for_world(load_variation_config(cfg.variations), self._folder)
                 self._variations_text = Path(cfg.variations).read_text(encoding="utf-8")
             except (VariationError, OSError) as err:
                 raise SimNodeError(
@@ -492,6 +493,7 @@ class SimNode(Node):
             return self.world, key
         config = parse_variation_config(text)
         try:
+            config = for_world(config, self._folder, check=False)
             return make_world(self._folder, sample_variation(config, int(seed))), key
         except VariationError:
             raise
@@ -1107,7 +1109,8 @@ class SimNode(Node):
 def main(args: Sequence[str] | None = None) -> int:
     """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
     use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
-    return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError))
+    return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError),
+                    help_text=lambda: node_help("sim_node", _PARAMS, vars(SimNodeConfig())))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,6 +22,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
+from r2s2r_sim.robot_source import load_robot_spec  # noqa: E402
 from r2s2r_sim.task import ObjectPose, PickPlaceTask, make_task  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
 
@@ -145,15 +146,18 @@ class SimWorld:
         self._robot_rel = self._rel(cfg.robot.mjcf)
         self._scene_rel = self._rel(cfg.scene)
         self._prefix = cfg.robot.prefix
+        self._robot_field = "robot.urdf" if cfg.robot.is_urdf else "robot.mjcf"
 
         scene_spec = self._load_spec(cfg.scene, "scene")
-        robot_spec = self._load_spec(cfg.robot.mjcf, "robot.mjcf")
+        robot_spec = self._load_spec(cfg.robot.mjcf, self._robot_field)
         robot_root = robot_spec.worldbody.first_body()
         if robot_root is None:
-            raise WorldError(f"{self._src}: robot.mjcf: {self._robot_rel} has no body under <worldbody>")
+            raise WorldError(f"{self._src}: {self._robot_field}: {self._robot_rel} has no body under <worldbody>")
         self._robot_root_name = robot_root.name
         if not self._robot_root_name:
-            raise WorldError(f"{self._src}: robot.mjcf: the root body of {self._robot_rel} must be named")
+            raise WorldError(
+                f"{self._src}: {self._robot_field}: the root body of {self._robot_rel} must be named"
+            )
 
         if cfg.robot.options_from_robot:
             for name in _ROBOT_OPTION_FIELDS:
@@ -170,7 +174,7 @@ class SimWorld:
                     scene_spec.option.timestep = cfg.physics.timestep
             except ValueError as err:
                 raise WorldError(
-                    f"{self._src}: robot.mjcf: composing {self._scene_rel} with {self._robot_rel} "
+                    f"{self._src}: {self._robot_field}: composing {self._scene_rel} with {self._robot_rel} "
                     f"failed: {err}"
                 ) from err
             if spec_editor is not None:
@@ -180,7 +184,7 @@ class SimWorld:
             except ValueError as err:
                 edited = " (after spec_editor)" if spec_editor is not None else ""
                 raise WorldError(
-                    f"{self._src}: robot.mjcf: composing {self._scene_rel} with {self._robot_rel} "
+                    f"{self._src}: {self._robot_field}: composing {self._scene_rel} with {self._robot_rel} "
                     f"failed{edited}: {err}"
                 ) from err
         self._spec = scene_spec
@@ -211,12 +215,30 @@ class SimWorld:
             return str(path)
 
     def _load_spec(self, path: Path, field: str) -> mujoco.MjSpec:
-        try:
-            spec = mujoco.MjSpec.from_file(str(path))
-        except ValueError as err:
-            raise WorldError(f"{self._src}: {field}: {self._rel(path)} is not valid MJCF: {err}") from err
-        # Before anything reads meshes/textures: refuse files outside the world folder.
-        self._check_asset_paths(spec, path, field)
+        robot = self.config.robot
+        if field == "scene":
+            try:
+                spec = mujoco.MjSpec.from_file(str(path))
+            except ValueError as err:
+                raise WorldError(f"{self._src}: {field}: {self._rel(path)} is not valid MJCF: {err}") from err
+            roots: tuple[Path, ...] | None = None
+        else:
+            try:
+                spec = load_robot_spec(
+                    path,
+                    field=field,
+                    xacro_args=robot.xacro_args,
+                    packages=robot.packages,
+                    servo_joints=robot.arm_joints + (robot.gripper.joints if robot.gripper else ()),
+                    servos=robot.servos,
+                    tool_frame=robot.tool_frame,
+                )
+            except WorldError as err:
+                raise WorldError(f"{self._src}: {err}") from None
+            roots = robot.asset_roots
+        # Before anything reads meshes/textures: refuse files outside the world folder (or, for a robot
+        # file the world names outside it, outside the robot's own package or folder).
+        self._check_asset_paths(spec, path, field, roots)
         try:
             # Compiling alone surfaces missing meshes/textures with the file that references them.
             spec.compile()
@@ -224,11 +246,13 @@ class SimWorld:
             raise WorldError(f"{self._src}: {field}: {self._rel(path)} does not compile: {err}") from err
         return spec
 
-    def _check_asset_paths(self, spec: mujoco.MjSpec, path: Path, field: str) -> None:
-        """Refuse mesh/texture/hfield files that resolve outside the world folder."""
+    def _check_asset_paths(
+        self, spec: mujoco.MjSpec, path: Path, field: str, roots: tuple[Path, ...] | None
+    ) -> None:
+        """Refuse mesh/texture/hfield files that resolve outside the world folder (or ``roots``)."""
         if self.config.allow_external_paths:
             return
-        root = self.config.world_dir.resolve()
+        allowed = roots if roots is not None else (self.config.world_dir.resolve(),)
         base = path.parent
         for kind, items, subdir in (
             ("mesh", spec.meshes, spec.meshdir),
@@ -239,10 +263,14 @@ class SimWorld:
                 if not item.file:
                     continue
                 resolved = (base / (subdir or "") / item.file).resolve()
-                if not resolved.is_relative_to(root):
+                if not any(resolved.is_relative_to(root) for root in allowed):
+                    where = (
+                        f"the world folder {allowed[0]}" if roots is None
+                        else f"the robot's folders {[str(r) for r in allowed]}"
+                    )
                     raise WorldError(
                         f"{self._src}: {field}: {self._rel(path)}: {kind} {item.name or item.file!r} file "
-                        f"{item.file!r} escapes the world folder {root}"
+                        f"{item.file!r} escapes {where}"
                     )
 
     def _attach_frame(self, scene_spec: mujoco.MjSpec) -> mujoco.MjsFrame:

@@ -14,6 +14,14 @@ import yaml
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render_profile import BUILTIN_PROFILES, RenderProfile, parse_profiles, resolve_profile
+from r2s2r_sim.robot_source import (
+    ServoConfig,
+    ToolFrameConfig,
+    asset_roots,
+    is_urdf,
+    resolve_package,
+    split_package_uri,
+)
 
 __all__ = [
     "WORLD_FILE",
@@ -114,10 +122,11 @@ class GripperConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class RobotConfig:
-    """The robot MJCF and how it is attached and commanded.
+    """The robot file and how it is attached and commanded.
 
     Attributes:
-        mjcf: absolute path of the robot MJCF, loaded from its own folder.
+        mjcf: absolute path of the robot file (MJCF, URDF or xacro; ``robot.mjcf`` or ``robot.urdf`` in
+            world.yaml), loaded from its own folder.
         attach: where the robot base goes.
         prefix: name prefix given on attach; all names in this config are unprefixed.
         home_keyframe: keyframe in the robot MJCF used as home (exclusive with ``home_qpos``).
@@ -126,6 +135,11 @@ class RobotConfig:
         gripper: optional gripper.
         ee_site: end-effector site; ``None`` uses the body of the last arm joint.
         options_from_robot: copy the robot's ``<option>`` (integrator, cone, ...) into the composed model.
+        xacro_args: arguments of a xacro robot file.
+        packages: folders of the packages named by ``package://`` paths and ``$(find ...)``.
+        servos: position servos for arm and gripper joints without an actuator (URDF); ``None``: none.
+        tool_frame: tool-centre frame added as the site ``ee_site`` names.
+        asset_roots: folders the robot's meshes and textures must stay inside; ``None``: the world folder.
     """
 
     mjcf: Path
@@ -137,8 +151,24 @@ class RobotConfig:
     gripper: GripperConfig | None
     ee_site: str | None
     options_from_robot: bool = True
+    xacro_args: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    packages: Mapping[str, Path] = dataclasses.field(default_factory=dict)
+    servos: ServoConfig | None = None
+    tool_frame: ToolFrameConfig | None = None
+    asset_roots: tuple[Path, ...] | None = None
+
+    @property
+    def is_urdf(self) -> bool:
+        """The robot file is URDF or xacro (compiled by MuJoCo's URDF importer)."""
+        return is_urdf(self.mjcf)
 
     def __post_init__(self) -> None:
+        if self.tool_frame is not None:
+            _check(
+                self.ee_site == self.tool_frame.name,
+                "tool_frame",
+                f"give robot.ee_site or robot.tool_frame, not both (ee_site {self.ee_site!r})",
+            )
         _check(len(self.arm_joints) > 0, "arm_joints", "must list at least one joint")
         dup = sorted({j for j in self.arm_joints if self.arm_joints.count(j) > 1})
         _check(not dup, "arm_joints", f"has duplicates: {dup}")
@@ -478,8 +508,70 @@ def _parse_gripper(r: _Reader) -> GripperConfig:
     )
 
 
+def _parse_tool_frame(r: _Reader) -> ToolFrameConfig:
+    kwargs: dict[str, Any] = {"body": r.str_("body")}
+    name = r.str_("name", required=False)
+    if name is not None:
+        kwargs["name"] = name
+    for key in ("pos", "z_axis", "y_axis"):
+        value = r.floats(key, 3, required=False)
+        if value is not None:
+            kwargs[key] = value
+    return r.build(ToolFrameConfig, **kwargs)
+
+
+def _parse_packages(r: _Reader | None, world_dir: Path) -> dict[str, Path]:
+    if r is None:
+        return {}
+    packages = {}
+    for name in list(r.data):
+        rel = r.str_(str(name))
+        assert rel is not None
+        folder = (world_dir / rel).resolve()
+        if not folder.is_dir():
+            raise r.fail(str(name), f"package folder {rel!r} not found (looked for {folder})")
+        packages[str(name)] = folder
+    r.finish()
+    return packages
+
+
+def _resolve_robot_file(
+    r: _Reader, key: str, world_dir: Path, allow_external: bool, packages: Mapping[str, Path]
+) -> tuple[Path, tuple[Path, ...] | None]:
+    """The robot file and the folders its assets must stay in (``None``: the world folder).
+
+    The robot may live anywhere the world names it explicitly (a path or ``package://``); what lies inside
+    the world folder keeps the world folder's checks.
+    """
+    ref = r.str_(key)
+    assert ref is not None  # required
+    uri = split_package_uri(ref)
+    if uri is not None:
+        name, rel = uri
+        folder = resolve_package(name, packages)
+        if folder is None:
+            raise r.fail(
+                key, f"package {name!r} is neither in robot.packages ({sorted(packages)}) nor in the ament index"
+            )
+        resolved = (folder / rel).resolve()
+    else:
+        resolved = (world_dir / ref).resolve()
+    if not resolved.is_file():
+        raise r.fail(key, f"file {ref!r} not found (looked for {resolved})")
+    if resolved.is_relative_to(world_dir.resolve()) or allow_external:
+        return resolved, None
+    return resolved, asset_roots(resolved, packages)
+
+
 def _parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConfig:
-    mjcf = _resolve_file(r, "mjcf", world_dir, world_dir, allow_external)
+    packages = _parse_packages(r.sub("packages", required=False), world_dir)
+    has_mjcf, has_urdf = r.has("mjcf"), r.has("urdf")
+    if has_mjcf == has_urdf:
+        raise r.fail("mjcf", "give exactly one of robot.mjcf (MJCF) and robot.urdf (URDF or xacro)")
+    key = "mjcf" if has_mjcf else "urdf"
+    mjcf, roots = _resolve_robot_file(r, key, world_dir, allow_external, packages)
+    if is_urdf(mjcf) != (key == "urdf"):
+        raise r.fail(key, f"{mjcf.name}: use robot.urdf for .urdf/.xacro files and robot.mjcf for MJCF")
     attach_r = r.sub("attach", required=False)
     if attach_r is None:
         attach = AttachConfig()
@@ -493,6 +585,29 @@ def _parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConf
             site=attach_r.str_("site", required=False),
         )
     gripper_r = r.sub("gripper", required=False)
+    xacro_r = r.sub("xacro_args", required=False)
+    xacro_args: dict[str, str] = {}
+    if xacro_r is not None:
+        for name in list(xacro_r.data):
+            value = xacro_r.raw(str(name), required=True)
+            if isinstance(value, dict | list):
+                raise xacro_r.fail(str(name), f"must be a scalar, got {value!r}")
+            xacro_args[str(name)] = str(value)
+        xacro_r.finish()
+    servos_r = r.sub("servos", required=False)
+    servos = None
+    if servos_r is not None:
+        servos = servos_r.build(
+            ServoConfig,
+            kp=servos_r.float_("kp"),
+            kv=servos_r.float_("kv", required=False, default=0.0),
+            force_limit=servos_r.float_("force_limit", required=False),
+        )
+    tool_r = r.sub("tool_frame", required=False)
+    tool_frame = None if tool_r is None else _parse_tool_frame(tool_r)
+    ee_site = r.str_("ee_site", required=False)
+    if tool_frame is not None and ee_site is None:
+        ee_site = tool_frame.name
     return r.build(
         RobotConfig,
         mjcf=mjcf,
@@ -502,8 +617,13 @@ def _parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConf
         home_qpos=r.floats("home_qpos", None, required=False),
         arm_joints=r.strs("arm_joints"),
         gripper=None if gripper_r is None else _parse_gripper(gripper_r),
-        ee_site=r.str_("ee_site", required=False),
+        ee_site=ee_site,
         options_from_robot=r.bool_("options_from_robot", default=True),
+        xacro_args=xacro_args,
+        packages=packages,
+        servos=servos,
+        tool_frame=tool_frame,
+        asset_roots=roots,
     )
 
 

@@ -286,20 +286,22 @@ class RobotStateConfig:
 
     Attributes:
         enabled: whether this axis varies anything.
-        joints: arm joints that are offset (unprefixed names).
-        offset: per joint, the offset is uniform in ``±offset`` (rad or m); same length as ``joints``.
+        joints: arm joints that are offset (unprefixed names); empty: the world's arm joints (filled in by
+            :func:`r2s2r_sim.variations.for_world` before sampling).
+        offset: per joint, the offset is uniform in ``±offset`` (rad or m); same length as ``joints``, or
+            one value for every joint.
     """
 
     enabled: bool = True
-    joints: tuple[str, ...] = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
-    offset: tuple[float, ...] = (0.1, 0.1, 0.1, 0.1, 0.1, 0.1)
+    joints: tuple[str, ...] = ()
+    offset: tuple[float, ...] = (0.1,)
 
     def __post_init__(self) -> None:
         _check_names("joints", self.joints)
-        if len(self.offset) != len(self.joints):
+        if len(self.offset) != len(self.joints) and len(self.offset) != 1:
             raise _fail(
                 "offset",
-                f"must have one value per entry of joints: got {len(self.offset)} offsets and "
+                f"must have one value, or one per entry of joints: got {len(self.offset)} offsets and "
                 f"{len(self.joints)} joints",
             )
         for i, v in enumerate(self.offset):

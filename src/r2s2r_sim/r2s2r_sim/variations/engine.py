@@ -34,6 +34,7 @@ __all__ = [
     "apply_variation",
     "dimension_names",
     "initial_state_offsets",
+    "for_world",
     "make_world",
     "sample_sweep",
     "sample_variation",
@@ -247,6 +248,29 @@ class VariedWorld(SimWorld):
             self.data.joint(prefix + name).qpos[0] = q
         self.set_arm_command(start, immediate=True)
         mujoco.mj_forward(self.model, self.data)
+
+
+def for_world(config: VariationConfig, world_dir: str | Path, *, check: bool = True) -> VariationConfig:
+    """``config`` made for the world of ``world_dir``, checked against it before any episode.
+
+    An empty ``robot_state.joints`` becomes the world's arm joints.  Every name the config gives
+    (materials, geoms, bodies, lights, cameras, joints) is checked, when ``check``, by applying the
+    config's middle variation to the world once.
+
+    Raises:
+        VariationError: naming the field and the names the world lacks.
+        WorldError: the world itself does not load.
+    """
+    world_cfg = load_world_config(world_dir)
+    robot_state = config.robot_state
+    if robot_state.enabled and not robot_state.joints:
+        config = dataclasses.replace(
+            config, robot_state=dataclasses.replace(robot_state, joints=world_cfg.robot.arm_joints)
+        )
+    if check:
+        middle = variation_from_unit(config, np.full(len(dimension_names(config)), 0.5), seed=0)
+        VariedWorld(world_dir, middle, config=world_cfg)
+    return config
 
 
 def make_world(world_dir: str | Path, variation: Variation) -> VariedWorld:

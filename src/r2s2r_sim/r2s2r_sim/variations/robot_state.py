@@ -30,7 +30,8 @@ class RobotStateAxis(Axis):
         self, cfg: RobotStateConfig, unit: tuple[float, ...], earlier: Mapping[str, float]
     ) -> dict[str, float]:
         """See :meth:`Axis.realise`."""
-        return {j: symmetric(o, u) for j, o, u in zip(cfg.joints, cfg.offset, unit, strict=True)}
+        offsets = cfg.offset if len(cfg.offset) == len(cfg.joints) else cfg.offset * len(cfg.joints)
+        return {j: symmetric(o, u) for j, o, u in zip(cfg.joints, offsets, unit, strict=True)}
 
     def apply(self, spec: mujoco.MjSpec, cfg: RobotStateConfig, params: Mapping[str, float]) -> None:
         """See :meth:`Axis.apply`."""

@@ -1,0 +1,202 @@
+"""``r2s2r world check``: what a world folder resolves to, every problem found, and a picture of its tool frame.
+
+Errors stop the world from running (the loader's :class:`WorldError`, a missing tool frame or task);
+warnings are things a user should look at (a gripper joint without a range, a tool frame whose approach
+axis does not point down at home is fine, but one whose origin is far from the fingers is not).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from r2s2r_sim.errors import WorldError  # noqa: E402
+from r2s2r_sim.rendering import camera_intrinsics  # noqa: E402
+
+__all__ = ["WorldReport", "check_world", "draw_tool_frame"]
+
+_AXIS_LENGTH = 0.08
+_AXIS_COLOURS = ((1.0, 0.1, 0.1, 1.0), (0.1, 0.9, 0.1, 1.0), (0.1, 0.3, 1.0, 1.0))
+
+
+@dataclass
+class WorldReport:
+    """The text of a check, its errors and warnings, and the picture written (if any)."""
+
+    lines: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    picture: Path | None = None
+
+    def text(self) -> str:
+        """The report as printed."""
+        out = list(self.lines)
+        out += [f"error: {e}" for e in self.errors] + [f"warning: {w}" for w in self.warnings]
+        out.append(f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)")
+        return "\n".join(out)
+
+
+def _fmt(values: np.ndarray | tuple[float, ...] | list[float]) -> str:
+    return "[" + ", ".join(f"{float(v):.4g}" for v in values) + "]"
+
+
+def _actuator_line(model: mujoco.MjModel, act: int) -> str:
+    kind = int(model.actuator_trntype[act])
+    target = int(model.actuator_trnid[act, 0])
+    if kind == int(mujoco.mjtTrn.mjTRN_TENDON):
+        what = f"tendon {model.tendon(target).name!r}"
+    elif kind == int(mujoco.mjtTrn.mjTRN_JOINT):
+        what = f"joint {model.joint(target).name!r}"
+    else:
+        what = f"transmission {kind}"
+    servo = ""
+    if int(model.actuator_biastype[act]) == int(mujoco.mjtBias.mjBIAS_AFFINE):
+        servo = f" kp {model.actuator_gainprm[act, 0]:.4g} kv {-model.actuator_biasprm[act, 2]:.4g}"
+    ctrl = _fmt(model.actuator_ctrlrange[act]) if model.actuator_ctrllimited[act] else "unlimited"
+    force = _fmt(model.actuator_forcerange[act]) if model.actuator_forcelimited[act] else "unlimited"
+    return f"  {model.actuator(act).name!r} -> {what}{servo} ctrl {ctrl} force {force}"
+
+
+def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
+    """Load ``world_dir`` and report what it resolves to; draw the tool frame into ``picture`` (PNG).
+
+    Never raises for a bad world: every problem becomes an error line.
+    """
+    from r2s2r_sim.world import SimWorld
+
+    report = WorldReport()
+    try:
+        world = SimWorld(world_dir)
+    except (WorldError, ValueError, OSError) as err:
+        report.errors.append(str(err))
+        return report
+    cfg, model = world.config, world.model
+    robot = cfg.robot
+    report.lines += [
+        f"world {cfg.id!r} ({cfg.source})",
+        f"robot file: {robot.mjcf} ({'URDF' if robot.is_urdf else 'MJCF'}; "
+        f"{'inside the world folder' if robot.asset_roots is None else 'outside the world folder'})",
+        f"physics: timestep {world.timestep} s, integrator {mujoco.mjtIntegrator(model.opt.integrator).name}",
+        "arm joints (command order, limits applied to commands):",
+    ]
+    for name, (lo, hi) in zip(world.arm_joint_names, world.arm_limits, strict=True):
+        report.lines.append(f"  {name}: [{lo:.4g}, {hi:.4g}]")
+    report.lines.append("actuators:")
+    report.lines += [_actuator_line(model, a) for a in range(model.nu)]
+    g = robot.gripper
+    if g is None:
+        report.lines.append("gripper: none")
+    else:
+        report.lines.append(
+            f"gripper: actuator {g.actuator!r}, joints {list(g.joints)}; command {g.open_command:.4g} (open) .. "
+            f"{g.closed_command:.4g} (closed) -> ctrl {g.ctrl_range[0]:.4g} .. {g.ctrl_range[1]:.4g}"
+        )
+        for name in g.joints:
+            jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot.prefix + name)
+            if not model.jnt_limited[jid]:
+                report.warnings.append(f"robot.gripper.joints: {name!r} has no range")
+    world.reset(0)
+    pos, quat = world.ee_pose()
+    rot = np.empty(9)
+    mujoco.mju_quat2Mat(rot, quat)
+    rot = rot.reshape(3, 3)
+    if robot.ee_site is None:
+        report.errors.append(
+            "robot.ee_site / robot.tool_frame: the world has no tool frame; the reference policy needs one "
+            "(declare robot.tool_frame: {body, pos, z_axis, y_axis})"
+        )
+        source = "body of the last arm joint"
+    elif robot.tool_frame is not None:
+        source = f"tool_frame on body {robot.tool_frame.body!r}"
+    else:
+        source = f"site {robot.ee_site!r}"
+    report.lines += [
+        f"tool frame ({source}) at home: position {_fmt(pos)} m (world)",
+        f"  x {_fmt(rot[:, 0])}  y (finger axis) {_fmt(rot[:, 1])}  z (approach) {_fmt(rot[:, 2])}",
+    ]
+    for cam in cfg.cameras:
+        k = camera_intrinsics(model, model.camera(world.camera_id(cam.name)).name, cam.width, cam.height)
+        report.lines.append(
+            f"camera {cam.name!r} ({cam.mjcf_camera}) {cam.width}x{cam.height} @ {cam.rate_hz} Hz: "
+            f"K = [[{k[0, 0]:.2f}, 0, {k[0, 2]:.2f}], [0, {k[1, 1]:.2f}, {k[1, 2]:.2f}], [0, 0, 1]]"
+        )
+    if cfg.task is None:
+        report.warnings.append("task: none; episodes cannot succeed or fail")
+    else:
+        _check_task(world, pos, report)
+    if picture is not None:
+        try:
+            draw_tool_frame(world, picture)
+            report.picture = picture
+            report.lines.append(f"picture of the tool frame (x red, y green, z blue): {picture}")
+        except (mujoco.FatalError, RuntimeError, ValueError) as err:
+            report.warnings.append(f"picture: could not render: {err}")
+    return report
+
+
+def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
+    from r2s2r_sim.world import SimWorld
+
+    assert isinstance(world, SimWorld)
+    task = world.config.task
+    assert task is not None
+    obj, _ = world.body_pose(task.object_body)
+    target, _ = world.site_pose(task.target_site)
+    base, _ = world.base_pose()
+    # The summed link lengths bound the reach; a start or target beyond it is an error, not a hard episode.
+    anchors = [world.data.xanchor[j] for j in world._arm_jnt]  # noqa: SLF001
+    reach = float(np.linalg.norm(anchors[0] - base) + sum(
+        np.linalg.norm(b - a) for a, b in zip([*anchors[1:], tool], anchors, strict=True)))
+    report.lines.append(
+        f"task: {task.object_body!r} at {_fmt(obj)} -> {task.target_site!r} at {_fmt(target)}; "
+        f"arm reach about {reach:.3f} m"
+    )
+    for what, point in (("task object", obj), ("target", target)):
+        dist = float(np.linalg.norm(point - base))
+        if dist > reach:
+            report.errors.append(
+                f"task: the {what} is {dist:.3f} m from the robot base, beyond the arm's reach ({reach:.3f} m)"
+            )
+
+
+def draw_tool_frame(world: object, path: Path, *, size: tuple[int, int] = (640, 480)) -> None:
+    """Render the robot at home with the tool frame's axes as arrows (x red, y green, z blue) to a PNG."""
+    from PIL import Image
+
+    from r2s2r_sim.world import SimWorld
+
+    assert isinstance(world, SimWorld)
+    model, data = world.model, world.data
+    pos, quat = world.ee_pose()
+    rot = np.empty(9)
+    mujoco.mju_quat2Mat(rot, quat)
+    rot = rot.reshape(3, 3)
+    width = min(size[0], int(model.vis.global_.offwidth))
+    height = min(size[1], int(model.vis.global_.offheight))
+    camera = mujoco.MjvCamera()
+    camera.type = mujoco.mjtCamera.mjCAMERA_FREE
+    camera.lookat[:] = pos
+    camera.distance = 0.6
+    camera.azimuth = 135.0
+    camera.elevation = -25.0
+    with mujoco.Renderer(model, height=height, width=width) as renderer:
+        renderer.update_scene(data, camera=camera)
+        scene = renderer.scene
+        for axis in range(3):
+            if scene.ngeom >= scene.maxgeom:
+                break
+            geom = scene.geoms[scene.ngeom]
+            mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_ARROW, np.zeros(3), np.zeros(3), np.zeros(9),
+                                np.asarray(_AXIS_COLOURS[axis], dtype=np.float32))
+            mujoco.mjv_connector(geom, mujoco.mjtGeom.mjGEOM_ARROW, 0.006, pos, pos + _AXIS_LENGTH * rot[:, axis])
+            scene.ngeom += 1
+        image = renderer.render()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image).save(path)

@@ -1,0 +1,448 @@
+"""``r2s2r world new``: a world folder for the bundled table task around the user's robot file.
+
+What the robot file does not say is guessed from the model and can be confirmed or overridden:
+- arm joints: the hinge and slide joints that are not gripper joints, in tree order;
+- gripper: the actuator that drives a joint (or a tendon over joints) whose name says finger, jaw,
+  gripper, knuckle or claw; its open end is the end of the joint range where the finger geoms lie
+  farthest from the approach axis;
+- tool frame: a site named like a tool centre (tcp, pinch, ee, tool, grasp, attachment), else one placed
+  on the last arm body, on the axis from the wrist to the fingers, at finger depth (see
+  :class:`r2s2r_sim.robot_source.ToolFrameConfig` for the axis convention);
+- home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
+The scene is the bundled table, cube and bin, with the workspace, bin and camera scaled to the arm's reach
+(the bundled arm's reach and workspace at scale 1) and the camera placed like the bundled one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import yaml
+
+from r2s2r_sim.errors import WorldError
+from r2s2r_sim.robot_source import (
+    ServoConfig,
+    ToolFrameConfig,
+    is_urdf,
+    load_robot_spec,
+    resolve_package,
+    split_package_uri,
+)
+from r2s2r_sim.worlds import WORLDS
+
+__all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "robot_reference", "write_world"]
+
+_GRIPPER_RE = re.compile(r"finger|jaw|gripper|knuckle|claw|thumb|hand", re.IGNORECASE)
+_TCP_SITE_RE = re.compile(r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|attachment", re.IGNORECASE)
+_HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+_BUNDLED = WORLDS["tabletop-pick-v1"]
+# The bundled arm's reach (m), base to tool centre summed over its joint anchors at home, and where its
+# workspace, bin and camera sit: the template the scene is scaled from.
+_BUNDLED_REACH = 0.84
+_TABLE_Z = 0.75
+_CUBE_RANGE = ((0.35, 0.55), (-0.15, 0.05))
+_BIN_XY = (0.25, 0.38)
+_CAMERA_POS = (1.2, 0.1, 1.35)
+_WORKSPACE_CENTRE = (0.45, -0.05, 0.77)
+# Default servos for joints a URDF leaves without an actuator: stiff enough to hold a 5-10 kg arm.
+DEFAULT_SERVOS = ServoConfig(kp=2000.0, kv=100.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewWorldOptions:
+    """What the user confirmed or overrode; ``None`` fields are guessed.
+
+    Attributes:
+        robot: the robot file, as written into world.yaml (a path or ``package://``).
+        robot_file: the robot file on disk.
+        world_id: the id of the new world.
+        arm_joints, gripper_joints, gripper_actuator: override the guess.
+        no_gripper: the robot has no gripper, whatever the names say.
+        gripper_open, gripper_closed: the command range ends (joint units).
+        ee_site: use this site of the robot file as tool frame.
+        tool_body, tool_pos, tool_z, tool_y: declare the tool frame (see ToolFrameConfig).
+        home: home joint positions (arm joints, command order) when the file has no keyframe.
+        xacro_args: arguments of a xacro robot file.
+        packages: package folders for ``package://``.
+    """
+
+    robot: str
+    robot_file: Path
+    world_id: str = "my-arm-pick-v1"
+    arm_joints: tuple[str, ...] | None = None
+    gripper_joints: tuple[str, ...] | None = None
+    gripper_actuator: str | None = None
+    no_gripper: bool = False
+    gripper_open: float | None = None
+    gripper_closed: float | None = None
+    ee_site: str | None = None
+    tool_body: str | None = None
+    tool_pos: tuple[float, float, float] | None = None
+    tool_z: tuple[float, float, float] | None = None
+    tool_y: tuple[float, float, float] | None = None
+    home: tuple[float, ...] | None = None
+    xacro_args: Mapping[str, str] = field(default_factory=dict)
+    packages: Mapping[str, Path] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GuessedRobot:
+    """The robot section of a new world, and the reach the scene is scaled to."""
+
+    robot: dict[str, Any]
+    reach: float
+    notes: tuple[str, ...]
+
+
+def _joint_ids(model: mujoco.MjModel, names: Sequence[str], what: str) -> list[int]:
+    ids = []
+    for name in names:
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            have = [model.joint(i).name for i in range(model.njnt)]
+            raise WorldError(f"{what}: joint {name!r} not in the robot file (joints: {have})")
+        ids.append(jid)
+    return ids
+
+
+def _actuator_joints(model: mujoco.MjModel, act: int) -> list[int]:
+    """Joints an actuator moves: its joint, or the joints of its fixed tendon."""
+    kind, target = int(model.actuator_trntype[act]), int(model.actuator_trnid[act, 0])
+    if kind in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)):
+        return [target]
+    if kind == int(mujoco.mjtTrn.mjTRN_TENDON):
+        adr, num = int(model.tendon_adr[target]), int(model.tendon_num[target])
+        return [int(model.wrap_objid[w]) for w in range(adr, adr + num)
+                if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)]
+    return []
+
+
+def _subtree(model: mujoco.MjModel, body: int) -> set[int]:
+    out = {body}
+    for b in range(body + 1, model.nbody):
+        if int(model.body_parentid[b]) in out:
+            out.add(b)
+    return out
+
+
+def _geom_centres(model: mujoco.MjModel, data: mujoco.MjData, bodies: set[int]) -> np.ndarray:
+    ids = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies]
+    return data.geom_xpos[ids] if ids else np.zeros((0, 3))
+
+
+def _robot_model(opts: NewWorldOptions) -> tuple[mujoco.MjModel, mujoco.MjSpec]:
+    spec = load_robot_spec(opts.robot_file, field="--robot", xacro_args=opts.xacro_args, packages=opts.packages)
+    try:
+        return spec.compile(), spec
+    except ValueError as err:
+        raise WorldError(f"--robot: {opts.robot_file} does not compile: {err}") from err
+
+
+def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
+    """Guess the robot section of world.yaml from the robot file and ``opts``.
+
+    Raises:
+        WorldError: an override names something the robot file lacks, or nothing can be guessed.
+    """
+    model, _ = _robot_model(opts)
+    data = mujoco.MjData(model)
+    notes: list[str] = []
+    moving = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (_HINGE, _SLIDE)]
+    key = -1
+    if model.nkey:
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
+        key = key if key >= 0 else 0
+        mujoco.mj_resetDataKeyframe(model, data, key)
+
+    # gripper
+    grip_act, grip_joints = -1, []
+    if not opts.no_gripper:
+        if opts.gripper_actuator is not None:
+            grip_act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, opts.gripper_actuator)
+            if grip_act < 0:
+                have = [model.actuator(i).name for i in range(model.nu)]
+                raise WorldError(f"--gripper-actuator: {opts.gripper_actuator!r} not in the robot file ({have})")
+        else:
+            for act in range(model.nu):
+                joints = _actuator_joints(model, act)
+                if _GRIPPER_RE.search(model.actuator(act).name or "") or any(
+                    _GRIPPER_RE.search(model.joint(j).name) for j in joints
+                ):
+                    grip_act = act
+                    break
+        if grip_act >= 0:
+            grip_joints = _actuator_joints(model, grip_act)
+        if opts.gripper_joints is not None:
+            grip_joints = _joint_ids(model, opts.gripper_joints, "--gripper-joints")
+        if grip_act < 0 and opts.gripper_joints is not None:
+            raise WorldError("--gripper-joints: also give --gripper-actuator (no actuator drives those joints)")
+    finger_joints = {j for j in moving if _GRIPPER_RE.search(model.joint(j).name)} | set(grip_joints)
+
+    # arm joints
+    if opts.arm_joints is not None:
+        arm = _joint_ids(model, opts.arm_joints, "--arm-joints")
+    else:
+        arm = [j for j in moving if j not in finger_joints]
+    if not arm:
+        raise WorldError("--arm-joints: no arm joints found in the robot file; name them")
+
+    # home
+    if key >= 0:
+        home_q = data.qpos[model.jnt_qposadr[arm]].copy()
+    else:
+        home_q = np.zeros(len(arm)) if opts.home is None else np.asarray(opts.home, dtype=np.float64)
+        if len(home_q) != len(arm):
+            raise WorldError(f"--home: needs {len(arm)} values (one per arm joint), got {len(home_q)}")
+        limited = model.jnt_limited[arm].astype(bool)
+        home_q = np.where(limited, np.clip(home_q, model.jnt_range[arm, 0], model.jnt_range[arm, 1]), home_q)
+        data.qpos[model.jnt_qposadr[arm]] = home_q
+    mujoco.mj_kinematics(model, data)
+
+    robot: dict[str, Any] = {opts_key(opts): opts.robot}
+    if opts.xacro_args:
+        robot["xacro_args"] = dict(opts.xacro_args)
+    if opts.packages:
+        robot["packages"] = {k: str(v) for k, v in opts.packages.items()}
+    robot["attach"] = {"pos": [0.0, 0.0, _TABLE_Z], "quat": [1.0, 0.0, 0.0, 0.0]}
+    robot["prefix"] = ""
+    if key >= 0:
+        if not model.key(key).name:
+            raise WorldError("--robot: the robot file's keyframe has no name; name it or give --home")
+        robot["home_keyframe"] = model.key(key).name
+    else:
+        robot["home_qpos"] = [round(float(v), 6) for v in home_q]
+    robot["arm_joints"] = [model.joint(j).name for j in arm]
+    if is_urdf(opts.robot_file):
+        robot["servos"] = {"kp": DEFAULT_SERVOS.kp, "kv": DEFAULT_SERVOS.kv}
+        notes.append(f"the URDF has no actuators: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}")
+
+    last_body = int(model.jnt_bodyid[arm[-1]])
+    wrist = data.xanchor[arm[-1]].copy()
+    finger_bodies: set[int] = set()
+    for j in grip_joints:
+        finger_bodies |= _subtree(model, int(model.jnt_bodyid[j]))
+
+    # tool frame
+    site = _tool_site(model, opts, notes)
+    if site is not None:
+        robot["ee_site"] = site
+        sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)
+        tool_pos, tool_z = data.site_xpos[sid].copy(), data.site_xmat[sid].reshape(3, 3)[:, 2].copy()
+    else:
+        frame = _tool_frame(model, data, opts, arm, grip_joints, finger_bodies, last_body, wrist)
+        robot["tool_frame"] = frame
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, frame["body"])
+        rot = data.xmat[body].reshape(3, 3)
+        tool_pos = data.xpos[body] + rot @ np.asarray(frame["pos"])
+        tool_z = rot @ np.asarray(frame["z_axis"])
+
+    if grip_act >= 0 and grip_joints:
+        robot["gripper"] = _gripper(model, data, opts, grip_act, grip_joints, finger_bodies, tool_pos, tool_z)
+    elif not opts.no_gripper:
+        notes.append("no gripper found (no actuator on a finger/jaw/gripper joint); the world has none")
+
+    anchors = [data.xanchor[j] for j in arm] + [tool_pos]
+    base = data.xpos[int(model.jnt_bodyid[arm[0]])]
+    reach = float(np.linalg.norm(anchors[0] - base) + sum(
+        np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True)))
+    return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes))
+
+
+def opts_key(opts: NewWorldOptions) -> str:
+    """``urdf`` or ``mjcf``: the world.yaml key of the robot file."""
+    return "urdf" if is_urdf(opts.robot_file) else "mjcf"
+
+
+def _tool_site(model: mujoco.MjModel, opts: NewWorldOptions, notes: list[str]) -> str | None:
+    if opts.ee_site is not None:
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, opts.ee_site) < 0:
+            have = [model.site(i).name for i in range(model.nsite)]
+            raise WorldError(f"--ee-site: site {opts.ee_site!r} not in the robot file (sites: {have})")
+        return opts.ee_site
+    if opts.tool_body is not None:
+        return None
+    for sid in range(model.nsite):
+        if _TCP_SITE_RE.search(model.site(sid).name or ""):
+            notes.append(f"tool frame: the robot file's site {model.site(sid).name!r} (check its axes)")
+            return str(model.site(sid).name)
+    return None
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 1e-9 else v
+
+
+def _tool_frame(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    opts: NewWorldOptions,
+    arm: list[int],
+    grip_joints: list[int],
+    finger_bodies: set[int],
+    last_body: int,
+    wrist: np.ndarray,
+) -> dict[str, Any]:
+    """A tool frame on the last arm body (world-frame guess, written in the body's frame)."""
+    body = last_body
+    if opts.tool_body is not None:
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, opts.tool_body)
+        if body < 0:
+            have = [model.body(i).name for i in range(model.nbody)]
+            raise WorldError(f"--tool-body: body {opts.tool_body!r} not in the robot file (bodies: {have})")
+    rot = data.xmat[body].reshape(3, 3)
+    axis = _unit(data.xaxis[arm[-1]].copy())
+    fingers = _geom_centres(model, data, finger_bodies)
+    if len(fingers):
+        centre = fingers.mean(axis=0)
+        z = _unit(centre - wrist)
+        if abs(float(axis @ z)) > 0.7:  # a wrist roll joint: its axis is the approach axis
+            z = axis * math.copysign(1.0, float(axis @ z))
+        pos = wrist + z * float((centre - wrist) @ z)
+    else:
+        z = axis
+        pos = data.xpos[body].copy()
+    if len(grip_joints) >= 2:
+        a = data.xpos[int(model.jnt_bodyid[grip_joints[0]])]
+        b = data.xpos[int(model.jnt_bodyid[grip_joints[1]])]
+        y = _unit(a - b)
+    elif grip_joints:
+        y = _unit(np.cross(data.xaxis[grip_joints[0]], z))
+    else:
+        y = _unit(np.cross(z, [0.0, 0.0, 1.0]) if abs(z[2]) < 0.9 else np.cross(z, [1.0, 0.0, 0.0]))
+    y = _unit(y - z * float(y @ z))
+    frame = {
+        "name": "tool_frame",
+        "body": model.body(body).name,
+        "pos": rot.T @ (pos - data.xpos[body]),
+        "z_axis": rot.T @ z,
+        "y_axis": rot.T @ y,
+    }
+    if opts.tool_pos is not None:
+        frame["pos"] = np.asarray(opts.tool_pos)
+    if opts.tool_z is not None:
+        frame["z_axis"] = np.asarray(opts.tool_z)
+    if opts.tool_y is not None:
+        frame["y_axis"] = np.asarray(opts.tool_y)
+    out: dict[str, Any] = {k: v if isinstance(v, str) else [round(float(x), 6) for x in v]
+                           for k, v in frame.items()}
+    ToolFrameConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in out.items()})  # validates
+    return out
+
+
+def _gripper(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    opts: NewWorldOptions,
+    act: int,
+    joints: list[int],
+    finger_bodies: set[int],
+    tool_pos: np.ndarray,
+    tool_z: np.ndarray,
+) -> dict[str, Any]:
+    """Gripper joints, actuator and ranges; the open end is where the fingers spread widest."""
+    lo, hi = (float(v) for v in model.jnt_range[joints[0]])
+    if not model.jnt_limited[joints[0]] and (opts.gripper_open is None or opts.gripper_closed is None):
+        raise WorldError(
+            f"--gripper-open/--gripper-closed: gripper joint {model.joint(joints[0]).name!r} has no range; "
+            "give both"
+        )
+
+    def spread(end: int) -> float:
+        for j in joints:
+            data.qpos[model.jnt_qposadr[j]] = model.jnt_range[j, end]
+        mujoco.mj_kinematics(model, data)
+        pts = _geom_centres(model, data, finger_bodies) - tool_pos
+        radial = pts - np.outer(pts @ tool_z, tool_z)
+        return float(np.linalg.norm(radial, axis=1).mean()) if len(pts) else 0.0
+
+    open_high = spread(1) > spread(0)
+    joint_range = (hi, lo) if open_high else (lo, hi)
+    command = (
+        opts.gripper_open if opts.gripper_open is not None else joint_range[0],
+        opts.gripper_closed if opts.gripper_closed is not None else joint_range[1],
+    )
+    out: dict[str, Any] = {
+        "joints": [model.joint(j).name for j in joints],
+        "actuator": model.actuator(act).name,
+        "command_range": [round(float(v), 6) for v in command],
+    }
+    if int(model.actuator_trntype[act]) == int(mujoco.mjtTrn.mjTRN_TENDON) and model.actuator_ctrllimited[act]:
+        # ctrl over the tendon: its range maps onto the joint range end for end (same direction as the gain)
+        c0, c1 = (float(v) for v in model.actuator_ctrlrange[act])
+        span = hi - lo
+        ctrl = [c0 + (v - lo) / span * (c1 - c0) for v in command]
+        out["ctrl_range"] = [round(v, 6) for v in ctrl]
+    return out
+
+
+def _scene(out: Path, scale: float) -> dict[str, Any]:
+    """Copy the bundled scene, with cube, bin and camera moved to ``scale`` of the bundled workspace."""
+    tree = ET.parse(_BUNDLED / "scene.xml")
+    root = tree.getroot()
+    cx, cy, cz = _WORKSPACE_CENTRE
+    for body in root.iter("body"):
+        if body.get("name") == "cube":
+            body.set("pos", f"{cx * scale:.4f} {cy * scale:.4f} {cz}")
+        if body.get("name") == "bin":
+            body.set("pos", f"{_BIN_XY[0] * scale:.4f} {_BIN_XY[1] * scale:.4f} {_TABLE_Z}")
+    for cam in root.iter("camera"):
+        if cam.get("name") == "realsense":
+            # same view direction as the bundled camera, at the same distance from the scaled workspace
+            centre = np.array([cx * scale, cy * scale, cz])
+            pos = centre + (np.array(_CAMERA_POS) - np.array(_WORKSPACE_CENTRE))
+            cam.set("pos", " ".join(f"{v:.4f}" for v in pos))
+    tree.write(out / "scene.xml", encoding="unicode", xml_declaration=False)
+    bundled = yaml.safe_load((_BUNDLED / "world.yaml").read_text(encoding="utf-8"))
+    task = dict(bundled["task"])
+    task["object_pose_range"] = {
+        "x": [round(_CUBE_RANGE[0][0] * scale, 4), round(_CUBE_RANGE[0][1] * scale, 4)],
+        "y": [round(_CUBE_RANGE[1][0] * scale, 4), round(_CUBE_RANGE[1][1] * scale, 4)],
+        "yaw": task["object_pose_range"]["yaw"],
+    }
+    return {"cameras": bundled["cameras"], "render_profiles": bundled["render_profiles"], "task": task,
+            "physics": bundled["physics"]}
+
+
+def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
+    """Write ``out/world.yaml`` and ``out/scene.xml``; never overwrites a world.
+
+    Raises:
+        WorldError: ``out`` holds a world already, or the robot cannot be guessed (names the flag).
+    """
+    if (out / "world.yaml").exists() or (out / "scene.xml").exists():
+        raise WorldError(f"--out: {out} already holds a world; not overwriting it")
+    guess = guess_robot(opts)
+    scale = min(1.0, max(0.3, guess.reach / _BUNDLED_REACH))
+    out.mkdir(parents=True, exist_ok=True)
+    rest = _scene(out, scale)
+    world = {"id": opts.world_id, "scene": "scene.xml", "robot": guess.robot, **rest}
+    header = (
+        f"# {opts.world_id}: the table task (pick the cube, place it in the bin) with the robot "
+        f"{opts.robot}.\n# Written by `r2s2r world new`; check it with `r2s2r world check {out}`.\n"
+        f"# Workspace scaled to {scale:.2f} of the bundled one (arm reach {guess.reach:.2f} m).\n"
+    )
+    (out / "world.yaml").write_text(header + yaml.safe_dump(world, sort_keys=False, default_flow_style=None), encoding="utf-8")
+    return out / "world.yaml", guess
+
+
+def robot_reference(robot: str) -> tuple[str, Path]:
+    """The robot as world.yaml names it (a ``package://`` reference kept, a path made absolute) and on disk."""
+    if robot.startswith("package://"):
+        uri = split_package_uri(robot)
+        folder = None if uri is None else resolve_package(uri[0], {})
+        if uri is None or folder is None:
+            raise WorldError(f"--robot: {robot!r}: package not found in the ament index")
+        return robot, folder / uri[1]
+    path = Path(robot).resolve()
+    if not path.is_file():
+        raise WorldError(f"--robot: file {robot!r} not found")
+    return str(path), path  # absolute: the world folder may move
