@@ -339,6 +339,27 @@ def test_existing_export_and_foreign_results_refused(tmp_path: Path, capsys) -> 
     assert "--results: " in capsys.readouterr().err
 
 
+def test_sweep_whose_episodes_all_error_exits_1(tmp_path: Path, capsys) -> None:
+    # The crashing policy passes every check before the episodes; each worker running it dies.
+    argv = _argv(tmp_path, "--policy", "sweep_policies:CrashingPolicy", "--workers", "1")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "1 run: 0 succeeded, 1 errors" in err and "all 1 episodes run failed with errors" in err, err
+    with ResultsStore(tmp_path / "r.sqlite") as s:
+        (row,) = list(s.rows())
+    assert row.reason.startswith("worker_crashed: ") and not row.success, row.reason
+    # A rerun runs nothing (failures are stored, not retried): not an all-error run.
+    assert main(argv) == 0
+    assert "0 run" in capsys.readouterr().err
+    # A policy that raises is a failed episode, a result, not a sweep error.
+    other = tmp_path / "raising"
+    other.mkdir()
+    assert main(_argv(other, "--policy", "sweep_policies:RaisingPolicy", "--workers", "1")) == 0
+    with ResultsStore(other / "r.sqlite") as s:
+        (row,) = list(s.rows())
+    assert row.reason.startswith("policy_error: RuntimeError: raising policy"), row.reason
+
+
 # ------------------------------------------------------------------------------------ the emulated side
 
 
