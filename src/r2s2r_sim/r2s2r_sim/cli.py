@@ -73,9 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the reference policy on the bundled world in sim")
     demo.add_argument("arguments", nargs="*", metavar="name:=value", help="override demo arguments")
     demo.set_defaults(func=cmd_demo)
-    from r2s2r_sim import world_cli
+    from r2s2r_sim import profile_cli, world_cli
 
     world_cli.register(sub)
+    profile_cli.register(sub)
     for entry in sorted(entry_points(group="r2s2r.commands"), key=lambda e: e.name):
         try:
             register = entry.load()

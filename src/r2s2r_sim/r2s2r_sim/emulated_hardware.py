@@ -53,10 +53,10 @@ import yaml  # noqa: E402
 
 from r2s2r_sim.arm_effects import ArmEffects, ArmEffectsState, edit_spec, read_arm_effects  # noqa: E402
 from r2s2r_sim.contact_effects import ContactEffects, apply_contacts, read_contacts  # noqa: E402
+from r2s2r_sim.profile_elements import find_geom, set_servo_gains, spec_servo_scale  # noqa: E402
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm  # noqa: E402
 from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, SensorState, read_sensor_sections  # noqa: E402
 from r2s2r_sim.task import ObjectPose, Outcome  # noqa: E402
-from r2s2r_sim.variations.physics import _is_position_servo  # noqa: E402
 from r2s2r_sim.world import CommandCheck, SimWorld  # noqa: E402
 from r2s2r_sim.world_config import load_world_config  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
@@ -704,6 +704,9 @@ class _ProfileEditor:
         )
 
     def _get(self, getter: Callable[[str], Any], name: str) -> Any:
+        spec = getattr(getter, "__self__", None)
+        if isinstance(spec, mujoco.MjSpec) and getter == spec.geom:  # geoms may be addressed by body
+            return find_geom(spec, name, self.prefix)
         found = getter(name)
         if found is None and self.prefix:
             found = getter(self.prefix + name)
@@ -747,13 +750,9 @@ class _ProfileEditor:
                 joint.frictionloss = dyn.frictionloss
         for name, gains in phys.servos.items():
             act = self._get(spec.actuator, name)
-            if act is None or not _is_position_servo(act):
-                servos = [a for a in spec.actuators if _is_position_servo(a)]
+            if act is None or not set_servo_gains(act, gains.kp, gains.kv):
+                servos = [a for a in spec.actuators if spec_servo_scale(a) is not None]
                 raise self._fail(f"physics.servos.{name}", "position actuator", name, servos)
-            gain = np.array(act.gainprm, dtype=np.float64)
-            bias = np.array(act.biasprm, dtype=np.float64)
-            gain[0], bias[1], bias[2] = gains.kp, -gains.kp, -gains.kv
-            act.gainprm, act.biasprm = gain, bias
         for name, obj in self.p.objects.items():
             body = self._get(spec.body, name)
             if body is None:
