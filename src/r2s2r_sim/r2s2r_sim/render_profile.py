@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from r2s2r_sim.errors import WorldError
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world_config import _Reader
+    from r2s2r_sim._world_reader import _Reader
 
 __all__ = ["BUILTIN_PROFILES", "FAST", "FULL", "RenderProfile", "resolve_profile"]
 

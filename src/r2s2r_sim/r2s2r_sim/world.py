@@ -8,12 +8,9 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import collections  # noqa: E402
-import contextlib  # noqa: E402
 import hashlib  # noqa: E402
-import logging  # noqa: E402
 import math  # noqa: E402
-import warnings  # noqa: E402
-from collections.abc import Callable, Iterator, Sequence  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Protocol  # noqa: E402
@@ -22,64 +19,13 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
-from r2s2r_sim.robot_source import load_robot_spec  # noqa: E402
 from r2s2r_sim.task import ObjectPose, PickPlaceTask, make_task  # noqa: E402
+from r2s2r_sim.world_compose import compose_world  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
-
-_LOG = logging.getLogger(__name__)
 
 __all__ = ["CommandCheck", "SimWorld"]
 
-# Physics options copied from the robot MJCF when robot.options_from_robot (the parent's <option> wins on
-# attach, and Gen3/xArm7 chatter without their implicitfast).  Environment fields (gravity, wind, density,
-# viscosity, magnetic) stay the scene's.
-_ROBOT_OPTION_FIELDS = (
-    "timestep",
-    "integrator",
-    "cone",
-    "impratio",
-    "solver",
-    "iterations",
-    "tolerance",
-    "ls_iterations",
-    "ls_tolerance",
-    "noslip_iterations",
-    "noslip_tolerance",
-    "ccd_iterations",
-    "ccd_tolerance",
-    "jacobian",
-    "disableflags",
-    "enableflags",
-    "o_margin",
-    "o_solref",
-    "o_solimp",
-    "o_friction",
-)
-
 _OPTICAL_FROM_MUJOCO_CAMERA = np.diag([1.0, -1.0, -1.0])  # 180 deg about x: -z/y-up -> z fwd/y down
-
-
-@contextlib.contextmanager
-def _quiet_empty_prefix_warning(keyframe_conflict: bool = False) -> Iterator[None]:
-    """Drop MuJoCo's C-level "empty prefix" attach warning (printed to stdout and MUJOCO_LOG.TXT).
-
-    An empty prefix is this world format's documented default, so the warning is noise on every load;
-    any other MuJoCo warning raised meanwhile goes to this module's logger. The handler is process-wide,
-    so the previous one is restored on exit.  ``keyframe_conflict``: also drop "Attach conflict", raised
-    when a scene without keyframes (a real2sim world) keeps none of the robot's; expected, as the home
-    pose then comes from ``world.yaml`` (``robot.home_qpos``).
-    """
-    previous = mujoco.get_mju_user_warning()
-
-    def _handler(message: str) -> None:
-        if "empty prefix" not in message and not (keyframe_conflict and "Attach conflict" in message):
-            _LOG.warning("MuJoCo: %s", message)
-
-    mujoco.set_mju_user_warning(_handler)
-    try:
-        yield
-    finally:
-        mujoco.set_mju_user_warning(previous)
 
 
 @dataclass(frozen=True)
@@ -148,46 +94,7 @@ class SimWorld:
         self._prefix = cfg.robot.prefix
         self._robot_field = "robot.urdf" if cfg.robot.is_urdf else "robot.mjcf"
 
-        scene_spec = self._load_spec(cfg.scene, "scene")
-        robot_spec = self._load_spec(cfg.robot.mjcf, self._robot_field)
-        robot_root = robot_spec.worldbody.first_body()
-        if robot_root is None:
-            raise WorldError(f"{self._src}: {self._robot_field}: {self._robot_rel} has no body under <worldbody>")
-        self._robot_root_name = robot_root.name
-        if not self._robot_root_name:
-            raise WorldError(
-                f"{self._src}: {self._robot_field}: the root body of {self._robot_rel} must be named"
-            )
-
-        if cfg.robot.options_from_robot:
-            for name in _ROBOT_OPTION_FIELDS:
-                setattr(scene_spec.option, name, getattr(robot_spec.option, name))
-        frame = self._attach_frame(scene_spec)
-        keyframe_conflict = not scene_spec.keys and bool(robot_spec.keys)
-        with warnings.catch_warnings(), _quiet_empty_prefix_warning(keyframe_conflict):
-            # An empty prefix is the documented default; names are checked for clashes by the compiler.
-            warnings.filterwarnings("ignore", message=".*empty prefix.*")
-            warnings.filterwarnings("ignore", message=r"(?s)Attach conflict.*nkey")
-            try:
-                scene_spec.attach(robot_spec, prefix=self._prefix, frame=frame)
-                if cfg.physics.timestep is not None:
-                    scene_spec.option.timestep = cfg.physics.timestep
-            except ValueError as err:
-                raise WorldError(
-                    f"{self._src}: {self._robot_field}: composing {self._scene_rel} with {self._robot_rel} "
-                    f"failed: {err}"
-                ) from err
-            if spec_editor is not None:
-                spec_editor(scene_spec)
-            try:
-                self.model: mujoco.MjModel = scene_spec.compile()
-            except ValueError as err:
-                edited = " (after spec_editor)" if spec_editor is not None else ""
-                raise WorldError(
-                    f"{self._src}: {self._robot_field}: composing {self._scene_rel} with {self._robot_rel} "
-                    f"failed{edited}: {err}"
-                ) from err
-        self._spec = scene_spec
+        self._spec, self.model, self._robot_root_name = compose_world(cfg, spec_editor)
         self.data: mujoco.MjData = mujoco.MjData(self.model)
         self.world_id: str = cfg.id
         self.timestep: float = float(self.model.opt.timestep)
@@ -213,91 +120,6 @@ class SimWorld:
             return str(path.relative_to(self.config.world_dir))
         except ValueError:
             return str(path)
-
-    def _load_spec(self, path: Path, field: str) -> mujoco.MjSpec:
-        robot = self.config.robot
-        if field == "scene":
-            try:
-                spec = mujoco.MjSpec.from_file(str(path))
-            except ValueError as err:
-                raise WorldError(f"{self._src}: {field}: {self._rel(path)} is not valid MJCF: {err}") from err
-            roots: tuple[Path, ...] | None = None
-        else:
-            try:
-                spec = load_robot_spec(
-                    path,
-                    field=field,
-                    xacro_args=robot.xacro_args,
-                    packages=robot.packages,
-                    servo_joints=robot.arm_joints + (robot.gripper.joints if robot.gripper else ()),
-                    servos=robot.servos,
-                    tool_frame=robot.tool_frame,
-                )
-            except WorldError as err:
-                raise WorldError(f"{self._src}: {err}") from None
-            roots = robot.asset_roots
-        # Before anything reads meshes/textures: refuse files outside the world folder (or, for a robot
-        # file the world names outside it, outside the robot's own package or folder).
-        self._check_asset_paths(spec, path, field, roots)
-        try:
-            # Compiling alone surfaces missing meshes/textures with the file that references them.
-            spec.compile()
-        except ValueError as err:
-            raise WorldError(f"{self._src}: {field}: {self._rel(path)} does not compile: {err}") from err
-        return spec
-
-    def _check_asset_paths(
-        self, spec: mujoco.MjSpec, path: Path, field: str, roots: tuple[Path, ...] | None
-    ) -> None:
-        """Refuse mesh/texture/hfield files that resolve outside the world folder (or ``roots``)."""
-        if self.config.allow_external_paths:
-            return
-        allowed = roots if roots is not None else (self.config.world_dir.resolve(),)
-        base = path.parent
-        for kind, items, subdir in (
-            ("mesh", spec.meshes, spec.meshdir),
-            ("texture", spec.textures, spec.texturedir),
-            ("hfield", spec.hfields, spec.meshdir),
-        ):
-            for item in items:
-                if not item.file:
-                    continue
-                resolved = (base / (subdir or "") / item.file).resolve()
-                if not any(resolved.is_relative_to(root) for root in allowed):
-                    where = (
-                        f"the world folder {allowed[0]}" if roots is None
-                        else f"the robot's folders {[str(r) for r in allowed]}"
-                    )
-                    raise WorldError(
-                        f"{self._src}: {field}: {self._rel(path)}: {kind} {item.name or item.file!r} file "
-                        f"{item.file!r} escapes {where}"
-                    )
-
-    def _attach_frame(self, scene_spec: mujoco.MjSpec) -> mujoco.MjsFrame:
-        attach = self.config.robot.attach
-        parent = scene_spec.worldbody
-        pos = np.asarray(attach.pos, dtype=np.float64)
-        quat = np.asarray(attach.quat, dtype=np.float64)
-        quat = quat / np.linalg.norm(quat)
-        if attach.site is not None:
-            site = scene_spec.site(attach.site)
-            target = site if site is not None else scene_spec.frame(attach.site)
-            if target is None:
-                raise WorldError(
-                    f"{self._src}: robot.attach.site: no site or frame {attach.site!r} in {self._scene_rel} "
-                    f"(sites: {sorted(s.name for s in scene_spec.sites if s.name)})"
-                )
-            # Compose the site pose with the offset; the site's parent body becomes the frame's parent.
-            parent = target.parent
-            site_quat = np.asarray(target.quat, dtype=np.float64)
-            site_quat = site_quat / np.linalg.norm(site_quat)
-            rotated = np.empty(3)
-            mujoco.mju_rotVecQuat(rotated, pos, site_quat)
-            pos = np.asarray(target.pos, dtype=np.float64) + rotated
-            out = np.empty(4)
-            mujoco.mju_mulQuat(out, site_quat, quat)
-            quat = out
-        return parent.add_frame(pos=pos, quat=quat)
 
     def _full(self, name: str) -> str:
         return self._prefix + name
