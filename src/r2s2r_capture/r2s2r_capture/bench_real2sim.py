@@ -1,6 +1,7 @@
-"""Benchmark of real2sim against the emulated hardware's ground truth.
+r"""Benchmark of real2sim against the emulated hardware's ground truth.
 
-    python -m r2s2r_capture.bench_real2sim [--profile P | --random-profile SEED] --out out/bench_real2sim.json
+    python -m r2s2r_capture.bench_real2sim [--world DIR] [--profile P | --random-profile SEED] \
+        --out out/bench_real2sim.json
 
 Captures from the emulator (:func:`r2s2r_capture.capture.capture_emulated`) with a hardware profile, runs
 :func:`r2s2r_capture.real2sim.real2sim` (which never reads the profile), then compares with the profile and
@@ -13,18 +14,21 @@ Joint damping and servo kv act alike on positions; the reported efforts split th
 :mod:`r2s2r_capture.real2sim`).  The benchmark scores each, and their sum ("viscous").
 
 ``--random-profile SEED`` writes a random profile next to the output, drawn from these ranges (multiples
-are of the sim world's values; the rest is the default profile's):
+are of the world's values; the rest is the ideal profile's on the bundled world, the world's own elsewhere).
+``--world DIR`` runs on any world folder, e.g. one from ``r2s2r world new``:
 
 =======================  ==============================================
-servo kp, kv             x U(0.85, 1.15)
+servo kp, kv             x U(0.85, 1.15) (tendon or joint servos of the arm joints)
 joint damping            x U(0.8, 1.6)
-joint armature           x U(0.9, 1.4)
-friction loss (N m)      U(0.05, 0.4) shoulder/elbow, U(0.03, 0.15) wrists
+joint armature           x U(0.9, 1.4); U(0.02, 0.1) kg m2 where the world has none
+friction loss (N m)      x U(0.5, 1.5) where the world has some; else U(0.05, 0.4) for the first three
+                         arm joints, U(0.03, 0.15) for the others
 command latency (s)      U(0.01, 0.05)
 fx, fy (px)              U(590, 625); cx, cy: centre + U(-6, 6)
 k1, k2, p1, p2, k3       U(-0.08, -0.02), U(0, 0.08), U(-1e-3, 1e-3) x2, U(-0.03, 0)
 camera position (m)      sim + U(-0.02, 0.02) per axis; rpy sim + U(-0.02, 0.02) rad
-cube half size (m)       U(0.019, 0.022); bin: position sim + U(-0.02, 0.02), yaw U(-0.1, 0.1)
+task object half size    x U(0.95, 1.1) (the bundled cube: 0.019 to 0.022 m); target: position sim +
+                         U(-0.02, 0.02), yaw U(-0.1, 0.1)
 =======================  ==============================================
 """
 
@@ -47,8 +51,8 @@ from r2s2r_sim.hardware_profiles import profile_path
 __all__ = ["TARGETS", "compare", "main", "random_profile", "run_bench"]
 
 DEFAULT_PROFILE = profile_path()
-IDEAL_PROFILE = profile_path("ideal")  # the base of random profiles
-ARM = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+IDEAL_PROFILE = profile_path("ideal")  # the base of random profiles on the bundled world
+DEFAULT_WORLD = "tabletop-pick-v1"
 TARGETS = {
     "camera_position_mm": 5.0,
     "camera_rotation_deg": 0.5,
@@ -57,49 +61,125 @@ TARGETS = {
     "sysid_param_pct": 10.0,
     "rmse_reduction_x": 5.0,
 }
-# Sim world values (scene.xml, robot/arm6.xml) the random ranges are multiples of.
-_SIM_SERVO = {
-    "shoulder_pan": (1000, 100),
-    "shoulder_lift": (1500, 150),
-    "elbow": (1000, 100),
-    "wrist_1": (300, 30),
-    "wrist_2": (300, 30),
-    "wrist_3": (200, 20),
-}
-_SIM_JOINT = {n: ((1.0, 0.1) if n in ARM[:3] else (0.5, 0.05)) for n in ARM}
 _LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+# Where the world has no armature (many robot files): the order of a geared arm's reflected rotor inertia.
+_ARMATURE_IF_NONE = (0.02, 0.1)
 
 
-def random_profile(seed: int, out: str | Path, *, realistic: bool = False) -> Path:
-    """Write a random hardware profile (ranges in the module docstring) to ``out``.
+@dataclasses.dataclass(frozen=True)
+class _ArmJoint:
+    """An arm joint of the world with its servo and the world's (sim) values."""
 
-    ``realistic`` adds every sensor, arm and contact effect, drawn by
-    :func:`r2s2r_sim.effect_sampling.random_effect_sections` from its documented ranges.
+    joint: str
+    actuator: str
+    kp: float
+    kv: float
+    damping: float
+    armature: float
+    frictionloss: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _WorldFacts:
+    """What the benchmark needs of a world: its arm, task bodies, camera pose and profile template."""
+
+    arm: tuple[_ArmJoint, ...]
+    object_body: str
+    target_body: str
+    object_geoms: tuple[str, ...]
+    object_half_size: float
+    table_z: float
+    template: dict[str, Any]
+    pads: tuple[str, ...]
+
+
+def _world_facts(world: str | Path) -> _WorldFacts:
+    import mujoco
+    from r2s2r_sim.profile_elements import geom_address, model_servo
+    from r2s2r_sim.profile_template import profile_template
+    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.worlds import world_path
+
+    w = SimWorld(world_path(world))
+    model, cfg = w.model, w.config
+    if cfg.task is None:
+        raise ValueError(f"world {world}: has no task (the benchmark needs an object and a target)")
+    arm = []
+    for name in w.arm_joint_names:
+        jid = model.joint(name).id
+        aid = next(
+            a for a in range(model.nu)
+            if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and model.actuator_trnid[a, 0] == jid
+        )
+        form = model_servo(model, aid)
+        if form is None:
+            act = model.actuator(aid).name
+            raise ValueError(f"world {world}: actuator {act!r} of arm joint {name!r} is not a servo")
+        dof = model.jnt_dofadr[jid]
+        arm.append(_ArmJoint(
+            name, model.actuator(aid).name, form.kp, form.kv, float(model.dof_damping[dof]),
+            float(model.dof_armature[dof]), float(model.dof_frictionloss[dof]),
+        ))
+    obj = model.body(cfg.task.object_body)
+    geoms = range(int(obj.geomadr[0]), int(obj.geomadr[0] + obj.geomnum[0]))
+    target = model.body(int(model.site_bodyid[model.site(cfg.task.target_site).id])).name
+    grip_bodies = {int(model.jnt_bodyid[model.joint(j).id]) for j in w.gripper_joint_names}
+    moving = {b for b in range(model.nbody) if any(w._is_descendant(b, g) for g in grip_bodies)}
+    pads = tuple(
+        geom_address(model, g, cfg.robot.prefix) for g in range(model.ngeom)
+        if int(model.geom_bodyid[g]) in moving and (model.geom_contype[g] or model.geom_conaffinity[g])
+    )
+    doc, _ = profile_template(w)
+    return _WorldFacts(
+        arm=tuple(arm),
+        object_body=cfg.task.object_body,
+        target_body=target,
+        object_geoms=tuple(model.geom(g).name for g in geoms if model.geom(g).name),
+        object_half_size=float(max(model.geom_size[g][0] for g in geoms)),
+        table_z=float(cfg.task.table_top_z if cfg.task.table_top_z is not None else 0.75),
+        template=doc,
+        pads=pads,
+    )
+
+
+def random_profile(
+    seed: int, out: str | Path, *, realistic: bool = False, world: str | Path = DEFAULT_WORLD
+) -> Path:
+    """Write a random hardware profile of ``world`` (ranges in the module docstring) to ``out``.
+
+    The base is the ideal profile on the bundled world and the world's profile template
+    (:mod:`r2s2r_sim.profile_template`) on any other.  ``realistic`` adds every sensor, arm and contact
+    effect, drawn by :func:`r2s2r_sim.effect_sampling.random_effect_sections` from its documented ranges.
     """
+    facts = _world_facts(world)
     rng = np.random.default_rng(seed)
-    doc = yaml.safe_load(IDEAL_PROFILE.read_text(encoding="utf-8"))
-    doc["name"] = f"arm6-random-{seed}"
+    bundled = str(world) == DEFAULT_WORLD
+    doc = yaml.safe_load(IDEAL_PROFILE.read_text(encoding="utf-8")) if bundled else facts.template
+    doc["name"] = f"{doc['world']}-random-{seed}"
     phys = doc["physics"]
-    for n in ARM:
-        kp, kv = _SIM_SERVO[n]
-        phys["servos"][n] = {
-            "kp": float(kp * rng.uniform(0.85, 1.15)),
-            "kv": float(kv * rng.uniform(0.85, 1.15)),
+    for i, a in enumerate(facts.arm):
+        phys["servos"][a.actuator] = {
+            "kp": float(a.kp * rng.uniform(0.85, 1.15)),
+            "kv": float(a.kv * rng.uniform(0.85, 1.15)),
         }
-        d, a = _SIM_JOINT[n]
-        fl = rng.uniform(0.05, 0.4) if n in ARM[:3] else rng.uniform(0.03, 0.15)
-        phys["joints"][n] = {
-            "damping": float(d * rng.uniform(0.8, 1.6)),
-            "armature": float(a * rng.uniform(0.9, 1.4)),
-            "frictionloss": float(fl),
+        proximal = i < 3
+        if a.frictionloss > 0:
+            fl = a.frictionloss * rng.uniform(0.5, 1.5)
+        else:
+            fl = rng.uniform(0.05, 0.4) if proximal else rng.uniform(0.03, 0.15)
+        damping = a.damping * rng.uniform(0.8, 1.6)
+        armature = a.armature * rng.uniform(0.9, 1.4) if a.armature > 0 else rng.uniform(*_ARMATURE_IF_NONE)
+        phys["joints"][a.joint] = {
+            "damping": float(damping), "armature": float(armature), "frictionloss": float(fl)
         }
     doc["driver"]["command_latency_s"] = float(rng.uniform(0.01, 0.05))
     cam = doc["camera"]
+    sim_pose = facts.template["camera"]["pose"]
     cam["intrinsics"] = {
         "fx": float(rng.uniform(590, 625)),
         "fy": float(rng.uniform(590, 625)),
-        "cx": float(319.5 + rng.uniform(-6, 6)),
-        "cy": float(239.5 + rng.uniform(-6, 6)),
+        "cx": float((cam["width"] - 1) / 2 + rng.uniform(-6, 6)),
+        "cy": float((cam["height"] - 1) / 2 + rng.uniform(-6, 6)),
     }
     cam["distortion"] = {
         "model": "plumb_bob",
@@ -110,20 +190,22 @@ def random_profile(seed: int, out: str | Path, *, realistic: bool = False) -> Pa
         "k3": float(rng.uniform(-0.03, 0.0)),
     }
     cam["pose"] = {
-        "position": [float(v + rng.uniform(-0.02, 0.02)) for v in (1.2, 0.1, 1.35)],
-        "rpy": [float(v + rng.uniform(-0.02, 0.02)) for v in (0.0, 0.5075, 3.1416)],
+        "position": [float(v + rng.uniform(-0.02, 0.02)) for v in sim_pose["position"]],
+        "rpy": [float(v + rng.uniform(-0.02, 0.02)) for v in sim_pose["rpy"]],
     }
-    h = float(rng.uniform(0.019, 0.022))
-    doc["objects"]["cube"] = {
-        "pose": {"position": [0.45, -0.05, 0.75 + h], "rpy": [0, 0, 0]},
-        "geom_sizes": {"cube_geom": [h, h, h]},
+    h = float(facts.object_half_size * rng.uniform(0.95, 1.1))
+    obj_pose = facts.template["objects"][facts.object_body]["pose"]
+    doc["objects"][facts.object_body] = {
+        "pose": {"position": [*obj_pose["position"][:2], facts.table_z + h], "rpy": [0, 0, 0]},
+        "geom_sizes": {g: [h, h, h] for g in facts.object_geoms},
     }
-    doc["objects"]["bin"] = {
+    bin_pose = facts.template["objects"][facts.target_body]["pose"]
+    doc["objects"][facts.target_body] = {
         "pose": {
             "position": [
-                float(0.25 + rng.uniform(-0.02, 0.02)),
-                float(0.38 + rng.uniform(-0.02, 0.02)),
-                0.75,
+                float(bin_pose["position"][0] + rng.uniform(-0.02, 0.02)),
+                float(bin_pose["position"][1] + rng.uniform(-0.02, 0.02)),
+                float(bin_pose["position"][2]),
             ],
             "rpy": [0, 0, float(rng.uniform(-0.1, 0.1))],
         }
@@ -131,13 +213,14 @@ def random_profile(seed: int, out: str | Path, *, realistic: bool = False) -> Pa
     if realistic:
         from r2s2r_sim.effect_sampling import random_effect_sections
 
+        joints = tuple(a.joint for a in facts.arm)
         doc.update(
             random_effect_sections(
                 rng,
-                arm_joints=ARM,
-                wrist_joints=ARM[3:],
-                pad_geoms=("left_finger_geom", "right_finger_geom"),
-                objects=("cube",),
+                arm_joints=joints,
+                wrist_joints=joints[3:],
+                pad_geoms=facts.pads,
+                objects=(facts.object_body,),
             )
         )
     path = Path(out)
@@ -153,8 +236,14 @@ def _pct(value: float, truth: float) -> float:
     return 100.0 * abs(value - truth) / abs(truth) if truth else float("inf")
 
 
-def compare(result: Any, profile: Any, truth: dict[str, Any]) -> dict[str, Any]:
-    """Errors of a :class:`~r2s2r_capture.real2sim.Real2SimResult` against the profile and scene truth."""
+def compare(
+    result: Any, profile: Any, truth: dict[str, Any], world: str | Path = DEFAULT_WORLD
+) -> dict[str, Any]:
+    """Errors of a :class:`~r2s2r_capture.real2sim.Real2SimResult` against the profile and scene truth.
+
+    A parameter the profile leaves out has the world's value as its truth.
+    """
+    facts = _world_facts(world)
     intr = profile.camera.intrinsics
     K = result.K
     cam_R = profile.camera.pose.matrix() @ _LINK_TO_OPTICAL
@@ -171,7 +260,7 @@ def compare(result: Any, profile: Any, truth: dict[str, Any]) -> dict[str, Any]:
         "camera_position_mm": 1000 * float(np.linalg.norm(T[:3, 3] - cam_p)),
         "camera_rotation_deg": _rot_deg(T[:3, :3].T @ cam_R),
     }
-    roles = {"task object": "cube", "target": "bin"}
+    roles = {"task object": facts.object_body, "target": facts.target_body}
     objects = {}
     for name, o in result.objects.items():
         body = roles.get(o["role"])
@@ -189,24 +278,26 @@ def compare(result: Any, profile: Any, truth: dict[str, Any]) -> dict[str, Any]:
     fitted, nominal = result.sysid["fitted"], result.sysid["nominal"]
     phys = profile.physics
     params: dict[str, dict[str, float]] = {}
-    for n in ARM:
-        servo, joint = phys.servos.get(n), phys.joints.get(n)
-        d_true = joint.damping if joint and joint.damping is not None else _SIM_JOINT[n][0]
-        d_nom = _SIM_JOINT[n][0]
-        kv_true = servo.kv if servo else _SIM_SERVO[n][1]
+    for a in facts.arm:
+        n = a.joint
+        servo, joint = phys.servos.get(a.actuator), phys.joints.get(n)
+        d_true = joint.damping if joint and joint.damping is not None else a.damping
+        kv_true = servo.kv if servo else a.kv
         truths = {
-            "kp": servo.kp if servo else _SIM_SERVO[n][0],
+            "kp": servo.kp if servo else a.kp,
             "kv": kv_true,
             "damping": d_true,
             "viscous": kv_true + d_true,
-            "armature": joint.armature if joint and joint.armature is not None else _SIM_JOINT[n][1],
-            "frictionloss": joint.frictionloss if joint and joint.frictionloss is not None else 0.0,
+            "armature": joint.armature if joint and joint.armature is not None else a.armature,
+            "frictionloss": (
+                joint.frictionloss if joint and joint.frictionloss is not None else a.frictionloss
+            ),
         }
         values = {
             "kp": fitted.get(f"{n}/kp", nominal.get(f"{n}/kp", float("nan"))),
             "kv": fitted.get(f"{n}/kv", float("nan")),
-            "damping": fitted.get(f"{n}/damping", d_nom),
-            "viscous": fitted.get(f"{n}/kv", float("nan")) + fitted.get(f"{n}/damping", d_nom),
+            "damping": fitted.get(f"{n}/damping", a.damping),
+            "viscous": fitted.get(f"{n}/kv", float("nan")) + fitted.get(f"{n}/damping", a.damping),
             "armature": fitted.get(f"{n}/armature", float("nan")),
             "frictionloss": fitted.get(f"{n}/frictionloss", float("nan")),
         }
@@ -232,8 +323,9 @@ def run_bench(
     max_velocity: float | None = None,
     n_harmonics: int | None = None,
     progress: Any = print,
+    world: str | Path = DEFAULT_WORLD,
 ) -> dict[str, Any]:
-    """Capture, real2sim, held-out resim; returns the report (errors, targets, wall times).
+    """Capture, real2sim, held-out resim on ``world`` (id or folder); the report (errors, targets, walls).
 
     ``duration_s`` (default: 6 s quick, else the capture default), ``max_velocity`` (rad/s) and
     ``n_harmonics`` override the capture's default excitation trajectory
@@ -258,12 +350,14 @@ def run_bench(
     cap = capture_emulated(
         work / "capture",
         profile=profile_path,
+        world=world,
         config=CaptureConfig(n_intrinsics_views=8 if quick else 12, excitation=exc),
         progress=progress,
     )
     held = capture_emulated(
         work / "heldout",
         profile=profile_path,
+        world=world,
         config=CaptureConfig(
             n_intrinsics_views=0, known_board_poses=(), n_scene_frames=0, excitation=exc, seed=1
         ),
@@ -272,16 +366,17 @@ def run_bench(
     result = real2sim(
         [cap.bag],
         work / "world",
+        template=world,
         config=Real2SimConfig(max_iters=max_iters, report=not quick),
         progress=progress,
     )
     for k, v in result.stage_s.items():
         wall[f"real2sim.{k}"] = v
     t1 = time.perf_counter()
-    before = resim(held.bag, "tabletop-pick-v1").stats()
+    before = resim(held.bag, world).stats()
     after = resim(held.bag, result.world_dir).stats()
     wall["resim"] = time.perf_counter() - t1
-    report = compare(result, profile, cap.truth)
+    report = compare(result, profile, cap.truth, world)
     report["tracking_heldout_rmse_rad"] = {
         "before": before["joint_rmse"],
         "after": after["joint_rmse"],
@@ -292,6 +387,7 @@ def run_bench(
         "sysid_validation_after": result.sysid["rms_val_after"],
     }
     report["profile"] = str(profile_path)
+    report["world"] = str(world)
     report["targets"] = TARGETS
     report["wall_s"] = wall
     report["pass"] = _passes(report)
@@ -319,7 +415,7 @@ def format_report(r: dict[str, Any]) -> str:
     p = r["pass"]
     i = r["intrinsics_px"]
     lines = [
-        f"profile: {r['profile']}",
+        f"profile: {r['profile']} (world {r.get('world', DEFAULT_WORLD)})",
         f"{'quantity':<34}{'measured':>14}{'target':>12}",
         f"{'intrinsics fx/fy/cx/cy (px)':<34}"
         f"{i['fx']:>5.2f}/{i['fy']:.2f}/{i['cx']:.2f}/{i['cy']:.2f}{'-':>8}",
@@ -358,8 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--profile", default=str(DEFAULT_PROFILE), help="hardware profile (ground truth)")
     g.add_argument("--random-profile", type=int, default=None, metavar="SEED", help="random profile seed")
+    ap.add_argument("--world", default=DEFAULT_WORLD, help="world id or folder (e.g. from r2s2r world new)")
     ap.add_argument(
-        "--realistic", action="store_true", help="with --random-profile: also random sensor, arm, contact effects"
+        "--realistic", action="store_true", help="with --random-profile: random sensor, arm, contact effects"
     )
     ap.add_argument("--out", default="out/bench_real2sim.json", help="JSON report (overwritten)")
     ap.add_argument("--max-iters", type=int, default=30, help="identification iterations")
@@ -377,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
                 ns.random_profile,
                 out.with_name(f"{out.stem}_profile_{ns.random_profile}.yaml"),
                 realistic=ns.realistic,
+                world=ns.world,
             )
         else:
             profile = Path(ns.profile)
@@ -388,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
             duration_s=ns.duration,
             max_velocity=ns.max_velocity,
             n_harmonics=ns.harmonics,
+            world=ns.world,
         )
     print(format_report(report))
     out.write_text(json.dumps(report, indent=2, default=float), encoding="utf-8")

@@ -263,6 +263,7 @@ class SysidConfig:
         fit_delay: fit one command delay (s) shared by all joints.
         scale_range: bounds for damping/armature/kp as multiples of the nominal value.
         frictionloss_max: upper bound of friction loss (N m or N).
+        armature_max: upper bound of armature (kg m² or kg) for a joint whose model has none.
         delay_max_s: upper bound of the command delay (s).
         validation_fraction: trailing part of the recording held out for validation.
         max_iters: optimiser iterations.
@@ -280,6 +281,7 @@ class SysidConfig:
     fit_delay: bool = True
     scale_range: tuple[float, float] = (0.2, 5.0)
     frictionloss_max: float = 5.0
+    armature_max: float = 1.0
     delay_max_s: float = 0.1
     validation_fraction: float = 0.25
     max_iters: int = 30
@@ -502,6 +504,10 @@ def _build_params(
             else:
                 nominal = float(model.dof_damping[dof] if kind == "damping" else model.dof_armature[dof])
                 modifier = _set_joint_attr(kind, joint)
+            if kind == "armature" and nominal == 0:
+                # Many robot files leave armature out: search an absolute range instead of multiples.
+                params.add(sysid.Parameter(name, 0.0, 0.0, cfg.armature_max, modifier=modifier))
+                continue
             if nominal <= 0:
                 raise IdentificationError(
                     f"joint {joint!r} has nominal {kind} {nominal}; scale bounds need a positive nominal"
@@ -541,6 +547,8 @@ def _x_scale(params: sysid.ParameterDict, cfg: SysidConfig) -> np.ndarray:
             scale.append(0.01)
         elif name.endswith("/frictionloss"):
             scale.append(max(float(p.nominal[0]), 0.1 * cfg.frictionloss_max))
+        elif name.endswith("/armature") and float(p.nominal[0]) == 0:
+            scale.append(0.1 * cfg.armature_max)
         else:
             scale.append(float(p.nominal[0]))
     return np.array(scale)

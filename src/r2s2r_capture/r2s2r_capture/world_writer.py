@@ -279,7 +279,8 @@ def write_world(
         camera: the identified camera, written with ``fovy = 2 atan(H / 2 / fy)``.
         task: which object is picked and which is the target.
         robot_mjcf_dir: folder holding the robot MJCF and its assets, copied to ``robot/``; default the
-            template robot MJCF's folder.
+            template robot MJCF's folder when it lies inside the template folder; a robot file outside it
+            (the user's own) is referenced where it is.
         world_id: ``id`` of the new world.
         robot_mjcf: the robot MJCF to use instead of the template's (e.g. one with identified dynamics);
             it must lie inside ``robot_mjcf_dir`` (default: its own folder).
@@ -325,6 +326,9 @@ def write_world(
     mjcf_camera = cam_cfg.mjcf_camera if cam_cfg else "camera"
 
     robot_file = Path(robot_mjcf) if robot_mjcf is not None else tcfg.robot.mjcf
+    # A robot file outside the template folder (the user's own, see `r2s2r world new`) stays where it is.
+    external = robot_mjcf is None and robot_mjcf_dir is None
+    external = external and not robot_file.resolve().is_relative_to(template.resolve())
     robot_src = Path(robot_mjcf_dir) if robot_mjcf_dir is not None else robot_file.parent
     try:
         robot_rel = robot_file.resolve().relative_to(robot_src.resolve())
@@ -332,11 +336,16 @@ def write_world(
         raise ReconstructionError(
             f"robot_mjcf_dir: {robot_src} does not contain the robot MJCF {robot_file}"
         ) from None
+    if tcfg.robot.is_urdf and not external:
+        raise ReconstructionError(
+            f"template: robot {robot_file} is a URDF inside the template folder; only an MJCF robot is copied"
+        )
 
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the world is an ordinary folder
     try:
-        shutil.copytree(robot_src, tmp / "robot", ignore=shutil.ignore_patterns("world.yaml", ".*"))
+        if not external:
+            shutil.copytree(robot_src, tmp / "robot", ignore=shutil.ignore_patterns("world.yaml", ".*"))
         task_obj = by_name[object_body]
         spec = _scene_spec(
             tmp,
@@ -357,7 +366,11 @@ def write_world(
         (tmp / "scene.xml").write_text(xml, encoding="utf-8")
 
         robot = dict(raw["robot"])
-        robot["mjcf"] = str(Path("robot") / robot_rel)
+        if external:
+            robot["urdf" if tcfg.robot.is_urdf else "mjcf"] = str(robot_file.resolve())
+        else:
+            robot.pop("urdf", None)
+            robot["mjcf"] = str(Path("robot") / robot_rel)
         world: dict = {"id": world_id, "scene": "scene.xml", "robot": robot}
         cam: dict = {
             "name": cam_cfg.name if cam_cfg else "camera",
