@@ -124,7 +124,9 @@ def _world_facts(world: str | Path) -> _WorldFacts:
     geoms = range(int(obj.geomadr[0]), int(obj.geomadr[0] + obj.geomnum[0]))
     target = model.body(int(model.site_bodyid[model.site(cfg.task.target_site).id])).name
     grip_bodies = {int(model.jnt_bodyid[model.joint(j).id]) for j in w.gripper_joint_names}
-    moving = {b for b in range(model.nbody) if any(w._is_descendant(b, g) for g in grip_bodies)}
+    moving = {
+        b for b in range(model.nbody) if b in grip_bodies or any(w._is_descendant(b, g) for g in grip_bodies)
+    }
     pads = tuple(
         geom_address(model, g, cfg.robot.prefix) for g in range(model.ngeom)
         if int(model.geom_bodyid[g]) in moving and (model.geom_contype[g] or model.geom_conaffinity[g])
