@@ -19,7 +19,7 @@ are of the world's values; the rest is the ideal profile's on the bundled world,
 
 =======================  ==============================================
 servo kp, kv             x U(0.85, 1.15) (tendon or joint servos of the arm joints)
-joint damping            x U(0.8, 1.6)
+joint damping            x U(0.8, 1.6); servo kv x U(0.05, 0.2) where the world has none
 joint armature           x U(0.9, 1.4); U(0.02, 0.1) kg m2 where the world has none
 friction loss (N m)      x U(0.5, 1.5) where the world has some; else U(0.05, 0.4) for the first three
                          arm joints, U(0.03, 0.15) for the others
@@ -169,7 +169,8 @@ def random_profile(
             fl = a.frictionloss * rng.uniform(0.5, 1.5)
         else:
             fl = rng.uniform(0.05, 0.4) if proximal else rng.uniform(0.03, 0.15)
-        damping = a.damping * rng.uniform(0.8, 1.6)
+        # Where the world has no damping: a tenth or so of the servo's kv (gear and bearing drag).
+        damping = a.damping * rng.uniform(0.8, 1.6) if a.damping > 0 else a.kv * rng.uniform(0.05, 0.2)
         armature = a.armature * rng.uniform(0.9, 1.4) if a.armature > 0 else rng.uniform(*_ARMATURE_IF_NONE)
         phys["joints"][a.joint] = {
             "damping": float(damping), "armature": float(armature), "frictionloss": float(fl)
