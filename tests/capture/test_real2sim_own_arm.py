@@ -85,12 +85,12 @@ def test_identified_world_is_self_contained_with_the_fit(run: dict) -> None:
     referenced = {m.file for m in spec.meshes if m.file}
     assert referenced and {p.name for p in (robot.parent / "assets").iterdir()} == referenced
     assert world.arm_joint_names == SimWorld(run["world"]).arm_joint_names
-    fitted = result.sysid["fitted"]
+    fitted = result.sysid["fitted"]  # the MJCF keeps six significant digits
     assert world.command_delay_s == pytest.approx(fitted["command_delay_s"])
     joint = world.arm_joint_names[0]
     dof = world.model.joint(joint).dofadr[0]
-    assert world.model.dof_armature[dof] == pytest.approx(fitted[f"{joint}/armature"], rel=1e-6)
-    assert world.model.dof_frictionloss[dof] == pytest.approx(fitted[f"{joint}/frictionloss"], rel=1e-6)
+    assert world.model.dof_armature[dof] == pytest.approx(fitted[f"{joint}/armature"], rel=1e-5)
+    assert world.model.dof_frictionloss[dof] == pytest.approx(fitted[f"{joint}/frictionloss"], rel=1e-5)
 
 
 def test_camera_and_objects_within_targets(run: dict) -> None:
