@@ -11,6 +11,9 @@ _HERE = Path(__file__).resolve().parent
 # id -> world folder.  Ids are versioned: outputs are compared over time.
 WORLDS: dict[str, Path] = {
     "tabletop-pick-v1": _HERE / "tabletop_pick",
+    "tabletop-push-v1": _HERE / "tabletop_push",
+    "tabletop-stack-v1": _HERE / "tabletop_stack",
+    "tabletop-drawer-v1": _HERE / "tabletop_drawer",
 }
 
 
