@@ -51,7 +51,7 @@ class StackTask:
     ``object_held`` (still touched by the robot) or ``not_settled``, each followed by ``(timeout)``.
 
     Metrics: ``object_to_target_m``, ``object_above_target_m`` (object z - target z), ``support_tilt_rad``,
-    ``support_moved_m`` (horizontal drift of the support from where the episode put it, m),
+    ``support_moved_m`` (horizontal drift of the support since the episode's first evaluation, m),
     ``object_speed_m_s``, ``gripper_released`` (1.0 if no robot geom touches the object), ``held_s``.
     """
 
@@ -65,7 +65,8 @@ class StackTask:
         self.config = config
         self._hold = HoldTimer()
         self._holds = False  # whether the success condition held at the last metrics()
-        self._support_start: np.ndarray | None = None
+        self._support_start: np.ndarray | None = None  # first seen this episode
+        self._last_time = 0.0
 
     def initialize_episode(
         self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
@@ -103,8 +104,9 @@ class StackTask:
         lin, ang = body_speed(world, cfg.object_body)
         s_lin, s_ang = body_speed(world, cfg.support_body)
         support = self._support_xy(world)
-        if self._support_start is None or world.time <= 0.0:
+        if self._support_start is None or world.time < self._last_time:  # a new episode
             self._support_start = support.copy()
+        self._last_time = world.time
         released = not touching_robot(world, cfg.object_body)
         m = {
             "object_to_target_m": float(np.linalg.norm(obj[:2] - target[:2])),
