@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["WORLDS", "world_path"]
+__all__ = ["WORLDS", "WORLD_VARIATIONS_FILE", "world_path"]
 
 _HERE = Path(__file__).resolve().parent
+
+# A world folder's own variation defaults (a task's axes: its objects, friction, keep-out areas).
+WORLD_VARIATIONS_FILE = "variations.yaml"
 
 # id -> world folder.  Ids are versioned: outputs are compared over time.
 WORLDS: dict[str, Path] = {
