@@ -98,7 +98,7 @@ _DRAWER_FAMILY = _family(
     {"perception_noise_m": 0.01},
     {"open_to_m": 0.125},  # barely past the 0.12 m threshold
     {"perception_noise_m": 0.02},
-    {"hook_depth_m": -0.01},  # fingertips level with the bar: they slip over it
+    {"hook_depth_m": -0.025},  # fingertips above the bar's centre: they slip over it
     {"perception_noise_m": 0.04},
 )
 
