@@ -941,11 +941,13 @@ class EmulatedArm:
             self.world.step(n)
             for _ in range(n):  # the clock sums steps one by one, as the physics time does
                 self.clock += self.dt
-            return
-        for _ in range(n):  # keep every step's state for the camera's exposure
-            self.world.step(1)
-            self.clock += self.dt
-            self._history.append((self.clock, self.world.data.qpos.copy()))
+        else:
+            for _ in range(n):  # keep every step's state for the camera's exposure
+                self.world.step(1)
+                self.clock += self.dt
+                self._history.append((self.clock, self.world.data.qpos.copy()))
+        if self._task is not None:
+            self._task.evaluate(self.world)  # the judge watches: a task's hold is timed as time passes
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Measured positions, velocities (true + seeded white noise) and efforts (``joint_names`` order)."""
@@ -987,16 +989,21 @@ class EmulatedArm:
     def judge(self) -> Outcome:
         """STAND-IN for a human judge: the task's verdict on the current state (no timeout applies).
 
-        ``reason`` is ``"success"``, ``"object_dropped"`` or ``"not_achieved"``; ``metrics`` are the task's
-        named terms.  Without a task: ``Outcome(False, "no_task", {})``.
+        ``reason`` is ``"success"``, a failure the task ends episodes on (``"object_dropped"``,
+        ``"support_toppled"``), else what the task says is missing (its ``shortfall``, e.g.
+        ``"drawer_not_opened"``) or ``"not_achieved"``; ``metrics`` are the task's named terms.  Holds are
+        timed from the judge's watching: :meth:`advance` shows the task every advanced state.  Without a task:
+        ``Outcome(False, "no_task", {})``.
         """
         if self._task is None:
             return Outcome(False, "no_task", {})
         verdict = self._task.evaluate(self.world)
         metrics = self._task.metrics(self.world)
-        if verdict is not None and verdict.reason in ("success", "object_dropped"):
+        if verdict is not None and verdict.reason != "timeout" and not verdict.reason.endswith("(timeout)"):
             return Outcome(verdict.success, verdict.reason, metrics)
-        return Outcome(False, "not_achieved", metrics)
+        shortfall = getattr(self._task, "shortfall", None)
+        reason = "not_achieved" if shortfall is None else shortfall(self.world, metrics)
+        return Outcome(False, reason, metrics)
 
     def judge_json(self) -> str:
         """:meth:`judge` as the JSON message of the ``judge`` service (see the node)."""

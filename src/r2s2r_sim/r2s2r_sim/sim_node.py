@@ -74,13 +74,14 @@ from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
+from r2s2r_sim.errors import WorldError
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, camera_transforms
 from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
-from r2s2r_sim.task import Outcome
+from r2s2r_sim.task import Outcome, make_task
 from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
@@ -90,7 +91,6 @@ from r2s2r_sim.variations import (
     sample_variation,
 )
 from r2s2r_sim.world import CommandCheck, SimWorld
-from r2s2r_sim.world_config import TaskType
 from r2s2r_sim.worlds import world_path
 
 __all__ = [
@@ -504,11 +504,10 @@ class SimNode(Node):
         task_cfg = self.world.config.task
         if task_cfg is None:
             return None
-        if task_cfg.type is TaskType.PICK_PLACE:
-            from r2s2r_sim.task import PickPlaceTask
-
-            return PickPlaceTask(task_cfg)
-        raise SimNodeError(f"world {self.world.world_id}: task type {task_cfg.type} has no checker")
+        try:
+            return make_task(task_cfg)
+        except WorldError as err:
+            raise SimNodeError(f"world {self.world.world_id}: {err}") from None
 
     def _pub(self, key: str, camera: str | None = None) -> Publisher:
         return interface_publisher(self, self.interface, key, camera)
