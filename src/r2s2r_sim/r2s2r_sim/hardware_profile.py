@@ -18,11 +18,11 @@ from typing import Any
 
 import mujoco
 import numpy as np
-import yaml
 
 from r2s2r_sim.arm_effects import ArmEffects, read_arm_effects
 from r2s2r_sim.contact_effects import ContactEffects, read_contacts
 from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, read_sensor_sections
+from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
     "CameraIntrinsics",
@@ -39,10 +39,6 @@ __all__ = [
     "ServoGains",
     "load_hardware_profile",
 ]
-
-# A profile is a small hand-written file; anything bigger is not one.
-_MAX_FILE_BYTES = 1 << 20
-
 
 class HardwareProfileError(ValueError):
     """A hardware profile is invalid or names something the world lacks.
@@ -307,16 +303,8 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
             keys, out-of-range values).
     """
     source = Path(path)
-    if not source.is_file():
-        raise HardwareProfileError(f"{source}: hardware profile file not found")
-    size = source.stat().st_size
-    if size > _MAX_FILE_BYTES:
-        raise HardwareProfileError(f"{source}: file is {size} bytes, more than the {_MAX_FILE_BYTES} allowed")
-    raw_bytes = source.read_bytes()
-    try:
-        raw = yaml.safe_load(raw_bytes.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise HardwareProfileError(f"{source}: not valid YAML: {err}") from err
+    doc = read_yaml(source, HardwareProfileError, kind="hardware profile file")
+    raw, raw_bytes = doc.data, doc.raw
     r = _Reader(source)
     top = r.mapping(raw, "<top level>")
     r.only(

@@ -5,14 +5,11 @@ ROS-free: the node declares :data:`PARAMS` and builds :class:`SimNodeConfig` fro
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.serving import NS
-from r2s2r_sim.variations import VariationConfig, VariationError, load_variation_config
+from r2s2r_sim.variations import VariationConfig, parse_variation_text
 from r2s2r_sim.world import SimWorld
 
 __all__ = ["PARAMS", "SimNodeConfig", "SimNodeError", "param_error", "parse_variation_config"]
@@ -151,11 +148,4 @@ def parse_variation_config(text: str) -> VariationConfig:
     Raises:
         VariationError: "variation_config: <field>: ..." naming the field at fault, or the YAML error.
     """
-    with tempfile.TemporaryDirectory(prefix="r2s2r_variation_") as tmp:
-        path = Path(tmp) / "variation_config.yaml"
-        path.write_text(text, encoding="utf-8")
-        try:
-            config = load_variation_config(path)
-        except VariationError as err:
-            raise VariationError(str(err).replace(str(path), "variation_config")) from None
-    return dataclasses.replace(config, source=None)
+    return parse_variation_text(text, "variation_config")
