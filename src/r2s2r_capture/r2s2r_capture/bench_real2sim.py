@@ -42,11 +42,10 @@ from typing import Any
 
 import numpy as np
 import yaml
+from r2s2r_sim.hardware_profile import default_profile_path
 
 __all__ = ["TARGETS", "compare", "main", "random_profile", "run_bench"]
 
-REPO = Path(__file__).resolve().parents[3]
-DEFAULT_PROFILE = REPO / "config/emulated_hardware/default_profile.yaml"
 ARM = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
 TARGETS = {
     "camera_position_mm": 5.0,
@@ -76,7 +75,7 @@ def random_profile(seed: int, out: str | Path, *, realistic: bool = False) -> Pa
     :func:`r2s2r_sim.effect_sampling.random_effect_sections` from its documented ranges.
     """
     rng = np.random.default_rng(seed)
-    doc = yaml.safe_load(DEFAULT_PROFILE.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(default_profile_path().read_text(encoding="utf-8"))
     doc["name"] = f"arm6-random-{seed}"
     phys = doc["physics"]
     for n in ARM:
@@ -355,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m r2s2r_capture.bench_real2sim", description=__doc__.split("\n")[0]
     )
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--profile", default=str(DEFAULT_PROFILE), help="hardware profile (ground truth)")
+    g.add_argument("--profile", default=None, help="ground-truth hardware profile (default: the shipped one)")
     g.add_argument("--random-profile", type=int, default=None, metavar="SEED", help="random profile seed")
     ap.add_argument(
         "--realistic", action="store_true", help="with --random-profile: also random sensor, arm, contact effects"
@@ -378,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                 realistic=ns.realistic,
             )
         else:
-            profile = Path(ns.profile)
+            profile = Path(ns.profile) if ns.profile else default_profile_path()
         report = run_bench(
             profile,
             work=work,

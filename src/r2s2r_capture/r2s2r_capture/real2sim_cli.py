@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from r2s2r_sim.hardware_profile import DEFAULT_PROFILE, default_profile_path
 from r2s2r_sim.interface import InterfaceError
-from r2s2r_sim.paths import config_dir
 
 from r2s2r_capture.errors import (
     BagError,
@@ -21,7 +21,6 @@ from r2s2r_capture.errors import (
 __all__ = ["register_capture", "register_real2sim", "register_resim"]
 
 _ERRORS = (BagError, CalibrationError, CaptureError, IdentificationError, InterfaceError, ReconstructionError)
-_DEFAULT_PROFILE = "emulated_hardware/default_profile.yaml"  # in the package's config folder
 _INTERFACE_HELP = (
     "topic interface: a profile of config/interface.yaml or an interface file (default: its default)"
 )
@@ -43,7 +42,7 @@ def cmd_capture(ns: argparse.Namespace) -> int:
             n_intrinsics_views=ns.board_views, n_scene_frames=ns.scene_frames, seed=ns.seed,
             interface=ns.interface,
         )
-        profile = ns.profile or config_dir() / _DEFAULT_PROFILE
+        profile = ns.profile or default_profile_path()
         summary = capture_emulated(ns.output, profile=profile, world=ns.world, config=cfg, progress=print)
     except _ERRORS as err:
         print(f"r2s2r capture: {err}", file=sys.stderr)
@@ -94,7 +93,7 @@ def register_capture(subparsers: Any) -> None:
     )
     p.add_argument("--emulated", action="store_true", help="capture from the emulated hardware (in-process)")
     p.add_argument("--profile", default=None,
-                   help=f"hardware profile of the emulated unit (default: config/{_DEFAULT_PROFILE} "
+                   help=f"hardware profile of the emulated unit (default: config/{DEFAULT_PROFILE} "
                         "of the installed package)")
     p.add_argument("--world", default="tabletop-pick-v1", help="world id or folder the profile is for")
     p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")

@@ -28,6 +28,7 @@ from r2s2r_sim.arm_effects import ArmEffectsState, edit_spec
 from r2s2r_sim.contact_effects import apply_contacts
 from r2s2r_sim.emulated_camera import DistortedRgbdCamera, distortion_maps, render_geometry
 from r2s2r_sim.hardware_profile import (  # re-exported: the profile is this module's public API too
+    DEFAULT_PROFILE,
     CameraIntrinsics,
     CameraProfile,
     DriverProfile,
@@ -41,6 +42,7 @@ from r2s2r_sim.hardware_profile import (  # re-exported: the profile is this mod
     Pose,
     ServoGains,
     _mat_to_quat,
+    default_profile_path,
     load_hardware_profile,
 )
 from r2s2r_sim.task import ObjectPose, Outcome
@@ -50,6 +52,7 @@ from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
 
 __all__ = [
+    "DEFAULT_PROFILE",
     "STAND_IN_BANNER",
     "CameraIntrinsics",
     "CameraProfile",
@@ -65,6 +68,7 @@ __all__ = [
     "PlumbBob",
     "Pose",
     "ServoGains",
+    "default_profile_path",
     "distortion_maps",
     "load_hardware_profile",
     "render_geometry",

@@ -52,12 +52,13 @@ from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
 from r2s2r_sim.emulated_hardware import (
+    DEFAULT_PROFILE,
     STAND_IN_BANNER,
     EmulatedArm,
     HardwareProfileError,
+    default_profile_path,
     load_hardware_profile,
 )
-from r2s2r_sim.paths import config_dir
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, static_messages
 from r2s2r_sim.ros_params import declare_parameters, run_node
@@ -66,7 +67,6 @@ from r2s2r_sim.serving import NS, RenderJob, RenderWorker, ServingThreads, Ticke
 
 __all__ = ["DEFAULT_PROFILE", "EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
 
-DEFAULT_PROFILE = "emulated_hardware/default_profile.yaml"  # relative to config_dir()
 _TF_RATE_HZ = 100.0  # robot_state_publisher's usual rate, as the sim node's tf_rate_hz
 
 
@@ -98,7 +98,7 @@ class EmulatedHardwareNode(Node):
         self.get_logger().warning(STAND_IN_BANNER)
         self.config = self._read_parameters()
         cfg = self.config
-        path = Path(cfg.profile) if cfg.profile else config_dir() / DEFAULT_PROFILE
+        path = Path(cfg.profile) if cfg.profile else default_profile_path()
         self.profile = load_hardware_profile(path)
         try:
             self.arm = EmulatedArm(cfg.world, self.profile, seed=cfg.seed)

@@ -21,10 +21,12 @@ import numpy as np
 
 from r2s2r_sim.arm_effects import ArmEffects, read_arm_effects
 from r2s2r_sim.contact_effects import ContactEffects, read_contacts
+from r2s2r_sim.paths import config_dir
 from r2s2r_sim.sensor_effects import SECTIONS, SensorEffects, read_sensor_sections
 from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
+    "DEFAULT_PROFILE",
     "CameraIntrinsics",
     "CameraProfile",
     "DriverProfile",
@@ -37,8 +39,16 @@ __all__ = [
     "PlumbBob",
     "Pose",
     "ServoGains",
+    "default_profile_path",
     "load_hardware_profile",
 ]
+
+DEFAULT_PROFILE = "emulated_hardware/default_profile.yaml"  # the shipped stand-in, relative to config_dir()
+
+
+def default_profile_path() -> Path:
+    """The shipped stand-in profile in the installed package's config folder (see :mod:`r2s2r_sim.paths`)."""
+    return config_dir() / DEFAULT_PROFILE
 
 class HardwareProfileError(ValueError):
     """A hardware profile is invalid or names something the world lacks.
