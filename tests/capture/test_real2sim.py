@@ -21,6 +21,7 @@ from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_capture.resim import resim  # noqa: E402
 from r2s2r_capture.sysid import ExcitationConfig  # noqa: E402
 from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: E402
+from r2s2r_sim.hardware_profile import default_profile_path  # noqa: E402
 from r2s2r_sim.world import SimWorld  # noqa: E402
 
 from r2s2r_capture import bench_real2sim as B  # noqa: E402
@@ -61,7 +62,7 @@ def default_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The documented capture procedure (30 s excitation) on the default profile."""
     full = C.CaptureConfig(n_intrinsics_views=8, n_scene_frames=1)
     config = Real2SimConfig(report=False)  # the default 30 optimiser iterations
-    return _run(B.DEFAULT_PROFILE, tmp_path_factory.mktemp("default"), full, config)
+    return _run(default_profile_path(), tmp_path_factory.mktemp("default"), full, config)
 
 
 @pytest.fixture(scope="module", params=[7, 11, 23])
@@ -138,7 +139,7 @@ def test_bad_capture_is_refused_and_nothing_written(
             lambda model, names, cfg, *, seed, center: (np.arange(200) / 500.0, np.tile(center, (200, 1))),
         )
     cfg = dataclasses.replace(SMALL, excitation=short, **change)
-    bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag
+    bag = C.capture_emulated(tmp_path / "bag", profile=default_profile_path(), config=cfg).bag
     out = tmp_path / "out" / "world"
     out.parent.mkdir()
     with pytest.raises(error, match=match):
@@ -152,7 +153,7 @@ def test_capture_bag_offers_the_driver_qos(tmp_path: Path) -> None:
     from r2s2r_capture.playback import replay_qos
 
     cfg = dataclasses.replace(SMALL, excitation=dataclasses.replace(EXC, duration_s=1.0))
-    bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag
+    bag = C.capture_emulated(tmp_path / "bag", profile=default_profile_path(), config=cfg).bag
     with BagReader(bag) as reader:
         got = {t: replay_qos(i.offered_qos_profiles) for t, i in reader.topics.items()}
     from r2s2r_sim.interface import load_interface
