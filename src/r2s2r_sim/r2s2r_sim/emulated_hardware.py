@@ -26,21 +26,11 @@ import numpy as np
 
 from r2s2r_sim.arm_effects import ArmEffectsState, edit_spec
 from r2s2r_sim.contact_effects import apply_contacts
-from r2s2r_sim.emulated_camera import DistortedRgbdCamera, distortion_maps, render_geometry
-from r2s2r_sim.hardware_profile import (  # re-exported: the profile is this module's public API too
+from r2s2r_sim.emulated_camera import DistortedRgbdCamera, render_geometry
+from r2s2r_sim.hardware_profile import (
     DEFAULT_PROFILE,
-    CameraIntrinsics,
-    CameraProfile,
-    DriverProfile,
     HardwareProfile,
     HardwareProfileError,
-    JointDynamics,
-    LightProfile,
-    ObjectProfile,
-    PhysicsProfile,
-    PlumbBob,
-    Pose,
-    ServoGains,
     _mat_to_quat,
     default_profile_path,
     load_hardware_profile,
@@ -51,25 +41,15 @@ from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
 
+# The profile's loader and the camera are re-exported: callers build an arm from these names.
 __all__ = [
     "DEFAULT_PROFILE",
     "STAND_IN_BANNER",
-    "CameraIntrinsics",
-    "CameraProfile",
     "DistortedRgbdCamera",
-    "DriverProfile",
     "EmulatedArm",
     "HardwareProfile",
     "HardwareProfileError",
-    "JointDynamics",
-    "LightProfile",
-    "ObjectProfile",
-    "PhysicsProfile",
-    "PlumbBob",
-    "Pose",
-    "ServoGains",
     "default_profile_path",
-    "distortion_maps",
     "load_hardware_profile",
     "render_geometry",
 ]

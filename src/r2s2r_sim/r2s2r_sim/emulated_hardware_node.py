@@ -50,7 +50,14 @@ from std_srvs.srv import Trigger
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
-from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
+from r2s2r_sim.driver_io import (
+    CameraPublishers,
+    arm_command,
+    camera_frame,
+    gripper_command,
+    interface_publisher,
+    subscribe_topics,
+)
 from r2s2r_sim.emulated_hardware import (
     DEFAULT_PROFILE,
     STAND_IN_BANNER,
@@ -123,10 +130,7 @@ class EmulatedHardwareNode(Node):
         except RobotDescriptionError as err:
             self.get_logger().warning(f"no /robot_description or link transforms: {err}")
             self._robot = None
-        self._color_pub = self._pub("color_image", cam.name)
-        self._color_info_pub = self._pub("color_info", cam.name)
-        self._depth_pub = self._pub("depth_image", cam.name)
-        self._depth_info_pub = self._pub("depth_info", cam.name)
+        self._camera_pubs = CameraPublishers(self, self.interface, cam.name)
         self._publish_static_tf()
         self._truth_pub = None
         task = self.arm.world.config.task
@@ -162,10 +166,11 @@ class EmulatedHardwareNode(Node):
             self.threads.start_physics(self._run_physics)
             self._diagnostics = DiagnosticsPublisher(
                 self, self.interface, name="emulated hardware (stand-in)", hardware_id=self.profile.name,
-                counters=lambda: {"time_s": self.physics_time_s, "frames": self.frames_published,
-                                  "frames_dropped": self.frames_dropped},
+                counters=lambda: {"time_s": self.physics_time_s, "frames": self.threads.frames_published,
+                                  "frames_dropped": self.threads.frames_dropped},
                 read=lambda rates: serving_reading(
-                    rates, running=self.threads.running, cameras=1, frames_dropped=self.frames_dropped,
+                    rates, running=self.threads.running, cameras=1,
+                    frames_dropped=self.threads.frames_dropped,
                     episodes=self.resets, paced=True, sim_time=False,
                 ),
             )
@@ -182,16 +187,6 @@ class EmulatedHardwareNode(Node):
             # else it is force-unwound out of MuJoCo's renderer at interpreter exit (SIGSEGV).
             self.threads.stop()
             raise
-
-    @property
-    def frames_published(self) -> int:
-        """Camera frames published so far."""
-        return self._render.frames_published
-
-    @property
-    def frames_dropped(self) -> int:
-        """Camera frames dropped so far (renderer busy, or lost by the profile's driver)."""
-        return self._render.frames_dropped
 
     # ---------------------------------------------------------------------------------- configuration
 
@@ -318,18 +313,13 @@ class EmulatedHardwareNode(Node):
 
     def _draw(self, camera: Any, data: mujoco.MjData, job: RenderJob) -> int:
         """Render the distorted frame (``job.payload``: the exposure's start pose) and publish it."""
-        cam = self.profile.camera
         rgb, depth_mm = camera.render(data, motion_from=job.payload)
         if camera.dropped:  # the profile's driver loses this frame
             self._render.count_dropped()
             return 0
         stamp = _shifted(job.stamp, camera.stamp_offset_s)
-        info = conv.camera_info_msg(self._k, cam.width, cam.height, stamp, self._frame_id)
-        info.d = self._d.tolist()  # distortion_model is plumb_bob; the images are distorted
-        self._color_pub.publish(conv.rgb_image_msg(rgb, stamp, self._frame_id))
-        self._depth_pub.publish(conv.depth_image_msg(depth_mm, stamp, self._frame_id))
-        self._color_info_pub.publish(info)
-        self._depth_info_pub.publish(info)
+        # distortion_model is plumb_bob, with the profile's D: the images are distorted
+        self._camera_pubs.publish(camera_frame(rgb, depth_mm, self._k, stamp, self._frame_id, self._d))
         if self._truth_pub is not None:
             self._truth_pub.publish(self._truth_msg(data, job.stamp))
         return 1
@@ -347,8 +337,8 @@ class EmulatedHardwareNode(Node):
     def destroy_node(self) -> None:
         """Stop and join the physics and render threads, then destroy the node."""
         self.get_logger().info(
-            f"emulated hardware: {self.joint_states_published} joint states, {self.frames_published} camera "
-            f"frames published, {self.frames_dropped} dropped"
+            f"emulated hardware: {self.joint_states_published} joint states, "
+            f"{self.threads.frames_published} camera frames published, {self.threads.frames_dropped} dropped"
         )
         self.threads.stop(timeout_s=5.0)
         super().destroy_node()

@@ -305,6 +305,16 @@ class ServingThreads:
         """Whether the loops should go on: not stopped, and the node's context is up."""
         return self.running and self.ok()
 
+    @property
+    def frames_published(self) -> int:
+        """Camera frames published so far (0 without a render worker)."""
+        return self.render.frames_published if self.render is not None else 0
+
+    @property
+    def frames_dropped(self) -> int:
+        """Camera frames dropped so far: renderer busy, or lost by a stand-in driver."""
+        return self.render.frames_dropped if self.render is not None else 0
+
     def start_render(self, worker: RenderWorker, timeout_s: float = 30.0) -> None:
         """Start ``worker`` on its thread and wait until its renderers are open.
 

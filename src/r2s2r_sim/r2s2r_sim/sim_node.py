@@ -52,8 +52,7 @@ import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports b
 # isort: split
 import contextlib
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,15 @@ from rclpy.publisher import Publisher
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
-from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
+from r2s2r_sim.driver_io import (
+    CameraFrame,
+    CameraPublishers,
+    arm_command,
+    camera_frame,
+    gripper_command,
+    interface_publisher,
+    subscribe_topics,
+)
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, camera_transforms, static_messages
@@ -94,23 +101,6 @@ __all__ = [
     "parse_variation_config",
     "variation_hash",
 ]
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """A camera's last published messages, kept so lockstep can re-send them without re-rendering."""
-
-    color: Any
-    depth: Any
-    info: Any
-
-
-@dataclass(frozen=True)
-class _CameraPubs:
-    color: Publisher
-    color_info: Publisher
-    depth: Publisher
-    depth_info: Publisher
 
 
 class SimNode(Node):
@@ -145,9 +135,9 @@ class SimNode(Node):
         self.interface: Interface = declare_interface(self)
         server.heartbeat_topic = self.interface.topic("policy_heartbeat")
         server.robot = self._robot_state(server.world)
-        self._camera_pubs: dict[str, _CameraPubs] = {}
+        self._camera_pubs: dict[str, CameraPublishers] = {}
         self._make_publishers()
-        self._last_frames: dict[str, _Frame] = {}  # camera name -> last frame published
+        self._last_frames: dict[str, CameraFrame] = {}  # camera name -> last frame published
         self._publish_static_tf()
         self._make_subscriptions_and_services()
         server.sink = self
@@ -165,12 +155,13 @@ class SimNode(Node):
             self.threads.start_physics(server.run_physics, wakeups=(server.cv,))
             self._diagnostics = DiagnosticsPublisher(
                 self, self.interface, name="simulation", hardware_id=server.world.world_id,
-                counters=lambda: {"time_s": server.clock_ns / NS, "frames": self.frames_published,
-                                  "frames_dropped": self.frames_dropped,
+                counters=lambda: {"time_s": server.clock_ns / NS, "frames": self.threads.frames_published,
+                                  "frames_dropped": self.threads.frames_dropped,
                                   "lockstep_wait_s": server.lockstep_wait_s},
                 read=lambda rates: serving_reading(
                     rates, running=self.threads.running, cameras=len(server.cameras),
-                    frames_dropped=self.frames_dropped, episodes=server.episodes_reported, sim_time=True,
+                    frames_dropped=self.threads.frames_dropped, episodes=server.episodes_reported,
+                    sim_time=True,
                     paced=cfg.real_time and not cfg.lockstep and not server.paused,
                 ),
             )
@@ -194,18 +185,6 @@ class SimNode(Node):
     def world(self) -> SimWorld:
         """The world served now (a reset with a variation swaps it)."""
         return self.server.world
-
-    @property
-    def frames_published(self) -> int:
-        """Camera frames published so far (all cameras)."""
-        render = self.threads.render
-        return render.frames_published if render is not None else 0
-
-    @property
-    def frames_dropped(self) -> int:
-        """Camera frames dropped so far (renderer busy)."""
-        render = self.threads.render
-        return render.frames_dropped if render is not None else 0
 
     # ---------------------------------------------------------------------------------- configuration
 
@@ -234,16 +213,11 @@ class SimNode(Node):
         for cam in self.server.cameras:
             self._camera(cam.name)
 
-    def _camera(self, name: str) -> _CameraPubs:
+    def _camera(self, name: str) -> CameraPublishers:
         """The publishers of camera ``name`` (created on first use; a varied world keeps its cameras')."""
         pubs = self._camera_pubs.get(name)
         if pubs is None:
-            pubs = self._camera_pubs[name] = _CameraPubs(
-                color=self._pub("color_image", name),
-                color_info=self._pub("color_info", name),
-                depth=self._pub("depth_image", name),
-                depth_info=self._pub("depth_info", name),
-            )
+            pubs = self._camera_pubs[name] = CameraPublishers(self, self.interface, name)
         return pubs
 
     def _robot_state(self, world: SimWorld) -> RobotState | None:
@@ -291,32 +265,35 @@ class SimNode(Node):
 
     # rclpy throttles per call site, so arm and gripper each have their own warning lines.
     def _on_arm_command(self, msg: Any) -> None:
+        self._command(
+            "arm",
+            lambda world, lock: self._warn_arm(arm_command(msg, lambda v: world().set_arm_command(v), lock)),
+        )
+
+    def _on_gripper_command(self, msg: Any) -> None:
+        self._command(
+            "gripper",
+            lambda world, lock: self._warn_gripper(
+                gripper_command(msg, lambda v: world().set_gripper_command(v), lock)
+            ),
+        )
+
+    def _command(self, kind: str, apply: Callable[[Callable[[], SimWorld], Any], None]) -> None:
+        """Apply a command now, under the physics lock; in lockstep, at the next control period's start.
+
+        ``apply(world, lock)`` reads the world through ``world()`` inside ``lock`` (a reset may swap it).
+        """
         if self.config.lockstep:
             held = contextlib.nullcontext()
-            self.server.command(
-                "arm", lambda world: self._warn_arm(arm_command(msg, world.set_arm_command, held))
-            )
-            return
-        # Lambdas: the world is read under the lock (a reset may swap the world).
-        check = arm_command(msg, lambda values: self.world.set_arm_command(values), self.server.lock)
-        self._warn_arm(check)
+            self.server.command(kind, lambda world: apply(lambda: world, held))
+        else:
+            apply(lambda: self.world, self.server.lock)
 
     def _warn_arm(self, check: CommandCheck) -> None:
         if not check.accepted:
             self.get_logger().warning(f"refused arm command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
             self.get_logger().warning(f"clamped arm command: {check.reason}", throttle_duration_sec=1.0)
-
-    def _on_gripper_command(self, msg: Any) -> None:
-        if self.config.lockstep:
-            held = contextlib.nullcontext()
-            self.server.command(
-                "gripper",
-                lambda world: self._warn_gripper(gripper_command(msg, world.set_gripper_command, held)),
-            )
-            return
-        check = gripper_command(msg, lambda value: self.world.set_gripper_command(value), self.server.lock)
-        self._warn_gripper(check)
 
     def _warn_gripper(self, check: CommandCheck) -> None:
         if not check.accepted:
@@ -462,28 +439,16 @@ class SimNode(Node):
         return len(due)
 
     def _publish_frame(self, cam: CameraSpec, rgb: Any, depth_mm: Any, stamp: Time) -> None:
-        # Aligned depth shares the colour frame and intrinsics (realsense2_camera align_depth).
-        frame = _Frame(
-            color=conv.rgb_image_msg(rgb, stamp, cam.frame_id),
-            depth=conv.depth_image_msg(depth_mm, stamp, cam.frame_id),
-            info=conv.camera_info_msg(cam.k, cam.width, cam.height, stamp, cam.frame_id),
-        )
-        self._send_frame(self._camera(cam.name), frame)
+        frame = camera_frame(rgb, depth_mm, cam.k, stamp, cam.frame_id)
+        self._camera(cam.name).publish(frame)
         self._last_frames[cam.name] = frame
-
-    @staticmethod
-    def _send_frame(pubs: _CameraPubs, frame: _Frame) -> None:
-        pubs.color.publish(frame.color)
-        pubs.depth.publish(frame.depth)
-        pubs.color_info.publish(frame.info)
-        pubs.depth_info.publish(frame.info)
 
     def resend_frames(self) -> None:
         """Re-send each camera's last frame, as published (same stamp); lockstep's pending observation."""
         frames = [(cam.name, self._last_frames.get(cam.name)) for cam in self.server.cameras]
         for name, frame in frames:
             if frame is not None:
-                self._send_frame(self._camera(name), frame)
+                self._camera(name).publish(frame)
 
     # -------------------------------------------------------------------------------------- shutdown
 
