@@ -42,7 +42,10 @@ def test_capture_default_profile_comes_from_the_package(tmp_path: Path,
     real2sim_cli.register_capture(parser.add_subparsers())
     ns = parser.parse_args(["capture", "--emulated", "-o", "bag"])
     assert ns.profile is None
-    assert (config_dir() / real2sim_cli._DEFAULT_PROFILE).is_file()
+    from r2s2r_sim.hardware_profile import default_profile_path
+
+    assert default_profile_path() == config_dir() / "emulated_hardware" / "default_profile.yaml"
+    assert default_profile_path().is_file()
 
 
 def test_setup_registered_the_packages_in_the_ament_index() -> None:
