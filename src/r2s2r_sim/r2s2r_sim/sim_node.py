@@ -5,7 +5,8 @@ messages are built by :mod:`r2s2r_sim.ros_conversions`. The node runs on wall ti
 every stamp it publishes (joint states, images, camera info, /tf, outcomes) is sim time, and /clock is
 monotonic across resets (a reset takes one physics step of sim time, so stamps are strictly increasing).
 
-Threads:
+Threads (the loops are :mod:`r2s2r_sim.sim_server` over the serving core :mod:`r2s2r_sim.serving`; this
+module only translates parameters, messages and services):
 
 * physics: fixed-step loop on the world timestep. It applies commands, steps, publishes /joint_states and
   /clock (at ``joint_state_rate_hz``), /tf (``tf_rate_hz``) and the episode outcome, and hands camera
