@@ -10,8 +10,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Every core module: the world, its task and variations, rendering, the cells, the episode runner, the
-# sweep and studies' engine, metrics and comparison, and the policies.
+# Every core module: the world, its task and variations, rendering, the cells, the serving core of the
+# driver-topic nodes, the episode runner, the sweep and studies' engine, metrics and comparison, and the
+# policies.
 CORE_MODULES = (
     "r2s2r_sim.world",
     "r2s2r_sim.world_config",
@@ -21,15 +22,22 @@ CORE_MODULES = (
     "r2s2r_sim.rendering",
     "r2s2r_sim.cell",
     "r2s2r_sim.emulated_hardware",
+    "r2s2r_sim.hardware_profile",
+    "r2s2r_sim.emulated_camera",
     "r2s2r_sim.emulated_cell",
+    "r2s2r_sim.serving",
+    "r2s2r_sim.sim_server",
+    "r2s2r_sim.sim_node_config",
     "r2s2r_eval.policy",
     "r2s2r_eval.sensor_arrays",
     "r2s2r_eval.runner",
     "r2s2r_eval.executors",
     "r2s2r_eval.sweep",
+    "r2s2r_eval.sweep_plan",
     "r2s2r_eval.results",
     "r2s2r_eval.metrics",
     "r2s2r_eval.failure_regions",
+    "r2s2r_eval.failure_tree",
     "r2s2r_eval.compare",
     "r2s2r_eval.policies.reference.policy",
     "r2s2r_eval.policies.topdown.policy",

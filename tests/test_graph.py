@@ -180,3 +180,21 @@ def test_respawn_policy_restarts_the_policy_and_tells_the_evaluator_to_wait() ->
     nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "respawn_policy": "true"})}
     assert nodes["policy_node"].respawn and not nodes["evaluator_node"].respawn
     assert nodes["evaluator_node"].parameters["on_policy_lost"] == "continue"
+
+
+@pytest.mark.parametrize(("world", "policy"), [
+    ("tabletop-pick-v1", "reference"), ("tabletop-push-v1", "push_reference"),
+    ("tabletop-stack-v1", "stack_reference"), ("tabletop-drawer-v1", "drawer_reference"),
+])
+def test_the_default_policy_is_the_reference_of_the_worlds_task(world: str, policy: str) -> None:
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim", "world": world})}
+    assert nodes["policy_node"].parameters["policy"] == policy
+    assert nodes["evaluator_node"].parameters["policy"] == policy  # what the results rows record
+    given = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim", "world": world,
+                                                              "policy": "topdown"})}
+    assert given["policy_node"].parameters["policy"] == "topdown"
+
+
+def test_auto_policy_on_a_world_not_readable_here_is_the_pick_reference(tmp_path: Path) -> None:
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim", "world": str(tmp_path / "x")})}
+    assert nodes["policy_node"].parameters["policy"] == "reference"

@@ -34,6 +34,9 @@ setup(
             "reference = r2s2r_eval.policies.reference.policy:ReferencePolicy",
             "bc = r2s2r_eval.policies.bc.policy:BCPolicy",
             "topdown = r2s2r_eval.policies.topdown.policy:TopdownPolicy",
+            "push_reference = r2s2r_eval.policies.push.policy:PushPolicy",
+            "stack_reference = r2s2r_eval.policies.stack.policy:StackPolicy",
+            "drawer_reference = r2s2r_eval.policies.drawer.policy:DrawerPolicy",
         ],
         # Subcommands of the `r2s2r` CLI: name = module:register (adds a parser, sets func).
         "r2s2r.commands": [

@@ -26,6 +26,10 @@ from r2s2r_sim.world import SimWorld  # noqa: E402
 from r2s2r_capture import bench_real2sim as B  # noqa: E402
 from r2s2r_capture import capture as C  # noqa: E402
 
+# Each module fixture runs a whole capture and identification (minutes of CPU); on a loaded machine that
+# alone can pass the suite's default 300 s, which counts fixture set-up.
+pytestmark = pytest.mark.timeout(1800)
+
 EXC = ExcitationConfig(
     duration_s=8.0,
     rate_hz=500.0,

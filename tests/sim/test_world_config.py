@@ -66,7 +66,10 @@ SCHEMA_CASES = [
     (_set(["cameras"], {"name": "x"}), "cameras", "must be a list"),
     (_set(["task", "success_radius"], "big"), "task.success_radius", "must be a number"),
     (_set(["task", "timeout"], 0), "task.timeout", "must be > 0"),
-    (_set(["task", "type"], "stack"), "task.type", "unknown task type 'stack'"),
+    (_set(["task", "type"], "sort"), "task.type", "unknown task type 'sort'"),
+    (_set(["task", "type"], "stack"), "task.support_body", "required for task type 'stack'"),
+    (_set(["task", "type"], "drawer"), "task.open_threshold", "required"),
+    (_delete(["task", "success_radius"]), "task.success_radius", "required field is missing"),
     (_set(["robot", "options_from_robot"], "yes"), "robot.options_from_robot", "must be true or false"),
     (_set(["robot", "arm_joints"], "shoulder_pan"), "robot.arm_joints", "must be a list of strings"),
     (_set(["robot", "arm_joints", 1], 7), "robot.arm_joints[1]", "must be a non-empty string"),
@@ -226,7 +229,7 @@ def test_external_paths_only_when_allowed(world_copy: Path) -> None:
 def test_registry() -> None:
     assert world_path("tabletop-pick-v1") == WORLDS["tabletop-pick-v1"]
     assert world_path(str(BUNDLED)) == BUNDLED.resolve()
-    with pytest.raises(ValueError, match=r"unknown world 'tabletop-pick-v9'.*\['tabletop-pick-v1'\]"):
+    with pytest.raises(ValueError, match=r"unknown world 'tabletop-pick-v9'.*'tabletop-pick-v1'"):
         world_path("tabletop-pick-v9")
 
 

@@ -455,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m r2s2r_capture.bench_real2sim", description=__doc__.split("\n")[0]
     )
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--profile", default=str(DEFAULT_PROFILE), help="hardware profile (ground truth)")
+    g.add_argument("--profile", default=None, help="ground-truth hardware profile (default: the shipped one)")
     g.add_argument("--random-profile", type=int, default=None, metavar="SEED", help="random profile seed")
     ap.add_argument("--world", default=DEFAULT_WORLD, help="world id or folder (e.g. from r2s2r world new)")
     ap.add_argument(
@@ -480,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
                 world=ns.world,
             )
         else:
-            profile = Path(ns.profile)
+            profile = profile_path(ns.profile)
         report = run_bench(
             profile,
             work=work,

@@ -50,7 +50,8 @@ from typing import Any  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from r2s2r_capture.bag_writer import BagWriter, TopicSpec, offered_qos  # noqa: E402
+from r2s2r_capture.bag_messages import BagMessages  # noqa: E402
+from r2s2r_capture.bag_writer import BagWriter, offered_qos  # noqa: E402
 from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png  # noqa: E402
 from r2s2r_capture.errors import CaptureError  # noqa: E402
 from r2s2r_capture.sysid import ExcitationConfig, excitation_trajectory  # noqa: E402
@@ -230,14 +231,11 @@ def _capture_variant(world: str | Path, board: CharucoBoardSpec, root: Path) -> 
 # ------------------------------------------------------------------------------------------- messages
 
 
-class _Msgs:
-    """Builds and serializes interface messages with the writer's typestore."""
+class _Msgs(BagMessages):
+    """The capture's topics (names and the drivers' QoS from the interface profile) and its phase markers."""
 
     def __init__(self, bag: BagWriter, camera: str, interface: str) -> None:
-        self.ts = bag.typestore
-        self.bag = bag
-        self.handles: dict[str, int] = {}
-        self.counts: dict[str, int] = {}
+        super().__init__(bag)
         from r2s2r_sim.interface import load_interface
 
         iface = load_interface(interface)
@@ -253,79 +251,11 @@ class _Msgs:
                 else:
                     rel, dur, depth = q.reliability.value, q.durability.value, q.depth
                 offered = (offered_qos(reliability=rel, durability=dur, depth=depth),)
-            spec = TopicSpec(topic=name, msgtype=msgtype, offered_qos_profiles=offered)
-            self.handles[key] = bag.add_topic(spec)
-            self.counts[key] = 0
-        self.types = {key: msgtype for key, (_, msgtype) in names.items()}
-
-    def _t(self, name: str) -> Any:
-        return self.ts.types[name]
-
-    def header(self, t_ns: int, frame_id: str = "") -> Any:
-        stamp = self._t("builtin_interfaces/msg/Time")(
-            sec=t_ns // 1_000_000_000, nanosec=t_ns % 1_000_000_000
-        )
-        return self._t("std_msgs/msg/Header")(stamp=stamp, frame_id=frame_id)
-
-    def write(self, key: str, t_ns: int, msg: Any) -> None:
-        self.bag.write(self.handles[key], t_ns, bytes(self.ts.serialize_cdr(msg, self.types[key])))
-        self.counts[key] += 1
+            self.add_topic(key, name, msgtype, offered)
 
     def phase(self, t_ns: int, phase: str, event: str, **extra: Any) -> None:
-        text = json.dumps({"phase": phase, "event": event, **extra}, sort_keys=True)
-        self.write("phase", t_ns, self._t("std_msgs/msg/String")(data=text))
-
-    def joint_state(
-        self, t_ns: int, names: Sequence[str], q: np.ndarray, qd: np.ndarray, e: np.ndarray
-    ) -> None:
-        msg = self._t("sensor_msgs/msg/JointState")(
-            header=self.header(t_ns),
-            name=list(names),
-            position=np.asarray(q, dtype=np.float64),
-            velocity=np.asarray(qd, dtype=np.float64),
-            effort=np.asarray(e, dtype=np.float64),
-        )
-        self.write("joint_states", t_ns, msg)
-
-    def array(self, key: str, t_ns: int, values: np.ndarray) -> None:
-        layout = self._t("std_msgs/msg/MultiArrayLayout")(dim=[], data_offset=0)
-        msg = self._t("std_msgs/msg/Float64MultiArray")(layout=layout, data=np.asarray(values, np.float64))
-        self.write(key, t_ns, msg)
-
-    def image(self, key: str, t_ns: int, frame_id: str, img: np.ndarray, encoding: str) -> None:
-        img = np.ascontiguousarray(img)
-        h, w = img.shape[:2]
-        msg = self._t("sensor_msgs/msg/Image")(
-            header=self.header(t_ns, frame_id),
-            height=h,
-            width=w,
-            encoding=encoding,
-            is_bigendian=0,
-            step=int(img.strides[0]),
-            data=img.view(np.uint8).reshape(-1),
-        )
-        self.write(key, t_ns, msg)
-
-    def camera_info(self, t_ns: int, frame_id: str, w: int, h: int, K: np.ndarray, D: np.ndarray) -> None:
-        P = np.zeros((3, 4))
-        P[:3, :3] = K
-        roi = self._t("sensor_msgs/msg/RegionOfInterest")(
-            x_offset=0, y_offset=0, height=0, width=0, do_rectify=False
-        )
-        msg = self._t("sensor_msgs/msg/CameraInfo")(
-            header=self.header(t_ns, frame_id),
-            height=h,
-            width=w,
-            distortion_model="plumb_bob",
-            d=np.asarray(D, dtype=np.float64),
-            k=np.asarray(K, dtype=np.float64).ravel(),
-            r=np.eye(3).ravel(),
-            p=P.ravel(),
-            binning_x=0,
-            binning_y=0,
-            roi=roi,
-        )
-        self.write("color_info", t_ns, msg)
+        """A phase marker: JSON ``{"phase", "event", ...}`` on the phase topic."""
+        self.string("phase", t_ns, json.dumps({"phase": phase, "event": event, **extra}, sort_keys=True))
 
 
 # ------------------------------------------------------------------------------------------- poses

@@ -1,15 +1,14 @@
-"""Arm dynamics identification with ``mujoco.sysid``: excitation, fitting, fitted MJCF and HTML report."""
+"""Arm dynamics identification with ``mujoco.sysid``: the fit, and the simulated stand-in recording.
+
+Recordings and the excitation trajectory are in :mod:`r2s2r_capture.sysid_recording`, the result and what is
+written to disk in :mod:`r2s2r_capture.sysid_report`; both are re-exported here.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import io
-import logging
-import math
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,13 +16,26 @@ from typing import Any
 
 import mujoco
 import numpy as np
-import yaml
 from mujoco import sysid
-from r2s2r_sim.world import COMMAND_DELAY_NUMERIC
 
 from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.sysid_recording import (
+    MAX_SAMPLES,
+    ExcitationConfig,
+    JointRecording,
+    excitation_trajectory,
+    joint_id,
+)
+from r2s2r_capture.sysid_report import (
+    DELAY_NUMERIC,
+    IdentificationResult,
+    quiet_toolbox,
+    write_identification,
+)
 
 __all__ = [
+    "DELAY_NUMERIC",
+    "MAX_SAMPLES",
     "ExcitationConfig",
     "IdentificationResult",
     "JointRecording",
@@ -34,222 +46,10 @@ __all__ = [
     "write_identification",
 ]
 
-# Name of the MJCF <custom><numeric> that carries the identified command delay (s); SimWorld applies it.
-DELAY_NUMERIC = COMMAND_DELAY_NUMERIC
-# Largest recording we accept (samples): guards memory when reading untrusted .npz files.
-MAX_SAMPLES = 2_000_000
 PARAM_KINDS = ("damping", "armature", "frictionloss", "kp")
 # Opt-in kinds (not fitted by default): ``kv``, the position servo's derivative gain.  Joint damping and
 # servo kv act alike on position tracking (both are -c qdot), so fit one of the two, not both.
 EXTRA_KINDS = ("kv",)
-
-
-@dataclasses.dataclass(frozen=True)
-class JointRecording:
-    """Recorded arm motion: time stamps (N,) s, commanded and measured positions (N, J) rad, velocities rad/s.
-
-    Times are shifted to start at 0; columns follow ``joint_names`` (MJCF joint names).  ``effort`` (N, J),
-    N·m or N, is the drivers' reported actuator effort (``/joint_states`` effort) when they report it.
-    With it :func:`identify` corrects the position fit (:func:`effort_correction`): it is not a residual
-    term, because single-step command-timing jitter puts ``kp * dq`` spikes into it (2.5 N·m RMS on a
-    5.5 N·m signal for shoulder_lift on the emulator, 0.03 after a 30 ms moving average).
-    """
-
-    t: np.ndarray
-    q_cmd: np.ndarray
-    q: np.ndarray
-    qd: np.ndarray
-    joint_names: tuple[str, ...]
-    effort: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        """Check shapes, finiteness and monotonic time (errors name the array)."""
-        t = np.asarray(self.t, dtype=np.float64)
-        if t.ndim != 1 or t.size < 10:
-            raise IdentificationError(f"recording t must be 1-D with >= 10 samples: got shape {t.shape}")
-        if t.size > MAX_SAMPLES:
-            raise IdentificationError(f"recording has {t.size} samples; the limit is {MAX_SAMPLES}")
-        if not np.all(np.diff(t) > 0):
-            raise IdentificationError("recording t must be strictly increasing")
-        n_j = len(self.joint_names)
-        if n_j == 0 or len(set(self.joint_names)) != n_j:
-            raise IdentificationError(
-                f"recording joint_names must be non-empty and unique: {self.joint_names}"
-            )
-        arrays = {}
-        for field in ("q_cmd", "q", "qd", "effort"):
-            if getattr(self, field) is None:
-                continue
-            arr = np.asarray(getattr(self, field), dtype=np.float64)
-            if arr.shape != (t.size, n_j):
-                raise IdentificationError(
-                    f"recording {field} must have shape (len(t), len(joint_names)) = ({t.size}, {n_j}): "
-                    f"got {arr.shape}"
-                )
-            if not np.all(np.isfinite(arr)):
-                raise IdentificationError(f"recording {field} has NaN or infinite values")
-            arrays[field] = arr
-        object.__setattr__(self, "t", t - t[0])
-        for field, arr in arrays.items():
-            object.__setattr__(self, field, arr)
-        object.__setattr__(self, "joint_names", tuple(str(n) for n in self.joint_names))
-
-    @classmethod
-    def load_npz(cls, path: str | Path) -> JointRecording:
-        """Read ``t, q_cmd, q, qd, joint_names`` (and ``effort`` when present) from an ``.npz`` (no pickles).
-
-        Raises:
-            IdentificationError: unreadable file or missing array (named).
-        """
-        src = Path(path)
-        try:
-            with np.load(src, allow_pickle=False) as npz:
-                missing = [k for k in ("t", "q_cmd", "q", "qd", "joint_names") if k not in npz.files]
-                if missing:
-                    raise IdentificationError(f"recording {src} lacks arrays {missing} (has {npz.files})")
-                effort = npz["effort"] if "effort" in npz.files else None
-                return cls(
-                    npz["t"], npz["q_cmd"], npz["q"], npz["qd"], tuple(npz["joint_names"].tolist()), effort
-                )
-        except (OSError, ValueError) as err:
-            if isinstance(err, IdentificationError):
-                raise
-            raise IdentificationError(f"recording {src} cannot be read: {err}") from err
-
-    def save_npz(self, path: str | Path) -> Path:
-        """Write the recording as ``.npz``; never overwrites.
-
-        Raises:
-            IdentificationError: ``path`` exists.
-        """
-        out = Path(path)
-        if out.exists():
-            raise IdentificationError(f"output {out} already exists; refusing to overwrite it")
-        with out.open("xb") as f:
-            extra = {} if self.effort is None else {"effort": self.effort}
-            np.savez(
-                f,
-                t=self.t,
-                q_cmd=self.q_cmd,
-                q=self.q,
-                qd=self.qd,
-                joint_names=np.array(self.joint_names),
-                **extra,
-            )
-        return out
-
-    def split(self, fraction: float) -> tuple[int, int]:
-        """Index ranges: the first ``1 - fraction`` is for training, the rest held out for validation."""
-        n_val = int(round(self.t.size * fraction))
-        return self.t.size - n_val, n_val
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ExcitationConfig:
-    """Sum-of-sines excitation around a centre pose.
-
-    Attributes:
-        duration_s: trajectory length (s).
-        rate_hz: command rate (Hz).
-        base_freq_hz: fundamental; harmonics ``k * base_freq_hz`` for k = 1..n_harmonics.
-        n_harmonics: sines per joint.
-        range_fraction: fraction of the half-range between centre and the nearer joint limit to use.
-        max_velocity: velocity bound (rad/s) of every joint.
-        ramp_s: smooth start from rest at the centre (s).
-    """
-
-    duration_s: float = 20.0
-    rate_hz: float = 100.0
-    base_freq_hz: float = 0.1
-    n_harmonics: int = 5
-    range_fraction: float = 0.5
-    max_velocity: float = 1.0
-    ramp_s: float = 1.0
-
-    def __post_init__(self) -> None:
-        """Validate positivity and ranges (errors name the field)."""
-        for name in ("duration_s", "rate_hz", "base_freq_hz", "max_velocity"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise IdentificationError(f"excitation {name} must be > 0: got {value}")
-        if self.n_harmonics < 1:
-            raise IdentificationError(f"excitation n_harmonics must be >= 1: got {self.n_harmonics}")
-        if not 0 < self.range_fraction <= 1:
-            raise IdentificationError(
-                f"excitation range_fraction must be in (0, 1]: got {self.range_fraction}"
-            )
-        if not 0 <= self.ramp_s < self.duration_s:
-            raise IdentificationError(
-                f"excitation ramp_s must be in [0, duration_s): got {self.ramp_s} and {self.duration_s}"
-            )
-
-
-def _joint_id(model: mujoco.MjModel, name: str) -> int:
-    jid = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name))
-    if jid < 0:
-        names = [model.joint(i).name for i in range(model.njnt)]
-        raise IdentificationError(f"joint {name!r} not in the model (joints: {names})")
-    if int(model.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
-        raise IdentificationError(f"joint {name!r} is not a hinge or slide joint")
-    return jid
-
-
-def excitation_trajectory(
-    model: mujoco.MjModel,
-    joint_names: Sequence[str],
-    config: ExcitationConfig | None = None,
-    *,
-    seed: int,
-    center: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded sum-of-sines joint commands within the joint limits and the velocity bound.
-
-    Each joint gets ``n_harmonics`` sines with random amplitudes and phases, scaled so that the
-    trajectory stays within ``range_fraction`` of the room between ``center`` and the nearer limit
-    (unlimited joints: +-pi) and within ``max_velocity``; it starts at rest at ``center`` (smooth ramp).
-
-    Args:
-        model: model giving the joint limits.
-        joint_names: joints to excite (hinge or slide).
-        config: excitation settings (default :class:`ExcitationConfig`).
-        seed: random seed; the same seed gives the same trajectory.
-        center: centre pose (J,); default: the middle of each joint's range (0 if unlimited).
-
-    Returns:
-        ``t`` (N,) s and ``q_cmd`` (N, J).
-
-    Raises:
-        IdentificationError: unknown joint, or a centre outside the limits.
-    """
-    cfg = config or ExcitationConfig()
-    rng = np.random.default_rng(seed)
-    ids = [_joint_id(model, n) for n in joint_names]
-    lo = np.array([model.jnt_range[j, 0] if model.jnt_limited[j] else -math.pi for j in ids])
-    hi = np.array([model.jnt_range[j, 1] if model.jnt_limited[j] else math.pi for j in ids])
-    c = (lo + hi) / 2 if center is None else np.asarray(center, dtype=np.float64)
-    if c.shape != lo.shape or np.any(c <= lo) or np.any(c >= hi):
-        raise IdentificationError(
-            f"excitation center {c} must lie strictly inside the joint limits {lo}..{hi}"
-        )
-    half = cfg.range_fraction * np.minimum(c - lo, hi - c)
-    t = np.arange(int(round(cfg.duration_s * cfg.rate_hz)) + 1) / cfg.rate_hz
-    ramp = np.ones_like(t)
-    if cfg.ramp_s > 0:
-        r = np.clip(t / cfg.ramp_s, 0, 1)
-        ramp = r**3 * (10 - 15 * r + 6 * r**2)  # quintic smoothstep: zero velocity and acceleration at t=0
-    freqs = cfg.base_freq_hz * np.arange(1, cfg.n_harmonics + 1)
-    q = np.empty((t.size, len(ids)))
-    for j in range(len(ids)):
-        amp = rng.uniform(0.3, 1.0, cfg.n_harmonics) / np.arange(1, cfg.n_harmonics + 1) ** 0.5
-        phase = rng.uniform(0, 2 * math.pi, cfg.n_harmonics)
-        wave = np.sin(2 * math.pi * np.outer(t, freqs) + phase) @ amp
-        wave = (wave - np.sin(phase) @ amp) * ramp  # starts exactly at the centre
-        wave *= half[j] / max(np.max(np.abs(wave)), 1e-12)
-        vmax = np.max(np.abs(np.gradient(wave, t)))
-        if vmax > cfg.max_velocity:
-            wave *= cfg.max_velocity / vmax
-        q[:, j] = c[j] + wave
-    return t, q
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -316,46 +116,6 @@ class SysidConfig:
             raise IdentificationError(f"sysid max_iters must be >= 1: got {self.max_iters}")
 
 
-@dataclasses.dataclass(frozen=True)
-class IdentificationResult:
-    """Fitted parameters and fit quality.
-
-    Attributes:
-        nominal: parameter name -> value in the given model (delay: 0).
-        fitted: parameter name -> identified value.  Names are ``<joint>/<kind>`` and ``command_delay_s``.
-        rms_train_before, rms_train_after: RMS joint position error (rad) on the training part.
-        rms_val_before, rms_val_after: the same on the held-out part.
-        n_train, n_val: samples in each part.
-        wall_s: optimisation wall time (s).
-        effort_corrections: joint -> (scale, viscous friction moved from kv to damping, N m s/rad), when
-            efforts were recorded.
-    """
-
-    nominal: dict[str, float]
-    fitted: dict[str, float]
-    rms_train_before: float
-    rms_train_after: float
-    rms_val_before: float
-    rms_val_after: float
-    n_train: int
-    n_val: int
-    wall_s: float
-    effort_corrections: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
-    # The toolbox objects, for the report and the fitted MJCF.
-    _spec: Any = dataclasses.field(repr=False, compare=False, default=None)
-    _ctx: Any = dataclasses.field(repr=False, compare=False, default=None)
-
-    def summary(self) -> str:
-        """Human-readable table of the fit."""
-        lines = [f"{'parameter':<28}{'nominal':>12}{'fitted':>12}"]
-        lines += [f"{k:<28}{self.nominal[k]:>12.5g}{v:>12.5g}" for k, v in self.fitted.items()]
-        lines.append(
-            f"RMS joint error (rad): train {self.rms_train_before:.5f} -> {self.rms_train_after:.5f}, "
-            f"validation {self.rms_val_before:.5f} -> {self.rms_val_after:.5f}"
-        )
-        return "\n".join(lines)
-
-
 def _actuator_for_joint(model: mujoco.MjModel, jid: int) -> int:
     for a in range(model.nu):
         if (
@@ -380,7 +140,7 @@ class _Problem:
     def __init__(self, model: mujoco.MjModel, rec: JointRecording) -> None:
         self.model = model
         self.rec = rec
-        self.jids = [_joint_id(model, n) for n in rec.joint_names]
+        self.jids = [joint_id(model, n) for n in rec.joint_names]
         self.aids = [_actuator_for_joint(model, j) for j in self.jids]
         base = _default_state(model)
         self.base_qpos = base.qpos.copy()
@@ -473,7 +233,7 @@ def _build_params(
             raise IdentificationError(
                 f"sysid joint {joint!r} is not in the recording {problem.rec.joint_names}"
             )
-        jid = _joint_id(model, joint)
+        jid = joint_id(model, joint)
         aid = problem.aids[problem.rec.joint_names.index(joint)]
         dof = model.jnt_dofadr[jid]
         for kind in cfg.kinds:
@@ -663,17 +423,6 @@ def _check_excited(rec: JointRecording, cfg: SysidConfig) -> None:
         )
 
 
-@contextlib.contextmanager
-def _quiet_toolbox() -> Any:
-    """Silence toolbox absl warnings that do not apply here (state-only observations, start on bound 0)."""
-    absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
-    absl_logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        absl_logger.setLevel(level)
-
 
 def identify(
     model_path: str | Path, recording: JointRecording, config: SysidConfig | None = None
@@ -711,7 +460,7 @@ def identify(
     problem = _Problem(model, recording)
     params = _build_params(spec, model, problem, cfg)
     n_threads = cfg.n_threads or min(4, os.cpu_count() or 1)
-    with _quiet_toolbox():
+    with quiet_toolbox():
         train = problem.sequence("train", spec, 0, n_train)
         val = problem.sequence("validation", spec, n_train, recording.t.size)
     common = {"custom_rollout": problem.delayed_rollout, "n_threads": n_threads}
@@ -721,7 +470,7 @@ def identify(
     before = (_rms_q(train_fn, params, nj), _rms_q(val_fn, params, nj))
     start = time.perf_counter()
     log = io.StringIO()  # per-iteration log (kept: the report's optimisation trace needs the full log)
-    with _quiet_toolbox():
+    with quiet_toolbox():
         fitted, opt_result = sysid.optimize(
             params,
             train_fn,
@@ -818,72 +567,3 @@ def simulate_recording(
     return JointRecording(t, rec0.q_cmd, q, qd, tuple(joint_names), effort)
 
 
-def write_identification(
-    result: IdentificationResult, out_dir: str | Path, *, report: bool = True
-) -> dict[str, Path]:
-    """Write the fitted MJCF, a ``sysid.yaml`` summary and the toolbox's HTML report into a new folder.
-
-    Everything is written to a temporary sibling folder first, then moved into place, so a failure leaves
-    nothing half-done.
-
-    Returns:
-        ``{"mjcf": ..., "summary": ..., "report": ...}`` (no ``report`` if ``report=False``).
-
-    Raises:
-        IdentificationError: ``out_dir`` exists.
-    """
-    out = Path(out_dir)
-    if out.exists():
-        raise IdentificationError(f"output {out} already exists; refusing to overwrite it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    ctx = result._ctx
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary output folder
-        model_path: Path = ctx["model_path"]
-        spec = mujoco.MjSpec.from_file(str(model_path))
-        # Keep asset paths valid from the new location.
-        for attr in ("meshdir", "texturedir"):
-            value = getattr(spec, attr, "")
-            if value and not Path(value).is_absolute():
-                setattr(spec, attr, str((model_path.parent / value).resolve()))
-        sysid.apply_param_modifiers_spec(ctx["fitted"], spec)
-        if "command_delay_s" in result.fitted:
-            spec.add_numeric(name=DELAY_NUMERIC, data=[result.fitted["command_delay_s"]])
-        spec.compile()
-        mjcf = tmp / f"{model_path.stem}_identified.xml"
-        mjcf.write_text(spec.to_xml(), encoding="utf-8")
-        summary = {
-            "model": str(model_path),
-            "parameters": {k: {"nominal": result.nominal[k], "fitted": v} for k, v in result.fitted.items()},
-            "rms_joint_error_rad": {
-                "train": {"before": result.rms_train_before, "after": result.rms_train_after},
-                "validation": {"before": result.rms_val_before, "after": result.rms_val_after},
-            },
-            "samples": {"train": result.n_train, "validation": result.n_val},
-            "effort_corrections": {
-                j: {"scale": c, "kv_to_damping": b} for j, (c, b) in result.effort_corrections.items()
-            },
-            "wall_s": result.wall_s,
-        }
-        (tmp / "sysid.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
-        (tmp / "optimizer.log").write_text(ctx["log"], encoding="utf-8")
-        paths = {"mjcf": mjcf, "summary": tmp / "sysid.yaml", "log": tmp / "optimizer.log"}
-        if report:
-            with _quiet_toolbox():
-                sysid.default_report(
-                    models_sequences=[ctx["train"]],
-                    initial_params=ctx["params"],
-                    opt_params=ctx["fitted"],
-                    residual_fn=ctx["train_fn"],
-                    opt_result=ctx["opt_result"],
-                    title="r2s2r arm identification",
-                    save_path=tmp,
-                    generate_videos=False,
-                )
-            paths["report"] = tmp / "report.html"
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return {k: out / p.name for k, p in paths.items()}

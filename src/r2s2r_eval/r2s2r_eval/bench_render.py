@@ -42,8 +42,6 @@ from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
 
 __all__ = ["RenderSetting", "main", "render_rate", "sweep_arm"]
 
-_REPO = Path(__file__).resolve().parents[3]
-_DEFAULT_VARIATIONS = _REPO / "config" / "variations.yaml"
 
 
 @dataclass(frozen=True)
@@ -185,12 +183,15 @@ def _run_node_cameras(world: str, seconds: float) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks, print a table and write JSON to ``--out``."""
+    from r2s2r_sim.paths import config_dir
     from r2s2r_sim.variations import load_variation_config
 
     parser = argparse.ArgumentParser(prog="python -m r2s2r_eval.bench_render", description=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write (its folder is created)")
     parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
-    parser.add_argument("--variations", type=Path, default=_DEFAULT_VARIATIONS, help="variation axes YAML")
+    parser.add_argument(
+        "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
+    )
     parser.add_argument("--bc-checkpoint", type=Path, required=True, help="BC checkpoint (r2s2r train)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="sweep/render processes")
     parser.add_argument("--episodes", type=int, default=None, help="episodes per arm (default 4 x workers)")
@@ -215,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         RenderSetting("16 tiles 96x72 fast", "fast", 96, 72, tiles=16),
     ]
     results: dict[str, Any] = {"world": ns.world, "workers": workers, "cpu_count": os.cpu_count()}
-    variations = load_variation_config(ns.variations)
+    variations = load_variation_config(ns.variations or config_dir() / "variations.yaml")
     print("steady state: BC arms alternating in one process ...", file=sys.stderr)
     steady = steady_state(
         ns.world, variations, ns.bc_checkpoint, episodes=ns.steady_episodes, max_steps=ns.max_steps

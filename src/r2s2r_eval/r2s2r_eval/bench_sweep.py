@@ -29,6 +29,7 @@ from typing import Any
 import mujoco
 import numpy as np
 from mujoco import rollout
+from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationConfig, load_variation_config, make_world, sweep_variation
 from r2s2r_sim.worlds import world_path
 
@@ -37,7 +38,6 @@ from r2s2r_eval.sweep import Executor, PolicySpec, SweepConfig, run_sweep
 
 __all__ = ["compile_rate", "main", "physics_limit", "sweep_rate"]
 
-_DEFAULT_VARIATIONS = Path(__file__).resolve().parents[3] / "config" / "variations.yaml"
 
 
 def compile_rate(world: str, config: VariationConfig, n: int, *, seed: int = 0) -> dict[str, float]:
@@ -103,14 +103,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m r2s2r_eval.bench_sweep", description=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write (its folder is created)")
     parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
-    parser.add_argument("--variations", type=Path, default=_DEFAULT_VARIATIONS, help="variation axes YAML")
+    parser.add_argument(
+        "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
+    )
     parser.add_argument("--compile-n", type=int, default=100, help="variations compiled for the rate")
     parser.add_argument("--episodes", type=int, default=None, help="sweep episodes (default: 4 x workers)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="pool size (default: cores)")
     parser.add_argument("--camera-rate-hz", type=float, default=15.0, help="camera rate (Hz)")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray executor")
     ns = parser.parse_args(argv)
-    config = load_variation_config(ns.variations)
+    config = load_variation_config(ns.variations or config_dir() / "variations.yaml")
     episodes = ns.episodes if ns.episodes is not None else 4 * ns.workers
     cfg = SweepConfig(
         world=ns.world,

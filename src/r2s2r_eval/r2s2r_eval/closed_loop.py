@@ -1,6 +1,6 @@
 """The closed loop: does evaluation in the reconstructed world predict the (emulated) hardware?
 
-    r2s2r closed-loop --out out/closed_loop [--small] [--trials N] [--workers W]
+    r2s2r closed-loop --out out/closed_loop [--task pick|push|stack|drawer] [--small] [--trials N]
 
 1. **capture** the emulated hardware with a hardware profile and run **real2sim** on the bag
    (:func:`r2s2r_eval.emulated_capture.reconstruct_emulated_world`; real2sim never reads the profile);
@@ -52,6 +52,7 @@ from r2s2r_eval._cli import add_subcommand
 from r2s2r_eval.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
+from r2s2r_eval.task_studies import TASK_STUDIES, task_study
 
 __all__ = [
     "FAMILY",
@@ -68,23 +69,15 @@ DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 BUNDLED_WORLD = "tabletop-pick-v1"
 RECONSTRUCTED_ID = "real2sim-closed-loop-v1"
 
-FAMILY: tuple[PolicySpec, ...] = (
-    PolicySpec(name="reference"),
-    PolicySpec(name="reference", params={"perception_noise_m": 0.01}),
-    PolicySpec(name="reference", params={"perception_noise_m": 0.02}),
-    PolicySpec(name="topdown"),
-    PolicySpec(name="reference", params={"perception_noise_m": 0.04}),
-    PolicySpec(name="reference", params={"perception_noise_m": 0.08}),
-    PolicySpec(name="reference", params={"assume_camera_of": "tabletop-pick-v1"}),
-)
-"""The evaluated policies: reference variants and the depth-only ``topdown`` design.
+FAMILY: tuple[PolicySpec, ...] = task_study("pick").family
+"""The evaluated pick-and-place policies: reference variants and the depth-only ``topdown`` design.
 
 The last one trusts the bundled world's nominal camera model instead of the observed calibration: the
 kind of policy a nominal simulator passes and a real (here: emulated) camera, placed 2 cm and 1.6 deg
 away from nominal, fails; it shows what evaluating in the reconstructed world adds.
 """
 
-SMALL_FAMILY: tuple[PolicySpec, ...] = (FAMILY[0], FAMILY[3], FAMILY[4])
+SMALL_FAMILY: tuple[PolicySpec, ...] = task_study("pick").small_family
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -505,18 +498,35 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     ap.add_argument(
-        "--profile", type=profile_path, default=DEFAULT_PROFILE,
-        help="hardware profile of the emulated unit: realistic (default), ideal or a YAML path"
+        "--task",
+        default="pick",
+        help=f"task studied: its bundled world, policy family and variations ({sorted(TASK_STUDIES)})",
+    )
+    ap.add_argument(
+        "--profile",
+        type=profile_path,
+        default=None,
+        help="hardware profile of the emulated unit: realistic, ideal or a YAML path (default: the one "
+        "written for the task's world; the pick world's is realistic)",
     )
 
 
 def cmd_closed_loop(ns: argparse.Namespace) -> int:
     """Run the closed loop of ``ns``; 0 when it finished, 2 on bad input."""
     try:
+        study = task_study(ns.task)
+        profile = ns.profile if ns.profile is not None else study.profile
+        if profile is None:
+            raise ValueError(
+                f"--task {ns.task}: no emulated hardware profile is written for {study.world} yet; "
+                "give --profile"
+            )
         cfg = ClosedLoopConfig(
             out=ns.out,
-            profile=ns.profile,
-            policies=SMALL_FAMILY if ns.small else FAMILY,
+            profile=profile,
+            world=study.world,
+            variations=study.variations,
+            policies=study.small_family if ns.small else study.family,
             trials=ns.trials if ns.trials is not None else (6 if ns.small else 50),
             workers=ns.workers,
             quick_capture=ns.small,

@@ -284,62 +284,27 @@ def _read_attempts(root: Path) -> list[dict[str, Any]]:
 
 def _write_mcap(path: Path, rec: _Recorder, cfg: DemoConfig, extra: dict[str, Any]) -> None:
     """One episode as a rosbag2 MCAP bag on the interface topics (small RGB on the colour topic)."""
-    from r2s2r_capture.bag_writer import BagWriter, TopicSpec
+    from r2s2r_capture.bag_messages import BagMessages
+    from r2s2r_capture.bag_writer import BagWriter
     from r2s2r_sim.interface import load_interface
 
     iface = load_interface()
     cam = rec.camera.name
     keys = {"joint_states": None, "arm_command": None, "gripper_command": None, "color_image": cam}
     with BagWriter(path) as bag:
-        ts = bag.typestore
-        T = ts.types
-        handles, types = {}, {}
+        msgs = BagMessages(bag)
         for key, camera in keys.items():
-            spec = iface.topic_spec(key)
-            handles[key] = bag.add_topic(TopicSpec(topic=iface.topic(key, camera), msgtype=spec.type))
-            types[key] = spec.type
-        handles["info"] = bag.add_topic(TopicSpec(topic="/r2s2r/demo_info", msgtype="std_msgs/msg/String"))
-        types["info"] = "std_msgs/msg/String"
-
-        def write(key: str, t_ns: int, msg: Any) -> None:
-            bag.write(handles[key], t_ns, bytes(ts.serialize_cdr(msg, types[key])))
-
-        def header(t_ns: int, frame: str = "") -> Any:
-            stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 1_000_000_000, nanosec=t_ns % 1_000_000_000)
-            return T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame)
-
-        def array(values: np.ndarray) -> Any:
-            layout = T["std_msgs/msg/MultiArrayLayout"](dim=[], data_offset=0)
-            return T["std_msgs/msg/Float64MultiArray"](layout=layout, data=values.astype(np.float64))
-
-        write(
-            "info", 0, T["std_msgs/msg/String"](data=json.dumps({"task": cfg.task, **extra}, sort_keys=True))
-        )
+            msgs.add_topic(key, iface.topic(key, camera), iface.topic_spec(key).type)
+        msgs.add_topic("info", "/r2s2r/demo_info", "std_msgs/msg/String")
+        msgs.string("info", 0, json.dumps({"task": cfg.task, **extra}, sort_keys=True))
         n_arm = len(rec.arm_names)
         for stamp, frame, state, action in zip(rec.stamps, rec.frames, rec.states, rec.actions, strict=True):
             t_ns = round(stamp * 1e9)
             n = len(state)
-            js = T["sensor_msgs/msg/JointState"](
-                header=header(t_ns),
-                name=list(rec.joint_names),
-                position=state.astype(np.float64),
-                velocity=np.zeros(n),
-                effort=np.zeros(n),
-            )
-            write("joint_states", t_ns, js)
-            h, w, _ = frame.shape
-            img = T["sensor_msgs/msg/Image"](
-                header=header(t_ns, rec.camera.frame_id),
-                height=h,
-                width=w,
-                encoding="rgb8",
-                is_bigendian=0,
-                step=3 * w,
-                data=np.ascontiguousarray(frame).reshape(-1),
-            )
-            write("color_image", t_ns, img)
-            write("arm_command", t_ns, array(action[:n_arm]))
-            write("gripper_command", t_ns, array(action[n_arm:]))
+            msgs.joint_state(t_ns, rec.joint_names, state, np.zeros(n), np.zeros(n))
+            msgs.image("color_image", t_ns, rec.camera.frame_id, frame, "rgb8")
+            msgs.array("arm_command", t_ns, action[:n_arm])
+            msgs.array("gripper_command", t_ns, action[n_arm:])
 
 
 def collect_demos(

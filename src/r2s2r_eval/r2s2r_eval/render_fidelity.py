@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from r2s2r_sim.camera_frames import CameraFrames
+from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import load_variation_config, make_world, sweep_variation
 from r2s2r_sim.worlds import world_path
 
@@ -36,7 +37,6 @@ from r2s2r_eval.sweep import SweepConfig, episode_seed, parse_policy_spec, run_s
 
 __all__ = ["Arm", "image_differences", "main", "parse_arm", "run_fidelity"]
 
-_DEFAULT_VARIATIONS = Path(__file__).resolve().parents[3] / "config" / "variations.yaml"
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for results.sqlite and report.json")
     parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
     parser.add_argument("--policy", default="reference", help="NAME[:k=v,...] as for r2s2r sweep")
-    parser.add_argument("--variations", type=Path, default=_DEFAULT_VARIATIONS, help="variation axes YAML")
+    parser.add_argument(
+        "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
+    )
     parser.add_argument("-n", type=int, default=200, help="episodes per arm (one per variation)")
     parser.add_argument("--seed", type=int, default=0, help="sweep seed")
     parser.add_argument("--max-steps", type=int, default=None, help="control steps per episode at most")
@@ -184,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = SweepConfig(
         world=ns.world,
         policies=(parse_policy_spec(ns.policy),),
-        variations=load_variation_config(ns.variations),
+        variations=load_variation_config(ns.variations or config_dir() / "variations.yaml"),
         n=ns.n,
         seed=ns.seed,
         max_steps=ns.max_steps,

@@ -19,18 +19,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.paths import config_dir
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
-from r2s2r_sim.worlds import world_path
+from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
 from r2s2r_eval.results import ResultsError
 from r2s2r_eval.sweep import Executor, SweepConfig, SweepError, parse_policy_spec, run_sweep
 from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
 
-__all__ = ["build_parser", "cmd_sweep", "main", "register"]
+__all__ = ["build_parser", "cmd_sweep", "default_variations", "main", "register"]
 
 EXIT_BAD_INPUT = 2
 EXIT_ALL_FAILED = 1
@@ -38,8 +39,7 @@ EXIT_ALL_FAILED = 1
 
 def _config(ns: argparse.Namespace) -> SweepConfig:
     try:
-        # The default is the installed package's config, never one in the current directory.
-        variations = load_variation_config(ns.variations or config_dir() / "variations.yaml")
+        variations = load_variation_config(ns.variations or default_variations(ns.world))
     except (VariationError, OSError) as err:
         raise SweepError(f"--variations: {err}") from None
     try:
@@ -67,6 +67,23 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         render_profile=ns.render_profile,
         policy_images=ns.images == "policy",
     )
+
+
+def default_variations(world: str) -> Path:
+    """The variation defaults of ``world``: its folder's own ``variations.yaml``, else the package's.
+
+    A task's world carries its own axes (its objects, friction, keep-out areas); otherwise the installed
+    package's ``config/variations.yaml`` is used, never a file in the current directory.
+
+    Raises:
+        SweepError: ``world`` is neither a bundled id nor a folder.
+    """
+    try:
+        folder = world_path(world)
+    except ValueError as err:
+        raise SweepError(f"--world: {err}") from None
+    own = folder / WORLD_VARIATIONS_FILE
+    return own if own.is_file() else config_dir() / "variations.yaml"
 
 
 def cmd_sweep(ns: argparse.Namespace) -> int:
@@ -110,7 +127,12 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
+    parser.add_argument(
+        "--world",
+        default="tabletop-pick-v1",
+        help="bundled world id or world folder; the world's task is swept (tabletop-pick-v1, "
+        "tabletop-push-v1, tabletop-stack-v1, tabletop-drawer-v1)",
+    )
     parser.add_argument(
         "--policy",
         action="append",
@@ -120,7 +142,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--variations", default=None,
-        help="variation axes YAML (r2s2r_sim.variations; default: the package's config/variations.yaml)"
+        help="variation axes YAML (r2s2r_sim.variations; default: the world folder's variations.yaml, "
+        "else the package's config/variations.yaml)",
     )
     parser.add_argument("-n", type=int, default=16, help="number of variations")
     parser.add_argument("--method", choices=["sobol", "random"], default="sobol", help="variation sampling")

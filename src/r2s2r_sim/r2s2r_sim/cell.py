@@ -18,7 +18,7 @@ from r2s2r_sim.camera_frames import CameraFrames, ImageSize
 from r2s2r_sim.errors import RenderError
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.rendering import camera_intrinsics, depth_to_uint16_mm
-from r2s2r_sim.task import Outcome, PickPlaceTask
+from r2s2r_sim.task import Outcome, Task
 from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import CameraConfig
 
@@ -174,7 +174,7 @@ class SimCell(CellBase):
         if not cfg.cameras:
             raise CellError(f"world {cfg.id!r} has no camera")
         self.world = world
-        self.task: PickPlaceTask = world.task
+        self.task: Task = world.task
         self.world_id: str = world.world_id
         self.world_hash: str = world.world_hash
         self.world_dir = Path(world_dir)

@@ -9,9 +9,10 @@ camera's calibrated tree, as robot_state_publisher and realsense2_camera publish
 gripper commands.  It runs on WALL-CLOCK time: no ``/clock``, ``use_sim_time`` must be false, and every stamp
 is the system time at which the state was sampled.
 
-Threads: physics (steps paced to the wall clock, releases commands after the profile's latency, publishes
-joint states and /tf), render (renders the camera at the profile's rate with lens distortion; a frame that
-finds the renderer busy replaces the pending one, and the dropped frame is counted) and the executor.
+Threads (the serving core of :mod:`r2s2r_sim.serving`): physics (steps paced to the wall clock, releases
+commands after the profile's latency, publishes joint states and /tf), render (renders the camera at the
+profile's rate with lens distortion; a frame that finds the renderer busy replaces the pending one, and the
+dropped frame is counted) and the executor.
 
 Stand-in services, which a real robot does not have (a real-mode evaluator hook may call them):
 
@@ -33,13 +34,11 @@ import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports b
 # isort: split
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import mujoco
-import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
@@ -50,7 +49,14 @@ from std_srvs.srv import Trigger
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
-from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
+from r2s2r_sim.driver_io import (
+    CameraPublishers,
+    arm_command,
+    camera_frame,
+    gripper_command,
+    interface_publisher,
+    subscribe_topics,
+)
 from r2s2r_sim.emulated_hardware import (
     STAND_IN_BANNER,
     EmulatedArm,
@@ -59,15 +65,13 @@ from r2s2r_sim.emulated_hardware import (
 )
 from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.robot_description import RobotDescriptionError
-from r2s2r_sim.robot_state import RobotState, camera_transforms
+from r2s2r_sim.robot_state import RobotState, static_messages
 from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
-from r2s2r_sim.sim_node import variation_hash
+from r2s2r_sim.serving import NS, RenderJob, RenderWorker, ServingThreads, Ticker, WallPacer, variation_hash
 
 __all__ = ["EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
 
-_NS = 1_000_000_000
-_MAX_LAG_S = 0.25
 _TF_RATE_HZ = 100.0  # robot_state_publisher's usual rate, as the sim node's tf_rate_hz
 
 
@@ -83,15 +87,6 @@ class EmulatedHardwareConfig:
     profile: str = ""
     seed: int = 0
     ground_truth: bool = False
-
-
-@dataclass(frozen=True)
-class _Frame:
-    stamp: Time
-    qpos: np.ndarray
-    mocap_pos: np.ndarray
-    mocap_quat: np.ndarray
-    qpos_open: np.ndarray | None = None  # at the start of the exposure (motion blur)
 
 
 class EmulatedHardwareNode(Node):
@@ -118,7 +113,7 @@ class EmulatedHardwareNode(Node):
             raise EmulatedHardwareError(f"parameter world: {err}") from None
         self.interface = declare_interface(self)
         self._lock = threading.Lock()
-        self._running = True
+        self.threads = ServingThreads("emu", self.get_logger(), ok=lambda: rclpy.ok(context=self.context))
         cam = self.profile.camera
         self._k = cam.intrinsics.k()
         self._d = cam.distortion.d()
@@ -133,10 +128,7 @@ class EmulatedHardwareNode(Node):
         except RobotDescriptionError as err:
             self.get_logger().warning(f"no /robot_description or link transforms: {err}")
             self._robot = None
-        self._color_pub = self._pub("color_image", cam.name)
-        self._color_info_pub = self._pub("color_info", cam.name)
-        self._depth_pub = self._pub("depth_image", cam.name)
-        self._depth_info_pub = self._pub("depth_info", cam.name)
+        self._camera_pubs = CameraPublishers(self, self.interface, cam.name)
         self._publish_static_tf()
         self._truth_pub = None
         task = self.arm.world.config.task
@@ -157,30 +149,26 @@ class EmulatedHardwareNode(Node):
         self.create_service(reset_type, "~/reset_episode", self._on_reset, callback_group=services)
         self.create_service(Trigger, "~/judge", self._on_judge, callback_group=services)
 
-        self.frames_published = 0
-        self.frames_dropped = 0
         self.joint_states_published = 0
         self.physics_time_s = 0.0  # the emulated arm's physics time; follows the wall clock
         self.resets = 0
-        self._frame_cv = threading.Condition()
-        self._frame: _Frame | None = None
-        self._render_ready = threading.Event()
-        self._render_error: BaseException | None = None
-        self._render_thread = threading.Thread(target=self._render_loop, name="emu_render", daemon=True)
-        self._render_thread.start()
+        self._render = RenderWorker(
+            model=self.arm.world.model,
+            open_renderers=lambda model, payload: self.arm.camera_renderer().__enter__(),
+            close_renderers=lambda camera: camera.__exit__(None, None, None),
+            draw=self._draw,
+            log=self.get_logger(),
+        )
         try:
-            if not self._render_ready.wait(timeout=30.0) or self._render_error is not None:
-                raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
-            self._physics_thread = threading.Thread(
-                target=self._physics_loop, name="emu_physics", daemon=True
-            )
-            self._physics_thread.start()
+            self.threads.start_render(self._render)
+            self.threads.start_physics(self._run_physics)
             self._diagnostics = DiagnosticsPublisher(
                 self, self.interface, name="emulated hardware (stand-in)", hardware_id=self.profile.name,
-                counters=lambda: {"time_s": self.physics_time_s, "frames": self.frames_published,
-                                  "frames_dropped": self.frames_dropped},
+                counters=lambda: {"time_s": self.physics_time_s, "frames": self.threads.frames_published,
+                                  "frames_dropped": self.threads.frames_dropped},
                 read=lambda rates: serving_reading(
-                    rates, running=self._running, cameras=1, frames_dropped=self.frames_dropped,
+                    rates, running=self.threads.running, cameras=1,
+                    frames_dropped=self.threads.frames_dropped,
                     episodes=self.resets, paced=True, sim_time=False,
                 ),
             )
@@ -195,7 +183,7 @@ class EmulatedHardwareNode(Node):
         except BaseException:
             # Ctrl-C or an error while the render thread opens its GL context: join it before main() unwinds,
             # else it is force-unwound out of MuJoCo's renderer at interpreter exit (SIGSEGV).
-            self._stop_threads(timeout=30.0)
+            self.threads.stop()
             raise
 
     # ---------------------------------------------------------------------------------- configuration
@@ -233,19 +221,13 @@ class EmulatedHardwareNode(Node):
 
     def _publish_static_tf(self) -> None:
         """Publish /robot_description and /tf_static: robot base, fixed links, the camera's tree."""
-        stamp = self._now()
-        world = self.arm.world
-        if self._robot is not None:
-            self._description_pub.publish(self._robot.description_msg())
-            transforms = self._robot.static_transforms(world.data, stamp)
-        else:
-            iface = self.interface
-            base = conv.transform_msg(iface.frame("world"), iface.frame("base"), *world.base_pose(), stamp)
-            transforms = [base]
-        camera = self.profile.camera.name
-        pose = world.camera_pose(camera)
-        mount, tree = camera_transforms(self.interface, camera, self._frame_id, pose, stamp)
-        self._tf_static_pub.publish(conv.tf_message([*transforms, mount, *tree]))
+        camera = (self.profile.camera.name, self._frame_id, True)
+        description, tf_static = static_messages(
+            self._robot, self.arm.world, self.interface, [camera], self._now()
+        )
+        if description is not None:
+            self._description_pub.publish(description)
+        self._tf_static_pub.publish(tf_static)
 
     # -------------------------------------------------------------------------------------- callbacks
 
@@ -285,121 +267,61 @@ class EmulatedHardwareNode(Node):
 
     # ---------------------------------------------------------------------------------------- physics
 
-    def _physics_loop(self) -> None:
-        try:
-            self._run_physics()
-        except Exception as err:  # reported, then the node stops
-            if self._running and rclpy.ok(context=self.context):
-                self.get_logger().fatal(f"physics thread failed: {err!r}")
-                self._running = False
-                raise
-
     def _run_physics(self) -> None:
+        """Step the arm on the wall clock; publish joint states and /tf, and snapshot camera frames."""
         arm = self.arm
-        dt = arm.dt
-        js_period = 1.0 / self.profile.driver.joint_state_rate_hz
-        cam_period = 1.0 / self.profile.camera.rate_hz
-        tf_period = 1.0 / _TF_RATE_HZ
+        dt_ns = round(arm.dt * NS)
+        js_tick = Ticker(self.profile.driver.joint_state_rate_hz)
+        cam_tick = Ticker(self.profile.camera.rate_hz)
+        tf_tick = Ticker(_TF_RATE_HZ)
         names = arm.world.joint_names
-        start = time.monotonic()
         steps = 0
-        next_js = next_tf = next_cam = 0.0
-        while self._running and rclpy.ok(context=self.context):
-            now = time.monotonic() - start
-            due = int(now / dt) - steps
-            if due < 0:
-                time.sleep(min(-due * dt, dt))
-                continue
-            if due * dt > _MAX_LAG_S:
+        pacer = WallPacer()
+        pacer.anchor(0)
+        while self.threads.alive():
+            lag = pacer.pace((steps + 1) * dt_ns)  # wait until the next step is due
+            if lag is not None:
                 self.get_logger().warning(
-                    f"physics is {due * dt:.2f} s behind the wall clock; skipping ahead",
-                    throttle_duration_sec=5.0,
+                    f"physics is {lag:.2f} s behind the wall clock; skipping ahead", throttle_duration_sec=5.0
                 )
-                steps += due - 1
-                due = 1
-            if due == 0:
-                time.sleep(max(0.0, (steps + 1) * dt - now))
-                continue
+            # Steps that fell due meanwhile are taken at once (the wall clock does not wait for physics).
+            due = 1 + int(pacer.behind_s((steps + 1) * dt_ns) * NS) // dt_ns
             with self._lock:
                 arm.advance(due)
                 steps += due
-                self.physics_time_s = steps * dt
-                t = steps * dt + 1e-9  # schedules compare with a tolerance for float step times
-                js = arm.joint_state() if t >= next_js else None
+                now = steps * dt_ns
+                self.physics_time_s = now / NS
+                js = arm.joint_state() if js_tick.due(now) else None
                 # The links' true pose (robot_state_publisher would use the reported joint states).
-                tf = arm.world.data.qpos.copy() if t >= next_tf else None
-                d = arm.world.data
-                frame = (
-                    (d.qpos.copy(), d.mocap_pos.copy(), d.mocap_quat.copy(), arm.motion_start())
-                    if t >= next_cam
+                tf = arm.world.data.qpos.copy() if tf_tick.due(now) else None
+                job = (
+                    RenderJob.of(None, arm.world.model, arm.world.data, arm.motion_start())
+                    if cam_tick.due(now)
                     else None
                 )
             stamp = self._now()
             if js is not None:
-                next_js = _advance(next_js, js_period, t)
                 self._joint_pub.publish(conv.joint_state_msg(stamp, names, *js))
                 self.joint_states_published += 1
-            if tf is not None:
-                next_tf = _advance(next_tf, tf_period, t)
-                if self._robot is not None:
-                    self._tf_pub.publish(conv.tf_message(self._robot.moving_transforms(tf, stamp)))
-            if frame is not None:
-                next_cam = _advance(next_cam, cam_period, t)
-                with self._frame_cv:
-                    if self._frame is not None:
-                        self.frames_dropped += 1
-                        self.get_logger().warning(
-                            f"renderer busy: dropped camera frame ({self.frames_dropped} so far)",
-                            throttle_duration_sec=5.0,
-                        )
-                    self._frame = _Frame(stamp, *frame)
-                    self._frame_cv.notify_all()
+            if tf is not None and self._robot is not None:
+                self._tf_pub.publish(conv.tf_message(self._robot.moving_transforms(tf, stamp)))
+            if job is not None:
+                self._render.submit(_stamped(job, stamp), drop_when_busy=True)
 
     # -------------------------------------------------------------------------------------- rendering
 
-    def _render_loop(self) -> None:
-        model = self.arm.world.model
-        data = mujoco.MjData(model)
-        try:
-            camera = self.arm.camera_renderer().__enter__()
-        except BaseException as err:  # reported to the constructor
-            self._render_error = err
-            self._render_ready.set()
-            return
-        self._render_ready.set()
-        cam = self.profile.camera
-        try:
-            while self._running:
-                with self._frame_cv:
-                    self._frame_cv.wait_for(lambda: self._frame is not None or not self._running, 0.5)
-                    job, self._frame = self._frame, None
-                if job is None:
-                    continue
-                data.qpos[:] = job.qpos
-                data.mocap_pos[:] = job.mocap_pos
-                data.mocap_quat[:] = job.mocap_quat
-                mujoco.mj_kinematics(model, data)
-                mujoco.mj_camlight(model, data)
-                rgb, depth_mm = camera.render(data, motion_from=job.qpos_open)
-                if camera.dropped:  # the profile's driver loses this frame
-                    self.frames_dropped += 1
-                    continue
-                stamp = _shifted(job.stamp, camera.stamp_offset_s)
-                info = conv.camera_info_msg(self._k, cam.width, cam.height, stamp, self._frame_id)
-                info.d = self._d.tolist()  # distortion_model is plumb_bob; the images are distorted
-                self._color_pub.publish(conv.rgb_image_msg(rgb, stamp, self._frame_id))
-                self._depth_pub.publish(conv.depth_image_msg(depth_mm, stamp, self._frame_id))
-                self._color_info_pub.publish(info)
-                self._depth_info_pub.publish(info)
-                if self._truth_pub is not None:
-                    self._truth_pub.publish(self._truth_msg(data, job.stamp))
-                self.frames_published += 1
-        except Exception as err:  # reported, then the node stops
-            if self._running and rclpy.ok(context=self.context):
-                self.get_logger().fatal(f"render thread failed: {err!r}")
-                self._running = False
-        finally:
-            camera.__exit__(None, None, None)
+    def _draw(self, camera: Any, data: mujoco.MjData, job: RenderJob) -> int:
+        """Render the distorted frame (``job.payload``: the exposure's start pose) and publish it."""
+        rgb, depth_mm = camera.render(data, motion_from=job.payload)
+        if camera.dropped:  # the profile's driver loses this frame
+            self._render.count_dropped()
+            return 0
+        stamp = _shifted(job.stamp, camera.stamp_offset_s)
+        # distortion_model is plumb_bob, with the profile's D: the images are distorted
+        self._camera_pubs.publish(camera_frame(rgb, depth_mm, self._k, stamp, self._frame_id, self._d))
+        if self._truth_pub is not None:
+            self._truth_pub.publish(self._truth_msg(data, job.stamp))
+        return 1
 
     def _truth_msg(self, data: mujoco.MjData, stamp: Time) -> PoseStamped:
         """The task object's pose in ``data`` (after ``mj_kinematics``) as stand-in ground truth."""
@@ -414,20 +336,11 @@ class EmulatedHardwareNode(Node):
     def destroy_node(self) -> None:
         """Stop and join the physics and render threads, then destroy the node."""
         self.get_logger().info(
-            f"emulated hardware: {self.joint_states_published} joint states, {self.frames_published} camera "
-            f"frames published, {self.frames_dropped} dropped"
+            f"emulated hardware: {self.joint_states_published} joint states, "
+            f"{self.threads.frames_published} camera frames published, {self.threads.frames_dropped} dropped"
         )
-        self._stop_threads(timeout=5.0)
+        self.threads.stop(timeout_s=5.0)
         super().destroy_node()
-
-    def _stop_threads(self, timeout: float) -> None:
-        """Stop the physics and render threads and join them (each at most ``timeout`` s)."""
-        self._running = False
-        with self._frame_cv:
-            self._frame_cv.notify_all()
-        for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=timeout)
 
 
 def _param_error(name: str, default: Any, err: Exception) -> EmulatedHardwareError:
@@ -440,16 +353,13 @@ def _shifted(stamp: Time, offset_s: float) -> Time:
     """``stamp`` moved by ``offset_s`` (the driver's timestamp jitter); ``stamp`` itself when 0."""
     if offset_s == 0.0:
         return stamp
-    ns = max(0, stamp.sec * 1_000_000_000 + stamp.nanosec + round(offset_s * 1e9))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    ns = max(0, stamp.sec * NS + stamp.nanosec + round(offset_s * 1e9))
+    return Time(sec=ns // NS, nanosec=ns % NS)
 
 
-def _advance(next_t: float, period: float, now: float) -> float:
-    """The next due time after ``now`` on a fixed schedule (skipping missed ticks)."""
-    next_t += period
-    if next_t <= now:
-        next_t = now + period
-    return next_t
+def _stamped(job: RenderJob, stamp: Time) -> RenderJob:
+    """``job`` with the wall-clock stamp taken when its state was sampled."""
+    return RenderJob(stamp, job.qpos, job.mocap_pos, job.mocap_quat, job.model, job.payload)
 
 
 def main(args: Sequence[str] | None = None) -> int:

@@ -106,6 +106,14 @@ _BOOL = ("true", "false")
 # The driver-faithful profile of config/interface.yaml; every node of the graph gets the same one.
 DEFAULT_INTERFACE = "realsense2_camera"
 # The emulated hardware's stand-in services (an operator's reset, a human judge); real hardware has neither.
+AUTO_POLICY = "auto"
+# The scripted reference policy of each task type (entry points in r2s2r.policies).
+REFERENCE_POLICIES = {
+    "pick_place": "reference",
+    "push": "push_reference",
+    "stack": "stack_reference",
+    "drawer": "drawer_reference",
+}
 EMULATED_RESET = "/emulated_hardware/reset_episode"
 EMULATED_JUDGE = "/emulated_hardware/judge"
 
@@ -126,13 +134,15 @@ def world_graph() -> Graph:
                                  f"({DEFAULT_INTERFACE}: the real drivers' defaults; sensor_data: "
                                  "best-effort images under /<camera>/) or the path of your own interface "
                                  "file."),
-            Argument(name="policy", default="reference",
-                     description="Policy name (entry point in r2s2r.policies) or package.module:Class."),
+            Argument(name="policy", default=AUTO_POLICY,
+                     description="Policy name (entry point in r2s2r.policies) or package.module:Class; "
+                                 "auto: the scripted reference policy of the world's task."),
             Argument(name="emulate_hardware", default="false", choices=_BOOL,
                      description="Real mode only: start the emulated hardware (a stand-in for the arm "
                                  "driver + RealSense, not a robot) instead of relying on real drivers."),
             Argument(name="hardware_profile", default="",
-                     description="Real mode with emulate_hardware: the emulator's hardware profile, a shipped "
+                     description="Real mode with emulate_hardware: the emulator's hardware profile, a "
+                                 "shipped "
                                  "one by name (realistic, ideal) or a YAML path (empty: realistic)."),
             Argument(name="foxglove", default="false", choices=_BOOL,
                      description="Start a Foxglove WebSocket server (foxglove-sdk) with the cameras, /tf, "
@@ -254,8 +264,24 @@ def _check_interface(value: str) -> str:
     return value if not value or value in available_profiles() else str(Path(value).resolve())
 
 
+def reference_policy(world: str) -> str:
+    """The scripted reference policy of the task ``world`` (a bundled id or a world folder) declares.
+
+    A world that cannot be read here (a folder on another machine, a typo) gets the pick-and-place
+    ``reference``: the node that serves the world is the one that reports what is wrong with it.
+    """
+    from r2s2r_sim.world_config import load_world_config  # the world file only when asked
+    from r2s2r_sim.worlds import world_path
+
+    try:
+        task = load_world_config(world_path(world)).task
+    except (ValueError, OSError):
+        task = None
+    return REFERENCE_POLICIES[task.type.value if task is not None else "pick_place"]
+
+
 def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
-    """Defaults overlaid with ``given``, validated, plus the derived ``use_sim_time``."""
+    """Defaults overlaid with ``given``, validated, ``policy:=auto`` resolved, ``use_sim_time`` added."""
     values = {arg.name: arg.default for arg in graph.arguments}
     for name, value in given.items():
         arg = graph.argument(name)
@@ -266,6 +292,8 @@ def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
         values["interface"] = _check_interface(values["interface"])
     # use_sim_time follows the mode: in sim everything but the simulator runs on /clock.
     values["use_sim_time"] = "true" if values.get("mode") == "sim" else "false"
+    if values.get("policy") == AUTO_POLICY:
+        values["policy"] = reference_policy(values.get("world", ""))
     # A restarted policy is waited for; without restarts a lost policy ends the run.
     values["on_policy_lost"] = "continue" if values.get("respawn_policy") == "true" else "stop"
     # Real-mode hooks: auto asks the emulated hardware's stand-in services when it runs, else the operator.

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
     "INTERFACE_FILE",
@@ -34,8 +33,6 @@ __all__ = [
 ]
 
 INTERFACE_FILE = "interface.yaml"
-# interface.yaml is a small hand-written file; anything bigger is not one.
-_MAX_FILE_BYTES = 1 << 20
 _MAX_EXTENDS = 8
 # ROS interface type strings: package/msg/Name or package/srv/Name.
 _TYPE_RE = {
@@ -332,15 +329,7 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read_yaml(source: Path) -> Mapping[str, Any]:
-    if not source.is_file():
-        raise InterfaceError(f"{source}: interface file not found")
-    size = source.stat().st_size
-    if size > _MAX_FILE_BYTES:
-        raise InterfaceError(f"{source}: file is {size} bytes, more than the {_MAX_FILE_BYTES} allowed")
-    try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise InterfaceError(f"{source}: not valid YAML: {err}") from err
+    raw = read_yaml(source, InterfaceError, kind="interface file").data
     return _mapping(raw, source, "<top level>")
 
 

@@ -16,6 +16,7 @@ camera_depth_optical_frame) and each camera's world.yaml ``frame_id`` (its colou
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from r2s2r_sim.interface import Interface
 from r2s2r_sim.robot_description import RobotDescription
 from r2s2r_sim.world import SimWorld
 
-__all__ = ["RobotState", "camera_transforms", "default_mesh_dir", "describe_robot"]
+__all__ = ["RobotState", "camera_transforms", "default_mesh_dir", "describe_robot", "static_messages"]
 
 _IDENTITY_WXYZ = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -113,3 +114,32 @@ class RobotState:
         """``/tf``: each moving joint's child link in its parent at ``qpos`` (a copy taken under the lock)."""
         poses = self.description.joint_poses(qpos, fixed=False)
         return [conv.transform_msg(p, c, pos, quat, stamp) for p, c, pos, quat in poses]
+
+
+def static_messages(
+    robot: RobotState | None,
+    world: SimWorld,
+    iface: Interface,
+    cameras: Iterable[tuple[str, str, bool]],
+    stamp: Time,
+) -> tuple[String | None, Any]:
+    """``/robot_description`` (``None`` without a robot description) and ``/tf_static`` of a served world.
+
+    Args:
+        robot: the world's robot state; ``None``: only world -> base (from the world's base pose).
+        world: the served world (its kinematics are current).
+        iface: the interface profile (frame names).
+        cameras: ``(name, colour optical frame, static)`` of each camera; a moving camera's world ->
+            camera_link goes on /tf instead.
+        stamp: the stamp of every transform.
+    """
+    if robot is not None:
+        transforms = robot.static_transforms(world.data, stamp)
+    else:
+        transforms = [
+            conv.transform_msg(iface.frame("world"), iface.frame("base"), *world.base_pose(), stamp)
+        ]
+    for name, frame_id, static in cameras:
+        mount, tree = camera_transforms(iface, name, frame_id, world.camera_pose(name), stamp)
+        transforms += [mount, *tree] if static else tree
+    return (robot.description_msg() if robot is not None else None), conv.tf_message(transforms)

@@ -5,7 +5,8 @@ messages are built by :mod:`r2s2r_sim.ros_conversions`. The node runs on wall ti
 every stamp it publishes (joint states, images, camera info, /tf, outcomes) is sim time, and /clock is
 monotonic across resets (a reset takes one physics step of sim time, so stamps are strictly increasing).
 
-Threads:
+Threads (the loops are :mod:`r2s2r_sim.sim_server` over the serving core :mod:`r2s2r_sim.serving`; this
+module only translates parameters, messages and services):
 
 * physics: fixed-step loop on the world timestep. It applies commands, steps, publishes /joint_states and
   /clock (at ``joint_state_rate_hz``), /tf (``tf_rate_hz``) and the episode outcome, and hands camera
@@ -51,19 +52,11 @@ import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports b
 
 # isort: split
 import contextlib
-import dataclasses
-import hashlib
 import sys
-import tempfile
-import threading
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import mujoco
-import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -73,27 +66,35 @@ from rclpy.publisher import Publisher
 from r2s2r_sim import ros_conversions as conv
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, serving_reading
-from r2s2r_sim.driver_io import arm_command, gripper_command, interface_publisher, subscribe_topics
+from r2s2r_sim.driver_io import (
+    CameraFrame,
+    CameraPublishers,
+    arm_command,
+    camera_frame,
+    gripper_command,
+    interface_publisher,
+    subscribe_topics,
+)
 from r2s2r_sim.interface import Interface
-from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.robot_description import RobotDescriptionError
-from r2s2r_sim.robot_state import RobotState, camera_transforms
+from r2s2r_sim.robot_state import RobotState, camera_transforms, static_messages
 from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
-from r2s2r_sim.task import Outcome
-from r2s2r_sim.variations import (
-    VariationConfig,
-    VariationError,
-    load_variation_config,
-    for_world,
-    make_world,
-    sample_variation,
+from r2s2r_sim.serving import NS, RenderJob, RenderWorker, ServingThreads, variation_hash
+from r2s2r_sim.sim_node_config import (
+    PARAMS,
+    SimNodeConfig,
+    SimNodeError,
+    param_error,
+    parse_variation_config,
 )
+from r2s2r_sim.sim_server import POLICY_LOST, CameraSpec, SimServer, StepOutput
+from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.world import CommandCheck, SimWorld
-from r2s2r_sim.world_config import TaskType
 from r2s2r_sim.worlds import world_path
 
 __all__ = [
+    "POLICY_LOST",
     "SimNode",
     "SimNodeConfig",
     "SimNodeError",
@@ -101,190 +102,6 @@ __all__ = [
     "parse_variation_config",
     "variation_hash",
 ]
-
-_NS = 1_000_000_000
-_LOCKSTEP_REPUBLISH_S = 0.5
-_COMMAND_GRACE_S = 1.0
-_MAX_LAG_S = 0.25
-_SERVICE_WAIT_S = 30.0
-POLICY_LOST = "policy_lost"  # failure reason of an episode whose policy stopped acknowledging
-
-
-class SimNodeError(ValueError):
-    """An invalid sim node parameter; the message names the parameter, the value and what is allowed."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimNodeConfig:
-    """The sim node's parameters, read once at start-up (see ``config/sim_node.yaml``)."""
-
-    world: str = "tabletop-pick-v1"
-    seed: int = 0
-    real_time: bool = False
-    joint_state_rate_hz: float = 500.0
-    camera_rate_hz: float = 0.0
-    cameras_enabled: bool = True
-    lockstep: bool = False
-    control_rate_hz: float = 10.0
-    tf_rate_hz: float = 100.0
-    publish_clock: bool = True
-    policy_id: str = ""
-    variations: str = ""
-    ack_timeout_s: float = 10.0
-    render_profile: str = ""
-
-
-_PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
-    "world": (
-        "Bundled world id (e.g. tabletop-pick-v1) or path of a world folder (world.yaml + MJCF).",
-        None,
-    ),
-    "seed": ("Variation seed of the initial reset (the reset service takes its own).", (0, 2**62)),
-    "real_time": ("Pace physics to the wall clock (true) or run as fast as possible (false).", None),
-    "joint_state_rate_hz": (
-        "Rate (Hz, sim time) of /joint_states and /clock; at most the physics rate 1/timestep.",
-        (1.0, 1000.0),
-    ),
-    "camera_rate_hz": (
-        "Rate (Hz, sim time) of every camera's images and camera_info; 0 uses world.yaml's rate_hz.",
-        (0.0, 120.0),
-    ),
-    "cameras_enabled": ("Render and publish the world's RGB-D cameras.", None),
-    "lockstep": (
-        "Advance physics one control period only after the policy acknowledged the observation.",
-        None,
-    ),
-    "control_rate_hz": (
-        "Policy control rate (Hz): the period that lockstep waits at and that the step service advances; "
-        "its period must be a whole number of physics timesteps.",
-        (0.1, 1000.0),
-    ),
-    "tf_rate_hz": ("Rate (Hz, sim time) of the dynamic /tf (the robot's moving links).", (1.0, 1000.0)),
-    "publish_clock": ("Publish /clock (sim time); other nodes then run with use_sim_time:=true.", None),
-    "policy_id": ("Policy id echoed in every EpisodeOutcome (free text).", None),
-    "variations": (
-        "Variations YAML (schema of config/variations.yaml) applied, with the reset's seed, when a reset "
-        "gives an empty variation_config (and at start-up); empty: the base world.",
-        None,
-    ),
-    "ack_timeout_s": (
-        "Lockstep: wall time (s) without the policy's acknowledgement after which the node warns and, if no "
-        "publisher of the heartbeat is left, ends the episode as failed with reason policy_lost (it keeps "
-        "serving); 0: never.",
-        (0.0, 3600.0),
-    ),
-    "render_profile": (
-        "Render profile (world.yaml render_profiles, e.g. full or fast) every camera is drawn with; "
-        "empty: each camera's declared render_profile.",
-        None,
-    ),
-}
-
-
-def _allowed(name: str, default: Any) -> str:
-    if isinstance(default, bool):
-        return "true or false"
-    if isinstance(default, str):
-        return "a string"
-    low, high = _PARAMS[name][1] or (0, 0)
-    if isinstance(default, int):
-        return f"an integer in [{int(low)}, {int(high)}]"
-    return f"a floating-point number in [{low}, {high}] (write 15.0, not 15)"
-
-
-def _param_error(name: str, default: Any, err: Exception) -> SimNodeError:
-    return SimNodeError(f"parameter {name}: invalid value ({err}); allowed: {_allowed(name, default)}")
-
-
-def variation_hash(world_hash: str, variation_config: str, seed: int) -> str:
-    """Return an initial state's identity: sha256 of ``world_hash``, ``variation_config`` and ``seed``."""
-    return hashlib.sha256(f"{world_hash}\n{variation_config}\n{int(seed)}".encode()).hexdigest()
-
-
-def parse_variation_config(text: str) -> VariationConfig:
-    """Parse and validate variation axes given as YAML text (the schema of ``config/variations.yaml``).
-
-    Raises:
-        VariationError: "variation_config: <field>: ..." naming the field at fault, or the YAML error.
-    """
-    with tempfile.TemporaryDirectory(prefix="r2s2r_variation_") as tmp:
-        path = Path(tmp) / "variation_config.yaml"
-        path.write_text(text, encoding="utf-8")
-        try:
-            config = load_variation_config(path)
-        except VariationError as err:
-            raise VariationError(str(err).replace(str(path), "variation_config")) from None
-    return dataclasses.replace(config, source=None)
-
-
-def _period_steps(rate_hz: float, dt_ns: int) -> float:
-    return _NS / rate_hz / dt_ns
-
-
-class _Ticker:
-    """A fixed-rate schedule in integer sim-time nanoseconds, restarted at every episode."""
-
-    def __init__(self, rate_hz: float) -> None:
-        self.period_ns = round(_NS / rate_hz)
-        self.next_ns = 0
-
-    def restart(self, now_ns: int) -> None:
-        self.next_ns = now_ns + self.period_ns
-
-    def due(self, now_ns: int) -> bool:
-        if now_ns < self.next_ns:
-            return False
-        while self.next_ns <= now_ns:
-            self.next_ns += self.period_ns
-        return True
-
-
-@dataclass(frozen=True)
-class _CameraOut:
-    name: str
-    mjcf_camera: str
-    width: int
-    height: int
-    frame_id: str
-    depth_range: tuple[float, float]
-    k: np.ndarray
-    static: bool
-    color_pub: Publisher
-    color_info_pub: Publisher
-    depth_pub: Publisher
-    depth_info_pub: Publisher
-    profile: Any = None  # RenderProfile the camera is drawn with
-
-
-@dataclass(frozen=True)
-class _RenderJob:
-    stamp_ns: int
-    qpos: np.ndarray
-    mocap_pos: np.ndarray
-    mocap_quat: np.ndarray
-    cameras: tuple[int, ...]
-    model: mujoco.MjModel  # the world's model when the job was made (a reset may swap the world)
-    outs: tuple[_CameraOut, ...]  # the cameras (intrinsics) of that world
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """A camera's last published messages, kept so lockstep can re-send them without re-rendering."""
-
-    color: Any
-    depth: Any
-    info: Any
-
-
-@dataclass
-class _StepOutput:
-    stamp_ns: int
-    joint_state: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-    link_qpos: np.ndarray | None = None  # qpos the robot's link transforms are computed from
-    robot: RobotState | None = None  # the robot of that qpos (a reset may swap the world before publishing)
-    dynamic_cameras: list[tuple[str, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
-    render: _RenderJob | None = None
-    outcome: Any = None
 
 
 class SimNode(Node):
@@ -301,133 +118,74 @@ class SimNode(Node):
         self.config = self._read_parameters()
         cfg = self.config
         try:
-            self._folder = world_path(cfg.world)
+            folder = world_path(cfg.world)
         except ValueError as err:
             raise SimNodeError(f"parameter world: {err}") from None
-        self._variations_text = ""  # the ``variations`` file's text: the config of resets that give none
+        variations_text = ""  # the ``variations`` file's text: the config of resets that give none
         if cfg.variations:
             try:
-                for_world(load_variation_config(cfg.variations), self._folder)
-                self._variations_text = Path(cfg.variations).read_text(encoding="utf-8")
+                for_world(load_variation_config(cfg.variations), folder)
+                variations_text = Path(cfg.variations).read_text(encoding="utf-8")
             except (VariationError, OSError) as err:
                 raise SimNodeError(
                     f"parameter variations: {err}; allowed: '' or a variations YAML file"
                 ) from None
-        self._base_world: SimWorld | None = None
-        self._world_key: tuple[str, int] | None = None  # (variation text, seed) of self.world, once built
-        try:
-            self.world, self._world_key = self._world_for(self._variations_text, cfg.seed)
-        except VariationError as err:
-            raise SimNodeError(f"parameter variations: {err} (with seed {cfg.seed})") from None
-        self._check_rates()
-        profiles = self.world.config.render_profiles
-        if cfg.render_profile and cfg.render_profile not in profiles:
-            raise SimNodeError(
-                f"parameter render_profile: got {cfg.render_profile!r}, allowed: '' or one of the world's "
-                f"profiles {sorted(profiles)}"
-            )
+        self.threads = ServingThreads("sim", self.get_logger(), ok=lambda: rclpy.ok(context=self.context))
+        self.server = SimServer(cfg, folder, variations_text, self.get_logger(), self.threads)
+        server = self.server
         self.interface: Interface = declare_interface(self)
-        self._task = self._make_task()
-
-        self._dt_ns = round(self.world.timestep * _NS)
-        self._control_steps = round(_period_steps(cfg.control_rate_hz, self._dt_ns))
-        self._lock = threading.Lock()
-        self._cv = threading.Condition(self._lock)
-        self._running = True
-        self._clock_ns = 0
-        self._paused = False
-        self._step_budget = 0
-        self._steps_done = 0
-        self._period_steps = 0
-        self._reset_pending = True
-        self._reset_done = 0
-        self._obs_ns = -1
-        self._ack_ns = -1
-        self._ack_wall = 0.0
-        # Lockstep: commands and acks travel on different topics, which DDS does not order, and the
-        # executor may run their callbacks in any order. Each ack follows one arm and one gripper command,
-        # so physics also waits until as many commands as acks have arrived (see _commands_caught_up).
-        self._acks = 0
-        self._arm_commands = 0
-        self._gripper_commands = 0
-        # Lockstep applies commands when a period starts, not on arrival: a command for the previous
-        # episode's last observation that arrives after a reset is then overwritten by the policy's
-        # answer to the reset observation before it can act (the same writer keeps its order).
-        self._pending_arm: Any = None
-        self._pending_gripper: Any = None
-        self._episode_seed = cfg.seed
-        self._episode_start_ns = 0
-        self._episodes_reported = 0
-        self._outcome_sent = False
-        self._waiting_logged = False
-        self._ack_watch = Liveness(cfg.ack_timeout_s)  # armed at each lockstep observation
-        self.world.reset(cfg.seed)
-
-        self._robot = self._robot_state(self.world)
+        server.heartbeat_topic = self.interface.topic("policy_heartbeat")
+        server.robot = self._robot_state(server.world)
+        self._camera_pubs: dict[str, CameraPublishers] = {}
         self._make_publishers()
-        self._cameras = self._make_cameras(self.world) if cfg.cameras_enabled else []
-        self._js_tick = _Ticker(cfg.joint_state_rate_hz)
-        self._tf_tick = _Ticker(cfg.tf_rate_hz)
-        self._cam_ticks = (
-            [
-                _Ticker(cfg.camera_rate_hz if cfg.camera_rate_hz > 0 else c.rate_hz)
-                for c in self.world.config.cameras
-            ]
-            if self._cameras
-            else []
-        )
+        self._last_frames: dict[str, CameraFrame] = {}  # camera name -> last frame published
         self._publish_static_tf()
         self._make_subscriptions_and_services()
-
-        # Render thread state: one pending job slot, guarded by _render_cv.
-        self._render_cv = threading.Condition()
-        self._render_job: _RenderJob | None = None
-        self._render_busy = False
-        self._render_error: BaseException | None = None
-        self._render_ready = threading.Event()
-        self._last_frames: dict[str, _Frame] = {}  # camera name -> last frame published (under _render_cv)
-        self.frames_published = 0
-        self.frames_dropped = 0
-        self.render_seconds = 0.0  # wall time spent rendering and publishing frames
-        self.lockstep_wait_s = 0.0  # wall time physics spent waiting for the policy's ack
-        self._render_thread: threading.Thread | None = None
-        if self._cameras:
-            self._render_thread = threading.Thread(target=self._render_loop, name="sim_render", daemon=True)
-            self._render_thread.start()
+        server.sink = self
         try:
-            if self._render_thread is not None and (
-                not self._render_ready.wait(timeout=30.0) or self._render_error is not None
-            ):
-                raise RuntimeError(f"camera renderer failed to start: {self._render_error}")
-            self._physics_thread = threading.Thread(
-                target=self._physics_loop, name="sim_physics", daemon=True
-            )
-            self._physics_thread.start()
+            if server.cameras:
+                self.threads.start_render(
+                    RenderWorker(
+                        model=server.world.model,
+                        open_renderers=self._open_renderers,
+                        close_renderers=_close_renderers,
+                        draw=self._draw,
+                        log=self.get_logger(),
+                    )
+                )
+            self.threads.start_physics(server.run_physics, wakeups=(server.cv,))
             self._diagnostics = DiagnosticsPublisher(
-                self, self.interface, name="simulation", hardware_id=self.world.world_id,
-                counters=lambda: {"time_s": self._clock_ns / _NS, "frames": self.frames_published,
-                                  "frames_dropped": self.frames_dropped,
-                                  "lockstep_wait_s": self.lockstep_wait_s},
+                self, self.interface, name="simulation", hardware_id=server.world.world_id,
+                counters=lambda: {"time_s": server.clock_ns / NS, "frames": self.threads.frames_published,
+                                  "frames_dropped": self.threads.frames_dropped,
+                                  "lockstep_wait_s": server.lockstep_wait_s},
                 read=lambda rates: serving_reading(
-                    rates, running=self._running, cameras=len(self._cameras),
-                    frames_dropped=self.frames_dropped, episodes=self._episodes_reported, sim_time=True,
-                    paced=cfg.real_time and not cfg.lockstep and not self._paused,
+                    rates, running=self.threads.running, cameras=len(server.cameras),
+                    frames_dropped=self.threads.frames_dropped, episodes=server.episodes_reported,
+                    sim_time=True,
+                    paced=cfg.real_time and not cfg.lockstep and not server.paused,
                 ),
             )
             mode = "lockstep" if cfg.lockstep else ("real time" if cfg.real_time else "as fast as possible")
+            world = server.world
             self.get_logger().info(
-                f"world {self.world.world_id} ({self.world.world_hash[:12]}), seed {cfg.seed}, "
-                f"dt {self.world.timestep} s, "
+                f"world {world.world_id} ({world.world_hash[:12]}), seed {cfg.seed}, "
+                f"dt {world.timestep} s, "
                 f"{mode}, joint states {cfg.joint_state_rate_hz} Hz, cameras "
-                f"{[c.name for c in self._cameras] if self._cameras else 'off'}"
+                f"{[c.name for c in server.cameras] if server.cameras else 'off'}"
             )
         except BaseException:
             # A Ctrl-C (KeyboardInterrupt) or an error once the threads run: stop and join them before the
             # exception unwinds main(). Left running, the interpreter finalises around the render thread,
             # which is force-unwound (pthread_exit) out of MuJoCo's renderer when it next takes the GIL,
             # and the process dies with SIGSEGV on its way out.
-            self._stop_threads()
+            self.threads.stop()
             raise
+
+    @property
+    def world(self) -> SimWorld:
+        """The world served now (a reset with a variation swaps it)."""
+        return self.server.world
 
     # ---------------------------------------------------------------------------------- configuration
 
@@ -438,77 +196,10 @@ class SimNode(Node):
                 "parameter use_sim_time: got true, allowed: false — the sim node produces /clock and runs on "
                 "wall time; set use_sim_time only on the other nodes"
             )
-        values = declare_parameters(self, vars(defaults), _PARAMS, error=_param_error, state_range=True)
+        values = declare_parameters(self, vars(defaults), PARAMS, error=param_error, state_range=True)
         if not values["world"]:
             raise SimNodeError("parameter world: got '', allowed: a bundled world id or a world folder path")
         return SimNodeConfig(**values)
-
-    def _check_rates(self) -> None:
-        cfg = self.config
-        dt = self.world.timestep
-        physics_hz = 1.0 / dt
-        rates: list[tuple[str, float]] = [
-            ("joint_state_rate_hz", cfg.joint_state_rate_hz),
-            ("tf_rate_hz", cfg.tf_rate_hz),
-            ("control_rate_hz", cfg.control_rate_hz),
-        ]
-        if cfg.cameras_enabled:
-            for cam in self.world.config.cameras:
-                rate = cfg.camera_rate_hz if cfg.camera_rate_hz > 0 else cam.rate_hz
-                rates.append(
-                    ("camera_rate_hz" if cfg.camera_rate_hz > 0 else f"cameras[{cam.name}].rate_hz", rate)
-                )
-        for name, rate in rates:
-            if rate > physics_hz * (1 + 1e-9):
-                raise SimNodeError(
-                    f"parameter {name}: got {rate} Hz, allowed: at most the physics rate {physics_hz:g} Hz "
-                    f"(world timestep {dt} s)"
-                )
-        steps = _period_steps(cfg.control_rate_hz, round(dt * _NS))
-        if abs(steps - round(steps)) > 1e-6:
-            raise SimNodeError(
-                f"parameter control_rate_hz: control period 1/{cfg.control_rate_hz} s must be an "
-                "integer multiple "
-                f"of the world timestep {dt} s: got {steps:.4f} timesteps"
-            )
-
-    def _world_for(self, text: str, seed: int) -> tuple[SimWorld, tuple[str, int]]:
-        """The world of variation ``text`` (YAML; empty: the base world) and ``seed``, and its key.
-
-        The current world is reused when it already is that world; the base world is built once. Slow
-        (composes and compiles the model): call without the physics lock.
-
-        Raises:
-            VariationError: ``text`` is malformed or the variation cannot be applied to the world.
-        """
-        if not text.strip():
-            key = ("", 0)
-            if self._world_key == key:
-                return self.world, key
-            if self._base_world is None:
-                self._base_world = SimWorld(self._folder)
-            return self._base_world, key
-        key = (text, int(seed))
-        if self._world_key == key:
-            return self.world, key
-        config = parse_variation_config(text)
-        try:
-            config = for_world(config, self._folder, check=False)
-            return make_world(self._folder, sample_variation(config, int(seed))), key
-        except VariationError:
-            raise
-        except ValueError as err:  # WorldError: the edited model does not compile
-            raise VariationError(f"variation_config: the varied world does not compile: {err}") from None
-
-    def _make_task(self) -> Any:
-        task_cfg = self.world.config.task
-        if task_cfg is None:
-            return None
-        if task_cfg.type is TaskType.PICK_PLACE:
-            from r2s2r_sim.task import PickPlaceTask
-
-            return PickPlaceTask(task_cfg)
-        raise SimNodeError(f"world {self.world.world_id}: task type {task_cfg.type} has no checker")
 
     def _pub(self, key: str, camera: str | None = None) -> Publisher:
         return interface_publisher(self, self.interface, key, camera)
@@ -520,48 +211,15 @@ class SimNode(Node):
         self._description_pub = self._pub("robot_description")
         self._clock_pub = self._pub("clock") if self.config.publish_clock else None
         self._outcome_pub = self._pub("episode_outcome")
+        for cam in self.server.cameras:
+            self._camera(cam.name)
 
-    def _make_cameras(self, world: SimWorld, reuse: Sequence[_CameraOut] = ()) -> list[_CameraOut]:
-        """The cameras of ``world``; publishers are taken from ``reuse`` (same names) or created."""
-        from r2s2r_sim.rendering import camera_intrinsics
-
-        cams = []
-        model = world.model
-        old = {c.name: c for c in reuse}
-        for cam in world.config.cameras:
-            cid = world.camera_id(cam.name)
-            mjcf_name = model.camera(cid).name
-            profile = world.config.render_profile(cam, self.config.render_profile or None)
-            width, height = profile.size(cam.width, cam.height)
-            if cam.name in old:
-                cams.append(
-                    dataclasses.replace(
-                        old[cam.name],
-                        mjcf_camera=mjcf_name,
-                        k=camera_intrinsics(model, mjcf_name, width, height),
-                        profile=profile,
-                    )
-                )
-                continue
-            cams.append(
-                _CameraOut(
-                    name=cam.name,
-                    mjcf_camera=mjcf_name,
-                    width=width,
-                    height=height,
-                    frame_id=cam.frame_id,
-                    depth_range=cam.depth_range,
-                    k=camera_intrinsics(model, mjcf_name, width, height),
-                    static=int(model.cam_bodyid[cid]) == 0
-                    and int(model.cam_mode[cid]) == int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED),
-                    color_pub=self._pub("color_image", cam.name),
-                    color_info_pub=self._pub("color_info", cam.name),
-                    depth_pub=self._pub("depth_image", cam.name),
-                    depth_info_pub=self._pub("depth_info", cam.name),
-                    profile=profile,
-                )
-            )
-        return cams
+    def _camera(self, name: str) -> CameraPublishers:
+        """The publishers of camera ``name`` (created on first use; a varied world keeps its cameras')."""
+        pubs = self._camera_pubs.get(name)
+        if pubs is None:
+            pubs = self._camera_pubs[name] = CameraPublishers(self, self.interface, name)
+        return pubs
 
     def _robot_state(self, world: SimWorld) -> RobotState | None:
         """The robot's URDF and link transforms; ``None`` (with a warning) if it has no URDF form."""
@@ -573,20 +231,14 @@ class SimNode(Node):
 
     def _publish_static_tf(self) -> None:
         """Publish /robot_description and /tf_static (robot base, fixed links, camera trees)."""
-        stamp = conv.time_msg(self._clock_ns)
-        if self._robot is not None:
-            self._description_pub.publish(self._robot.description_msg())
-            transforms = self._robot.static_transforms(self.world.data, stamp)
-        else:
-            world, base = self.interface.frame("world"), self.interface.frame("base")
-            transforms = [conv.transform_msg(world, base, *self.world.base_pose(), stamp)]
-        for cam in self._cameras:
-            mount, tree = camera_transforms(
-                self.interface, cam.name, cam.frame_id, self.world.camera_pose(cam.name), stamp
-            )
-            # A moving camera's world -> camera_link goes on /tf instead.
-            transforms += [mount, *tree] if cam.static else tree
-        self._tf_static_pub.publish(conv.tf_message(transforms))
+        server = self.server
+        cameras = [(c.name, c.frame_id, c.static) for c in server.cameras]
+        description, tf_static = static_messages(
+            server.robot, server.world, self.interface, cameras, conv.time_msg(server.clock_ns)
+        )
+        if description is not None:
+            self._description_pub.publish(description)
+        self._tf_static_pub.publish(tf_static)
 
     def _make_subscriptions_and_services(self) -> None:
         iface = self.interface
@@ -614,15 +266,29 @@ class SimNode(Node):
 
     # rclpy throttles per call site, so arm and gripper each have their own warning lines.
     def _on_arm_command(self, msg: Any) -> None:
+        self._command(
+            "arm",
+            lambda world, lock: self._warn_arm(arm_command(msg, lambda v: world().set_arm_command(v), lock)),
+        )
+
+    def _on_gripper_command(self, msg: Any) -> None:
+        self._command(
+            "gripper",
+            lambda world, lock: self._warn_gripper(
+                gripper_command(msg, lambda v: world().set_gripper_command(v), lock)
+            ),
+        )
+
+    def _command(self, kind: str, apply: Callable[[Callable[[], SimWorld], Any], None]) -> None:
+        """Apply a command now, under the physics lock; in lockstep, at the next control period's start.
+
+        ``apply(world, lock)`` reads the world through ``world()`` inside ``lock`` (a reset may swap it).
+        """
         if self.config.lockstep:
-            with self._cv:
-                self._pending_arm = msg
-                self._arm_commands += 1
-                self._cv.notify_all()
-            return
-        # Lambdas: self.world is read under the lock (a reset may swap the world).
-        check = arm_command(msg, lambda values: self.world.set_arm_command(values), self._lock)
-        self._warn_arm(check)
+            held = contextlib.nullcontext()
+            self.server.command(kind, lambda world: apply(lambda: world, held))
+        else:
+            apply(lambda: self.world, self.server.lock)
 
     def _warn_arm(self, check: CommandCheck) -> None:
         if not check.accepted:
@@ -630,58 +296,23 @@ class SimNode(Node):
         elif check.clamped:
             self.get_logger().warning(f"clamped arm command: {check.reason}", throttle_duration_sec=1.0)
 
-    def _on_gripper_command(self, msg: Any) -> None:
-        if self.config.lockstep:
-            with self._cv:
-                self._pending_gripper = msg
-                self._gripper_commands += 1
-                self._cv.notify_all()
-            return
-        check = gripper_command(msg, lambda value: self.world.set_gripper_command(value), self._lock)
-        self._warn_gripper(check)
-
     def _warn_gripper(self, check: CommandCheck) -> None:
         if not check.accepted:
             self.get_logger().warning(f"refused gripper command: {check.reason}", throttle_duration_sec=1.0)
         elif check.clamped:
             self.get_logger().warning(f"clamped gripper command: {check.reason}", throttle_duration_sec=1.0)
 
-    def _apply_pending_commands(self) -> None:
-        """Lockstep: apply the latest arm and gripper commands at a period's start (lock held)."""
-        arm, gripper = self._pending_arm, self._pending_gripper
-        self._pending_arm = self._pending_gripper = None
-        held = contextlib.nullcontext()
-        if arm is not None:
-            self._warn_arm(arm_command(arm, self.world.set_arm_command, held))
-        if gripper is not None:
-            self._warn_gripper(gripper_command(gripper, self.world.set_gripper_command, held))
-
     def _on_heartbeat(self, msg: Time) -> None:
-        stamp = conv.time_to_ns(msg)
-        with self._cv:
-            if stamp > self._ack_ns:
-                self._ack_ns = stamp
-                self._acks += 1
-                self._ack_wall = time.monotonic()
-                self._cv.notify_all()
-
-    def _commands_caught_up(self) -> bool:
-        """True once the commands sent before the latest ack have arrived (call with the lock held).
-
-        A sender that acks without commanding (a test, a holding policy) is let through after
-        ``_COMMAND_GRACE_S`` of wall time, so lockstep never deadlocks on it.
-        """
-        if self._arm_commands >= self._acks and self._gripper_commands >= self._acks:
-            return True
-        return time.monotonic() - self._ack_wall >= _COMMAND_GRACE_S
+        self.server.acknowledge(conv.time_to_ns(msg))
 
     def _on_reset(self, request: Any, response: Any) -> Any:
+        server = self.server
         seed = int(request.variation_seed)
-        text = request.variation_config if request.variation_config.strip() else self._variations_text
-        response.world_id = self.world.world_id
-        response.world_hash = self.world.world_hash
+        text = request.variation_config if request.variation_config.strip() else server.variations_text
+        response.world_id = server.world.world_id
+        response.world_hash = server.world.world_hash
         try:
-            world, key = self._world_for(text, seed)
+            published, swapped = server.reset(text, seed)
         except VariationError as err:
             # Refused: the node keeps running the old world and episode.
             response.success = False
@@ -689,131 +320,84 @@ class SimNode(Node):
             response.variation_hash = ""
             self.get_logger().warning(response.message)
             return response
-        swapped = world is not self.world
-        with self._cv:
-            if swapped:
-                self._swap_world(world, key)
-            self.world.reset(seed)
-            self._clock_ns += self._dt_ns  # the reset takes one step, so stamps stay strictly increasing
-            if swapped:
-                self._publish_static_tf()  # camera extrinsics may have changed; before the reset observation
-            self._episode_seed = seed
-            self._reset_pending = True
-            target = self._reset_done + 1
-            self._cv.notify_all()
-            ok = self._cv.wait_for(lambda: self._reset_done >= target or not self._running, _SERVICE_WAIT_S)
-        response.success = bool(ok and self._running)
-        response.message = (
-            "" if response.success else "the physics thread did not publish the reset observation"
-        )
-        response.world_hash = self.world.world_hash
-        response.variation_hash = variation_hash(self.world.world_hash, text, seed)
-        if response.success and swapped:
+        world = server.world
+        response.success = published
+        response.message = "" if published else "the physics thread did not publish the reset observation"
+        response.world_hash = world.world_hash
+        response.variation_hash = variation_hash(world.world_hash, text, seed)
+        if published and swapped:
             self.get_logger().info(
-                f"reset: world {self.world.world_id} ({self.world.world_hash[:12]}), "
+                f"reset: world {world.world_id} ({world.world_hash[:12]}), "
                 + (f"variation seed {seed}" if text.strip() else "base (no variation)")
             )
         return response
 
-    def _swap_world(self, world: SimWorld, key: tuple[str, int]) -> None:
-        """Run ``world`` from now on (lock held); the render thread rebuilds its renderers on its next job."""
-        self.world, self._world_key = world, key
-        self._task = self._make_task()
-        self._robot = self._robot_state(world)
-        if self._cameras:
-            self._cameras = self._make_cameras(world, reuse=self._cameras)
+    def world_swapped(self, world: SimWorld) -> RobotState | None:
+        """A reset swapped the world (lock held): its cameras get publishers, its robot a description."""
+        for cam in self.server.cameras:
+            self._camera(cam.name)
+        return self._robot_state(world)
+
+    def publish_static(self) -> None:
+        """Publish the (new) world's /robot_description and /tf_static (lock held)."""
+        self._publish_static_tf()
 
     def _on_pause(self, request: Any, response: Any) -> Any:
-        with self._cv:
-            self._paused = bool(request.data)
-            self._cv.notify_all()
+        self.server.pause(bool(request.data))
         response.success = True
         response.message = "paused" if request.data else "running"
         return response
 
     def _on_step(self, request: Any, response: Any) -> Any:
-        with self._cv:
-            if not self._paused:
-                response.success = False
-                response.message = "not paused: call the pause service with data=true first"
-                return response
-            target = self._steps_done + 1
-            self._step_budget += 1
-            self._cv.notify_all()
-            ok = self._cv.wait_for(lambda: self._steps_done >= target or not self._running, _SERVICE_WAIT_S)
-            now = self._clock_ns
-        response.success = bool(ok and self._running)
+        done, now = self.server.step()
+        if now is None:
+            response.success = False
+            response.message = "not paused: call the pause service with data=true first"
+            return response
+        response.success = done
         # The exact stamp of the period-end observation, so clients can wait for that message.
-        response.message = (
-            f"stamp {now // _NS}.{now % _NS:09d}" if response.success else "step did not complete"
-        )
+        response.message = f"stamp {now // NS}.{now % NS:09d}" if done else "step did not complete"
         return response
 
-    # --------------------------------------------------------------------------------------- physics
+    # ---------------------------------------------------------------------------------------- output
 
-    def _collect(self, *, force: bool) -> _StepOutput:
-        """Read what is due at the current step (lock held)."""
-        now = self._clock_ns
-        out = _StepOutput(stamp_ns=now)
-        if self._js_tick.due(now) or force:
-            out.joint_state = self.world.joint_state()
-            if self._task is not None and not self._outcome_sent:
-                out.outcome = self._task.evaluate(self.world)
-                if out.outcome is not None:
-                    self._outcome_sent = True
-        if self._tf_tick.due(now) or force:
-            out.link_qpos, out.robot = self.world.data.qpos.copy(), self._robot
-            for cam in self._cameras:
-                if not cam.static:
-                    out.dynamic_cameras.append((cam.name, *self.world.camera_pose(cam.name)))
-        due = tuple(i for i, tick in enumerate(self._cam_ticks) if tick.due(now) or force)
-        if due:
-            d = self.world.data
-            out.render = _RenderJob(
-                now,
-                d.qpos.copy(),
-                d.mocap_pos.copy(),
-                d.mocap_quat.copy(),
-                due,
-                self.world.model,
-                tuple(self._cameras),
-            )
-        return out
+    def heartbeat_publishers(self) -> int:
+        """How many publishers the policy heartbeat topic has (lockstep asks when the policy is silent)."""
+        return self.count_publishers(self.server.heartbeat_topic)
 
-    def _publish(self, out: _StepOutput) -> None:
+    def publish(self, out: StepOutput) -> None:
+        """Publish joint states and /clock, /tf and the outcome of one physics step."""
         stamp = conv.time_msg(out.stamp_ns)
         if out.joint_state is not None:
-            self._joint_pub.publish(conv.joint_state_msg(stamp, self.world.joint_names, *out.joint_state))
+            self._joint_pub.publish(conv.joint_state_msg(stamp, out.joint_names, *out.joint_state))
             if self._clock_pub is not None:
                 self._clock_pub.publish(conv.clock_msg(stamp))
         if out.link_qpos is not None:
             robot = out.robot
             transforms = robot.moving_transforms(out.link_qpos, stamp) if robot is not None else []
-            for name, pos, quat in out.dynamic_cameras:
-                cam = next(c for c in self._cameras if c.name == name)
-                mount, _ = camera_transforms(self.interface, name, cam.frame_id, (pos, quat), stamp)
+            for cam, pos, quat in out.dynamic_cameras:
+                mount, _ = camera_transforms(self.interface, cam.name, cam.frame_id, (pos, quat), stamp)
                 transforms.append(mount)
             if transforms:
                 self._tf_pub.publish(conv.tf_message(transforms))
         if out.outcome is not None:
             self._publish_outcome(out.outcome, stamp)
-        if out.render is not None:
-            self._submit_render(out.render)
 
     def _publish_outcome(self, outcome: Any, stamp: Time) -> None:
+        server = self.server
         msg = conv.episode_outcome_msg(
             stamp=stamp,
-            episode_index=self._episodes_reported,
+            episode_index=server.episodes_reported,
             policy_id=self.config.policy_id,
-            world_id=self.world.world_id,
-            variation_seed=self._episode_seed,
-            world_hash=self.world.world_hash,
+            world_id=server.world.world_id,
+            variation_seed=server.episode_seed,
+            world_hash=server.world.world_hash,
             success=outcome.success,
             failure_reason=outcome.reason,
-            duration_s=(stamp.sec * _NS + stamp.nanosec - self._episode_start_ns) / _NS,
+            duration_s=(stamp.sec * NS + stamp.nanosec - server.episode_start_ns) / NS,
             metrics=outcome.metrics,
         )
-        self._episodes_reported += 1
+        server.episodes_reported += 1
         self._outcome_pub.publish(msg)
         self.get_logger().info(
             f"episode {msg.episode_index} (seed {msg.variation_seed}): "
@@ -821,296 +405,76 @@ class SimNode(Node):
             f"{msg.duration.sec + msg.duration.nanosec / 1e9:.3f} s"
         )
 
-    def _physics_loop(self) -> None:
-        try:
-            self._run_physics()
-        except Exception as err:  # reported, then the node stops
-            if self._running and rclpy.ok(context=self.context):
-                self.get_logger().fatal(f"physics thread failed: {err!r}")
-                self._running = False
-                raise
-
-    def _run_physics(self) -> None:
-        cfg = self.config
-        anchor: tuple[float, int] | None = None  # (wall time, sim ns) that real-time pacing follows
-        last_republish = 0.0
-        while self._running and rclpy.ok(context=self.context):
-            out: _StepOutput | None = None
-            republish: _StepOutput | None = None
-            lost: _StepOutput | None = None
-            observation = False
-            with self._cv:
-                if self._reset_pending:
-                    self._reset_pending = False
-                    self._pending_arm = self._pending_gripper = None  # commands of the old episode
-                    self._episode_start_ns = self._clock_ns
-                    self._outcome_sent = False
-                    self._period_steps = 0
-                    for tick in (self._js_tick, self._tf_tick, *self._cam_ticks):
-                        tick.restart(self._clock_ns)
-                    out = self._collect(force=True)
-                    observation = True
-                    self._reset_done += 1
-                    self._cv.notify_all()
-                    anchor = None
-                else:
-                    stepping = self._paused and self._step_budget > 0
-                    if self._paused and not stepping:
-                        self._cv.wait(0.1)
-                        anchor = None
-                        continue
-                    if cfg.lockstep and not stepping and (
-                        self._ack_ns < self._obs_ns or not self._commands_caught_up()
-                    ):
-                        if not self._waiting_logged and self._ack_watch.silence() >= _LOCKSTEP_REPUBLISH_S:
-                            # Said once per observation, and only when the policy is slow to answer.
-                            self.get_logger().info(
-                                f"lockstep: waiting for the policy to acknowledge observation "
-                                f"{self._obs_ns / _NS:.3f} s on {self.interface.topic('policy_heartbeat')}"
-                            )
-                            self._waiting_logged = True
-                        waited = time.monotonic()
-                        self._cv.wait(0.1)
-                        self.lockstep_wait_s += time.monotonic() - waited
-                        anchor = None
-                        if (silent := self._ack_watch.expired()) is not None:
-                            lost = self._policy_lost(silent)
-                        if time.monotonic() - last_republish >= _LOCKSTEP_REPUBLISH_S:
-                            last_republish = time.monotonic()
-                            republish = _StepOutput(
-                                stamp_ns=self._obs_ns, joint_state=self.world.joint_state()
-                            )
-                        if lost is None and (
-                            republish is None or (self._ack_ns >= self._obs_ns and self._commands_caught_up())
-                        ):
-                            continue
-                    else:
-                        if cfg.lockstep and self._period_steps == 0:
-                            self._apply_pending_commands()
-                        self.world.step(1)
-                        self._clock_ns += self._dt_ns
-                        self._period_steps += 1
-                        period_end = self._period_steps >= self._control_steps
-                        out = self._collect(force=period_end and (cfg.lockstep or stepping))
-                        if period_end:
-                            self._period_steps = 0
-                            observation = True
-                            if stepping:
-                                self._step_budget -= 1
-                                self._steps_done += 1
-                                self._cv.notify_all()
-            if lost is not None:
-                self._publish(lost)
-            if republish is not None:
-                # Late-joining policies, and ones that missed a best-effort image, still get the pending
-                # observation (same stamps): joint states and /clock, and each camera's last frame. The
-                # renderer is idle here (lockstep waits for it before waiting for the ack).
-                self._publish(republish)
-                self._resend_frames()
-                continue
-            if out is None:  # only the lost policy's outcome to publish
-                continue
-            self._publish(out)
-            if observation and cfg.lockstep:
-                self._wait_render_idle()
-                with self._cv:
-                    self._obs_ns = out.stamp_ns
-                    self._waiting_logged = False
-                    self._ack_watch.arm()
-                last_republish = time.monotonic()
-            if cfg.real_time:
-                anchor = self._pace(anchor, out.stamp_ns)
-
-    def _policy_lost(self, silent_s: float) -> _StepOutput | None:
-        """Lockstep: no acknowledgement for ``silent_s`` (lock held); the outcome to publish, if any.
-
-        A policy that left the graph (no publisher on the heartbeat topic) ends the episode as policy_lost,
-        once. One still connected (slow, or holding on stale observations) is only reported, again after
-        each further ``ack_timeout_s``. Either way the node keeps serving and re-publishing the observation.
-        """
-        heartbeat = self.interface.topic("policy_heartbeat")
-        publishers = self.count_publishers(heartbeat)
-        if publishers:
-            self.get_logger().warning(
-                f"lockstep: no acknowledgement of observation {self._obs_ns / _NS:.3f} s on {heartbeat} for "
-                f"{silent_s:.1f} s; the policy is still connected ({publishers} publishers): waiting on"
-            )
-            self._ack_watch.arm()
-            return None
-        self.get_logger().warning(
-            f"lockstep: no acknowledgement of observation {self._obs_ns / _NS:.3f} s on {heartbeat} for "
-            f"{silent_s:.1f} s and no publisher left: the policy is lost; episode (seed "
-            f"{self._episode_seed}) ends as {POLICY_LOST}"
-        )
-        if self._outcome_sent:
-            return None
-        self._outcome_sent = True
-        return _StepOutput(stamp_ns=self._obs_ns, outcome=Outcome(success=False, reason=POLICY_LOST))
-
-    def _pace(self, anchor: tuple[float, int] | None, sim_ns: int) -> tuple[float, int]:
-        now = time.monotonic()
-        if anchor is None:
-            return (now, sim_ns)
-        target = anchor[0] + (sim_ns - anchor[1]) / _NS
-        ahead = target - now
-        if ahead > 0:
-            time.sleep(ahead)
-        elif ahead < -_MAX_LAG_S:
-            self.get_logger().warning(
-                f"physics is {-ahead:.2f} s behind real time; re-anchoring (real-time factor < 1)",
-                throttle_duration_sec=5.0,
-            )
-            return (now, sim_ns)
-        return anchor
-
     # ------------------------------------------------------------------------------------- rendering
 
-    def _submit_render(self, job: _RenderJob) -> None:
-        drop_ok = self.config.real_time and not self.config.lockstep
-        with self._render_cv:
-            if not drop_ok:
-                self._render_cv.wait_for(lambda: self._render_job is None or not self._running)
-            elif self._render_job is not None:
-                self.frames_dropped += 1
-                self.get_logger().warning(
-                    f"renderer busy: dropped camera frame ({self.frames_dropped} so far)",
-                    throttle_duration_sec=5.0,
-                )
-            self._render_job = job
-            self._render_cv.notify_all()
+    def _open_renderers(self, model: Any, payload: Any) -> dict[tuple[int, int, str], Any]:
+        """One renderer per (size, profile) of the cameras (the job's, or the served ones at start)."""
+        from r2s2r_sim.rendering import RgbdRenderer
 
-    def _wait_render_idle(self) -> None:
-        with self._render_cv:
-            self._render_cv.wait_for(
-                lambda: (self._render_job is None and not self._render_busy) or not self._running
-            )
-
-    def _render_loop(self) -> None:
-        from r2s2r_sim.rendering import RgbdRenderer, depth_to_uint16_mm
-
-        model = self.world.model
-        data = mujoco.MjData(model)
-        renderers: dict[tuple[int, int, str], RgbdRenderer] = {}
-
-        def open_renderers(outs: Sequence[_CameraOut]) -> None:
-            # GL contexts are made current on this thread only, so (re)building them happens here.
-            for r in renderers.values():
-                r.close()
-            renderers.clear()
-            for cam in outs:
+        cameras: Sequence[CameraSpec] = payload[1] if payload is not None else self.server.cameras
+        renderers: dict[tuple[int, int, str], Any] = {}
+        try:
+            for cam in cameras:
                 key = (cam.width, cam.height, cam.profile.name)
                 if key not in renderers:
                     renderers[key] = RgbdRenderer(
                         model, cam.width, cam.height, profile=cam.profile
                     ).__enter__()
+        except BaseException:
+            _close_renderers(renderers)
+            raise
+        return renderers
 
-        try:
-            open_renderers(self._cameras)
-        except BaseException as err:  # reported to the constructor
-            self._render_error = err
-            self._render_ready.set()
-            for r in renderers.values():
-                r.close()
-            return
-        self._render_ready.set()
-        try:
-            while self._running:
-                with self._render_cv:
-                    self._render_cv.wait_for(lambda: self._render_job is not None or not self._running, 0.5)
-                    job = self._render_job
-                    if job is None:
-                        continue
-                    self._render_job = None
-                    self._render_busy = True
-                    self._render_cv.notify_all()
-                try:
-                    if job.model is not model:
-                        # A reset swapped the world (variation): new model, new GL resources.
-                        model = job.model
-                        data = mujoco.MjData(model)
-                        open_renderers(job.outs)
-                    data.qpos[:] = job.qpos
-                    data.mocap_pos[:] = job.mocap_pos
-                    data.mocap_quat[:] = job.mocap_quat
-                    mujoco.mj_kinematics(model, data)
-                    mujoco.mj_camlight(model, data)
-                    stamp = conv.time_msg(job.stamp_ns)
-                    started = time.perf_counter()
-                    for index in job.cameras:
-                        cam = job.outs[index]
-                        rgb, depth = renderers[(cam.width, cam.height, cam.profile.name)].render(
-                            data, cam.mjcf_camera, depth_range=cam.depth_range
-                        )
-                        self._publish_frame(cam, rgb, depth_to_uint16_mm(depth), stamp)
-                    self.render_seconds += time.perf_counter() - started
-                finally:
-                    with self._render_cv:
-                        self._render_busy = False
-                        self._render_cv.notify_all()
-        except Exception as err:  # reported, then the node stops
-            if self._running and rclpy.ok(context=self.context):
-                self.get_logger().fatal(f"render thread failed: {err!r}")
-                self._running = False
-        finally:
-            for r in renderers.values():
-                r.close()
+    def _draw(self, renderers: dict[tuple[int, int, str], Any], data: Any, job: RenderJob) -> int:
+        """Render colour and aligned depth of each due camera and publish them with the job's stamp."""
+        from r2s2r_sim.rendering import depth_to_uint16_mm
 
-    def _publish_frame(self, cam: _CameraOut, rgb: np.ndarray, depth_mm: np.ndarray, stamp: Time) -> None:
-        # Aligned depth shares the colour frame and intrinsics (realsense2_camera align_depth).
-        frame = _Frame(
-            color=conv.rgb_image_msg(rgb, stamp, cam.frame_id),
-            depth=conv.depth_image_msg(depth_mm, stamp, cam.frame_id),
-            info=conv.camera_info_msg(cam.k, cam.width, cam.height, stamp, cam.frame_id),
-        )
-        self._send_frame(cam, frame)
-        with self._render_cv:
-            self._last_frames[cam.name] = frame
-        self.frames_published += 1
+        due, cameras = job.payload
+        stamp = conv.time_msg(job.stamp)
+        for index in due:
+            cam = cameras[index]
+            rgb, depth = renderers[(cam.width, cam.height, cam.profile.name)].render(
+                data, cam.mjcf_camera, depth_range=cam.depth_range
+            )
+            self._publish_frame(cam, rgb, depth_to_uint16_mm(depth), stamp)
+        return len(due)
 
-    @staticmethod
-    def _send_frame(cam: _CameraOut, frame: _Frame) -> None:
-        cam.color_pub.publish(frame.color)
-        cam.depth_pub.publish(frame.depth)
-        cam.color_info_pub.publish(frame.info)
-        cam.depth_info_pub.publish(frame.info)
+    def _publish_frame(self, cam: CameraSpec, rgb: Any, depth_mm: Any, stamp: Time) -> None:
+        frame = camera_frame(rgb, depth_mm, cam.k, stamp, cam.frame_id)
+        self._camera(cam.name).publish(frame)
+        self._last_frames[cam.name] = frame
 
-    def _resend_frames(self) -> None:
+    def resend_frames(self) -> None:
         """Re-send each camera's last frame, as published (same stamp); lockstep's pending observation."""
-        with self._render_cv:
-            frames = [(cam, self._last_frames.get(cam.name)) for cam in self._cameras]
-        for cam, frame in frames:
+        frames = [(cam.name, self._last_frames.get(cam.name)) for cam in self.server.cameras]
+        for name, frame in frames:
             if frame is not None:
-                self._send_frame(cam, frame)
+                self._camera(name).publish(frame)
 
     # -------------------------------------------------------------------------------------- shutdown
 
     def destroy_node(self) -> None:
         """Stop and join the physics and render threads, then destroy the node."""
-        if self._cameras and self.frames_published:
+        render = self.threads.render
+        if render is not None and render.frames_published:
             self.get_logger().info(
-                f"camera frames: {self.frames_published} published, {self.frames_dropped} dropped, "
-                f"{1e3 * self.render_seconds / self.frames_published:.1f} ms per frame (render + publish)"
+                f"camera frames: {render.frames_published} published, {render.frames_dropped} dropped, "
+                f"{1e3 * render.render_seconds / render.frames_published:.1f} ms per frame (render + publish)"
             )
-        self._stop_threads(timeout=5.0)
+        self.threads.stop(timeout_s=5.0)
         super().destroy_node()
 
-    def _stop_threads(self, timeout: float = 30.0) -> None:
-        """Stop the physics and render threads and join them (each at most ``timeout`` s)."""
-        self._running = False
-        with self._cv:
-            self._cv.notify_all()
-        with self._render_cv:
-            self._render_cv.notify_all()
-        for thread in (getattr(self, "_physics_thread", None), getattr(self, "_render_thread", None)):
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout=timeout)
+
+def _close_renderers(renderers: dict[Any, Any]) -> None:
+    for r in renderers.values():
+        r.close()
 
 
 def main(args: Sequence[str] | None = None) -> int:
     """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
     use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
     return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError),
-                    help_text=lambda: node_help("sim_node", _PARAMS, vars(SimNodeConfig())))
+                    help_text=lambda: node_help("sim_node", PARAMS, vars(SimNodeConfig())))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from r2s2r_sim.world_config import TaskConfig, TaskType
 if TYPE_CHECKING:
     from r2s2r_sim.world import SimWorld
 
-__all__ = ["TASKS", "ObjectPose", "Outcome", "PickPlaceTask", "make_task"]
+__all__ = ["TASKS", "ObjectPose", "Outcome", "PickPlaceTask", "Task", "make_task"]
 
 
 @dataclass(frozen=True)
@@ -156,11 +157,47 @@ class PickPlaceTask:
         return None
 
 
-TASKS: dict[TaskType, Callable[[TaskConfig], PickPlaceTask]] = {TaskType.PICK_PLACE: PickPlaceTask}
+class Task(Protocol):
+    """What every task offers the world, the cells and the nodes (see :class:`PickPlaceTask`)."""
+
+    config: TaskConfig
+
+    def initialize_episode(
+        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+    ) -> None:
+        """Put the task's objects where this episode starts (``qpos`` only)."""
+        ...
+
+    def metrics(self, world: SimWorld) -> dict[str, float]:
+        """Named diagnostic terms for the current state."""
+        ...
+
+    def evaluate(self, world: SimWorld) -> Outcome | None:
+        """The outcome if the episode is over, else None; call it as time advances (holds are timed)."""
+        ...
+
+
+def _lazy(target: str) -> Callable[[TaskConfig], Task]:
+    """A factory importing ``module:Class`` on first use (the task modules import this one)."""
+
+    def factory(config: TaskConfig) -> Task:
+        module, _, name = target.partition(":")
+        cls: Callable[[TaskConfig], Task] = getattr(importlib.import_module(module), name)
+        return cls(config)
+
+    return factory
+
+
+TASKS: dict[TaskType, Callable[[TaskConfig], Task]] = {
+    TaskType.PICK_PLACE: PickPlaceTask,
+    TaskType.PUSH: _lazy("r2s2r_sim.tasks.push:PushTask"),
+    TaskType.STACK: _lazy("r2s2r_sim.tasks.stack:StackTask"),
+    TaskType.DRAWER: _lazy("r2s2r_sim.tasks.drawer:DrawerTask"),
+}
 """Task type -> factory; a world's ``task.type`` picks its entry."""
 
 
-def make_task(config: TaskConfig) -> PickPlaceTask:
+def make_task(config: TaskConfig) -> Task:
     """The task for a world's ``task`` config.
 
     Raises:

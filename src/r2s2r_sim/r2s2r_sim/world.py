@@ -19,7 +19,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
-from r2s2r_sim.task import ObjectPose, PickPlaceTask, make_task  # noqa: E402
+from r2s2r_sim.task import ObjectPose, Task, make_task  # noqa: E402
 from r2s2r_sim.world_compose import compose_world  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
 
@@ -286,7 +286,7 @@ class SimWorld:
         task = self.config.task
         self._obj_body = -1
         self._obj_qadr = -1
-        self.task: PickPlaceTask | None = None
+        self.task: Task | None = None
         if task is None:
             return
         self.task = make_task(task)
@@ -324,7 +324,7 @@ class SimWorld:
         """Reset to home, then let the task start its episode from ``seed``.
 
         Home is the keyframe (or ``home_qpos``); arm ctrl is set to the home positions; the task places its
-        object (:meth:`PickPlaceTask.initialize_episode` with ``np.random.default_rng(seed)``): at
+        object (:meth:`Task.initialize_episode` with ``np.random.default_rng(seed)``): at
         ``object_pose`` when given, else drawn from ``task.object_pose_range``.
         """
         model, data = self.model, self.data

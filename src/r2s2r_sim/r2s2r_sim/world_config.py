@@ -39,6 +39,13 @@ class TaskType(enum.Enum):
     """Task kinds a world may declare."""
 
     PICK_PLACE = "pick_place"
+    PUSH = "push"
+    STACK = "stack"
+    DRAWER = "drawer"
+
+
+# Task types whose success is a region around ``target_site`` (``success_radius``, ``success_height``).
+_REGION_TASKS = (TaskType.PICK_PLACE, TaskType.PUSH, TaskType.STACK)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,32 +101,59 @@ class ObjectPoseRange:
 
 @dataclass(frozen=True, kw_only=True)
 class TaskConfig:
-    """Pick-and-place task parameters.
+    """Task parameters (each task class documents which it reads).
 
     Attributes:
         type: task kind.
-        object_body: free body to pick (scene MJCF).
-        target_site: site marking the place target (scene MJCF).
-        success_radius: max horizontal object-target distance for success (m).
-        success_height: max ``|object z - target z|`` for success (m).
+        object_body: the body the task is about (scene MJCF): a free body to pick, push or stack, or the
+            moving part of an articulated object (one slide or hinge joint).
+        target_site: site marking the target (scene MJCF): the place or push target, the stacking spot
+            on the support block, or the drawer's handle.
+        success_radius: max horizontal object-target distance for success (m); required by the
+            region tasks (pick_place, push, stack).
+        success_height: max ``|object z - target z|`` for success (m); required like ``success_radius``.
         timeout: episode time limit (s).
         object_pose_range: randomisation of the object pose at reset; ``None`` keeps the MJCF pose.
         table_top_z: table height (m) for the drop check; ``None`` uses the object's MJCF resting height.
+        hold_s: how long the success condition must hold, object at rest, before it counts (s); >= 0.
+        support_body: stack: the free block the object goes on.
+        support_pose_range: stack: randomisation of the support block's pose at reset.
+        open_threshold: drawer: joint position (m or rad) the articulated object must be held past.
+        joint_start_range: drawer: uniform range of the joint position at reset (m or rad).
     """
 
     type: TaskType
     object_body: str
     target_site: str
-    success_radius: float
-    success_height: float
     timeout: float
+    success_radius: float | None = None
+    success_height: float | None = None
     object_pose_range: ObjectPoseRange | None = None
     table_top_z: float | None = None
+    hold_s: float = 0.0
+    support_body: str | None = None
+    support_pose_range: ObjectPoseRange | None = None
+    open_threshold: float | None = None
+    joint_start_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         for name in ("success_radius", "success_height", "timeout"):
             value = getattr(self, name)
-            _check(math.isfinite(value) and value > 0, name, f"must be > 0, got {value}")
+            if value is None and (name == "timeout" or self.type in _REGION_TASKS):
+                raise WorldError(f"{name}: required for task type {self.type.value!r}")
+            if value is not None:
+                _check(math.isfinite(value) and value > 0, name, f"must be > 0, got {value}")
+        _check(math.isfinite(self.hold_s) and self.hold_s >= 0, "hold_s", f"must be >= 0, got {self.hold_s}")
+        if self.type is TaskType.STACK:
+            _check(self.support_body is not None, "support_body", "required for task type 'stack'")
+        if self.type is TaskType.DRAWER:
+            _check(
+                self.open_threshold is not None and math.isfinite(self.open_threshold),
+                "open_threshold",
+                f"required (finite) for task type 'drawer', got {self.open_threshold}",
+            )
+        if self.joint_start_range is not None:
+            _check_range(self.joint_start_range, "joint_start_range")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,26 +261,35 @@ def _parse_task(r: _Reader) -> TaskConfig:
         raise r.fail(
             "type", f"unknown task type {type_name!r} (allowed: {[t.value for t in TaskType]})"
         ) from None
-    range_r = r.sub("object_pose_range", required=False)
-    pose_range = None
-    if range_r is not None:
-        yaw = _pair(range_r, "yaw", required=False)
-        pose_range = range_r.build(
-            ObjectPoseRange,
-            x=_pair(range_r, "x"),
-            y=_pair(range_r, "y"),
-            yaw=yaw if yaw is not None else (0.0, 0.0),
-        )
+    region = task_type in _REGION_TASKS
     return r.build(
         TaskConfig,
         type=task_type,
         object_body=r.str_("object_body"),
         target_site=r.str_("target_site"),
-        success_radius=r.float_("success_radius"),
-        success_height=r.float_("success_height"),
+        success_radius=r.float_("success_radius", required=region),
+        success_height=r.float_("success_height", required=region),
         timeout=r.float_("timeout"),
-        object_pose_range=pose_range,
+        object_pose_range=_pose_range(r, "object_pose_range"),
         table_top_z=r.float_("table_top_z", required=False),
+        hold_s=r.float_("hold_s", required=False, default=0.0),
+        support_body=r.str_("support_body", required=False),
+        support_pose_range=_pose_range(r, "support_pose_range"),
+        open_threshold=r.float_("open_threshold", required=False),
+        joint_start_range=_pair(r, "joint_start_range", required=False),
+    )
+
+
+def _pose_range(r: _Reader, key: str) -> ObjectPoseRange | None:
+    range_r = r.sub(key, required=False)
+    if range_r is None:
+        return None
+    yaw = _pair(range_r, "yaw", required=False)
+    return range_r.build(
+        ObjectPoseRange,
+        x=_pair(range_r, "x"),
+        y=_pair(range_r, "y"),
+        yaw=yaw if yaw is not None else (0.0, 0.0),
     )
 
 

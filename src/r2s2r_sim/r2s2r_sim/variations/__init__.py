@@ -8,7 +8,13 @@ from __future__ import annotations
 
 # Importing the axis modules registers them; they are applied in the order of the VariationConfig fields.
 from r2s2r_sim.variations import appearance, camera, clutter, objects, physics, robot_state  # noqa: F401
-from r2s2r_sim.variations.config import AXES, VariationConfig, VariationError, load_variation_config
+from r2s2r_sim.variations.config import (
+    AXES,
+    VariationConfig,
+    VariationError,
+    load_variation_config,
+    parse_variation_text,
+)
 from r2s2r_sim.variations.engine import (
     Variation,
     VariedWorld,
@@ -32,6 +38,7 @@ __all__ = [
     "load_variation_config",
     "for_world",
     "make_world",
+    "parse_variation_text",
     "sample_sweep",
     "sample_variation",
     "sweep_variation",

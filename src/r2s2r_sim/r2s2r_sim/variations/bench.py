@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations.config import VariationConfig, load_variation_config
 from r2s2r_sim.variations.engine import apply_variation, make_world, sample_variation
 from r2s2r_sim.world import SimWorld
@@ -22,7 +23,6 @@ from r2s2r_sim.worlds import world_path
 
 __all__ = ["main", "rate"]
 
-_DEFAULT_CONFIG = Path(__file__).resolve().parents[4] / "config" / "variations.yaml"
 
 
 def rate(fn: Callable[[int], object], seconds: float) -> float:
@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     world = world_path(args.world)
     if args.config is not None:
         config = load_variation_config(args.config)
-    elif _DEFAULT_CONFIG.is_file():
-        config = load_variation_config(_DEFAULT_CONFIG)
+    elif (config_dir() / "variations.yaml").is_file():
+        config = load_variation_config(config_dir() / "variations.yaml")
     else:
         config = VariationConfig()
     warnings.filterwarnings("ignore", message=".*empty prefix.*")

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import mujoco
-import yaml
+
+from r2s2r_sim.yaml_files import parse_yaml, read_yaml
 
 __all__ = [
     "AXES",
@@ -37,9 +38,8 @@ __all__ = [
     "VariationConfig",
     "VariationError",
     "load_variation_config",
+    "parse_variation_text",
 ]
-
-_MAX_FILE_BYTES = 1 << 20
 
 Range = tuple[float, float]
 
@@ -494,15 +494,21 @@ def load_variation_config(path: str | Path) -> VariationConfig:
             low > high, a negative count, a scale <= 0, ...).
     """
     path = Path(path)
-    if not path.is_file():
-        raise VariationError(f"{path}: variations file not found")
-    size = path.stat().st_size
-    if size > _MAX_FILE_BYTES:
-        raise VariationError(f"{path}: file is {size} bytes, more than the {_MAX_FILE_BYTES} allowed")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise VariationError(f"{path}: not valid YAML: {err}") from err
+    data = read_yaml(path, VariationError, kind="variations file").data
+    return _variation_config(data, path, path.resolve())
+
+
+def parse_variation_text(text: str, name: str = "variation_config") -> VariationConfig:
+    """Parse and validate variation axes given as YAML text (a reset request's ``variation_config``).
+
+    Raises:
+        VariationError: "<name>: <field>: ..." naming the field at fault, or the YAML error.
+    """
+    return _variation_config(parse_yaml(text, name, VariationError), name, None)
+
+
+def _variation_config(data: Any, where: object, source: Path | None) -> VariationConfig:
+    path = where
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -517,7 +523,7 @@ def load_variation_config(path: str | Path) -> VariationConfig:
         axes = {name: _build(hints[name], section or {}, name) for name, section in data.items()}
     except VariationError as err:
         raise VariationError(f"{path}: {err}") from None
-    return VariationConfig(**axes, source=path.resolve())
+    return VariationConfig(**axes, source=source)
 
 
 # ------------------------------------------------------------------------------- helpers for axis modules

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["WORLDS", "world_path"]
+__all__ = ["WORLDS", "WORLD_VARIATIONS_FILE", "world_path"]
 
 _HERE = Path(__file__).resolve().parent
+
+# A world folder's own variation defaults (a task's axes: its objects, friction, keep-out areas).
+WORLD_VARIATIONS_FILE = "variations.yaml"
 
 # id -> world folder.  Ids are versioned: outputs are compared over time.
 WORLDS: dict[str, Path] = {
     "tabletop-pick-v1": _HERE / "tabletop_pick",
+    "tabletop-push-v1": _HERE / "tabletop_push",
+    "tabletop-stack-v1": _HERE / "tabletop_stack",
+    "tabletop-drawer-v1": _HERE / "tabletop_drawer",
 }
 
 

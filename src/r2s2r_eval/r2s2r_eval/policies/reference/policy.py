@@ -147,6 +147,9 @@ class ReferencePolicy(Policy):
     """
 
     params_type = ReferenceParams
+    # Tool centre heights (m) above the target: carrying, and releasing (a subclass may place lower).
+    carry_height_m = _CARRY_Z_ABOVE_TARGET
+    release_height_m = _RELEASE_HEIGHT
     requires = frozenset(
         {
             ObservationKind.JOINT_STATE,
@@ -204,23 +207,27 @@ class ReferencePolicy(Policy):
         """Goal tool position (model world frame) and gripper command of a motion or gripper phase."""
         assert self._estimate is not None and self._info is not None
         cube = self._estimate.position
-        target = self._scene.target
+        target = self._target()
         open_cmd, closed_cmd = self._info.gripper_command_range
         grasp = cube + np.array([0.0, 0.0, self._p.grasp_offset_m])
-        carry_z = target[2] + _CARRY_Z_ABOVE_TARGET
+        carry_z = target[2] + self.carry_height_m
         goals = {
             Phase.APPROACH: (grasp + [0.0, 0.0, _APPROACH_HEIGHT], open_cmd),
             Phase.DESCEND: (grasp, open_cmd),
             Phase.CLOSE: (grasp, closed_cmd),
             Phase.LIFT: (np.array([grasp[0], grasp[1], carry_z]), closed_cmd),
             Phase.TRANSFER: (np.array([target[0], target[1], carry_z]), closed_cmd),
-            Phase.LOWER: (target + [0.0, 0.0, _RELEASE_HEIGHT], closed_cmd),
-            Phase.OPEN: (target + [0.0, 0.0, _RELEASE_HEIGHT], open_cmd),
+            Phase.LOWER: (target + [0.0, 0.0, self.release_height_m], closed_cmd),
+            Phase.OPEN: (target + [0.0, 0.0, self.release_height_m], open_cmd),
             Phase.RETREAT: (target + [0.0, 0.0, _RETREAT_HEIGHT], open_cmd),
             Phase.DONE: (target + [0.0, 0.0, _RETREAT_HEIGHT], open_cmd),
         }
         pos, grip = goals[phase]
         return np.asarray(pos, dtype=np.float64), float(grip)
+
+    def _target(self) -> np.ndarray:
+        """Where the cube's centre goes (model world frame, m): the task's target site."""
+        return self._scene.target
 
     def _perceive(self, obs: Observation) -> None:
         if obs.rgb is None or obs.depth is None or obs.camera_k is None or obs.camera_pose is None:

@@ -1,0 +1,58 @@
+"""Parameters of the scripted drawer-opening policy."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from r2s2r_eval.policy import PolicyParams
+
+__all__ = ["DrawerParams"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrawerParams(PolicyParams):
+    """Parameters of :class:`~r2s2r_eval.policies.drawer.policy.DrawerPolicy`.
+
+    Attributes:
+        perception_noise_m: standard deviation (m) of a bias added to the handle estimate's x, y and z,
+            drawn once per episode from the episode's policy stream; >= 0.
+        hook_offset_m: how far (m) behind the handle bar's centre, toward the drawer front, the closed
+            fingers go down; in [0, 0.1].
+        hook_depth_m: how far (m) below the bar's centre the tool centre point goes (the fingertips are
+            15 mm lower); in [-0.05, 0.1].
+        open_to_m: the opening (m along the joint axis) the policy pulls the drawer to; in (0, 1].
+        pull_speed_m_s: tool speed while pulling (m/s); in (0, 0.5].
+        speed: scale of the Cartesian, yaw and joint speed limits outside the pull; in (0, 10].
+        control_rate_hz: rate (Hz) the policy asks to be called at; in (0, 1000].
+        image_width, image_height: image size (px) the policy reads (a simulator draws that); >= 32.
+        image_rate_hz: frames per second the policy reads (it looks once, at the start); in (0, 100].
+    """
+
+    perception_noise_m: float = 0.0
+    hook_offset_m: float = 0.025
+    hook_depth_m: float = 0.003
+    open_to_m: float = 0.15
+    pull_speed_m_s: float = 0.08
+    speed: float = 1.0
+    control_rate_hz: float = 10.0
+    image_width: int = 640
+    image_height: int = 480
+    image_rate_hz: float = 1.0
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("perception_noise_m", self.perception_noise_m, 0.0 <= self.perception_noise_m, ">= 0"),
+            ("hook_offset_m", self.hook_offset_m, 0.0 <= self.hook_offset_m <= 0.1, "in [0, 0.1]"),
+            ("hook_depth_m", self.hook_depth_m, -0.05 <= self.hook_depth_m <= 0.1, "in [-0.05, 0.1]"),
+            ("open_to_m", self.open_to_m, 0.0 < self.open_to_m <= 1.0, "in (0, 1]"),
+            ("pull_speed_m_s", self.pull_speed_m_s, 0.0 < self.pull_speed_m_s <= 0.5, "in (0, 0.5]"),
+            ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
+            ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
+            ("image_width", self.image_width, self.image_width >= 32, ">= 32"),
+            ("image_height", self.image_height, self.image_height >= 32, ">= 32"),
+            ("image_rate_hz", self.image_rate_hz, 0.0 < self.image_rate_hz <= 100.0, "in (0, 100]"),
+        )
+        for name, value, ok, expected in checks:
+            if not (math.isfinite(value) and ok):
+                raise ValueError(f"{name}: must be {expected}, got {value}")

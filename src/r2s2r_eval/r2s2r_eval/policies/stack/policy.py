@@ -1,0 +1,82 @@
+"""Scripted stacking: the reference pick, with the place target perceived on the support block."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from r2s2r_eval.policies.reference.perception import estimate_cube
+from r2s2r_eval.policies.reference.policy import ReferencePolicy, _nominal_camera
+from r2s2r_eval.policies.scripted import arm_scene, geom_colour
+from r2s2r_eval.policies.stack.config import StackParams
+from r2s2r_eval.policy import EpisodeInfo, ImageRequest, Observation, PolicyError
+
+__all__ = ["StackPolicy"]
+
+
+@lru_cache(maxsize=4)
+def _support(world_dir: Path) -> tuple[tuple[float, float, float], float]:
+    """Colour and half height (m) of the world's support block, from its MJCF."""
+    from r2s2r_sim.world_config import load_world_config
+
+    task = load_world_config(world_dir).task
+    if task is None or task.support_body is None:
+        raise PolicyError(f"stack policy: world {world_dir} has no stack task (task.support_body)")
+    model = arm_scene(world_dir).model
+    body = model.body(task.support_body).id
+    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body]
+    if not geoms:
+        raise PolicyError(f"stack policy: support body {task.support_body!r} has no geom")
+    return geom_colour(model, model.geom(geoms[0]).name), float(model.geom_size[geoms[0]][2])
+
+
+class StackPolicy(ReferencePolicy):
+    """Scripted stacking: see both blocks once, pick the object block, place it on the support, retreat.
+
+    The reference pick-and-place script (:class:`ReferencePolicy`), whose place target is the perceived
+    support block's top centre plus the held block's half height, released ``release_height_m`` above
+    it.  Reads what the reference policy reads, plus the support block's colour and size from the MJCF.
+    """
+
+    params_type = StackParams
+
+    def __init__(self, params: StackParams | None = None) -> None:
+        """Build the policy; the world model is loaded at the first :meth:`reset`."""
+        super().__init__(params)
+        self._sp: StackParams = self.params  # type: ignore[assignment]
+        self.release_height_m = self._sp.release_height_m
+        self._place = np.zeros(3)
+
+    def image_request(self) -> ImageRequest:
+        """The frames the policy reads: ``image_width`` x ``image_height`` at ``image_rate_hz``."""
+        p = self._sp
+        return ImageRequest(width=p.image_width, height=p.image_height, rate_hz=p.image_rate_hz)
+
+    def reset(self, info: EpisodeInfo) -> None:
+        """Start an episode (see :meth:`ReferencePolicy.reset`); draws the support estimate's noise too."""
+        super().reset(info)
+        self._support_colour, self._support_half = _support(Path(info.world_dir))
+        self._support_noise = self._rng.normal(0.0, self._p.perception_noise_m, size=2)
+
+    def _target(self) -> np.ndarray:
+        return self._place
+
+    def _perceive(self, obs: Observation) -> None:
+        super()._perceive(obs)
+        assert obs.rgb is not None and obs.depth is not None and self._estimate is not None
+        camera_k, camera_pose = obs.camera_k, obs.camera_pose
+        if self._p.assume_camera_of:
+            height, width = obs.rgb.shape[:2]
+            camera_k, camera_pose = _nominal_camera(self._p.assume_camera_of, width, height)
+        assert camera_k is not None and camera_pose is not None
+        found = estimate_cube(
+            obs.rgb, obs.depth, camera_k, camera_pose, self._support_colour, self._support_half
+        )
+        if found is None:
+            raise PolicyError("stack policy: support block not found in the colour image")
+        centre = found.position.copy()
+        centre[:2] += self._support_noise
+        centre = self._world_to_model[:3, :3] @ centre + self._world_to_model[:3, 3]
+        self._place = centre + [0.0, 0.0, self._support_half + self._scene.cube_half_size]

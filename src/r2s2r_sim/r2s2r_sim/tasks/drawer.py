@@ -1,0 +1,120 @@
+"""Open a drawer: an articulated object whose one joint must be held past a threshold."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import mujoco
+import numpy as np
+
+from r2s2r_sim.errors import WorldError
+from r2s2r_sim.task import ObjectPose, Outcome
+from r2s2r_sim.tasks._common import HoldTimer, check_type, touching_robot
+from r2s2r_sim.world_config import TaskConfig, TaskType
+
+if TYPE_CHECKING:
+    from r2s2r_sim.world import SimWorld
+
+__all__ = ["DrawerTask"]
+
+# The joint is at rest below this speed (m/s for a slide joint, rad/s for a hinge).
+SETTLED_JOINT_SPEED = 0.01
+
+
+class DrawerTask:
+    """Pull the drawer open past ``open_threshold`` and leave it there.
+
+    **Task description:** ``task.object_body`` is the moving part of an articulated object with exactly one
+    slide or hinge joint (the drawer and its slide); ``task.target_site`` marks its handle.  The joint's
+    axis, limits, damping and friction come from the MJCF, so reconstruction and identification matter.
+
+    **Randomizations:** :meth:`initialize_episode` draws the joint's start position uniformly from
+    ``task.joint_start_range`` (``tabletop-drawer-v1``: [0, 0.03] m); without one it starts at the MJCF's
+    ``qpos0``.  Where the cabinet stands is a variation (its ``objects`` axis cannot move a fixed body).
+
+    **Success conditions:** joint position >= ``open_threshold`` (0.12 m in ``tabletop-drawer-v1``) AND the
+    joint at rest (speed < 0.01) AND no robot geom touching the drawer, all held for ``hold_s`` (0.5 s): the
+    drawer stays open on its own.
+    **Failures:** at ``timeout`` only: ``drawer_not_opened`` (below the threshold), ``drawer_held``
+    (open but still touched by the robot) or ``not_settled``, each followed by ``(timeout)``.
+
+    Metrics: ``joint_position`` (m or rad), ``open_fraction`` (joint position / ``open_threshold``),
+    ``joint_speed``, ``robot_contact`` (1.0 if a robot geom touches the drawer), ``held_s``.
+    """
+
+    def __init__(self, config: TaskConfig) -> None:
+        """Bind a task config (``WorldConfig.task``).
+
+        Raises:
+            WorldError: the config is not a drawer task.
+        """
+        check_type(config, TaskType.DRAWER, "DrawerTask")
+        self.config = config
+        self._hold = HoldTimer()
+        self._holds = False  # whether the success condition held at the last metrics()
+
+    def _joint(self, world: SimWorld) -> tuple[int, int]:
+        """``qpos`` and ``dof`` addresses of the drawer's one joint.
+
+        Raises:
+            WorldError: the body has no joint, several, or one that is neither slide nor hinge.
+        """
+        model = world.model
+        body = self.config.object_body
+        bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
+        if bid < 0:
+            raise WorldError(f"world {world.world_id!r}: task.object_body: no body {body!r}")
+        jnt = int(model.body_jntadr[bid])
+        kinds = (int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_HINGE))
+        if int(model.body_jntnum[bid]) != 1 or int(model.jnt_type[jnt]) not in kinds:
+            raise WorldError(
+                f"world {world.world_id!r}: task.object_body: body {body!r} needs exactly one slide or "
+                f"hinge joint (has {int(model.body_jntnum[bid])})"
+            )
+        return int(model.jnt_qposadr[jnt]), int(model.jnt_dofadr[jnt])
+
+    def initialize_episode(
+        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+    ) -> None:
+        """Set the joint's start position from ``joint_start_range`` (``object_pose`` does not apply)."""
+        qadr, _ = self._joint(world)
+        r = self.config.joint_start_range
+        if r is not None:
+            world.data.qpos[qadr] = rng.uniform(*r)
+
+    def metrics(self, world: SimWorld) -> dict[str, float]:
+        """Named diagnostic terms for the current state (see the class docstring); updates the hold."""
+        cfg = self.config
+        assert cfg.open_threshold is not None
+        qadr, dadr = self._joint(world)
+        q = float(world.data.qpos[qadr])
+        speed = abs(float(world.data.qvel[dadr]))
+        contact = touching_robot(world, cfg.object_body)
+        m = {
+            "joint_position": q,
+            "open_fraction": q / cfg.open_threshold if cfg.open_threshold else 0.0,
+            "joint_speed": speed,
+            "robot_contact": float(contact),
+        }
+        self._holds = q >= cfg.open_threshold and speed < SETTLED_JOINT_SPEED and not contact
+        m["held_s"] = self._hold.update(self._holds, world.time)
+        return m
+
+    def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
+        """What keeps the episode from success now: ``drawer_not_opened``, ``drawer_held`` or ..."""
+        m = self.metrics(world) if m is None else m
+        assert self.config.open_threshold is not None
+        if m["joint_position"] < self.config.open_threshold:
+            return "drawer_not_opened"
+        if m["robot_contact"] > 0.5:
+            return "drawer_held"
+        return "not_settled"
+
+    def evaluate(self, world: SimWorld) -> Outcome | None:
+        """Return the outcome if the episode is over, else None (call as time advances: holds are timed)."""
+        m = self.metrics(world)
+        if self._holds and m["held_s"] >= self.config.hold_s:
+            return Outcome(True, "success", m)
+        if world.time >= self.config.timeout:
+            return Outcome(False, f"{self.shortfall(world, m)} (timeout)", m)
+        return None

@@ -1,0 +1,62 @@
+"""Per-task study settings: every family loads, and ``r2s2r closed-loop --task`` picks a task's settings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from r2s2r_eval.policy import load_policy
+from r2s2r_eval.task_studies import TASK_STUDIES, TaskStudy, task_study
+from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.worlds import WORLDS
+
+from r2s2r_eval import closed_loop
+
+
+@pytest.mark.parametrize("task", sorted(TASK_STUDIES))
+def test_every_family_member_loads_for_its_world(task: str) -> None:
+    study = TASK_STUDIES[task]
+    assert study.world in WORLDS and load_world_config(WORLDS[study.world]).task is not None
+    assert len(study.family) >= 6
+    assert len({spec.canonical() for spec in study.family}) == len(study.family)  # all different
+    for spec in study.family:
+        load_policy(spec.name, spec.params)
+    assert study.variations.is_file()
+
+
+def test_pick_study_is_the_closed_loop_default() -> None:
+    assert closed_loop.FAMILY == task_study("pick").family
+    assert closed_loop.SMALL_FAMILY == task_study("pick").small_family
+
+
+def test_study_refuses_a_small_family() -> None:
+    with pytest.raises(ValueError, match="family needs at least 6 policies, got 1"):
+        TaskStudy(
+            task="x",
+            world="tabletop-push-v1",
+            family=task_study("push").family[:1],
+            small_family=(),
+            profile=None,
+        )
+    with pytest.raises(
+        ValueError, match=r"unknown task 'sort' \(tasks: \['drawer', 'pick', 'push', 'stack'\]\)"
+    ):
+        task_study("sort")
+
+
+def _ns(tmp_path: Path, task: str) -> argparse.Namespace:
+    return argparse.Namespace(
+        out=tmp_path / "out", task=task, profile=None, small=True, trials=None, workers=1
+    )
+
+
+def test_closed_loop_task_without_a_hardware_profile_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert closed_loop.cmd_closed_loop(_ns(tmp_path, "push")) == 2
+    err = capsys.readouterr().err
+    assert "--task push: no emulated hardware profile is written for tabletop-push-v1 yet" in err
+    assert closed_loop.cmd_closed_loop(_ns(tmp_path, "sort")) == 2
+    assert "unknown task 'sort'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
