@@ -44,6 +44,7 @@ import numpy as np
 import yaml
 
 from r2s2r_capture.errors import BagError, CalibrationError, IdentificationError, ReconstructionError
+from r2s2r_capture.template_robot import base_radius, robot_with_fit
 
 __all__ = [
     "CaptureData",
@@ -438,74 +439,6 @@ def _pick_task(objects: Sequence[Any]) -> tuple[str, str]:
     return obj.name, target.name
 
 
-def _robot_with_fit(template_cfg: Any, fitted: dict[str, float], params: Any, dst: Path) -> Path:
-    """Write the template robot MJCF with the fitted values to ``dst``, with copies of only its asset files.
-
-    The robot file may sit anywhere (its own folder, a user's package, next to other robots): the files it
-    references (meshes, textures, height fields, skins) are copied to ``dst/assets`` and the MJCF points
-    there, so the identified world is self-contained.
-    """
-    import mujoco
-    from mujoco import sysid as mjsysid
-
-    from r2s2r_capture.sysid import DELAY_NUMERIC
-
-    src = template_cfg.robot.mjcf
-    spec = mujoco.MjSpec.from_file(str(src))
-    base = Path(spec.modelfiledir or src.parent)
-    dst.mkdir(parents=True)
-    (dst / "assets").mkdir()
-    taken: set[str] = set()
-    for assets, folder in (
-        (spec.meshes, spec.meshdir),
-        (spec.textures, spec.texturedir),
-        (spec.hfields, spec.meshdir),
-        (spec.skins, spec.meshdir),
-    ):
-        for asset in assets:
-            if not asset.file:
-                continue
-            path = Path(asset.file)
-            if not path.is_absolute():
-                path = base / folder / path
-            name, k = path.name, 1
-            while name in taken:
-                name, k = f"{path.stem}_{k}{path.suffix}", k + 1
-            taken.add(name)
-            shutil.copy2(path, dst / "assets" / name)
-            asset.file = name
-    spec.meshdir = spec.texturedir = "assets"
-    mjsysid.apply_param_modifiers_spec(params, spec)
-    if "command_delay_s" in fitted:
-        spec.add_numeric(name=DELAY_NUMERIC, data=[fitted["command_delay_s"]])
-    spec.compile()
-    mjcf = dst / src.name
-    mjcf.write_text(spec.to_xml(), encoding="utf-8")
-    return mjcf
-
-
-def _base_radius(template_dir: Path, most: float = 0.15) -> float:
-    """Keep-out radius (m) around the robot base: its root body's horizontal reach, at most ``most``.
-
-    Any part of the robot inside the cylinder marks its whole cluster as robot, so the base suffices; a
-    wider cylinder would swallow objects placed close to a small arm.
-    """
-    from r2s2r_sim.world import SimWorld
-
-    world = SimWorld(template_dir)
-    model, data = world.model, world.data
-    root = int(model.jnt_bodyid[model.joint(world.arm_joint_names[0]).id])
-    while int(model.body_parentid[root]) in world.robot_body_ids:
-        root = int(model.body_parentid[root])
-    base, _ = world.base_pose()
-    reach = [
-        float(np.linalg.norm(data.geom_xpos[g][:2] - base[:2]) + model.geom_rbound[g])
-        for g in range(model.ngeom)
-        if int(model.geom_bodyid[g]) == root
-    ]
-    return min(most, max(reach, default=most))
-
-
 def real2sim(
     bags: Sequence[str | Path],
     out_dir: str | Path,
@@ -573,7 +506,7 @@ def real2sim(
     scene = rc.integrate_tsdf(frames, K, [T_wc] * len(frames), voxel=cfg.voxel)
     attach = tcfg.robot.attach
     keepout = (
-        rc.RobotKeepOut(center=tuple(attach.pos), radius=_base_radius(template_dir))
+        rc.RobotKeepOut(center=tuple(attach.pos), radius=base_radius(template_dir))
         if attach.site is None
         else None
     )
@@ -601,7 +534,7 @@ def real2sim(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        robot_mjcf = _robot_with_fit(tcfg, ident.fitted, ident._ctx["fitted"], tmp / "robot_src")
+        robot_mjcf = robot_with_fit(tcfg, ident.fitted, ident._ctx["fitted"], tmp / "robot_src")
         world = write_world(
             tmp / "world",
             template=template_dir,
