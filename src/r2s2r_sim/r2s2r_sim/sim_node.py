@@ -89,7 +89,6 @@ from r2s2r_sim.variations import (
     sample_variation,
 )
 from r2s2r_sim.world import CommandCheck, SimWorld
-from r2s2r_sim.world_config import TaskType
 from r2s2r_sim.worlds import world_path
 
 __all__ = [
@@ -499,14 +498,8 @@ class SimNode(Node):
             raise VariationError(f"variation_config: the varied world does not compile: {err}") from None
 
     def _make_task(self) -> Any:
-        task_cfg = self.world.config.task
-        if task_cfg is None:
-            return None
-        if task_cfg.type is TaskType.PICK_PLACE:
-            from r2s2r_sim.task import PickPlaceTask
-
-            return PickPlaceTask(task_cfg)
-        raise SimNodeError(f"world {self.world.world_id}: task type {task_cfg.type} has no checker")
+        """The world's own task: the one the world shows its state to as it steps (the settle rule)."""
+        return self.world.task
 
     def _pub(self, key: str, camera: str | None = None) -> Publisher:
         return interface_publisher(self, self.interface, key, camera)

@@ -223,6 +223,9 @@ class TaskConfig:
         timeout: episode time limit (s).
         object_pose_range: randomisation of the object pose at reset; ``None`` keeps the MJCF pose.
         table_top_z: table height (m) for the drop check; ``None`` uses the object's MJCF resting height.
+        settle_time: how long (s) the object must rest at the target, released, before the task succeeds.
+        settle_speed: the object's linear speed (m/s) at or below which it counts as resting.
+        settle_angular_speed: the object's angular speed (rad/s) at or below which it counts as resting.
     """
 
     type: TaskType
@@ -233,11 +236,19 @@ class TaskConfig:
     timeout: float
     object_pose_range: ObjectPoseRange | None = None
     table_top_z: float | None = None
+    settle_time: float = 0.5
+    settle_speed: float = 0.02
+    settle_angular_speed: float = 0.5
 
     def __post_init__(self) -> None:
-        for name in ("success_radius", "success_height", "timeout"):
+        for name in ("success_radius", "success_height", "timeout", "settle_speed", "settle_angular_speed"):
             value = getattr(self, name)
             _check(math.isfinite(value) and value > 0, name, f"must be > 0, got {value}")
+        _check(
+            math.isfinite(self.settle_time) and 0.0 <= self.settle_time < self.timeout,
+            "settle_time",
+            f"must be in [0, timeout) s, got {self.settle_time} (timeout {self.timeout})",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -551,6 +562,11 @@ def _parse_task(r: _Reader) -> TaskConfig:
         timeout=r.float_("timeout"),
         object_pose_range=pose_range,
         table_top_z=r.float_("table_top_z", required=False),
+        **{
+            key: value
+            for key in ("settle_time", "settle_speed", "settle_angular_speed")
+            if (value := r.float_(key, required=False)) is not None
+        },
     )
 
 
