@@ -158,6 +158,22 @@ def _scene_model(world_dir: Path) -> SceneModel:
     )
 
 
+def _reachable_z(
+    arm: KinematicArm, xy: np.ndarray, z_high: float, z_low: float, yaw: float, q0: np.ndarray
+) -> float:
+    """The highest tool height in [z_low, z_high] (1 cm steps) the arm reaches tool-down above ``xy``.
+
+    A small arm cannot carry as high as a large one; a height it cannot reach would leave the tool short of
+    its goal and tilted.  ``z_low`` when none is reachable within 3 mm.
+    """
+    rot = tool_down_rotation(yaw)
+    for z in np.arange(z_high, z_low - 1e-9, -0.01):
+        _, err = arm.ik(np.array([xy[0], xy[1], z]), rot, q0, iterations=80)
+        if err < 0.003:
+            return float(z)
+    return float(z_low)
+
+
 def _nearest_equivalent_yaw(yaw: float, reference: float) -> float:
     """The yaw ``yaw + k * pi/2`` closest to ``reference`` (a square grasp is symmetric by quarter turns)."""
     k = round((reference - yaw) / (math.pi / 2))
@@ -259,6 +275,7 @@ class ReferencePolicy(Policy):
         self._regrasps = 0
         self._carry_scale = 1.0
         self._recover_from = np.zeros(3)
+        self._approach_z = self._carry_z = self._retreat_z = math.nan
         self._events: list[tuple[float, str]] = []
 
     # ------------------------------------------------------------------------------------------ script
@@ -270,9 +287,9 @@ class ReferencePolicy(Policy):
         target = self._scene.target
         open_cmd, closed_cmd = self._info.gripper_command_range
         grasp = cube + np.array([0.0, 0.0, self._p.grasp_offset_m])
-        carry_z = target[2] + _CARRY_Z_ABOVE_TARGET
+        carry_z = self._carry_z
         goals = {
-            Phase.APPROACH: (grasp + [0.0, 0.0, _APPROACH_HEIGHT], open_cmd),
+            Phase.APPROACH: (np.array([grasp[0], grasp[1], self._approach_z]), open_cmd),
             Phase.DESCEND: (grasp, open_cmd),
             Phase.CLOSE: (grasp, closed_cmd),
             Phase.TEST_LIFT: (grasp + [0.0, 0.0, _TEST_LIFT_M], closed_cmd),
@@ -280,8 +297,8 @@ class ReferencePolicy(Policy):
             Phase.TRANSFER: (np.array([target[0], target[1], carry_z]), closed_cmd),
             Phase.LOWER: (target + [0.0, 0.0, _RELEASE_HEIGHT], closed_cmd),
             Phase.OPEN: (target + [0.0, 0.0, _RELEASE_HEIGHT], open_cmd),
-            Phase.RETREAT: (target + [0.0, 0.0, _RETREAT_HEIGHT], open_cmd),
-            Phase.DONE: (target + [0.0, 0.0, _RETREAT_HEIGHT], open_cmd),
+            Phase.RETREAT: (np.array([target[0], target[1], self._retreat_z]), open_cmd),
+            Phase.DONE: (np.array([target[0], target[1], self._retreat_z]), open_cmd),
             Phase.RECOVER: (self._recover_from, open_cmd),
         }
         pos, grip = goals[phase]
@@ -316,6 +333,20 @@ class ReferencePolicy(Policy):
         noisy = self._world_to_model[:3, :3] @ noisy + self._world_to_model[:3, 3]
         self._estimate = CubeEstimate(position=noisy, yaw=found.yaw, pixels=found.pixels)
 
+    def _plan_heights(self) -> None:
+        """Approach, carry and retreat heights: the nominal ones, or as high as the arm reaches."""
+        assert self._estimate is not None and self._q_cmd is not None
+        cube, target, q0 = self._estimate.position, self._scene.target, self._q_cmd
+        arm, yaw = self._scene.arm, self._grasp_yaw
+        grasp_z = cube[2] + self._p.grasp_offset_m
+        self._approach_z = _reachable_z(arm, cube, grasp_z + _APPROACH_HEIGHT, grasp_z + 0.04, yaw, q0)
+        low = target[2] + _RELEASE_HEIGHT + 0.03
+        self._carry_z = min(
+            _reachable_z(arm, target, target[2] + _CARRY_Z_ABOVE_TARGET, low, yaw, q0),
+            _reachable_z(arm, cube, target[2] + _CARRY_Z_ABOVE_TARGET, low, yaw, q0),
+        )
+        self._retreat_z = _reachable_z(arm, target, target[2] + _RETREAT_HEIGHT, low, yaw, q0)
+
     def _go(self, phase: Phase, stamp: float) -> None:
         self._phase = phase
         self._phase_start = stamp
@@ -335,11 +366,11 @@ class ReferencePolicy(Policy):
             self._carry_scale = min(self._carry_scale, 1.0) * 0.5
             self._carry_scale = max(self._carry_scale, 0.1 * self._p.weak_grip_speed)
         if self._regrasps >= self._p.max_regrasps:
-            self._recover_from = np.array([tool[0], tool[1], self._scene.target[2] + _RETREAT_HEIGHT])
+            self._recover_from = np.array([tool[0], tool[1], self._carry_z])
             self._go(Phase.DONE, stamp)
             return
         self._regrasps += 1
-        self._recover_from = np.array([tool[0], tool[1], self._scene.target[2] + _CARRY_Z_ABOVE_TARGET])
+        self._recover_from = np.array([tool[0], tool[1], self._carry_z])
         self._go(Phase.RECOVER, stamp)
 
     def _judge_grip(self, observation: Observation, tool: np.ndarray, elapsed: float) -> bool:
@@ -411,6 +442,7 @@ class ReferencePolicy(Policy):
                 self._sp_pos = pos
                 self._sp_yaw = _tool_yaw(rot)
             self._grasp_yaw = _nearest_equivalent_yaw(self._estimate.yaw, self._sp_yaw)
+            self._plan_heights()
             self._go(Phase.APPROACH, observation.stamp)
         assert self._q_cmd is not None
         elapsed = observation.stamp - self._phase_start
