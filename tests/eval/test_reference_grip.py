@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from r2s2r_eval.policies.reference import ReferenceParams, ReferencePolicy
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
@@ -163,3 +164,27 @@ def test_sweep_on_the_bundled_world_succeeds(tmp_path: Path) -> None:
         assert r.metrics["object_settled_s"] >= 0.5
         assert r.metrics["object_speed_m_s"] <= 0.02
     assert len({r.seed for r in rows}) == 2
+
+
+def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
+    from r2s2r_eval.policies.reference.perception import estimate_cube
+
+    # A camera 1 m above the table looking straight down (optical z = world -z), 500 px focal length.
+    k = np.array([[500.0, 0.0, 160.0], [0.0, 500.0, 120.0], [0.0, 0.0, 1.0]])
+    pose = np.eye(4)
+    pose[:3, :3] = np.diag([1.0, -1.0, -1.0])
+    pose[2, 3] = 1.0
+    rgb = np.full((240, 320, 3), 90, np.uint8)
+    depth = np.full((240, 320), 1.0, np.float32)
+    red = (230, 38, 25)
+    rgb[20:140, 20:200] = red  # a large red thing (an arm link), 36 x 24 cm, 5 cm tall
+    depth[20:140, 20:200] = 0.95
+    rgb[180:201, 250:271] = red  # the 4 cm cube: 21 px at 0.96 m
+    depth[180:201, 250:271] = 0.96
+    found = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02)
+    assert found is not None
+    # Pixel (260, 190) at 0.96 m: x = 100 * 0.96 / 500, y = -(70 * 0.96 / 500); top at 0.04 m.
+    assert np.allclose(found.position, [0.192, -0.1344, 0.02], atol=0.003), found
+    rgb[180:201, 250:271] = 90  # without the cube, the large blob is not taken for it
+    depth[180:201, 250:271] = 1.0
+    assert estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02) is None
