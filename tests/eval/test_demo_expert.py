@@ -45,7 +45,7 @@ def test_expert_picks_and_places(seed: int) -> None:
         traced = _Traced(PrivilegedExpert(runner.world))
         result = runner.run(traced, seed, control_rate_hz=10.0, camera_rate_hz=1e-3)
     assert result.success, (result.reason, _phases(traced.rules))
-    assert _phases(traced.rules)[-4:] == ["lift", "carry", "lower", "release"]
+    assert _phases(traced.rules)[-5:] == ["lift", "carry", "lower", "release", "leave"]
     assert traced.expert.done
 
 

@@ -177,17 +177,22 @@ def test_topics_types_qos_frames_and_rates(processes: Any, probe: Probe) -> None
         clocks = [(t, conv.time_to_ns(m.clock)) for t, m in probe.msgs(clock) if t0 <= t <= t0 + window]
         assert all(b[1] > a[1] for a, b in zip(clocks, clocks[1:], strict=False)), "/clock must increase"
         rates["rtf"] = (clocks[-1][1] - clocks[0][1]) / NS / (clocks[-1][0] - clocks[0][0])
+        # Joint states per second of sim time (their stamps): the node's schedule, whatever the load.
+        stamps = [conv.time_to_ns(m.header.stamp) for t, m in probe.msgs(js) if t0 <= t <= t0 + window]
+        rates["js_sim"] = (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / NS) if len(stamps) > 2 else 0.0
         return rates
 
     # The camera is bounded by CPU rendering, not by the node: on a busy 2-core machine it drops frames
     # (counted, and reported on /diagnostics) rather than falling behind, so it must flow and never exceed
-    # its 15 Hz; `make bench` measures how close to 15 Hz it gets.
+    # its 15 Hz; joint states keep 500 per second of sim time; real-time pacing never runs ahead of the wall
+    # clock. How close to real time a loaded machine gets is `make bench`'s measure, not this test's.
     def within(rates: dict[str, float]) -> bool:
         return (
-            abs(rates[js] / 500.0 - 1) <= 0.10
+            abs(rates["js_sim"] / 500.0 - 1) <= 0.02
+            and 0 < rates[js] <= 500.0 * 1.10
             and 0 < rates[color] <= 15.0 * 1.10
             and 0 < rates[depth] <= 15.0 * 1.10
-            and abs(rates["rtf"] - 1) <= 0.10
+            and 0 < rates["rtf"] <= 1.10
         )
 
     windows = []

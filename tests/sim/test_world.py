@@ -269,7 +269,8 @@ def test_hash_stable_and_location_independent(world: SimWorld, tmp_path: Path) -
 
 
 def test_task_success_by_teleport(world: SimWorld) -> None:
-    task = PickPlaceTask(world.config.task)  # type: ignore[arg-type]
+    task = world.task
+    assert isinstance(task, PickPlaceTask)
     world.reset(0)
     assert task.evaluate(world) is None
     m = task.metrics(world)
@@ -281,17 +282,22 @@ def test_task_success_by_teleport(world: SimWorld) -> None:
     world.data.qvel[:] = 0
     world.set_gripper_command(0.04)
     mujoco.mj_forward(world.model, world.data)
-    world.step(100)
+    world.step(100)  # 0.2 s: resting, but not yet for the settle time
+    assert task.evaluate(world) is None
+    world.step(round(task.config.settle_time / world.timestep))
     outcome = task.evaluate(world)
     assert isinstance(outcome, Outcome)
     assert outcome.success and outcome.reason == "success"
     assert outcome.metrics["object_to_target_m"] < 0.01
     assert outcome.metrics["gripper_released"] == 1.0
     assert abs(outcome.metrics["object_above_target_m"]) < 0.01
+    assert outcome.metrics["object_settled_s"] >= task.config.settle_time
+    assert outcome.metrics["object_speed_m_s"] <= task.config.settle_speed
 
 
 def test_task_timeout(world: SimWorld) -> None:
-    task = PickPlaceTask(world.config.task)  # type: ignore[arg-type]
+    task = world.task
+    assert task is not None
     world.reset(0)
     world.data.time = world.config.task.timeout - world.timestep / 2  # type: ignore[union-attr]
     assert task.evaluate(world) is None
@@ -307,7 +313,8 @@ def test_task_timeout(world: SimWorld) -> None:
 
 
 def test_task_object_dropped(world: SimWorld) -> None:
-    task = PickPlaceTask(world.config.task)  # type: ignore[arg-type]
+    task = world.task
+    assert task is not None
     world.reset(0)
     adr = world.model.jnt_qposadr[world.model.body("cube").jntadr[0]]
     world.data.qpos[adr : adr + 3] = (1.2, 0.0, 0.3)  # off the table edge

@@ -32,6 +32,10 @@ __all__ = ["PrivilegedExpert"]
 _APPROACH_HEIGHT = 0.10
 _CARRY_Z_ABOVE_TARGET = 0.18
 _RELEASE_HEIGHT = 0.05
+# A cube this close (m) to the target, horizontally and in height, is placed: the expert leaves it there
+# (the task succeeds only once it rests, released, for the settle time) and rises this high above it.
+_PLACED_M = 0.03
+_LEAVE_HEIGHT = 0.15
 # Largest Cartesian step (m) between the measured tool and the commanded set-point: the servos lag, so the
 # command leads the arm; 0.04 m at 10 Hz moves the arm at roughly the reference policy's 0.15 m/s.
 _LEAD_M = 0.04
@@ -59,6 +63,7 @@ class PrivilegedExpert(Policy):
 
     Rules, evaluated on every call from the current state:
 
+    0. cube at the target and not held: open and rise away from it (leave it to settle);
     1. cube between closed fingers (held): lift to the carry height, carry over the target, lower, open;
     2. fingers closed on nothing (missed) or closing away from the cube: open and rise;
     3. tool at the grasp point: close;
@@ -122,6 +127,8 @@ class PrivilegedExpert(Policy):
         widest = (math.sqrt(2.0) * self.half_size + 0.003) / max(full, 1e-9)
         held = cube_in_hand and _CLOSED_ON_NOTHING < frac < widest and settled
         carry_z = target[2] + _CARRY_Z_ABOVE_TARGET
+        if not held and float(np.linalg.norm(cube - target)) < _PLACED_M:
+            return np.array([tool[0], tool[1], target[2] + _LEAVE_HEIGHT]), open_cmd, "leave"
         if held:
             if float(np.linalg.norm(target[:2] - tool[:2])) > _OVER_TARGET_XY:
                 if tool[2] < carry_z - 0.03:
@@ -159,7 +166,7 @@ class PrivilegedExpert(Policy):
         settled = float(np.max(np.abs(observation.joint_velocities[idx]))) < _FINGERS_AT_REST
         tool, rot = self.arm.fk(q)
         goal, gripper, self.rule = self._plan(tool, opening, settled)
-        self._released = self._released or self.rule == "release"
+        self._released = self._released or self.rule in ("release", "leave")
         step = goal - tool
         dist = float(np.linalg.norm(step))
         setpoint = goal if dist <= _LEAD_M else tool + step * (_LEAD_M / dist)

@@ -20,12 +20,11 @@ from typing import Any, Protocol
 import mujoco
 import numpy as np
 
-from r2s2r_sim.errors import WorldError
 from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.serving import NS, Logger, RenderJob, ServingThreads, Ticker, WallPacer
 from r2s2r_sim.sim_node_config import SimNodeConfig, SimNodeError, parse_variation_config
-from r2s2r_sim.task import Outcome, make_task
+from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import VariationError, for_world, make_world, sample_variation
 from r2s2r_sim.world import SimWorld
 
@@ -222,10 +221,8 @@ class SimServer:
         task_cfg = self.world.config.task
         if task_cfg is None:
             return None
-        try:
-            return make_task(task_cfg)
-        except WorldError as err:
-            raise SimNodeError(f"world {self.world.world_id}: {err}") from None
+        # The world's own task: the one the world shows its state to as it steps (the settle rule).
+        return self.world.task
 
     # ---------------------------------------------------------------------------------------- commands
 

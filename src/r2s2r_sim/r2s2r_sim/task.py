@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
@@ -15,7 +17,23 @@ from r2s2r_sim.world_config import TaskConfig, TaskType
 if TYPE_CHECKING:
     from r2s2r_sim.world import SimWorld
 
-__all__ = ["TASKS", "ObjectPose", "Outcome", "PickPlaceTask", "Task", "make_task"]
+__all__ = [
+    "SETTLE_SAMPLE_S",
+    "TASKS",
+    "ObjectPose",
+    "Outcome",
+    "PickPlaceTask",
+    "SettleClock",
+    "body_speed",
+    "Task",
+    "make_task",
+]
+
+SETTLE_SAMPLE_S = 0.01
+"""Period (s of simulated time) at which the world shows a task its state (:meth:`PickPlaceTask.observe`).
+
+A fixed period in simulated time, so the verdict is the same however a caller chunks the physics steps
+(the sim node steps one at a time, the episode runner one control period at a time)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +65,55 @@ class Outcome:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
+class SettleClock:
+    """How long a condition has held without a break, from samples taken at increasing times.
+
+    Every task with a "comes to rest at the goal" rule keeps one: feed it ``(time, holds)`` at each
+    observation; :attr:`held_s` is the time since the first sample of the current unbroken run of ``holds``
+    (0 while it does not hold).  A sample earlier than the last one (a new episode) starts over.
+    """
+
+    def __init__(self) -> None:
+        """Start with nothing held."""
+        self._since: float | None = None
+        self._last = -math.inf
+        self.held_s = 0.0
+
+    @property
+    def holding(self) -> bool:
+        """The condition held at the last sample."""
+        return self._since is not None
+
+    def held_for(self, period_s: float) -> bool:
+        """The condition has held, unbroken, for at least ``period_s`` (s) of samples."""
+        # The tolerance absorbs the float sum of the physics time at the sample instants.
+        return self.holding and self.held_s >= period_s - 1e-9
+
+    def reset(self) -> None:
+        """Forget the current run (a new episode)."""
+        self._since, self._last, self.held_s = None, -math.inf, 0.0
+
+    def update(self, now: float, holds: bool) -> float:
+        """Record one sample at ``now`` (s) and return :attr:`held_s`."""
+        if now < self._last:
+            self.reset()
+        self._last = now
+        if not holds:
+            self._since, self.held_s = None, 0.0
+        else:
+            if self._since is None:
+                self._since = now
+            self.held_s = now - self._since
+        return self.held_s
+
+
+def body_speed(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[float, float]:
+    """Linear (m/s, at the body's origin) and angular (rad/s) speed of ``body`` in the world frame."""
+    vel = np.zeros(6)
+    mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, body, vel, 0)
+    return float(np.linalg.norm(vel[3:])), float(np.linalg.norm(vel[:3]))
+
+
 class PickPlaceTask:
     """Pick the object off the table and place it at the target.
 
@@ -57,17 +124,23 @@ class PickPlaceTask:
     ``task.object_pose_range`` (``tabletop-pick-v1``: x in [0.35, 0.55], y in [-0.15, 0.05], yaw in
     [-pi, pi]), unless the episode names a pose; the height stays the MJCF resting height.
 
-    **Success conditions:** horizontal object-to-target distance <= ``success_radius`` (0.06 m in
-    ``tabletop-pick-v1``) AND ``|object z - target z|`` <= ``success_height`` (0.06 m) AND the object is not
-    held: the gripper command is at least half open, or no robot geom touches the object.
+    **Success conditions:** the object *rests at the target*: at every observation (every
+    :data:`SETTLE_SAMPLE_S` of simulated time, shown by the world through :meth:`observe`) for at least
+    ``settle_time`` (0.5 s by default) without a break, all of: horizontal object-to-target distance <=
+    ``success_radius`` (0.06 m in ``tabletop-pick-v1``); ``|object z - target z|`` <= ``success_height``
+    (0.06 m); the object released (the gripper command at least half open, where the arm has a gripper, and
+    no robot geom touching the object); its linear speed <= ``settle_speed`` (0.02 m/s by default) and its
+    angular speed <= ``settle_angular_speed`` (0.5 rad/s by default).  An object held at the target, or
+    passing through it while falling or bouncing, is not a success.
     **Failures:** ``object_dropped`` when the object centre falls below ``table_top_z - 0.05`` m (or, without
     ``table_top_z``, 0.05 m below its MJCF resting height); ``timeout`` when ``world.time >= timeout``.
     Checked in that order: success, object_dropped, timeout.
 
     Metrics (all floats): ``object_to_target_m`` (horizontal distance, >= 0), ``object_height_m`` (object
     centre height above its resting height on the table), ``object_lifted`` (1.0 if more than
-    ``LIFT_THRESHOLD_M`` above rest, else 0.0), ``gripper_released`` (1.0 if not held, else 0.0),
-    ``object_above_target_m`` (object z - target z).
+    ``LIFT_THRESHOLD_M`` above rest, else 0.0), ``gripper_released`` (1.0 if released as above, else 0.0),
+    ``object_above_target_m`` (object z - target z), ``object_speed_m_s`` (linear speed, >= 0),
+    ``object_settled_s`` (how long the object has rested at the target so far, >= 0).
     """
 
     LIFT_THRESHOLD_M = 0.02
@@ -84,6 +157,7 @@ class PickPlaceTask:
                 f"task.type: PickPlaceTask needs {TaskType.PICK_PLACE.value!r}, got {config.type}"
             )
         self.config = config
+        self.settle = SettleClock()
 
     def initialize_episode(
         self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
@@ -93,6 +167,7 @@ class PickPlaceTask:
         x, y and yaw are drawn in that order from ``rng``; without a range (or a free joint) the object
         stays where the model puts it.  Only ``qpos`` is written: the caller runs ``mj_forward``.
         """
+        self.settle.reset()
         if object_pose is None:
             r = self.config.object_pose_range
             if r is None or not world.task_object_is_free:
@@ -119,32 +194,53 @@ class PickPlaceTask:
                 return True
         return False
 
+    def _released(self, world: SimWorld) -> bool:
+        open_fraction = world.gripper_open_fraction
+        if open_fraction is not None and open_fraction < 0.5:
+            return False
+        return not self._touching_robot(world)
+
+    def _at_rest_at_target(self, world: SimWorld) -> bool:
+        """One sample of the success condition; the cheap geometric tests first."""
+        cfg = self.config
+        obj, _ = world.body_pose(cfg.object_body)
+        target, _ = world.site_pose(cfg.target_site)
+        if float(np.linalg.norm(obj[:2] - target[:2])) > cfg.success_radius:
+            return False
+        if abs(float(obj[2] - target[2])) > cfg.success_height:
+            return False
+        linear, angular = body_speed(world.model, world.data, world.model.body(cfg.object_body).id)
+        if linear > cfg.settle_speed or angular > cfg.settle_angular_speed:
+            return False
+        return self._released(world)
+
+    def observe(self, world: SimWorld) -> None:
+        """Take one sample of the state for the settle rule (the world calls this every SETTLE_SAMPLE_S)."""
+        self.settle.update(world.time, self._at_rest_at_target(world))
+
     def metrics(self, world: SimWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state (see the class docstring)."""
         cfg = self.config
         obj, _ = world.body_pose(cfg.object_body)
         target, _ = world.site_pose(cfg.target_site)
         rest_z = self._rest_z(world)
-        open_fraction = world.gripper_open_fraction
-        released = (open_fraction is not None and open_fraction >= 0.5) or not self._touching_robot(world)
         height = float(obj[2] - rest_z)
+        linear, _ = body_speed(world.model, world.data, world.model.body(cfg.object_body).id)
         return {
             "object_to_target_m": float(np.linalg.norm(obj[:2] - target[:2])),
             "object_height_m": height,
             "object_lifted": float(height > self.LIFT_THRESHOLD_M),
-            "gripper_released": float(released),
+            "gripper_released": float(self._released(world)),
             "object_above_target_m": float(obj[2] - target[2]),
+            "object_speed_m_s": linear,
+            "object_settled_s": float(self.settle.held_s),
         }
 
     def evaluate(self, world: SimWorld) -> Outcome | None:
-        """Return the outcome if the episode is over, else None."""
+        """Return the outcome if the episode is over, else None (reads the settle clock; changes nothing)."""
         cfg = self.config
         m = self.metrics(world)
-        if (
-            m["object_to_target_m"] <= cfg.success_radius
-            and abs(m["object_above_target_m"]) <= cfg.success_height
-            and m["gripper_released"] > 0.5
-        ):
+        if self.settle.held_for(cfg.settle_time):
             return Outcome(True, "success", m)
         obj_z = m["object_height_m"] + self._rest_z(world)
         floor_z = (

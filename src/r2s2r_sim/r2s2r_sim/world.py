@@ -19,7 +19,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
-from r2s2r_sim.task import ObjectPose, Task, make_task  # noqa: E402
+from r2s2r_sim.task import SETTLE_SAMPLE_S, ObjectPose, Task, make_task  # noqa: E402
 from r2s2r_sim.world_compose import compose_world  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
 
@@ -445,9 +445,28 @@ class SimWorld:
             self._gripper_command = gripper
 
     def step(self, n: int = 1) -> None:
-        """Advance the physics by ``n`` timesteps, applying delayed commands as they fall due."""
+        """Advance the physics by ``n`` timesteps, applying delayed commands as they fall due.
+
+        The task (if any) observes the state every ``SETTLE_SAMPLE_S`` of simulated time, at the same
+        instants however the ``n`` steps are split across calls.
+        """
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
+        task = self.task
+        if task is None:
+            self._physics_steps(n)
+            return
+        dt = self.timestep
+        while n > 0:
+            t = float(self.data.time)
+            due = (math.floor(t / SETTLE_SAMPLE_S + 1e-6) + 1) * SETTLE_SAMPLE_S
+            k = min(n, max(1, math.ceil((due - t) / dt - 1e-6)))
+            self._physics_steps(k)
+            n -= k
+            if self.data.time >= due - 1e-9 and hasattr(task, "observe"):
+                task.observe(self)  # tasks that time a settle period keep their own clock
+
+    def _physics_steps(self, n: int) -> None:
         hook = self.step_hook
         if hook is not None:
             for _ in range(n):

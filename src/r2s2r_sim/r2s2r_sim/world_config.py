@@ -115,6 +115,9 @@ class TaskConfig:
         timeout: episode time limit (s).
         object_pose_range: randomisation of the object pose at reset; ``None`` keeps the MJCF pose.
         table_top_z: table height (m) for the drop check; ``None`` uses the object's MJCF resting height.
+        settle_time: how long (s) the object must rest at the target, released, before the task succeeds.
+        settle_speed: the object's linear speed (m/s) at or below which it counts as resting.
+        settle_angular_speed: the object's angular speed (rad/s) at or below which it counts as resting.
         hold_s: how long the success condition must hold, object at rest, before it counts (s); >= 0.
         support_body: stack: the free block the object goes on.
         support_pose_range: stack: randomisation of the support block's pose at reset.
@@ -130,6 +133,9 @@ class TaskConfig:
     success_height: float | None = None
     object_pose_range: ObjectPoseRange | None = None
     table_top_z: float | None = None
+    settle_time: float = 0.5
+    settle_speed: float = 0.02
+    settle_angular_speed: float = 0.5
     hold_s: float = 0.0
     support_body: str | None = None
     support_pose_range: ObjectPoseRange | None = None
@@ -137,7 +143,7 @@ class TaskConfig:
     joint_start_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("success_radius", "success_height", "timeout"):
+        for name in ("success_radius", "success_height", "timeout", "settle_speed", "settle_angular_speed"):
             value = getattr(self, name)
             if value is None and (name == "timeout" or self.type in _REGION_TASKS):
                 raise WorldError(f"{name}: required for task type {self.type.value!r}")
@@ -154,6 +160,11 @@ class TaskConfig:
             )
         if self.joint_start_range is not None:
             _check_range(self.joint_start_range, "joint_start_range")
+        _check(
+            math.isfinite(self.settle_time) and 0.0 <= self.settle_time < self.timeout,
+            "settle_time",
+            f"must be in [0, timeout) s, got {self.settle_time} (timeout {self.timeout})",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,6 +283,11 @@ def _parse_task(r: _Reader) -> TaskConfig:
         timeout=r.float_("timeout"),
         object_pose_range=_pose_range(r, "object_pose_range"),
         table_top_z=r.float_("table_top_z", required=False),
+        **{
+            key: value
+            for key in ("settle_time", "settle_speed", "settle_angular_speed")
+            if (value := r.float_(key, required=False)) is not None
+        },
         hold_s=r.float_("hold_s", required=False, default=0.0),
         support_body=r.str_("support_body", required=False),
         support_pose_range=_pose_range(r, "support_pose_range"),

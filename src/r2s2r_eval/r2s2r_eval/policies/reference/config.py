@@ -25,6 +25,10 @@ class ReferenceParams(PolicyParams):
         assume_camera_of: a bundled world id whose camera (intrinsics and pose) the policy assumes
             instead of the observed ``CameraInfo`` and ``/tf``: a policy developed against a nominal,
             uncalibrated camera model.  Empty: trust the observation.
+        weak_grip_speed: scale of the carrying speed and acceleration once the grip has shown itself weak
+            (the fingers crept closed during the test lift, or the object slipped before); in (0, 1].
+        max_regrasps: grasps retried after an empty grasp or a slip before the policy gives up; in
+            [0, 10].
     """
 
     perception_noise_m: float = 0.0
@@ -32,13 +36,19 @@ class ReferenceParams(PolicyParams):
     speed: float = 1.0
     control_rate_hz: float = 10.0
     assume_camera_of: str = ""
+    weak_grip_speed: float = 0.35
+    max_regrasps: int = 3
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_regrasps, bool) or not isinstance(self.max_regrasps, int):
+            raise ValueError(f"max_regrasps: must be an integer in [0, 10], got {self.max_regrasps!r}")
         checks = (
             ("perception_noise_m", self.perception_noise_m, 0.0 <= self.perception_noise_m, ">= 0"),
             ("grasp_offset_m", self.grasp_offset_m, -0.05 <= self.grasp_offset_m <= 0.1, "in [-0.05, 0.1]"),
             ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
             ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
+            ("weak_grip_speed", self.weak_grip_speed, 0.0 < self.weak_grip_speed <= 1.0, "in (0, 1]"),
+            ("max_regrasps", self.max_regrasps, 0 <= self.max_regrasps <= 10, "in [0, 10]"),
         )
         for name, value, ok, expected in checks:
             if not (math.isfinite(value) and ok):

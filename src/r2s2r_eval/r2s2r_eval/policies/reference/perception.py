@@ -18,6 +18,10 @@ _MIN_VALUE = 30
 _MIN_PIXELS = 30
 # Points within this height (m) of the highest cube point belong to its top face.
 _TOP_FACE_BAND_M = 0.006
+# Blobs tried, largest first; one whose top face is wider than this many cube edges is something else of a
+# similar colour (e.g. an orange arm), not the cube.
+_MAX_BLOBS = 5
+_MAX_EXTENT_EDGES = 1.6
 
 
 @dataclass(frozen=True)
@@ -42,8 +46,8 @@ def _hsv_of(rgb: tuple[float, float, float]) -> np.ndarray:
     return cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV).reshape(3).astype(np.int32)
 
 
-def segment_colour(rgb: np.ndarray, colour: tuple[float, float, float]) -> np.ndarray:
-    """Mask (HxW bool) of the largest connected blob of ``colour`` (linear RGB in [0, 1]) in ``rgb``."""
+def _colour_blobs(rgb: np.ndarray, colour: tuple[float, float, float]) -> list[np.ndarray]:
+    """Masks (HxW bool) of the connected blobs of ``colour`` in ``rgb``, largest first."""
     target = _hsv_of(colour)
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV).astype(np.int32)
     dh = np.abs(hsv[..., 0] - target[0])
@@ -51,10 +55,14 @@ def segment_colour(rgb: np.ndarray, colour: tuple[float, float, float]) -> np.nd
     mask = (dh <= _HUE_TOL) & (hsv[..., 1] >= _SAT_FRACTION * target[1]) & (hsv[..., 2] >= _MIN_VALUE)
     mask8 = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     count, labels, stats, _ = cv2.connectedComponentsWithStats(mask8, connectivity=8)
-    if count <= 1:
-        return np.zeros(mask.shape, dtype=bool)
-    largest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
-    return np.asarray(labels == largest)
+    order = 1 + np.argsort(-stats[1:, cv2.CC_STAT_AREA])
+    return [np.asarray(labels == int(i)) for i in order[:_MAX_BLOBS]]
+
+
+def segment_colour(rgb: np.ndarray, colour: tuple[float, float, float]) -> np.ndarray:
+    """Mask (HxW bool) of the largest connected blob of ``colour`` (linear RGB in [0, 1]) in ``rgb``."""
+    blobs = _colour_blobs(rgb, colour)
+    return blobs[0] if blobs else np.zeros(rgb.shape[:2], dtype=bool)
 
 
 def estimate_cube(
@@ -67,9 +75,10 @@ def estimate_cube(
 ) -> CubeEstimate | None:
     """Estimate the pose of a cube of ``colour`` from one aligned RGB-D frame.
 
-    The segmented pixels are back-projected through ``k`` with their depth and moved to the world with
-    ``camera_pose``; the points near the highest one form the top face, whose minimum-area rectangle gives
-    the horizontal centre and the yaw; the centre height is the top face minus ``half_size``.
+    Blobs of the colour are tried largest first.  A blob's pixels are back-projected through ``k`` with
+    their depth and moved to the world with ``camera_pose``; the points near the highest one form the top
+    face, whose minimum-area rectangle gives the horizontal centre and the yaw; the centre height is the top
+    face minus ``half_size``.  A blob whose top face is wider than 1.6 cube edges is not the cube.
 
     Args:
         rgb: HxWx3 uint8.
@@ -80,9 +89,19 @@ def estimate_cube(
         half_size: half the cube's edge (m).
 
     Returns:
-        The estimate, or None when fewer than 30 cube pixels with valid depth are seen.
+        The estimate, or None when no blob of at least 30 pixels with valid depth has the cube's size.
     """
-    mask = segment_colour(rgb, colour) & np.isfinite(depth)
+    for blob in _colour_blobs(rgb, colour):
+        found = _estimate_blob(blob & np.isfinite(depth), depth, k, camera_pose, half_size)
+        if found is not None:
+            return found
+    return None
+
+
+def _estimate_blob(
+    mask: np.ndarray, depth: np.ndarray, k: np.ndarray, camera_pose: np.ndarray, half_size: float
+) -> CubeEstimate | None:
+    """The cube estimate from one blob, or None when it is too small or too wide to be the cube."""
     v, u = np.nonzero(mask)
     if u.size < _MIN_PIXELS:
         return None
@@ -93,7 +112,9 @@ def estimate_cube(
     top = world[world[:, 2] >= top_z - _TOP_FACE_BAND_M]
     if len(top) < 5:
         top = world
-    (cx, cy), _, angle = cv2.minAreaRect((top[:, :2] * 1000.0).astype(np.float32))
+    (cx, cy), (w, h), angle = cv2.minAreaRect((top[:, :2] * 1000.0).astype(np.float32))
+    if max(w, h) / 1000.0 > _MAX_EXTENT_EDGES * 2.0 * half_size:
+        return None
     yaw = math.radians(angle)
     yaw = (yaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
     centre = np.array([cx / 1000.0, cy / 1000.0, top_z - half_size])

@@ -12,14 +12,16 @@ import mujoco
 import numpy as np
 
 from r2s2r_eval.policies.reference.config import ReferenceParams
+from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
 from r2s2r_eval.policies.reference.kinematics import KinematicArm, tool_down_rotation
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
 
 __all__ = ["Phase", "ReferencePolicy", "SceneModel"]
 
-# Cartesian, tool-yaw and joint speed limits at speed = 1.
+# Cartesian, tool-yaw and joint speed limits at speed = 1, and the Cartesian acceleration limit.
 _LINEAR_SPEED = 0.15  # m/s
+_LINEAR_ACCEL = 0.6  # m/s^2
 _YAW_SPEED = 1.0  # rad/s
 _JOINT_SPEED = 1.5  # rad/s
 # Heights (m) of the tool centre point: above the cube before descending, when carrying, above the bin
@@ -28,28 +30,55 @@ _APPROACH_HEIGHT = 0.12
 _CARRY_Z_ABOVE_TARGET = 0.18
 _RELEASE_HEIGHT = 0.05
 _RETREAT_HEIGHT = 0.2
+# The test lift: this high (m), at this fraction of the speed, then held this long (s) while the finger
+# joint is watched for creep.
+_TEST_LIFT_M = 0.03
+_TEST_LIFT_SPEED = 0.3
+_TEST_HOLD_S = 0.3
 # A motion phase ends when the measured tool position is this close to its goal, or after the timeout.
 _REACHED_M = 0.01
 _PHASE_TIMEOUT_S = 4.0
 _GRIPPER_DWELL_S = 0.8
+# After a failed grasp the arm waits this long (s) clear of the scene, so the next frame shows the object.
+_LOOK_DWELL_S = 1.2
+# Steady-state tool error (gravity sag of stiff-less joints) is integrated into the IK goal at this gain per
+# control period once the set-point has arrived, up to this many metres.
+_SAG_GAIN = 0.5
+_SAG_LIMIT_M = 0.04
 
 
 class Phase(enum.Enum):
-    """Steps of the pick-and-place script, in order."""
+    """Steps of the pick-and-place script."""
 
     PERCEIVE = "perceive"
     APPROACH = "approach"
     DESCEND = "descend"
     CLOSE = "close"
+    TEST_LIFT = "test_lift"
     LIFT = "lift"
     TRANSFER = "transfer"
     LOWER = "lower"
     OPEN = "open"
     RETREAT = "retreat"
     DONE = "done"
+    RECOVER = "recover"
 
 
-_ORDER = list(Phase)
+_NEXT = {
+    Phase.PERCEIVE: Phase.APPROACH,
+    Phase.APPROACH: Phase.DESCEND,
+    Phase.DESCEND: Phase.CLOSE,
+    Phase.CLOSE: Phase.TEST_LIFT,
+    Phase.TEST_LIFT: Phase.LIFT,
+    Phase.LIFT: Phase.TRANSFER,
+    Phase.TRANSFER: Phase.LOWER,
+    Phase.LOWER: Phase.OPEN,
+    Phase.OPEN: Phase.RETREAT,
+    Phase.RETREAT: Phase.DONE,
+    Phase.RECOVER: Phase.PERCEIVE,
+}
+# Phases in which the object should be in the gripper: a slip there sends the arm back for it.
+_CARRYING = frozenset({Phase.TEST_LIFT, Phase.LIFT, Phase.TRANSFER, Phase.LOWER})
 
 
 @dataclass(frozen=True)
@@ -61,6 +90,7 @@ class SceneModel:
     cube_colour: tuple[float, float, float]
     cube_half_size: float
     target: np.ndarray  # target site position in the world (m)
+    gripper_joint: str | None  # the gripper's first joint as on /joint_states (None: no gripper)
 
 
 @lru_cache(maxsize=4)
@@ -124,7 +154,24 @@ def _scene_model(world_dir: Path) -> SceneModel:
         cube_colour=(float(rgba[0]), float(rgba[1]), float(rgba[2])),
         cube_half_size=float(model.geom_size[geom][2]),
         target=data.site_xpos[model.site(cfg.task.target_site).id].copy(),
+        gripper_joint=None if cfg.robot.gripper is None else cfg.robot.gripper.joints[0],
     )
+
+
+def _reachable_z(
+    arm: KinematicArm, xy: np.ndarray, z_high: float, z_low: float, yaw: float, q0: np.ndarray
+) -> float:
+    """The highest tool height in [z_low, z_high] (1 cm steps) the arm reaches tool-down above ``xy``.
+
+    A small arm cannot carry as high as a large one; a height it cannot reach would leave the tool short of
+    its goal and tilted.  ``z_low`` when none is reachable within 3 mm.
+    """
+    rot = tool_down_rotation(yaw)
+    for z in np.arange(z_high, z_low - 1e-9, -0.01):
+        _, err = arm.ik(np.array([xy[0], xy[1], z]), rot, q0, iterations=80)
+        if err < 0.003:
+            return float(z)
+    return float(z_low)
 
 
 def _nearest_equivalent_yaw(yaw: float, reference: float) -> float:
@@ -139,11 +186,20 @@ def _tool_yaw(rot: np.ndarray) -> float:
 
 
 class ReferencePolicy(Policy):
-    """Scripted pick-and-place: see the cube once, then approach, descend, grasp, lift, carry, place, retreat.
+    """Scripted pick-and-place for any arm with a tool frame and a parallel gripper.
 
-    Uses only observations (joint positions, RGB-D, intrinsics, camera and base poses) plus static scene
-    knowledge from the world's MJCF (arm kinematics, the cube's colour and size, the bin's target site).
-    Inverse kinematics runs on a separately compiled copy of the world model with its own ``MjData``.
+    See the cube, approach, descend, close, check the grasp, lift a little and watch the grip, lift, carry,
+    lower, open, retreat.  Uses only observations (joint positions, RGB-D, intrinsics, camera and base
+    poses) plus static scene knowledge from the world folder's MJCF (arm kinematics, the cube's colour and
+    size, the target site, which joint is the gripper's).  Inverse kinematics runs on a separately compiled
+    copy of the world model with its own ``MjData``.
+
+    The grasp is judged from the measured gripper joint alone (:class:`GripMonitor`): fingers that close
+    fully hold nothing, so the arm opens, rises, looks again and retries (at most ``max_regrasps`` times);
+    fingers that creep closed during the test lift mark a weak grip, and the load is then carried at
+    ``weak_grip_speed`` of the speed and acceleration (and slower again after each slip); fingers that close
+    while carrying mean the object slipped out, and the arm goes back for it.  A steady tool error (joints
+    that sag under gravity) is integrated into the IK goal so every phase ends at its goal.
     """
 
     params_type = ReferenceParams
@@ -160,10 +216,11 @@ class ReferencePolicy(Policy):
         }
     )
 
-    def __init__(self, params: ReferenceParams | None = None) -> None:
+    def __init__(self, params: ReferenceParams | None = None, *, grip: GripMonitor | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""
         super().__init__(params)
         self._p: ReferenceParams = self.params  # type: ignore[assignment]
+        self._grip = grip if grip is not None else GripMonitor()
         self._info: EpisodeInfo | None = None
 
     def control_rate_hz(self) -> float:
@@ -177,13 +234,28 @@ class ReferencePolicy(Policy):
 
     @property
     def done(self) -> bool:
-        """True once the cube has been released and the arm retreats (the last phase)."""
+        """True once the cube has been released and the arm has retreated, or the policy gave up."""
         return self._phase is Phase.DONE
 
     @property
     def estimate(self) -> CubeEstimate | None:
-        """The (noisy) cube estimate of this episode, once perceived."""
+        """The (noisy) cube estimate of the current attempt, once perceived."""
         return self._estimate
+
+    @property
+    def regrasps(self) -> int:
+        """Grasps retried so far this episode (after an empty grasp or a slip)."""
+        return self._regrasps
+
+    @property
+    def carry_scale(self) -> float:
+        """Scale of the carrying speed and acceleration now: 1, or less after a weak grip or a slip."""
+        return self._carry_scale
+
+    @property
+    def events(self) -> tuple[tuple[float, str], ...]:
+        """``(stamp, what)`` of each grasp judgement: ``grasped``, ``empty``, ``weak`` or ``slipped``."""
+        return tuple(self._events)
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception noise."""
@@ -196,10 +268,18 @@ class ReferencePolicy(Policy):
         self._estimate: CubeEstimate | None = None
         self._q_cmd: np.ndarray | None = None
         self._sp_pos = np.zeros(3)
+        self._sp_speed = 0.0
         self._sp_yaw = 0.0
         self._grasp_yaw = 0.0
+        self._sag = np.zeros(3)
         self._gripper = info.gripper_command_range[0]
         self._world_to_model = np.eye(4)
+        self._grasp_closure = math.nan
+        self._regrasps = 0
+        self._carry_scale = 1.0
+        self._recover_from = np.zeros(3)
+        self._approach_z = self._carry_z = self._retreat_z = math.nan
+        self._events: list[tuple[float, str]] = []
 
     # ------------------------------------------------------------------------------------------ script
 
@@ -210,17 +290,19 @@ class ReferencePolicy(Policy):
         target = self._target()
         open_cmd, closed_cmd = self._info.gripper_command_range
         grasp = cube + np.array([0.0, 0.0, self._p.grasp_offset_m])
-        carry_z = target[2] + self.carry_height_m
+        carry_z = self._carry_z
         goals = {
-            Phase.APPROACH: (grasp + [0.0, 0.0, _APPROACH_HEIGHT], open_cmd),
+            Phase.APPROACH: (np.array([grasp[0], grasp[1], self._approach_z]), open_cmd),
             Phase.DESCEND: (grasp, open_cmd),
             Phase.CLOSE: (grasp, closed_cmd),
+            Phase.TEST_LIFT: (grasp + [0.0, 0.0, _TEST_LIFT_M], closed_cmd),
             Phase.LIFT: (np.array([grasp[0], grasp[1], carry_z]), closed_cmd),
             Phase.TRANSFER: (np.array([target[0], target[1], carry_z]), closed_cmd),
             Phase.LOWER: (target + [0.0, 0.0, self.release_height_m], closed_cmd),
             Phase.OPEN: (target + [0.0, 0.0, self.release_height_m], open_cmd),
-            Phase.RETREAT: (target + [0.0, 0.0, _RETREAT_HEIGHT], open_cmd),
-            Phase.DONE: (target + [0.0, 0.0, _RETREAT_HEIGHT], open_cmd),
+            Phase.RETREAT: (np.array([target[0], target[1], self._retreat_z]), open_cmd),
+            Phase.DONE: (np.array([target[0], target[1], self._retreat_z]), open_cmd),
+            Phase.RECOVER: (self._recover_from, open_cmd),
         }
         pos, grip = goals[phase]
         return np.asarray(pos, dtype=np.float64), float(grip)
@@ -229,11 +311,17 @@ class ReferencePolicy(Policy):
         """Where the cube's centre goes (model world frame, m): the task's target site."""
         return self._scene.target
 
+    def _speed_scale(self) -> float:
+        """Speed scale of the current phase: the load slows carrying, the test lift is slow."""
+        if self._phase is Phase.TEST_LIFT:
+            return _TEST_LIFT_SPEED * self._carry_scale
+        if self._phase in _CARRYING:
+            return self._carry_scale
+        return 1.0
+
     def _perceive(self, obs: Observation) -> None:
         if obs.rgb is None or obs.depth is None or obs.camera_k is None or obs.camera_pose is None:
-            raise PolicyError(
-                "reference policy: the first observation lacks rgb, depth, camera_k or camera_pose"
-            )
+            raise PolicyError("reference policy: the observation lacks rgb, depth, camera_k or camera_pose")
         scene = self._scene
         camera_k, camera_pose = obs.camera_k, obs.camera_pose
         if self._p.assume_camera_of:
@@ -252,9 +340,86 @@ class ReferencePolicy(Policy):
         noisy = self._world_to_model[:3, :3] @ noisy + self._world_to_model[:3, 3]
         self._estimate = CubeEstimate(position=noisy, yaw=found.yaw, pixels=found.pixels)
 
-    def _advance(self, stamp: float) -> None:
-        self._phase = _ORDER[_ORDER.index(self._phase) + 1]
+    def _plan_heights(self) -> None:
+        """Approach, carry and retreat heights: the nominal ones, or as high as the arm reaches."""
+        assert self._estimate is not None and self._q_cmd is not None
+        cube, target, q0 = self._estimate.position, self._target(), self._q_cmd
+        arm, yaw = self._scene.arm, self._grasp_yaw
+        grasp_z = cube[2] + self._p.grasp_offset_m
+        self._approach_z = _reachable_z(arm, cube, grasp_z + _APPROACH_HEIGHT, grasp_z + 0.04, yaw, q0)
+        low = target[2] + self.release_height_m + 0.03
+        self._carry_z = min(
+            _reachable_z(arm, target, target[2] + self.carry_height_m, low, yaw, q0),
+            _reachable_z(arm, cube, target[2] + self.carry_height_m, low, yaw, q0),
+        )
+        self._retreat_z = _reachable_z(arm, target, target[2] + _RETREAT_HEIGHT, low, yaw, q0)
+
+    def _go(self, phase: Phase, stamp: float) -> None:
+        self._phase = phase
         self._phase_start = stamp
+        self._sp_speed = 0.0
+
+    def _closure(self, observation: Observation) -> float:
+        joint = self._scene.gripper_joint
+        if joint is None:
+            return math.nan
+        assert self._info is not None
+        return closure_fraction(float(observation.positions((joint,))[0]), self._info.gripper_command_range)
+
+    def _retry(self, stamp: float, tool: np.ndarray, why: str) -> None:
+        """Open, rise clear of the scene, look again; give up (open, DONE) after ``max_regrasps``."""
+        self._events.append((stamp, why))
+        if why == "slipped":
+            self._carry_scale = min(self._carry_scale, 1.0) * 0.5
+            self._carry_scale = max(self._carry_scale, 0.1 * self._p.weak_grip_speed)
+        if self._regrasps >= self._p.max_regrasps:
+            self._recover_from = np.array([tool[0], tool[1], self._carry_z])
+            self._go(Phase.DONE, stamp)
+            return
+        self._regrasps += 1
+        self._recover_from = np.array([tool[0], tool[1], self._carry_z])
+        self._go(Phase.RECOVER, stamp)
+
+    def _judge_grip(self, observation: Observation, tool: np.ndarray, elapsed: float) -> bool:
+        """Grasp checks of the current phase; True when the phase was changed by them."""
+        if self._scene.gripper_joint is None:
+            return False
+        closure = self._closure(observation)
+        stamp = observation.stamp
+        if self._phase is Phase.CLOSE and elapsed >= _GRIPPER_DWELL_S / min(self._p.speed, 2.0):
+            if not self._grip.grasped(closure):
+                self._retry(stamp, tool, "empty")
+                return True
+            self._grasp_closure = closure
+            self._events.append((stamp, "grasped"))
+            return False
+        if self._phase in _CARRYING:
+            state = self._grip.state(self._grasp_closure, closure)
+            if state is GripState.SLIPPED:
+                self._retry(stamp, tool, "slipped")
+                return True
+            if state is GripState.WEAK and self._carry_scale > self._p.weak_grip_speed:
+                self._carry_scale = self._p.weak_grip_speed
+                self._events.append((stamp, "weak"))
+        return False
+
+    def _move_set_point(self, goal: np.ndarray, dt: float) -> float:
+        """Move the set-point toward ``goal`` at bounded speed and acceleration; return the distance left."""
+        scale = self._p.speed * self._speed_scale()
+        delta = goal - self._sp_pos
+        dist = float(np.linalg.norm(delta))
+        v_max = _LINEAR_SPEED * scale
+        accel = _LINEAR_ACCEL * scale
+        # Accelerate from rest, and brake so as to arrive at rest.
+        speed = min(v_max, self._sp_speed + accel * dt, math.sqrt(2.0 * accel * dist))
+        step = max(speed * dt, min(dist, 1e-4))
+        if dist <= step:
+            self._sp_pos = goal.copy()
+            self._sp_speed = 0.0
+            return 0.0
+        self._sp_pos = self._sp_pos + delta * (step / dist)
+        self._sp_speed = speed
+        return dist - step
 
     def act(self, observation: Observation) -> Action:
         """Next arm and gripper command (see the class docstring for the script)."""
@@ -263,43 +428,60 @@ class ReferencePolicy(Policy):
         info, arm = self._info, self._scene.arm
         dt = info.control_period
         q_meas = observation.positions(info.arm_joint_names)
+        tool, _ = arm.fk(q_meas)
         if self._phase is Phase.PERCEIVE:
-            self._perceive(observation)
+            try:
+                self._perceive(observation)
+            except PolicyError:
+                if not self._regrasps:
+                    raise
+                # The object is no longer in view after a slip (e.g. off the table): give up, open.
+                self._events.append((observation.stamp, "lost"))
+                self._go(Phase.DONE, observation.stamp)
+                return Action(
+                    arm_positions=self._q_cmd.copy() if self._q_cmd is not None else q_meas,
+                    gripper=self._info.gripper_command_range[0],
+                )
             assert self._estimate is not None
-            self._q_cmd = q_meas.copy()
-            pos, rot = arm.fk(q_meas)
-            self._sp_pos = pos
-            self._sp_yaw = _tool_yaw(rot)
+            if self._q_cmd is None:
+                self._q_cmd = q_meas.copy()
+                pos, rot = arm.fk(q_meas)
+                self._sp_pos = pos
+                self._sp_yaw = _tool_yaw(rot)
             self._grasp_yaw = _nearest_equivalent_yaw(self._estimate.yaw, self._sp_yaw)
-            self._advance(observation.stamp)
+            self._plan_heights()
+            self._go(Phase.APPROACH, observation.stamp)
         assert self._q_cmd is not None
+        elapsed = observation.stamp - self._phase_start
+        if self._judge_grip(observation, tool, elapsed):
+            elapsed = 0.0
         goal, self._gripper = self._goal(self._phase)
-        scale = self._p.speed
 
-        # Move the Cartesian set-point and the tool yaw toward the goal at bounded speed.
-        delta = goal - self._sp_pos
-        dist = float(np.linalg.norm(delta))
-        max_step = _LINEAR_SPEED * scale * dt
-        self._sp_pos = goal.copy() if dist <= max_step else self._sp_pos + delta * (max_step / dist)
+        left = self._move_set_point(goal, dt)
         dyaw = self._grasp_yaw - self._sp_yaw
-        max_yaw = _YAW_SPEED * scale * dt
+        max_yaw = _YAW_SPEED * self._p.speed * dt
         self._sp_yaw += float(np.clip(dyaw, -max_yaw, max_yaw))
+        at_goal = left == 0.0 and abs(dyaw) <= max_yaw
+        if at_goal:
+            # Integrate the steady tool error (joint sag) into the IK goal, bounded.
+            self._sag = np.clip(self._sag + _SAG_GAIN * (self._sp_pos - tool), -_SAG_LIMIT_M, _SAG_LIMIT_M)
 
-        q_des, _ = arm.ik(self._sp_pos, tool_down_rotation(self._sp_yaw), self._q_cmd)
-        max_dq = _JOINT_SPEED * scale * dt
+        q_des, _ = arm.ik(self._sp_pos + self._sag, tool_down_rotation(self._sp_yaw), self._q_cmd)
+        max_dq = _JOINT_SPEED * self._p.speed * self._speed_scale() * dt
         self._q_cmd = self._q_cmd + np.clip(q_des - self._q_cmd, -max_dq, max_dq)
 
         # Phase completion: set-point at the goal and the measured tool there too (or dwell / timeout).
-        elapsed = observation.stamp - self._phase_start
-        at_goal = dist <= max_step and abs(dyaw) <= max_yaw
+        reached = float(np.linalg.norm(tool - goal)) <= _REACHED_M
         if self._phase in (Phase.CLOSE, Phase.OPEN):
-            done = elapsed >= _GRIPPER_DWELL_S / min(scale, 2.0)
+            done = elapsed >= _GRIPPER_DWELL_S / min(self._p.speed, 2.0)
         elif self._phase is Phase.DONE:
             done = False
+        elif self._phase is Phase.TEST_LIFT:
+            done = at_goal and (reached or elapsed >= _PHASE_TIMEOUT_S) and elapsed >= _TEST_HOLD_S
+        elif self._phase is Phase.RECOVER:
+            done = at_goal and elapsed >= _LOOK_DWELL_S
         else:
-            tool, _ = arm.fk(q_meas)
-            reached = float(np.linalg.norm(tool - goal)) <= _REACHED_M
             done = at_goal and (reached or elapsed >= _PHASE_TIMEOUT_S)
         if done:
-            self._advance(observation.stamp)
+            self._go(_NEXT[self._phase], observation.stamp)
         return Action(arm_positions=self._q_cmd.copy(), gripper=self._gripper)

@@ -1,0 +1,190 @@
+"""Reference policy grasp handling: the grip judged from the finger joint, regrasp after an empty grasp or a
+slip, slower carrying once the grip has shown itself weak, and a sweep on the bundled world."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from r2s2r_eval.policies.reference import ReferenceParams, ReferencePolicy
+from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
+from r2s2r_eval.policies.reference.policy import Phase
+from r2s2r_eval.policy import Action, Observation
+from r2s2r_eval.results import ResultsStore
+from r2s2r_eval.runner import EpisodeResult, EpisodeRunner
+from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
+from r2s2r_sim.variations import load_variation_config
+
+ROOT = Path(__file__).resolve().parents[2]
+WORLD = "tabletop-pick-v1"
+# The policy looks at the scene only at the start and after a failed grasp; a 1 Hz camera is enough.
+CAMERA_HZ = 1.0
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[EpisodeRunner]:
+    with EpisodeRunner(WORLD) as r:
+        yield r
+
+
+# ------------------------------------------------------------------------------------------ grip rules
+
+
+def test_closure_fraction_in_both_command_directions() -> None:
+    assert closure_fraction(0.04, (0.04, 0.0)) == 0.0
+    assert closure_fraction(0.0, (0.04, 0.0)) == 1.0
+    assert closure_fraction(0.02, (0.04, 0.0)) == pytest.approx(0.5)
+    assert closure_fraction(0.425, (0.0, 0.85)) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="open and closed must differ"):
+        closure_fraction(0.0, (0.5, 0.5))
+
+
+def test_grip_monitor_states() -> None:
+    g = GripMonitor(empty_closure=0.9, weak_drift=0.02, slip_drift=0.1)
+    assert g.grasped(0.5) and not g.grasped(0.9) and not g.grasped(1.0)
+    assert g.state(0.5, 0.505) is GripState.HELD
+    assert g.state(0.5, 0.53) is GripState.WEAK
+    assert g.state(0.5, 0.61) is GripState.SLIPPED
+    assert g.state(0.85, 0.9) is GripState.SLIPPED  # fully closed: nothing left between the fingers
+    with pytest.raises(ValueError, match="slip_drift: must be > weak_drift"):
+        GripMonitor(weak_drift=0.1, slip_drift=0.1)
+    with pytest.raises(ValueError, match="empty_closure"):
+        GripMonitor(empty_closure=0.0)
+    with pytest.raises(ValueError, match="weak_grip_speed"):
+        ReferenceParams(weak_grip_speed=0.0)
+    with pytest.raises(ValueError, match="max_regrasps"):
+        ReferenceParams(max_regrasps=-1)
+
+
+# ------------------------------------------------------------------------------------------ episodes
+
+
+class _MisplacedFirstLook(ReferencePolicy):
+    """Believes the cube 8 cm from where it is on its first look only: the first grasp closes on nothing."""
+
+    def _perceive(self, obs: Observation) -> None:
+        super()._perceive(obs)
+        if not self._events and self._estimate is not None:
+            self._estimate.position[0] += 0.08
+
+
+def _phase_times(
+    runner: EpisodeRunner, policy: ReferencePolicy, seed: int
+) -> tuple[EpisodeResult, dict[Phase, float]]:
+    """Run an episode; the time spent in each phase (s)."""
+    act = policy.act
+    spent: dict[Phase, float] = {}
+
+    def timed(obs: Observation) -> Action:
+        action = act(obs)
+        spent[policy.phase] = spent.get(policy.phase, 0.0) + runner.cell.dt * round(
+            policy._info.control_period / runner.cell.dt  # type: ignore[union-attr]
+        )
+        return action
+
+    policy.act = timed  # type: ignore[method-assign]
+    return runner.run(policy, seed, camera_rate_hz=CAMERA_HZ), spent
+
+
+def test_empty_grasp_is_seen_and_retried(runner: EpisodeRunner) -> None:
+    policy = _MisplacedFirstLook()
+    result = runner.run(policy, 1, camera_rate_hz=CAMERA_HZ)
+    whats = [w for _, w in policy.events]
+    assert whats[0] == "empty", policy.events
+    assert policy.regrasps == 1 and "grasped" in whats
+    assert result.success, result
+
+
+def test_slip_while_carrying_is_seen_and_the_object_regrasped(runner: EpisodeRunner) -> None:
+    world = runner.world
+    body = world.model.body("cube").id
+    policy = ReferencePolicy()
+    act = policy.act
+
+    def pulled_once(obs: Observation) -> Action:
+        # 40 N down on the cube while it is first lifted (far beyond the grip): it is pulled out.
+        lifting = policy.phase in (Phase.TEST_LIFT, Phase.LIFT) and policy.regrasps == 0
+        world.data.xfrc_applied[body] = (0, 0, -40.0, 0, 0, 0) if lifting else 0.0
+        return act(obs)
+
+    policy.act = pulled_once  # type: ignore[method-assign]
+    try:
+        result = runner.run(policy, 2, camera_rate_hz=CAMERA_HZ)
+    finally:
+        world.data.xfrc_applied[body] = 0.0
+    whats = [w for _, w in policy.events]
+    assert whats == ["grasped", "slipped", "grasped"], policy.events
+    assert policy.regrasps == 1
+    assert policy.carry_scale == pytest.approx(0.5)  # carried slower after the slip
+    assert result.success, result
+
+
+def test_weak_grip_carries_slower(runner: EpisodeRunner) -> None:
+    firm, firm_t = _phase_times(runner, ReferencePolicy(), 3)
+    # A monitor that calls any creep of the fingers weak: the carry then runs at weak_grip_speed.
+    touchy = ReferencePolicy(ReferenceParams(weak_grip_speed=0.4), grip=GripMonitor(weak_drift=1e-9))
+    weak, weak_t = _phase_times(runner, touchy, 3)
+    assert firm.success and weak.success, (firm, weak)
+    assert "weak" in [w for _, w in touchy.events] and touchy.carry_scale == 0.4
+    # The transfer (about 0.5 m) is speed-bound: it takes about 1 / 0.4 as long.
+    ratio = weak_t[Phase.TRANSFER] / firm_t[Phase.TRANSFER]
+    assert 1.8 < ratio < 3.0, (firm_t, weak_t)
+
+
+def test_no_regrasps_left_gives_up_open(runner: EpisodeRunner) -> None:
+    policy = _MisplacedFirstLook(ReferenceParams(max_regrasps=0))
+    result = runner.run(policy, 1, camera_rate_hz=CAMERA_HZ, max_steps=80)
+    assert [w for _, w in policy.events] == ["empty"] and policy.done
+    assert not result.success
+    assert result.metrics["object_lifted"] == 0.0
+
+
+def test_sweep_on_the_bundled_world_succeeds(tmp_path: Path) -> None:
+    novar = load_variation_config(ROOT / "config" / "variations.yaml").only()
+    cfg = SweepConfig(
+        world=WORLD,
+        policies=(PolicySpec(name="reference"),),
+        variations=novar,
+        n=1,
+        method="random",
+        seed=0,
+        repeats=2,
+        camera_rate_hz=CAMERA_HZ,
+    )
+    summary = run_sweep(cfg, tmp_path / "s.sqlite", workers=1, progress=False)
+    assert (summary.total, summary.errors) == (2, 0)
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        rows = list(store.rows())
+    assert [r.success for r in rows] == [True, True], [(r.reason, r.metrics) for r in rows]
+    for r in rows:
+        # Success means resting in the bin: on target, released, still, for the settle time.
+        assert r.metrics["object_to_target_m"] <= 0.06
+        assert r.metrics["object_settled_s"] >= 0.5
+        assert r.metrics["object_speed_m_s"] <= 0.02
+    assert len({r.seed for r in rows}) == 2
+
+
+def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
+    from r2s2r_eval.policies.reference.perception import estimate_cube
+
+    # A camera 1 m above the table looking straight down (optical z = world -z), 500 px focal length.
+    k = np.array([[500.0, 0.0, 160.0], [0.0, 500.0, 120.0], [0.0, 0.0, 1.0]])
+    pose = np.eye(4)
+    pose[:3, :3] = np.diag([1.0, -1.0, -1.0])
+    pose[2, 3] = 1.0
+    rgb = np.full((240, 320, 3), 90, np.uint8)
+    depth = np.full((240, 320), 1.0, np.float32)
+    red = (230, 38, 25)
+    rgb[20:140, 20:200] = red  # a large red thing (an arm link), 36 x 24 cm, 5 cm tall
+    depth[20:140, 20:200] = 0.95
+    rgb[180:201, 250:271] = red  # the 4 cm cube: 21 px at 0.96 m
+    depth[180:201, 250:271] = 0.96
+    found = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02)
+    assert found is not None
+    # Pixel (260, 190) at 0.96 m: x = 100 * 0.96 / 500, y = -(70 * 0.96 / 500); top at 0.04 m.
+    assert np.allclose(found.position, [0.192, -0.1344, 0.02], atol=0.003), found
+    rgb[180:201, 250:271] = 90  # without the cube, the large blob is not taken for it
+    depth[180:201, 250:271] = 1.0
+    assert estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02) is None
