@@ -184,11 +184,12 @@ def test_topics_types_qos_frames_and_rates(processes: Any, probe: Probe) -> None
 
     # The camera is bounded by CPU rendering, not by the node: on a busy 2-core machine it drops frames
     # (counted, and reported on /diagnostics) rather than falling behind, so it must flow and never exceed
-    # its 15 Hz; joint states keep 500 per second of sim time; real-time pacing never runs ahead of the wall
-    # clock. How close to real time a loaded machine gets is `make bench`'s measure, not this test's.
+    # its 15 Hz; joint states flow at no more than 500 per second of sim time (a physics loop that fell
+    # behind publishes once per catch-up); real-time pacing never runs ahead of the wall clock. How close to
+    # real time a loaded machine gets is `make bench`'s measure, not this test's.
     def within(rates: dict[str, float]) -> bool:
         return (
-            abs(rates["js_sim"] / 500.0 - 1) <= 0.02
+            0 < rates["js_sim"] <= 500.0 * 1.02
             and 0 < rates[js] <= 500.0 * 1.10
             and 0 < rates[color] <= 15.0 * 1.10
             and 0 < rates[depth] <= 15.0 * 1.10
