@@ -166,3 +166,14 @@ def test_module_class_string_loads_a_plugin() -> None:
     assert action.arm_positions.tolist() == [0.1, 0.2]
     with pytest.raises(PolicyError, match="params must be _Params"):
         _Hold(PolicyParams())
+
+
+def test_a_shared_base_is_checked_in_its_subclasses() -> None:
+    from r2s2r_eval.policies.scripted.base import ScriptedPolicy
+
+    class Partial(ScriptedPolicy, base=True):  # a shared base may leave reset/act to its subclasses
+        pass
+
+    assert issubclass(Partial, ScriptedPolicy)
+    with pytest.raises(TypeError, match="must override Policy.act"):
+        type("NoAct", (ScriptedPolicy,), {"reset": lambda self, info: None})

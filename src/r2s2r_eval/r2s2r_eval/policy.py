@@ -255,14 +255,17 @@ class Policy:
 
     A subclass sets ``params_type`` to a frozen dataclass derived from :class:`PolicyParams`, lists the
     observation parts it needs in ``requires``, and overrides :meth:`reset` and :meth:`act`. The contract is
-    checked when the subclass is defined.
+    checked when the subclass is defined; a shared base of several policies declares itself with
+    ``class Base(Policy, base=True)`` and is checked in its subclasses.
     """
 
     params_type: ClassVar[type[PolicyParams]] = PolicyParams
     requires: ClassVar[frozenset[ObservationKind]] = frozenset({ObservationKind.JOINT_STATE})
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, base: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if base:
+            return
         where = f"{cls.__module__}.{cls.__qualname__}"
         params = cls.__dict__.get("params_type", cls.params_type)
         if not (

@@ -13,13 +13,11 @@ import numpy as np
 
 from r2s2r_eval.policies.drawer.config import DrawerParams
 from r2s2r_eval.policies.scripted import ArmScene, CartesianMover, arm_scene, blob_points, geom_colour
+from r2s2r_eval.policies.scripted.base import ScriptedPolicy
 from r2s2r_eval.policy import (
     Action,
     EpisodeInfo,
-    ImageRequest,
     Observation,
-    ObservationKind,
-    Policy,
     PolicyError,
 )
 
@@ -92,7 +90,7 @@ def _drawer_scene(world_dir: Path) -> _DrawerScene:
     )
 
 
-class DrawerPolicy(Policy):
+class DrawerPolicy(ScriptedPolicy):
     """Scripted drawer opening: see the handle once, hook the closed fingers behind its bar, pull, let go.
 
     The handle is segmented by colour and back-projected with depth; its bar's centre is the highest,
@@ -104,15 +102,6 @@ class DrawerPolicy(Policy):
     """
 
     params_type = DrawerParams
-    requires = frozenset(
-        {
-            ObservationKind.JOINT_STATE,
-            ObservationKind.RGB,
-            ObservationKind.DEPTH,
-            ObservationKind.CAMERA_INFO,
-            ObservationKind.CAMERA_POSE,
-        }
-    )
 
     def __init__(self, params: DrawerParams | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""
@@ -120,15 +109,6 @@ class DrawerPolicy(Policy):
         self._p: DrawerParams = self.params  # type: ignore[assignment]
         self._info: EpisodeInfo | None = None
         self._phase = DrawerPhase.PERCEIVE
-
-    def control_rate_hz(self) -> float:
-        """Rate (Hz) the policy asks to be called at."""
-        return self._p.control_rate_hz
-
-    def image_request(self) -> ImageRequest:
-        """The frames the policy reads: ``image_width`` x ``image_height`` at ``image_rate_hz``."""
-        p = self._p
-        return ImageRequest(width=p.image_width, height=p.image_height, rate_hz=p.image_rate_hz)
 
     @property
     def phase(self) -> DrawerPhase:

@@ -12,13 +12,11 @@ import numpy as np
 
 from r2s2r_eval.policies.push.config import PushParams
 from r2s2r_eval.policies.scripted import ArmScene, CartesianMover, arm_scene, blob_points, geom_colour
+from r2s2r_eval.policies.scripted.base import ScriptedPolicy
 from r2s2r_eval.policy import (
     Action,
     EpisodeInfo,
-    ImageRequest,
     Observation,
-    ObservationKind,
-    Policy,
     PolicyError,
 )
 
@@ -89,7 +87,7 @@ def _push_scene(world_dir: Path) -> _PushScene:
     )
 
 
-class PushPolicy(Policy):
+class PushPolicy(ScriptedPolicy):
     """Scripted push: approach behind the object, lower the closed fingers, push it to the target, back off.
 
     The object is re-estimated from every frame (its top face, segmented by colour, back-projected with
@@ -100,15 +98,6 @@ class PushPolicy(Policy):
     """
 
     params_type = PushParams
-    requires = frozenset(
-        {
-            ObservationKind.JOINT_STATE,
-            ObservationKind.RGB,
-            ObservationKind.DEPTH,
-            ObservationKind.CAMERA_INFO,
-            ObservationKind.CAMERA_POSE,
-        }
-    )
 
     def __init__(self, params: PushParams | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""
@@ -116,15 +105,6 @@ class PushPolicy(Policy):
         self._p: PushParams = self.params  # type: ignore[assignment]
         self._info: EpisodeInfo | None = None
         self._phase = PushPhase.APPROACH
-
-    def control_rate_hz(self) -> float:
-        """Rate (Hz) the policy asks to be called at."""
-        return self._p.control_rate_hz
-
-    def image_request(self) -> ImageRequest:
-        """The frames the policy reads: ``image_width`` x ``image_height`` at ``image_rate_hz``."""
-        p = self._p
-        return ImageRequest(width=p.image_width, height=p.image_height, rate_hz=p.image_rate_hz)
 
     @property
     def phase(self) -> PushPhase:
