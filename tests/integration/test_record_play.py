@@ -10,6 +10,7 @@ import pytest
 import yaml
 from r2s2r_capture.bag_reader import BagReader
 from r2s2r_capture.bag_writer import BagWriter, TopicSpec, load_typestore
+from recording import wait_recorded
 
 pytestmark = pytest.mark.integration
 TOPICS = ["/camera/color/image_raw", "/camera/depth/image_raw", "/joint_states"]
@@ -80,32 +81,10 @@ def test_record_compressed(processes, tmp_path: Path, mode: str) -> None:
             assert list(bag.deserialize(msg).name) == [f"joint_{i}" for i in range(7)]
 
 
-def _wait_flushed(rec, out: Path, timeout: float = 120.0) -> None:
-    """Wait until the recorder subscribed to every topic and flushed a chunk holding each of them."""
-    seen: set[str] = set()
-    deadline = time.monotonic() + timeout
-    while seen != set(TOPICS):
-        assert time.monotonic() < deadline, f"recorder did not subscribe to {set(TOPICS) - seen}"
-        line = rec.stdout.readline()
-        assert line, "recorder exited before subscribing"
-        seen |= {t for t in TOPICS if line.split("recording ")[-1].startswith(t + " ")}
-    while True:
-        files = list(out.glob("*.mcap"))
-        if files and files[0].stat().st_size > 0:
-            try:
-                with BagReader(out) as bag:
-                    if all(t in bag.topics and bag.topics[t].message_count > 0 for t in TOPICS):
-                        return
-            except Exception:  # a chunk being written; look again
-                pass
-        assert time.monotonic() < deadline, f"no flushed chunk with every topic in {out}"
-        time.sleep(0.2)
-
-
 def test_record_sigkill_keeps_flushed_chunks(processes, tmp_path: Path) -> None:
     out = tmp_path / "killed"
     rec, pub = _record(processes, out, 30.0)
-    _wait_flushed(rec, out)
+    wait_recorded(rec, out, TOPICS)
     kill_ns = time.time_ns()
     rec.send_signal(signal.SIGKILL)
     rec.wait(timeout=10)

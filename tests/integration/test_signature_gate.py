@@ -16,13 +16,13 @@ QoS depth (DDS discovery does not carry it: 0 on both sides).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 from r2s2r_capture.signature import Tolerances, compare, signature_of_bag
 from r2s2r_sim.interface import load_interface
+from recording import wait_recorded
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +81,9 @@ def test_live_sim_node_matches_the_real_mode_signature(processes, tmp_path: Path
             "topics:=[" + ",".join(f"'{t}'" for t in DRIVER_TOPICS) + "]",
         ]
     )
-    time.sleep(20.0)  # startup (world compile, renderer) + several seconds of data
+    # Several messages of every topic (rates need more than one), bounded by what the recorder wrote.
+    wait_recorded(rec, out, DRIVER_TOPICS, min_count=5,
+                  latched=[IFACE.topic("tf_static"), IFACE.topic("robot_description")])
     rec.send_signal(2)
     log = rec.communicate(timeout=60)[0]
     assert rec.returncode == 0 and sim.poll() is None, log
