@@ -140,3 +140,12 @@ def test_register_failures_name_the_file(tmp_path: Path, breakage: str, message:
         reg.register(reg.read_package(src), prefix, bin_dir)
     if breakage == "installed":
         assert (prefix / "share/demo_pkg/config/b.yaml").read_text() == "copied"  # never overwritten
+
+
+def test_sweep_takes_a_shipped_hardware_profile_by_name(tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from r2s2r_eval.sweep_cli import _config, build_parser
+
+    monkeypatch.chdir(tmp_path)
+    ns = build_parser().parse_args(["--policy", "reference", "--hardware-profile", "realistic"])
+    assert _config(ns).hardware_profile == str(config_dir() / "emulated_hardware" / "realistic_profile.yaml")

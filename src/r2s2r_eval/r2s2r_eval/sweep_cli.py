@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
@@ -63,7 +64,7 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         repeats=ns.repeats,
         camera_rate_hz=ns.camera_rate_hz,
         max_steps=ns.max_steps,
-        hardware_profile=ns.hardware_profile,
+        hardware_profile=None if ns.hardware_profile is None else str(profile_path(ns.hardware_profile)),
         render_profile=ns.render_profile,
         policy_images=ns.images == "policy",
     )
@@ -162,7 +163,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hardware-profile",
         default=None,
-        help="run on the emulated hardware of this profile YAML instead of in sim (operator axes only)",
+        help="run on the emulated hardware of this profile instead of in sim (operator axes only): a shipped "
+        "one by name (realistic, ideal) or a YAML path",
     )
     parser.add_argument(
         "--render-profile",
