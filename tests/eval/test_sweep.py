@@ -298,7 +298,7 @@ def _argv(tmp_path: Path, *extra: str) -> list[str]:
         ),
         (["--policy", "reference", "--address", "127.0.0.1:1"], "only meaningful with --executor ray"),
         (["--policy", "reference", "--export", "x.xlsx"], "unknown format '.xlsx'"),
-        (["--policy", "reference", "--world", "no-such-world"], "--world 'no-such-world': unknown world"),
+        (["--policy", "reference", "--world", "no-such-world"], "--world: unknown world 'no-such-world'"),
         (["--policy", "reference", "-n", "0"], "n: number of variations must be >= 1"),
         (
             ["--policy", "reference", "--render-profile", "ultra"],
