@@ -20,6 +20,7 @@ ROSDEP = {
     "numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-yaml", "cv2": "python3-opencv",
     "transforms3d": "python3-transforms3d", "matplotlib": "python3-matplotlib", "tqdm": "python3-tqdm",
     "ruamel": "python3-ruamel.yaml", "open3d": "python3-open3d-pip", "psutil": "python3-psutil",
+    "xacro": "xacro",
 }
 # Import name -> PyPI distribution, for what has no rosdep key.
 PIP_ONLY = {"mujoco": "mujoco", "rosbags": "rosbags", "ray": "ray", "pyarrow": "pyarrow", "torch": "torch",

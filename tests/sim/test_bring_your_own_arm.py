@@ -6,13 +6,18 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import mujoco
 import numpy as np
 import pytest
 import yaml
 from conftest import SHARED_ROBOTS
 from r2s2r_sim.cli import main as r2s2r
-from r2s2r_sim.variations import VariationConfig, for_world, initial_state_offsets, make_world, sample_variation
+from r2s2r_sim.variations import (
+    VariationConfig,
+    for_world,
+    initial_state_offsets,
+    make_world,
+    sample_variation,
+)
 from r2s2r_sim.world import SimWorld
 
 pytestmark = pytest.mark.skipif(
@@ -51,7 +56,9 @@ def test_world_points_at_the_robot_and_guesses_joints(new_world: tuple[str, Path
     data = yaml.safe_load((out / "world.yaml").read_text())
     robot = data["robot"]
     key = "urdf" if name.endswith("xacro") else "mjcf"
-    assert Path(robot[key]).is_absolute() and Path(robot[key]).is_relative_to(SHARED_ROBOTS)
+    # The file where it lies (../shared may be a link: compare real paths).
+    assert Path(robot[key]).is_absolute()
+    assert Path(robot[key]).resolve().is_relative_to(SHARED_ROBOTS.resolve())
     assert not any(p.suffix in (".stl", ".obj") for p in out.rglob("*"))  # nothing copied in
     assert robot["arm_joints"] == arm
     if gripper is None:

@@ -168,7 +168,7 @@ def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
 
 def draw_tool_frame(world: object, path: Path, *, size: tuple[int, int] = (640, 480)) -> None:
     """Render the robot at home with the tool frame's axes as arrows (x red, y green, z blue) to a PNG."""
-    from PIL import Image
+    import cv2
 
     from r2s2r_sim.world import SimWorld
 
@@ -199,4 +199,5 @@ def draw_tool_frame(world: object, path: Path, *, size: tuple[int, int] = (640, 
             scene.ngeom += 1
         image = renderer.render()
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(image).save(path)
+    if not cv2.imwrite(str(path), cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2BGR)):
+        raise OSError(f"could not write {path}")
