@@ -14,6 +14,7 @@ pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg"
 from r2s2r_eval.transfer import SMALL, format_report, run_transfer, shard_seed  # noqa: E402
 
 
+@pytest.mark.timeout(1800)  # demos, training and three evaluation sides: minutes of CPU on a loaded machine
 def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     cfg = replace(SMALL, ablations=("no_variation", "six_axes"), workers=2, chunk=3)
     lines: list[str] = []
