@@ -227,11 +227,15 @@ def summarize(samples: list[dict[str, Any]]) -> dict[str, Any]:
                 n = inq[-1]["episodes"] - inq[0]["episodes"]
                 ok = inq[-1]["successes"] - inq[0]["successes"]
                 span = inq[-1]["t_mode_s"] - inq[0]["t_mode_s"]
-                quarters.append({
-                    "from_s": lo, "to_s": hi, "episodes": n,
-                    "success_rate": ok / n if n else None,
-                    "episodes_per_h": 3600.0 * n / span if span > 0 else None,
-                })
+                quarters.append(
+                    {
+                        "from_s": lo,
+                        "to_s": hi,
+                        "episodes": n,
+                        "success_rate": ok / n if n else None,
+                        "episodes_per_h": 3600.0 * n / span if span > 0 else None,
+                    }
+                )
         summary[mode] = {
             "duration_s": t[-1],
             "samples": len(s),
@@ -243,7 +247,8 @@ def summarize(samples: list[dict[str, Any]]) -> dict[str, Any]:
             "episodes_total_in_store": episodes[-1],
             "success_rate": (
                 (s[-1]["successes"] - s[0]["successes"]) / (episodes[-1] - episodes[0])
-                if episodes[-1] > episodes[0] else None
+                if episodes[-1] > episodes[0]
+                else None
             ),
             "over_time": quarters,
         }
@@ -262,12 +267,18 @@ def _run_mode(
 ) -> None:
     out: Path = args.out
     db = out.parent / f"soak_{mode}.sqlite"
-    env = dict(os.environ)
-    env.setdefault("ROS_DOMAIN_ID", str(args.domain))
-    domain = int(env["ROS_DOMAIN_ID"])
+    # Each mode's graph gets a DDS domain of its own, so a sim soak and a real soak (or any other graph on
+    # this host) never see each other's nodes.
+    domain = args.domain + list(MODES).index(mode)
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     cmd = ["r2s2r", "launch", "world", *MODES[mode], "episodes:=1000000", f"results:={db}"]
     proc = subprocess.Popen(  # list arguments
-        cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        cmd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     run = _Run(proc)
     threading.Thread(target=run.pump, args=(out.parent / f"soak_{mode}.log",), daemon=True).start()
@@ -330,7 +341,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default="sim,real", help="comma-separated: sim, real")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
     parser.add_argument("--out", type=Path, default=Path("out/soak.json"))
-    parser.add_argument("--domain", type=int, default=42, help="ROS_DOMAIN_ID if the environment sets none")
+    parser.add_argument(
+        "--domain",
+        type=int,
+        default=42,
+        choices=range(0, 100),
+        metavar="[0-99]",
+        help="ROS_DOMAIN_ID of the first mode's graph; each further mode takes the next one",
+    )
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = sorted(set(modes) - set(MODES))
@@ -341,9 +359,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out.exists():
         doc = json.loads(args.out.read_text())
         print(f"soak: continuing {args.out} ({len(doc['samples'])} samples)", flush=True)
-    doc.setdefault("runs", []).append({"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                       "minutes_per_mode": args.minutes, "modes": modes,
-                                       "interval_s": args.interval})
+    doc.setdefault("runs", []).append(
+        {
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "minutes_per_mode": args.minutes,
+            "modes": modes,
+            "interval_s": args.interval,
+        }
+    )
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
