@@ -9,7 +9,7 @@ import numpy as np
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.task import ObjectPose, Outcome
-from r2s2r_sim.tasks._common import HoldTimer, check_type, touching_robot
+from r2s2r_sim.tasks._common import SettleClock, check_type, touching_robot
 from r2s2r_sim.world_config import TaskConfig, TaskType
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class DrawerTask:
         """
         check_type(config, TaskType.DRAWER, "DrawerTask")
         self.config = config
-        self._hold = HoldTimer()
+        self._hold = SettleClock()
         self._holds = False  # whether the success condition held at the last metrics()
 
     def _joint(self, world: SimWorld) -> tuple[int, int]:
@@ -97,7 +97,7 @@ class DrawerTask:
             "robot_contact": float(contact),
         }
         self._holds = q >= cfg.open_threshold and speed < SETTLED_JOINT_SPEED and not contact
-        m["held_s"] = self._hold.update(self._holds, world.time)
+        m["held_s"] = self._hold.update(world.time, self._holds)
         return m
 
     def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:

@@ -10,7 +10,7 @@ from r2s2r_sim.task import ObjectPose, Outcome
 from r2s2r_sim.tasks._common import (
     DROP_MARGIN_M,
     SETTLED_SPEED_M_S,
-    HoldTimer,
+    SettleClock,
     body_speed,
     check_type,
     place_free_body,
@@ -56,7 +56,7 @@ class PushTask:
         """
         check_type(config, TaskType.PUSH, "PushTask")
         self.config = config
-        self._hold = HoldTimer()
+        self._hold = SettleClock()
         self._holds = False  # whether the success condition held at the last metrics()
 
     def initialize_episode(
@@ -90,7 +90,7 @@ class PushTask:
         }
         at_rest = lin < SETTLED_SPEED_M_S and ang < SETTLED_SPEED_M_S
         self._holds = self._in_region(m) and at_rest
-        m["held_s"] = self._hold.update(self._holds, world.time)
+        m["held_s"] = self._hold.update(world.time, self._holds)
         return m
 
     def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:

@@ -10,7 +10,7 @@ from r2s2r_sim.task import ObjectPose, Outcome
 from r2s2r_sim.tasks._common import (
     DROP_MARGIN_M,
     SETTLED_SPEED_M_S,
-    HoldTimer,
+    SettleClock,
     body_speed,
     check_type,
     place_free_body,
@@ -63,7 +63,7 @@ class StackTask:
         """
         check_type(config, TaskType.STACK, "StackTask")
         self.config = config
-        self._hold = HoldTimer()
+        self._hold = SettleClock()
         self._holds = False  # whether the success condition held at the last metrics()
         self._support_start: np.ndarray | None = None  # first seen this episode
         self._last_time = 0.0
@@ -119,7 +119,7 @@ class StackTask:
         at_rest = max(lin, ang, s_lin, s_ang) < SETTLED_SPEED_M_S
         upright = m["support_tilt_rad"] < TOPPLE_TILT_RAD
         self._holds = self._stacked(m) and released and at_rest and upright
-        m["held_s"] = self._hold.update(self._holds, world.time)
+        m["held_s"] = self._hold.update(world.time, self._holds)
         return m
 
     def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
