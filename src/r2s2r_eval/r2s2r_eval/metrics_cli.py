@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval import metrics
-from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option
+from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand
 
 __all__ = ["TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
 
@@ -272,15 +272,19 @@ def cmd_metrics(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``metrics`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    parser = subparsers.add_parser(
-        "metrics",
-        help="sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("table", help="CSV: policy,sim_success,real_success[,sim_trials,real_trials]")
     add_bootstrap_options(parser, confidence_help="Wilson and bootstrap level (default 0.95)")
     add_mmrv_option(parser, help_suffix="; they differ only on ties in sim")
-    parser.set_defaults(func=cmd_metrics)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``metrics`` subcommand (entry point of the ``r2s2r.commands`` group)."""
+    add_subcommand(
+        subparsers,
+        "metrics",
+        help="sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON",
+        description=__doc__ or "",
+        add_arguments=_add_arguments,
+        func=cmd_metrics,
+    )
