@@ -61,23 +61,28 @@ class PolicyRow:
     real_successes: int | None = None
 
 
-def _rate(path: Path, line: int, column: str, text: str) -> float:
+def _cell(path: Path, line: int, column: str, text: str) -> tuple[str, float]:
+    """Where a cell is (for messages) and its number.
+
+    Raises:
+        TableError: the cell is not a number; the message names the file, line and column.
+    """
     where = f"{path}: line {line}, column {column!r}"
     try:
-        value = float(text)
+        return where, float(text)
     except ValueError:
         raise TableError(f"{where}: not a number: {text!r}") from None
+
+
+def _rate(path: Path, line: int, column: str, text: str) -> float:
+    where, value = _cell(path, line, column, text)
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
         raise TableError(f"{where}: success rate must be in [0, 1]: got {text!r}")
     return value
 
 
 def _trials(path: Path, line: int, column: str, text: str) -> int:
-    where = f"{path}: line {line}, column {column!r}"
-    try:
-        value = float(text)
-    except ValueError:
-        raise TableError(f"{where}: not a number: {text!r}") from None
+    where, value = _cell(path, line, column, text)
     if not (math.isfinite(value) and value == round(value) and value >= 1):
         raise TableError(f"{where}: trials must be a positive whole number: got {text!r}")
     return int(value)
