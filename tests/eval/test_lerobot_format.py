@@ -167,7 +167,7 @@ def test_corrupted_dataset_fails_validation(dataset: Path, corrupt, message: str
 
 
 def test_video_frame_count_mismatch_is_detected(dataset: Path) -> None:
-    from r2s2r_eval.lerobot_format import encode_video
+    from r2s2r_eval.lerobot_video import encode_video
 
     video = dataset / "videos/chunk-000/observation.images.camera/episode_000000.mp4"
     encode_video(np.zeros((3, H, W, 3), np.uint8), video, FPS)

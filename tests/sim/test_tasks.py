@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.task import TASKS, make_task
-from r2s2r_sim.tasks._common import HoldTimer, free_qpos_address
+from r2s2r_sim.tasks._common import SettleClock, free_qpos_address
 from r2s2r_sim.tasks.drawer import DrawerTask
 from r2s2r_sim.tasks.push import PushTask
 from r2s2r_sim.tasks.stack import StackTask
@@ -79,14 +79,14 @@ def test_task_refuses_another_type(push: SimWorld) -> None:
 
 
 def test_hold_timer_restarts_on_false_and_when_time_goes_back() -> None:
-    timer = HoldTimer()
-    assert timer.update(True, 1.0) == 0.0
-    assert timer.update(True, 1.4) == pytest.approx(0.4)
-    assert timer.update(False, 1.5) == 0.0
-    assert timer.update(True, 1.6) == 0.0
-    assert timer.update(True, 2.0) == pytest.approx(0.4)
-    assert timer.update(True, 0.1) == 0.0  # a new episode
-    assert timer.update(True, 0.3) == pytest.approx(0.2)
+    timer = SettleClock()
+    assert timer.update(1.0, True) == 0.0
+    assert timer.update(1.4, True) == pytest.approx(0.4)
+    assert timer.update(1.5, False) == 0.0
+    assert timer.update(1.6, True) == 0.0
+    assert timer.update(2.0, True) == pytest.approx(0.4)
+    assert timer.update(0.1, True) == 0.0  # a new episode
+    assert timer.update(0.3, True) == pytest.approx(0.2)
 
 
 # ----------------------------------------------------------------------------------------- episode start

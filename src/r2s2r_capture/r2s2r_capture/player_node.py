@@ -25,7 +25,7 @@ from typing import Any
 
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from r2s2r_sim.ros_params import ParamSpecs, declare_parameters, rclpy_error
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException
@@ -47,6 +47,39 @@ from r2s2r_capture.playback import (
 
 __all__ = ["PlayerConfig", "PlayerNode", "PlaySummary", "main", "parse_remaps"]
 POLL_S = 0.02  # how often the subscriber wait looks at the graph
+
+# The node's parameters: description and (low, high) range, declared read-only by ``declare_parameters``.
+PARAMS: ParamSpecs = {
+    "bag": ("bag folder or data file to replay", None),
+    "rate": ("playback rate factor (1: recorded timing)", (0.01, 100.0)),
+    "start_offset_s": ("skip this many seconds from the bag's first message (s)", (0.0, 1e9)),
+    "topics": ("topics to replay (empty: all)", None),
+    "remap": ("topic remaps /from:=/to", None),
+    "loop": ("replay forever", None),
+    "clock_hz": ("publish /clock from bag time at this rate (Hz; 0: no /clock)", (0.0, 1e4)),
+    "qos_overrides": ("YAML of per-topic QoS overrides (ros2 bag play --qos-profile-overrides-path)", None),
+    "default_depth": ("history depth where the recording does not know it", (1, 10**6)),
+    "wait_for_subscribers": (
+        "before the first message, wait until this many subscriptions in all have matched",
+        (0, 10**4),
+    ),
+    "wait_timeout_s": ("longest wait for subscribers to match (s)", (0.01, 3600.0)),
+    "discovery_s": ("time given to discovery to find subscribers already running (s)", (0.0, 60.0)),
+}
+PARAM_DEFAULTS: dict[str, Any] = {
+    "bag": "",
+    "rate": 1.0,
+    "start_offset_s": 0.0,
+    "topics": [""],
+    "remap": [""],
+    "loop": False,
+    "clock_hz": 0.0,
+    "qos_overrides": "",
+    "default_depth": 1000,
+    "wait_for_subscribers": 0,
+    "wait_timeout_s": 10.0,
+    "discovery_s": 1.0,
+}
 
 
 def _message_class(msgtype: str) -> type:
@@ -80,87 +113,23 @@ class PlayerNode(Node):
         self._overrides = load_qos_overrides(self.config.qos_overrides) if self.config.qos_overrides else {}
 
     def _read_parameters(self) -> PlayerConfig:
-        def desc(text: str, **kw: object) -> ParameterDescriptor:
-            return ParameterDescriptor(description=text, read_only=True, **kw)  # type: ignore[arg-type]
-
-        def seconds(lo: float, hi: float) -> list[FloatingPointRange]:
-            return [FloatingPointRange(from_value=lo, to_value=hi)]
-
-        p = self.declare_parameter
-        bag = p("bag", "", desc("bag folder or data file to replay")).value
-        rate = p(
-            "rate",
-            1.0,
-            desc("playback rate factor (1: recorded timing)", floating_point_range=seconds(0.01, 100.0)),
-        ).value
-        offset = p(
-            "start_offset_s",
-            0.0,
-            desc(
-                "skip this many seconds from the bag's first message (s)",
-                floating_point_range=seconds(0.0, 1e9),
-            ),
-        ).value
-        topics = p("topics", [""], desc("topics to replay (empty: all)")).value
-        remap = p("remap", [""], desc("topic remaps /from:=/to")).value
-        loop = p("loop", False, desc("replay forever")).value
-        clock_hz = p(
-            "clock_hz",
-            0.0,
-            desc(
-                "publish /clock from bag time at this rate (Hz; 0: no /clock)",
-                floating_point_range=seconds(0.0, 1e4),
-            ),
-        ).value
-        overrides = p(
-            "qos_overrides",
-            "",
-            desc("YAML of per-topic QoS overrides (ros2 bag play --qos-profile-overrides-path)"),
-        ).value
-        depth = p(
-            "default_depth",
-            1000,
-            desc(
-                "history depth where the recording does not know it",
-                integer_range=[IntegerRange(from_value=1, to_value=10**6, step=1)],
-            ),
-        ).value
-        wait_n = p(
-            "wait_for_subscribers",
-            0,
-            desc(
-                "before the first message, wait until this many subscriptions in all have matched",
-                integer_range=[IntegerRange(from_value=0, to_value=10**4, step=1)],
-            ),
-        ).value
-        timeout = p(
-            "wait_timeout_s",
-            10.0,
-            desc("longest wait for subscribers to match (s)", floating_point_range=seconds(0.01, 3600.0)),
-        ).value
-        discovery = p(
-            "discovery_s",
-            1.0,
-            desc(
-                "time given to discovery to find subscribers already running (s)",
-                floating_point_range=seconds(0.0, 60.0),
-            ),
-        ).value
+        v = declare_parameters(self, PARAM_DEFAULTS, PARAMS, error=rclpy_error)
+        bag, topics, remap, overrides = v["bag"], v["topics"], v["remap"], v["qos_overrides"]
         if not bag:
             raise BagError("parameter bag is empty: give the bag folder or data file to replay")
         return PlayerConfig(
             bag=Path(bag),
-            rate=rate,
-            start_offset_s=offset,
+            rate=v["rate"],
+            start_offset_s=v["start_offset_s"],
             topics=tuple(t for t in topics if t),
             remap=parse_remaps(remap),
-            loop=loop,
-            clock_hz=clock_hz,
+            loop=v["loop"],
+            clock_hz=v["clock_hz"],
             qos_overrides=Path(overrides) if overrides else None,
-            default_depth=depth,
-            wait_for_subscribers=wait_n,
-            wait_timeout_s=timeout,
-            discovery_s=discovery,
+            default_depth=v["default_depth"],
+            wait_for_subscribers=v["wait_for_subscribers"],
+            wait_timeout_s=v["wait_timeout_s"],
+            discovery_s=v["discovery_s"],
         )
 
     def _publish_clock(self, stamp_ns: int) -> None:

@@ -32,13 +32,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.interface import Interface
-from r2s2r_sim.ros_params import SHUTDOWN_POLL_S
+from r2s2r_sim.ros_params import SHUTDOWN_POLL_S, ParamSpecs, declare_parameters, rclpy_error
 from r2s2r_sim.ros_qos import declare_interface
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -59,6 +59,48 @@ EPISODE_TOPIC = "/r2s2r/episode_outcome"
 HISTORY_DEPTH = 1000
 DRAIN_QUIET_SPINS = 4  # spins of 50 ms with no new message: the middleware holds nothing more
 DRAIN_LIMIT_S = 5.0
+
+# The node's parameters: description and (low, high) range, declared read-only by ``declare_parameters``.
+PARAMS: ParamSpecs = {
+    "topics": ("absolute topic names to record", None),
+    "interface_cameras": (
+        "record the interface profile's driver topics of these cameras (world.yaml names) too; "
+        "empty: record only 'topics'",
+        None,
+    ),
+    "all_topics": ("record every topic on the graph", None),
+    "output": ("bag folder to create (must not exist)", None),
+    "storage": ("storage plugin", None),
+    "max_bag_size_bytes": ("split when a file holds this many bytes (0: never)", (0, 2**62)),
+    "max_bag_duration_s": ("split after this many seconds (s, 0: never)", (0.0, 1e9)),
+    "flush_interval_s": ("flush a chunk at least this often (s): the crash-loss bound", (0.01, 60.0)),
+    "max_queue": ("messages buffered for the writer thread before dropping", (1, 10**7)),
+    "compression_mode": (
+        "compress each closed file (file) or each message (message), as ros2 bag record",
+        None,
+    ),
+    "compression_format": ("compressor", None),
+    "calibration": ("CameraInfo YAML of the camera calibration, stamped into the provenance", None),
+}
+PARAM_DEFAULTS: dict[str, Any] = {
+    "topics": [""],
+    "interface_cameras": [""],
+    "all_topics": False,
+    "output": "",
+    "storage": "mcap",
+    "max_bag_size_bytes": 0,
+    "max_bag_duration_s": 0.0,
+    "flush_interval_s": 0.5,
+    "max_queue": 10000,
+    "compression_mode": "none",
+    "compression_format": "zstd",
+    "calibration": "",
+}
+PARAM_CONSTRAINTS = {
+    "storage": "one of: mcap, sqlite3",
+    "compression_mode": "one of: none, file, message",
+    "compression_format": "one of: zstd",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,70 +145,11 @@ class RecorderNode(Node):
         self.get_logger().info(f"recording to {self.config.output} ({self.config.writer.storage.value})")
 
     def _read_parameters(self) -> RecorderConfig:
-        def desc(text: str, **kw: object) -> ParameterDescriptor:
-            return ParameterDescriptor(description=text, read_only=True, **kw)  # type: ignore[arg-type]
-
-        p = self.declare_parameter
-        topics = p("topics", [""], desc("absolute topic names to record")).value
-        cameras = p(
-            "interface_cameras",
-            [""],
-            desc("record the interface profile's driver topics of these cameras (world.yaml names) too; "
-                 "empty: record only 'topics'"),
-        ).value
+        v = declare_parameters(self, PARAM_DEFAULTS, PARAMS, error=rclpy_error, constraints=PARAM_CONSTRAINTS)
+        topics, cameras, output, storage = v["topics"], v["interface_cameras"], v["output"], v["storage"]
+        compression_mode, calibration = v["compression_mode"], v["calibration"]
         if any(cameras):
             topics = [*topics, *interface_topics(declare_interface(self), [c for c in cameras if c])]
-        all_topics = p("all_topics", False, desc("record every topic on the graph")).value
-        output = p("output", "", desc("bag folder to create (must not exist)")).value
-        storage = p(
-            "storage", "mcap", desc("storage plugin", additional_constraints="one of: mcap, sqlite3")
-        ).value
-        size = p(
-            "max_bag_size_bytes",
-            0,
-            desc(
-                "split when a file holds this many bytes (0: never)",
-                integer_range=[IntegerRange(from_value=0, to_value=2**62, step=1)],
-            ),
-        ).value
-        dur = p(
-            "max_bag_duration_s",
-            0.0,
-            desc(
-                "split after this many seconds (s, 0: never)",
-                floating_point_range=[FloatingPointRange(from_value=0.0, to_value=1e9)],
-            ),
-        ).value
-        flush = p(
-            "flush_interval_s",
-            0.5,
-            desc(
-                "flush a chunk at least this often (s): the crash-loss bound",
-                floating_point_range=[FloatingPointRange(from_value=0.01, to_value=60.0)],
-            ),
-        ).value
-        queue = p(
-            "max_queue",
-            10000,
-            desc(
-                "messages buffered for the writer thread before dropping",
-                integer_range=[IntegerRange(from_value=1, to_value=10**7, step=1)],
-            ),
-        ).value
-        compression_mode = p(
-            "compression_mode",
-            "none",
-            desc(
-                "compress each closed file (file) or each message (message), as ros2 bag record",
-                additional_constraints="one of: none, file, message",
-            ),
-        ).value
-        compression_format = p(
-            "compression_format", "zstd", desc("compressor", additional_constraints="one of: zstd")
-        ).value
-        calibration = p(
-            "calibration", "", desc("CameraInfo YAML of the camera calibration, stamped into the provenance")
-        ).value
         if not output:
             raise BagError("parameter output is empty: give the bag folder to create")
         try:
@@ -185,16 +168,16 @@ class RecorderNode(Node):
         return RecorderConfig(
             output=Path(output),
             topics=tuple(t for t in topics if t),
-            all_topics=all_topics,
+            all_topics=v["all_topics"],
             writer=WriterConfig(
                 storage=kind,
-                max_bag_size_bytes=size,
-                max_bag_duration_s=dur,
-                flush_interval_s=flush,
+                max_bag_size_bytes=v["max_bag_size_bytes"],
+                max_bag_duration_s=v["max_bag_duration_s"],
+                flush_interval_s=v["flush_interval_s"],
                 compression_mode=compression,
-                compression_format=compression_format,
+                compression_format=v["compression_format"],
             ),
-            max_queue=queue,
+            max_queue=v["max_queue"],
             calibration=Path(calibration) if calibration else None,
         )
 
@@ -206,13 +189,22 @@ class RecorderNode(Node):
             return
 
         def seen(msg: EpisodeOutcome) -> None:
-            self._episodes.append({
-                "episode_index": msg.episode_index, "world_id": msg.world_id, "world_hash": msg.world_hash,
-                "variation_seed": msg.variation_seed, "policy_id": msg.policy_id, "success": msg.success,
-            })
+            self._episodes.append(
+                {
+                    "episode_index": msg.episode_index,
+                    "world_id": msg.world_id,
+                    "world_hash": msg.world_hash,
+                    "variation_seed": msg.variation_seed,
+                    "policy_id": msg.policy_id,
+                    "success": msg.success,
+                }
+            )
 
-        qos = QoSProfile(depth=HISTORY_DEPTH, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        qos = QoSProfile(
+            depth=HISTORY_DEPTH,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        )
         self._subs.append(self.create_subscription(EpisodeOutcome, EPISODE_TOPIC, seen, qos))
 
     def stamp_provenance(self) -> None:
@@ -227,8 +219,9 @@ class RecorderNode(Node):
         writer.set_custom_data("r2s2r.software", json.dumps(versions, sort_keys=True))
         if self.config.calibration is not None:
             digest = hashlib.sha256(self.config.calibration.read_bytes()).hexdigest()
-            writer.set_custom_data("r2s2r.calibration", json.dumps(
-                {"path": str(self.config.calibration), "sha256": digest}))
+            writer.set_custom_data(
+                "r2s2r.calibration", json.dumps({"path": str(self.config.calibration), "sha256": digest})
+            )
         writer.set_custom_data("r2s2r.episodes", json.dumps(self._episodes))
 
     def _offered_qos(self, topic: str) -> tuple[Qos, ...]:
@@ -300,8 +293,17 @@ class RecorderNode(Node):
 
 # What a recording of a cell holds: the driver topics, the commands, the robot model and the episode outcomes.
 RECORDED_KEYS = (
-    "joint_states", "arm_command", "gripper_command", "color_image", "color_info", "depth_image",
-    "depth_info", "tf", "tf_static", "robot_description", "episode_outcome",
+    "joint_states",
+    "arm_command",
+    "gripper_command",
+    "color_image",
+    "color_info",
+    "depth_image",
+    "depth_info",
+    "tf",
+    "tf_static",
+    "robot_description",
+    "episode_outcome",
 )
 
 

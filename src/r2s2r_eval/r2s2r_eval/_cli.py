@@ -58,10 +58,22 @@ def add_subcommand(
     description: str,
     add_arguments: Callable[[argparse.ArgumentParser], None],
     func: Callable[[argparse.Namespace], int],
+    formatter_class: type[argparse.HelpFormatter] = argparse.RawDescriptionHelpFormatter,
 ) -> None:
-    """Add ``r2s2r NAME`` with the arguments ``add_arguments`` declares; ``func`` runs it."""
-    parser = subparsers.add_parser(
-        name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    """Add ``r2s2r NAME`` with the arguments ``add_arguments`` declares; ``func`` runs it.
+
+    The description keeps its line breaks by default; a one-line description may pass
+    ``argparse.HelpFormatter`` to have it wrapped instead.
+    """
+    parser = subparsers.add_parser(name, help=help, description=description, formatter_class=formatter_class)
     add_arguments(parser)
     parser.set_defaults(func=func)
+
+
+def standalone_parser(
+    prog: str, description: str | None, add_arguments: Callable[[argparse.ArgumentParser], None]
+) -> argparse.ArgumentParser:
+    """The parser of ``python -m <module>``: a subcommand's arguments without the ``r2s2r`` command."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(parser)
+    return parser

@@ -25,7 +25,6 @@ The machine is shared, so only same-run ratios mean anything.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import multiprocessing
 import os
@@ -38,10 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from r2s2r_sim.bench_out import add_out_option, write_results
+
 from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
 
 __all__ = ["RenderSetting", "main", "render_rate", "sweep_arm"]
-
 
 
 @dataclass(frozen=True)
@@ -177,8 +177,13 @@ def _run_node_cameras(world: str, seconds: float) -> dict[str, Any]:
         runs[label] = run_node(params, warmup=2.0, seconds=seconds, domain_id=domain + i)
     full = max(runs["full_before"].get("camera_hz", 0.0), runs["full_after"].get("camera_hz", 0.0))
     fast = runs["fast"].get("camera_hz", 0.0)
-    return {"full_fps": full, "fast_fps": fast, "ratio": fast / full if full else math.nan, "target": 2.0,
-            "runs": runs}
+    return {
+        "full_fps": full,
+        "fast_fps": fast,
+        "ratio": fast / full if full else math.nan,
+        "target": 2.0,
+        "runs": runs,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from r2s2r_sim.variations import load_variation_config
 
     parser = argparse.ArgumentParser(prog="python -m r2s2r_eval.bench_render", description=__doc__)
-    parser.add_argument("--out", type=Path, required=True, help="JSON file to write (its folder is created)")
+    add_out_option(parser)
     parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
     parser.add_argument(
         "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
@@ -225,9 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, arm in steady.items():
         print(f"(e) {label:34} {arm['episodes_per_min']:7.2f} ep/min {arm['ratio_to_bc_today']:6.2f} x today")
     if ns.steady_only:
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
-        ns.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
-        print(f"wrote {ns.out}")
+        write_results(results, ns.out)
         return 0
     rates: dict[str, float] = {}
     for s in settings:
@@ -262,8 +265,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             # One frame per 10 Hz control step in every arm (the 15 Hz camera has a frame due at each).
             renders = arm["steps_per_episode"]
             limit = 60.0 * rates[setting] / renders
-            arm.update(render_setting=setting, renders_per_episode=renders, render_bound_limit=limit,
-                       fraction_of_limit=arm["episodes_per_min"] / limit)
+            arm.update(
+                render_setting=setting,
+                renders_per_episode=renders,
+                render_bound_limit=limit,
+                fraction_of_limit=arm["episodes_per_min"] / limit,
+            )
             sweeps[label] = arm
     today = sweeps["bc, 640x480 15 Hz, full (today)"]["episodes_per_min"]
     for arm in sweeps.values():
@@ -279,15 +286,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{label:34} {rate:9.1f} {rate / base:8.2f}")
     print(f"{'(b, c) sweep arm':34} {'ep/min':>9} {'x today':>8} {'limit':>8} {'of limit':>8}")
     for label, arm in sweeps.items():
-        print(f"{label:34} {arm['episodes_per_min']:9.1f} {arm['ratio_to_bc_today']:8.2f} "
-              f"{arm['render_bound_limit']:8.1f} {arm['fraction_of_limit']:8.2f}")
+        print(
+            f"{label:34} {arm['episodes_per_min']:9.1f} {arm['ratio_to_bc_today']:8.2f} "
+            f"{arm['render_bound_limit']:8.1f} {arm['fraction_of_limit']:8.2f}"
+        )
     node = results.get("d_sim_node_camera")
     if node:
-        print(f"(d) sim node 640x480 camera: fast {node['fast_fps']:.1f} / full {node['full_fps']:.1f} "
-              f"frames/s = {node['ratio']:.2f} (target {node['target']})")
-    ns.out.parent.mkdir(parents=True, exist_ok=True)
-    ns.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print(f"wrote {ns.out}")
+        print(
+            f"(d) sim node 640x480 camera: fast {node['fast_fps']:.1f} / full {node['full_fps']:.1f} "
+            f"frames/s = {node['ratio']:.2f} (target {node['target']})"
+        )
+    write_results(results, ns.out)
     return 0
 
 

@@ -17,7 +17,6 @@ Prints a table and writes the figures as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from typing import Any
 import mujoco
 import numpy as np
 from mujoco import rollout
+from r2s2r_sim.bench_out import add_out_option, write_results
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationConfig, load_variation_config, make_world, sweep_variation
 from r2s2r_sim.worlds import world_path
@@ -37,7 +37,6 @@ from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.sweep import Executor, PolicySpec, SweepConfig, run_sweep
 
 __all__ = ["compile_rate", "main", "physics_limit", "sweep_rate"]
-
 
 
 def compile_rate(world: str, config: VariationConfig, n: int, *, seed: int = 0) -> dict[str, float]:
@@ -101,7 +100,7 @@ def physics_limit(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks, print a table and write JSON to ``--out``."""
     parser = argparse.ArgumentParser(prog="python -m r2s2r_eval.bench_sweep", description=__doc__)
-    parser.add_argument("--out", type=Path, required=True, help="JSON file to write (its folder is created)")
+    add_out_option(parser)
     parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
     parser.add_argument(
         "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
@@ -155,9 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{'episodes / min, ' + label:40} {epm:14.1f} {epm / limit:17.4f}")
     print(f"{'episodes / min, physics only (rollout)':40} {limit:14.1f} {1.0:17.4f}")
     print(f"({nstep} physics steps per episode, {ns.workers} workers/threads, camera {ns.camera_rate_hz} Hz)")
-    ns.out.parent.mkdir(parents=True, exist_ok=True)
-    ns.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print(f"wrote {ns.out}")
+    write_results(results, ns.out)
     return 0
 
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, positive_int
+from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand, positive_int
 from r2s2r_eval.compare import CompareError, CompareSettings, compare, load_episodes
 from r2s2r_eval.compare_page import format_summary, write_report
 
@@ -49,14 +49,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``compare`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    parser = subparsers.add_parser(
-        "compare",
-        help="sim-vs-real report (HTML + summary.json) from two results files",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sim", required=True, help="sim results: SQLite store, .parquet or .csv export")
     parser.add_argument("--real", required=True, help="real results: SQLite store, .parquet or .csv export")
     parser.add_argument("-o", "--out", required=True, help="output folder (must not exist)")
@@ -71,4 +64,15 @@ def register(subparsers: Any) -> None:
         "--max-depth", type=int, choices=(1, 2, 3), default=2, help="failure tree depth (default 2)"
     )
     add_mmrv_option(parser)
-    parser.set_defaults(func=cmd_compare)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` subcommand (entry point of the ``r2s2r.commands`` group)."""
+    add_subcommand(
+        subparsers,
+        "compare",
+        help="sim-vs-real report (HTML + summary.json) from two results files",
+        description=__doc__ or "",
+        add_arguments=_add_arguments,
+        func=cmd_compare,
+    )

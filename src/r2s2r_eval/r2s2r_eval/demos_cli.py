@@ -12,7 +12,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from r2s2r_eval._cli import add_subcommand, standalone_parser
 from r2s2r_eval.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
 from r2s2r_eval.lerobot_format import DatasetError, validate_lerobot_dataset
 
@@ -102,22 +104,22 @@ def cmd_demos(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: Any) -> None:
     """Add the ``demos`` subcommand to the ``r2s2r`` CLI."""
-    p = subparsers.add_parser(
+    add_subcommand(
+        subparsers,
         "demos",
         help="record expert demonstrations (LeRobot dataset + MCAP)",
         description=__doc__.split("\n")[0],
+        add_arguments=_add_arguments,
+        formatter_class=argparse.HelpFormatter,
+        func=cmd_demos,
     )
-    _add_arguments(p)
-    p.set_defaults(func=cmd_demos)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Stand-alone parser (``python -m r2s2r_eval.demos_cli``)."""
-    p = argparse.ArgumentParser(prog="r2s2r demos", description=__doc__.split("\n")[0])
-    _add_arguments(p)
-    return p
+    return standalone_parser("r2s2r demos", __doc__.split("\n")[0], _add_arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

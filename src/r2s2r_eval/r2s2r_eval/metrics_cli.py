@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval import metrics
-from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option
+from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand
 
 __all__ = ["TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
 
@@ -61,23 +61,28 @@ class PolicyRow:
     real_successes: int | None = None
 
 
-def _rate(path: Path, line: int, column: str, text: str) -> float:
+def _cell(path: Path, line: int, column: str, text: str) -> tuple[str, float]:
+    """Where a cell is (for messages) and its number.
+
+    Raises:
+        TableError: the cell is not a number; the message names the file, line and column.
+    """
     where = f"{path}: line {line}, column {column!r}"
     try:
-        value = float(text)
+        return where, float(text)
     except ValueError:
         raise TableError(f"{where}: not a number: {text!r}") from None
+
+
+def _rate(path: Path, line: int, column: str, text: str) -> float:
+    where, value = _cell(path, line, column, text)
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
         raise TableError(f"{where}: success rate must be in [0, 1]: got {text!r}")
     return value
 
 
 def _trials(path: Path, line: int, column: str, text: str) -> int:
-    where = f"{path}: line {line}, column {column!r}"
-    try:
-        value = float(text)
-    except ValueError:
-        raise TableError(f"{where}: not a number: {text!r}") from None
+    where, value = _cell(path, line, column, text)
     if not (math.isfinite(value) and value == round(value) and value >= 1):
         raise TableError(f"{where}: trials must be a positive whole number: got {text!r}")
     return int(value)
@@ -272,15 +277,19 @@ def cmd_metrics(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``metrics`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    parser = subparsers.add_parser(
-        "metrics",
-        help="sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("table", help="CSV: policy,sim_success,real_success[,sim_trials,real_trials]")
     add_bootstrap_options(parser, confidence_help="Wilson and bootstrap level (default 0.95)")
     add_mmrv_option(parser, help_suffix="; they differ only on ties in sim")
-    parser.set_defaults(func=cmd_metrics)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``metrics`` subcommand (entry point of the ``r2s2r.commands`` group)."""
+    add_subcommand(
+        subparsers,
+        "metrics",
+        help="sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON",
+        description=__doc__ or "",
+        add_arguments=_add_arguments,
+        func=cmd_metrics,
+    )

@@ -9,7 +9,7 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -29,6 +29,7 @@ __all__ = [
     "PolicyError",
     "PolicyParams",
     "available_policies",
+    "check_ranges",
     "load_policy",
     "params_from_dict",
     "resolve_policy",
@@ -248,6 +249,19 @@ class ImageRequest:
 @dataclass(frozen=True, kw_only=True)
 class PolicyParams:
     """Base of the typed parameter dataclasses of policies (frozen, keyword-only)."""
+
+
+def check_ranges(checks: Iterable[tuple[str, float, bool, str]]) -> None:
+    """Refuse the first parameter out of its range; each check is ``(name, value, in_range, expected)``.
+
+    A NaN or infinite value is out of every range, whatever ``in_range`` says.
+
+    Raises:
+        ValueError: ``"<name>: must be <expected>, got <value>"``.
+    """
+    for name, value, ok, expected in checks:
+        if not (math.isfinite(value) and ok):
+            raise ValueError(f"{name}: must be {expected}, got {value}")
 
 
 class Policy:

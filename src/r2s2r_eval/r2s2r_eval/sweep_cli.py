@@ -28,6 +28,7 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
+from r2s2r_eval._cli import add_subcommand, standalone_parser
 from r2s2r_eval.results import ResultsError
 from r2s2r_eval.sweep import Executor, SweepConfig, SweepError, parse_policy_spec, run_sweep
 from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
@@ -142,7 +143,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="policy and its parameters (repeatable), e.g. reference:perception_noise_m=0.005",
     )
     parser.add_argument(
-        "--variations", default=None,
+        "--variations",
+        default=None,
         help="variation axes YAML (r2s2r_sim.variations; default: the world folder's variations.yaml, "
         "else the package's config/variations.yaml)",
     )
@@ -182,21 +184,19 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``sweep`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    parser = subparsers.add_parser(
+    add_subcommand(
+        subparsers,
         "sweep",
         help="evaluate policies over many world variations, headless (process pool or Ray)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__ or "",
+        add_arguments=_add_arguments,
+        func=cmd_sweep,
     )
-    _add_arguments(parser)
-    parser.set_defaults(func=cmd_sweep)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """A stand-alone parser (``python -m r2s2r_eval.sweep_cli``)."""
-    parser = argparse.ArgumentParser(prog="r2s2r sweep", description=__doc__)
-    _add_arguments(parser)
-    return parser
+    return standalone_parser("r2s2r sweep", __doc__, _add_arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from r2s2r_eval._cli import add_subcommand, standalone_parser
 from r2s2r_eval.lerobot_format import DatasetError
 from r2s2r_eval.train import TrainConfig, TrainError, train
 
@@ -130,20 +132,22 @@ def cmd_train(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: Any) -> None:
     """Add the ``train`` subcommand to the ``r2s2r`` CLI."""
-    p = subparsers.add_parser(
-        "train", help="train the bc policy from demonstrations", description=__doc__.split("\n")[0]
+    add_subcommand(
+        subparsers,
+        "train",
+        help="train the bc policy from demonstrations",
+        description=__doc__.split("\n")[0],
+        add_arguments=_add_arguments,
+        formatter_class=argparse.HelpFormatter,
+        func=cmd_train,
     )
-    _add_arguments(p)
-    p.set_defaults(func=cmd_train)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Stand-alone parser (``python -m r2s2r_eval.train_cli``)."""
-    p = argparse.ArgumentParser(prog="r2s2r train", description=__doc__.split("\n")[0])
-    _add_arguments(p)
-    return p
+    return standalone_parser("r2s2r train", __doc__.split("\n")[0], _add_arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,7 +24,6 @@ Every figure is a ratio against a baseline measured in the same run on the same 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -33,7 +32,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -41,6 +39,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
+from r2s2r_sim.bench_out import add_out_option, write_results  # noqa: E402
 from r2s2r_sim.world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 
@@ -129,7 +128,9 @@ class _Listener:
         def sub(key: str, camera: str | None, callback: Any) -> None:
             spec = iface.topic_spec(key)
             self.node.create_subscription(
-                interface_class(spec.type), iface.topic(key, camera), callback,
+                interface_class(spec.type),
+                iface.topic(key, camera),
+                callback,
                 qos_profile(spec.subscription_qos),
             )
 
@@ -249,10 +250,20 @@ def bench_profiles(world: str, seconds: float, domain_id: int) -> dict[str, Any]
     for round_ in range(2):
         for k, profile in enumerate(("realsense2_camera", "sensor_data")):
             domain = domain_id + 4 * round_ + 2 * k
-            fast = run_node([f"world:={world}", "real_time:=false", "camera_rate_hz:=120.0"], warmup=2.0,
-                            seconds=seconds, domain_id=domain, interface=profile)
-            paced = run_node([f"world:={world}", "real_time:=true"], warmup=2.0, seconds=seconds,
-                             domain_id=domain + 1, interface=profile)
+            fast = run_node(
+                [f"world:={world}", "real_time:=false", "camera_rate_hz:=120.0"],
+                warmup=2.0,
+                seconds=seconds,
+                domain_id=domain,
+                interface=profile,
+            )
+            paced = run_node(
+                [f"world:={world}", "real_time:=true"],
+                warmup=2.0,
+                seconds=seconds,
+                domain_id=domain + 1,
+                interface=profile,
+            )
             entry = {"camera_fps": fast.get("camera_hz", 0.0), "latency_ms": paced.get("latency_ms", {})}
             if entry["camera_fps"] >= best.get(profile, {}).get("camera_fps", -1.0):
                 best[profile] = entry
@@ -264,15 +275,17 @@ def bench_profiles(world: str, seconds: float, domain_id: int) -> dict[str, Any]
 def _print_profiles(e: dict[str, Any]) -> None:
     for profile in ("realsense2_camera", "sensor_data"):
         lat = e[profile]["latency_ms"]
-        print(f"(e) {profile:18} camera {e[profile]['camera_fps']:.1f} frames/s, paced latency median "
-              f"{lat.get('median', float('nan')):.1f} ms, p95 {lat.get('p95', float('nan')):.1f} ms")
+        print(
+            f"(e) {profile:18} camera {e[profile]['camera_fps']:.1f} frames/s, paced latency median "
+            f"{lat.get('median', float('nan')):.1f} ms, p95 {lat.get('p95', float('nan')):.1f} ms"
+        )
     print(f"(e) frames/s realsense2_camera / sensor_data: {e['ratio']:.3f} (target {e['target']})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks, print a table and write JSON to ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="JSON file to write (its folder is created)")
+    add_out_option(parser)
     parser.add_argument("--world", default=WORLD, help="world id or folder (default %(default)s)")
     parser.add_argument("--seconds", type=float, default=6.0, help="measurement window per node run (s)")
     parser.add_argument("--profiles-only", action="store_true", help="run only (e), the interface profiles")
@@ -281,10 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.profiles_only:
         e = bench_profiles(ns.world, ns.seconds, domain)
         _print_profiles(e)
-        ns.out.parent.mkdir(parents=True, exist_ok=True)
         out = {"world": ns.world, "e_interface_profiles": e}
-        ns.out.write_text(json.dumps(out, indent=2), encoding="utf-8")
-        print(f"wrote {ns.out}")
+        write_results(out, ns.out)
         return 0
 
     results: dict[str, Any] = {"world": ns.world, "cpu_count": os.cpu_count()}
@@ -372,9 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(n={lat['n']}, paced run)"
         )
     _print_profiles(results["e_interface_profiles"])
-    ns.out.parent.mkdir(parents=True, exist_ok=True)
-    ns.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    print(f"wrote {ns.out}")
+    write_results(results, ns.out)
     return 0
 
 

@@ -10,7 +10,6 @@ the nodes' console scripts.
 from __future__ import annotations
 
 import sys
-
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,6 +32,11 @@ ErrorFactory = Callable[[str, Any, Exception], Exception]
 
 def _plain_error(name: str, default: Any, err: Exception) -> Exception:
     return ValueError(f"parameter {name}: {err}")
+
+
+def rclpy_error(name: str, default: Any, err: Exception) -> Exception:
+    """An ``ErrorFactory`` that keeps rclpy's own exception (it names the parameter and the value)."""
+    return err
 
 
 def parameter_descriptor(
@@ -134,7 +138,9 @@ def spin_single(node: Node) -> None:
     spin_until_shutdown(executor)
 
 
-def node_help(logger_name: str, specs: ParamSpecs | None = None, defaults: Mapping[str, Any] | None = None) -> str:
+def node_help(
+    logger_name: str, specs: ParamSpecs | None = None, defaults: Mapping[str, Any] | None = None
+) -> str:
     """The ``--help`` text of a node: its parameters with description, range and default.
 
     Without ``specs``, the node's parameter file (``config/<name>.yaml``) is shown instead.

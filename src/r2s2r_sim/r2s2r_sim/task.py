@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.tasks._common import SettleClock, body_speed, touching_robot
 from r2s2r_sim.world_config import TaskConfig, TaskType
 
 if TYPE_CHECKING:
@@ -24,7 +23,6 @@ __all__ = [
     "Outcome",
     "PickPlaceTask",
     "SettleClock",
-    "body_speed",
     "Task",
     "make_task",
 ]
@@ -63,55 +61,6 @@ class Outcome:
     success: bool
     reason: str
     metrics: dict[str, float] = field(default_factory=dict)
-
-
-class SettleClock:
-    """How long a condition has held without a break, from samples taken at increasing times.
-
-    Every task with a "comes to rest at the goal" rule keeps one: feed it ``(time, holds)`` at each
-    observation; :attr:`held_s` is the time since the first sample of the current unbroken run of ``holds``
-    (0 while it does not hold).  A sample earlier than the last one (a new episode) starts over.
-    """
-
-    def __init__(self) -> None:
-        """Start with nothing held."""
-        self._since: float | None = None
-        self._last = -math.inf
-        self.held_s = 0.0
-
-    @property
-    def holding(self) -> bool:
-        """The condition held at the last sample."""
-        return self._since is not None
-
-    def held_for(self, period_s: float) -> bool:
-        """The condition has held, unbroken, for at least ``period_s`` (s) of samples."""
-        # The tolerance absorbs the float sum of the physics time at the sample instants.
-        return self.holding and self.held_s >= period_s - 1e-9
-
-    def reset(self) -> None:
-        """Forget the current run (a new episode)."""
-        self._since, self._last, self.held_s = None, -math.inf, 0.0
-
-    def update(self, now: float, holds: bool) -> float:
-        """Record one sample at ``now`` (s) and return :attr:`held_s`."""
-        if now < self._last:
-            self.reset()
-        self._last = now
-        if not holds:
-            self._since, self.held_s = None, 0.0
-        else:
-            if self._since is None:
-                self._since = now
-            self.held_s = now - self._since
-        return self.held_s
-
-
-def body_speed(model: mujoco.MjModel, data: mujoco.MjData, body: int) -> tuple[float, float]:
-    """Linear (m/s, at the body's origin) and angular (rad/s) speed of ``body`` in the world frame."""
-    vel = np.zeros(6)
-    mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, body, vel, 0)
-    return float(np.linalg.norm(vel[3:])), float(np.linalg.norm(vel[:3]))
 
 
 class PickPlaceTask:
@@ -183,22 +132,11 @@ class PickPlaceTask:
             return float(model.qpos0[model.jnt_qposadr[jnt] + 2])
         return float(model.body_pos[bid, 2])
 
-    def _touching_robot(self, world: SimWorld) -> bool:
-        model, data = world.model, world.data
-        obj = model.body(self.config.object_body).id
-        robot = world.robot_body_ids
-        for i in range(data.ncon):
-            b1 = int(model.geom_bodyid[data.contact.geom1[i]])
-            b2 = int(model.geom_bodyid[data.contact.geom2[i]])
-            if (b1 == obj and b2 in robot) or (b2 == obj and b1 in robot):
-                return True
-        return False
-
     def _released(self, world: SimWorld) -> bool:
         open_fraction = world.gripper_open_fraction
         if open_fraction is not None and open_fraction < 0.5:
             return False
-        return not self._touching_robot(world)
+        return not touching_robot(world, self.config.object_body)
 
     def _at_rest_at_target(self, world: SimWorld) -> bool:
         """One sample of the success condition; the cheap geometric tests first."""
@@ -209,7 +147,7 @@ class PickPlaceTask:
             return False
         if abs(float(obj[2] - target[2])) > cfg.success_height:
             return False
-        linear, angular = body_speed(world.model, world.data, world.model.body(cfg.object_body).id)
+        linear, angular = body_speed(world, cfg.object_body)
         if linear > cfg.settle_speed or angular > cfg.settle_angular_speed:
             return False
         return self._released(world)
@@ -225,7 +163,7 @@ class PickPlaceTask:
         target, _ = world.site_pose(cfg.target_site)
         rest_z = self._rest_z(world)
         height = float(obj[2] - rest_z)
-        linear, _ = body_speed(world.model, world.data, world.model.body(cfg.object_body).id)
+        linear, _ = body_speed(world, cfg.object_body)
         return {
             "object_to_target_m": float(np.linalg.norm(obj[:2] - target[:2])),
             "object_height_m": height,

@@ -1,4 +1,4 @@
-"""What the task modules share: the hold timer and named reads of free bodies and contacts."""
+"""What the task modules share: the settle clock and named reads of free bodies and contacts."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DROP_MARGIN_M",
     "SETTLED_SPEED_M_S",
-    "HoldTimer",
+    "SettleClock",
     "body_speed",
     "check_type",
     "free_qpos_address",
@@ -34,28 +34,46 @@ DROP_MARGIN_M = 0.05
 SETTLED_SPEED_M_S = 0.02
 
 
-class HoldTimer:
-    """How long a condition has held, in world time.
+class SettleClock:
+    """How long a condition has held without a break, from samples taken at increasing times.
 
-    ``update`` is called as time advances; time going backwards means a new episode and restarts the
-    timer, so a task instance needs no explicit reset from whoever owns it.
+    Every task with a "comes to rest at the goal" rule keeps one: feed it ``(time, holds)`` at each
+    observation; :attr:`held_s` is the time since the first sample of the current unbroken run of ``holds``
+    (0 while it does not hold).  A sample earlier than the last one (a new episode) starts over.
     """
 
     def __init__(self) -> None:
+        """Start with nothing held."""
         self._since: float | None = None
         self._last = -math.inf
+        self.held_s = 0.0
 
-    def update(self, holds: bool, now: float) -> float:
-        """Record whether the condition holds at ``now`` (s); returns how long it has held (s), 0 if not."""
+    @property
+    def holding(self) -> bool:
+        """The condition held at the last sample."""
+        return self._since is not None
+
+    def held_for(self, period_s: float) -> bool:
+        """The condition has held, unbroken, for at least ``period_s`` (s) of samples."""
+        # The tolerance absorbs the float sum of the physics time at the sample instants.
+        return self.holding and self.held_s >= period_s - 1e-9
+
+    def reset(self) -> None:
+        """Forget the current run (a new episode)."""
+        self._since, self._last, self.held_s = None, -math.inf, 0.0
+
+    def update(self, now: float, holds: bool) -> float:
+        """Record one sample at ``now`` (s) and return :attr:`held_s`."""
         if now < self._last:
-            self._since = None
+            self.reset()
         self._last = now
         if not holds:
-            self._since = None
-            return 0.0
-        if self._since is None:
-            self._since = now
-        return now - self._since
+            self._since, self.held_s = None, 0.0
+        else:
+            if self._since is None:
+                self._since = now
+            self.held_s = now - self._since
+        return self.held_s
 
 
 def check_type(config: TaskConfig, expected: TaskType, cls: str) -> None:

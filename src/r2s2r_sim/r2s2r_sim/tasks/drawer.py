@@ -9,8 +9,9 @@ import numpy as np
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.task import ObjectPose, Outcome
-from r2s2r_sim.tasks._common import HoldTimer, check_type, touching_robot
-from r2s2r_sim.world_config import TaskConfig, TaskType
+from r2s2r_sim.tasks._common import touching_robot
+from r2s2r_sim.tasks.base import HeldTask
+from r2s2r_sim.world_config import TaskType
 
 if TYPE_CHECKING:
     from r2s2r_sim.world import SimWorld
@@ -21,7 +22,7 @@ __all__ = ["DrawerTask"]
 SETTLED_JOINT_SPEED = 0.01
 
 
-class DrawerTask:
+class DrawerTask(HeldTask):
     """Pull the drawer open past ``open_threshold`` and leave it there.
 
     **Task description:** ``task.object_body`` is the moving part of an articulated object with exactly one
@@ -42,16 +43,7 @@ class DrawerTask:
     ``joint_speed``, ``robot_contact`` (1.0 if a robot geom touches the drawer), ``held_s``.
     """
 
-    def __init__(self, config: TaskConfig) -> None:
-        """Bind a task config (``WorldConfig.task``).
-
-        Raises:
-            WorldError: the config is not a drawer task.
-        """
-        check_type(config, TaskType.DRAWER, "DrawerTask")
-        self.config = config
-        self._hold = HoldTimer()
-        self._holds = False  # whether the success condition held at the last metrics()
+    TASK_TYPE = TaskType.DRAWER
 
     def _joint(self, world: SimWorld) -> tuple[int, int]:
         """``qpos`` and ``dof`` addresses of the drawer's one joint.
@@ -96,9 +88,9 @@ class DrawerTask:
             "joint_speed": speed,
             "robot_contact": float(contact),
         }
-        self._holds = q >= cfg.open_threshold and speed < SETTLED_JOINT_SPEED and not contact
-        m["held_s"] = self._hold.update(self._holds, world.time)
-        return m
+        return self._record_hold(
+            world, q >= cfg.open_threshold and speed < SETTLED_JOINT_SPEED and not contact, m
+        )
 
     def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
         """What keeps the episode from success now: ``drawer_not_opened``, ``drawer_held`` or ..."""
@@ -113,8 +105,6 @@ class DrawerTask:
     def evaluate(self, world: SimWorld) -> Outcome | None:
         """Return the outcome if the episode is over, else None (call as time advances: holds are timed)."""
         m = self.metrics(world)
-        if self._holds and m["held_s"] >= self.config.hold_s:
+        if self._held(m):
             return Outcome(True, "success", m)
-        if world.time >= self.config.timeout:
-            return Outcome(False, f"{self.shortfall(world, m)} (timeout)", m)
-        return None
+        return self._timeout(world, m)

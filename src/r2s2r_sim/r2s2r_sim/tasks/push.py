@@ -10,15 +10,14 @@ from r2s2r_sim.task import ObjectPose, Outcome
 from r2s2r_sim.tasks._common import (
     DROP_MARGIN_M,
     SETTLED_SPEED_M_S,
-    HoldTimer,
     body_speed,
-    check_type,
     place_free_body,
     rest_z,
     sample_pose,
     touching_robot,
 )
-from r2s2r_sim.world_config import TaskConfig, TaskType
+from r2s2r_sim.tasks.base import HeldTask
+from r2s2r_sim.world_config import TaskType
 
 if TYPE_CHECKING:
     from r2s2r_sim.world import SimWorld
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["PushTask"]
 
 
-class PushTask:
+class PushTask(HeldTask):
     """Push the object, without lifting it, until it rests inside the target region.
 
     **Task description:** slide ``task.object_body`` (a free body on the table) into the disc of radius
@@ -48,16 +47,7 @@ class PushTask:
     ``robot_contact`` (1.0 if a robot geom touches the object), ``held_s`` (how long success has held).
     """
 
-    def __init__(self, config: TaskConfig) -> None:
-        """Bind a task config (``WorldConfig.task``).
-
-        Raises:
-            WorldError: the config is not a push task.
-        """
-        check_type(config, TaskType.PUSH, "PushTask")
-        self.config = config
-        self._hold = HoldTimer()
-        self._holds = False  # whether the success condition held at the last metrics()
+    TASK_TYPE = TaskType.PUSH
 
     def initialize_episode(
         self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
@@ -89,9 +79,7 @@ class PushTask:
             "robot_contact": float(touching_robot(world, cfg.object_body)),
         }
         at_rest = lin < SETTLED_SPEED_M_S and ang < SETTLED_SPEED_M_S
-        self._holds = self._in_region(m) and at_rest
-        m["held_s"] = self._hold.update(self._holds, world.time)
-        return m
+        return self._record_hold(world, self._in_region(m) and at_rest, m)
 
     def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
         """What keeps the episode from success now: ``object_outside_region``, ``object_lifted``, ...."""
@@ -108,11 +96,9 @@ class PushTask:
         """Return the outcome if the episode is over, else None (call as time advances: holds are timed)."""
         cfg = self.config
         m = self.metrics(world)
-        if self._holds and m["held_s"] >= cfg.hold_s:
+        if self._held(m):
             return Outcome(True, "success", m)
         floor = cfg.table_top_z if cfg.table_top_z is not None else rest_z(world, cfg.object_body)
         if m["object_height_m"] + rest_z(world, cfg.object_body) < floor - DROP_MARGIN_M:
             return Outcome(False, "object_dropped", m)
-        if world.time >= cfg.timeout:
-            return Outcome(False, f"{self.shortfall(world, m)} (timeout)", m)
-        return None
+        return self._timeout(world, m)

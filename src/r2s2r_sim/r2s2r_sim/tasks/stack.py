@@ -10,15 +10,14 @@ from r2s2r_sim.task import ObjectPose, Outcome
 from r2s2r_sim.tasks._common import (
     DROP_MARGIN_M,
     SETTLED_SPEED_M_S,
-    HoldTimer,
     body_speed,
-    check_type,
     place_free_body,
     rest_z,
     sample_pose,
     tilt,
     touching_robot,
 )
+from r2s2r_sim.tasks.base import HeldTask
 from r2s2r_sim.world_config import TaskConfig, TaskType
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ __all__ = ["StackTask"]
 TOPPLE_TILT_RAD = 0.5
 
 
-class StackTask:
+class StackTask(HeldTask):
     """Put the object block on top of the support block and let go; it must stay there.
 
     **Task description:** pick ``task.object_body`` and release it on ``task.support_body``, so that its
@@ -55,16 +54,11 @@ class StackTask:
     ``object_speed_m_s``, ``gripper_released`` (1.0 if no robot geom touches the object), ``held_s``.
     """
 
-    def __init__(self, config: TaskConfig) -> None:
-        """Bind a task config (``WorldConfig.task``).
+    TASK_TYPE = TaskType.STACK
 
-        Raises:
-            WorldError: the config is not a stack task.
-        """
-        check_type(config, TaskType.STACK, "StackTask")
-        self.config = config
-        self._hold = HoldTimer()
-        self._holds = False  # whether the success condition held at the last metrics()
+    def __init__(self, config: TaskConfig) -> None:
+        """Bind a task config (see :class:`HeldTask`)."""
+        super().__init__(config)
         self._support_start: np.ndarray | None = None  # first seen this episode
         self._last_time = 0.0
 
@@ -118,9 +112,7 @@ class StackTask:
         }
         at_rest = max(lin, ang, s_lin, s_ang) < SETTLED_SPEED_M_S
         upright = m["support_tilt_rad"] < TOPPLE_TILT_RAD
-        self._holds = self._stacked(m) and released and at_rest and upright
-        m["held_s"] = self._hold.update(self._holds, world.time)
-        return m
+        return self._record_hold(world, self._stacked(m) and released and at_rest and upright, m)
 
     def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
         """What keeps the episode from success now: ``object_not_on_support``, ``object_held`` or ..."""
@@ -138,7 +130,7 @@ class StackTask:
         cfg = self.config
         assert cfg.support_body is not None
         m = self.metrics(world)
-        if self._holds and m["held_s"] >= cfg.hold_s:
+        if self._held(m):
             return Outcome(True, "success", m)
         table = cfg.table_top_z
         obj, _ = world.body_pose(cfg.object_body)
@@ -149,6 +141,4 @@ class StackTask:
             return Outcome(False, "object_dropped", m)
         if m["support_tilt_rad"] >= TOPPLE_TILT_RAD or sup[2] < sup_floor:
             return Outcome(False, "support_toppled", m)
-        if world.time >= cfg.timeout:
-            return Outcome(False, f"{self.shortfall(world, m)} (timeout)", m)
-        return None
+        return self._timeout(world, m)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from r2s2r_eval.policy import PolicyParams
+from r2s2r_eval.policies.scripted.config import FrameParams
+from r2s2r_eval.policy import check_ranges
 
 __all__ = ["DrawerParams"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class DrawerParams(PolicyParams):
+class DrawerParams(FrameParams):
     """Parameters of :class:`~r2s2r_eval.policies.drawer.policy.DrawerPolicy`.
 
     Attributes:
@@ -25,8 +25,8 @@ class DrawerParams(PolicyParams):
         pull_speed_m_s: tool speed while pulling (m/s); in (0, 0.5].
         speed: scale of the Cartesian, yaw and joint speed limits outside the pull; in (0, 10].
         control_rate_hz: rate (Hz) the policy asks to be called at; in (0, 1000].
-        image_width, image_height: image size (px) the policy reads (a simulator draws that); >= 32.
-        image_rate_hz: frames per second the policy reads (it looks once, at the start); in (0, 100].
+        image_width, image_height, image_rate_hz: the frames it reads (see :class:`FrameParams`; it looks
+            once, at the start).
     """
 
     perception_noise_m: float = 0.0
@@ -36,9 +36,6 @@ class DrawerParams(PolicyParams):
     pull_speed_m_s: float = 0.08
     speed: float = 1.0
     control_rate_hz: float = 10.0
-    image_width: int = 640
-    image_height: int = 480
-    image_rate_hz: float = 1.0
 
     def __post_init__(self) -> None:
         checks = (
@@ -49,10 +46,6 @@ class DrawerParams(PolicyParams):
             ("pull_speed_m_s", self.pull_speed_m_s, 0.0 < self.pull_speed_m_s <= 0.5, "in (0, 0.5]"),
             ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
             ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
-            ("image_width", self.image_width, self.image_width >= 32, ">= 32"),
-            ("image_height", self.image_height, self.image_height >= 32, ">= 32"),
-            ("image_rate_hz", self.image_rate_hz, 0.0 < self.image_rate_hz <= 100.0, "in (0, 100]"),
+            *self.frame_checks(),
         )
-        for name, value, ok, expected in checks:
-            if not (math.isfinite(value) and ok):
-                raise ValueError(f"{name}: must be {expected}, got {value}")
+        check_ranges(checks)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from r2s2r_eval.policy import PolicyParams
+from r2s2r_eval.policies.scripted.config import FrameParams
+from r2s2r_eval.policy import check_ranges
 
 __all__ = ["PushParams"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class PushParams(PolicyParams):
+class PushParams(FrameParams):
     """Parameters of :class:`~r2s2r_eval.policies.push.policy.PushPolicy`.
 
     Attributes:
@@ -25,8 +25,8 @@ class PushParams(PolicyParams):
         speed: scale of the Cartesian, yaw and joint speed limits outside the push; in (0, 10].
         closed_loop: re-estimate the object from every new frame (False: only from the first frame).
         control_rate_hz: rate (Hz) the policy asks to be called at; in (0, 1000].
-        image_width, image_height: image size (px) the policy reads (a simulator draws that); >= 32.
-        image_rate_hz: frames per second the policy reads; in (0, 100].
+        image_width, image_height, image_rate_hz: the frames it reads (see :class:`FrameParams`); 320 x 240
+            at 5 Hz, to follow the object as it moves.
     """
 
     perception_noise_m: float = 0.0
@@ -48,10 +48,6 @@ class PushParams(PolicyParams):
             ("push_height_m", self.push_height_m, 0.0 <= self.push_height_m <= 0.1, "in [0, 0.1]"),
             ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
             ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
-            ("image_width", self.image_width, self.image_width >= 32, ">= 32"),
-            ("image_height", self.image_height, self.image_height >= 32, ">= 32"),
-            ("image_rate_hz", self.image_rate_hz, 0.0 < self.image_rate_hz <= 100.0, "in (0, 100]"),
+            *self.frame_checks(),
         )
-        for name, value, ok, expected in checks:
-            if not (math.isfinite(value) and ok):
-                raise ValueError(f"{name}: must be {expected}, got {value}")
+        check_ranges(checks)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from r2s2r_eval.policy import PolicyParams
+from r2s2r_eval.policy import PolicyParams, check_ranges
 
 __all__ = ["ReferenceParams"]
 
@@ -50,6 +49,4 @@ class ReferenceParams(PolicyParams):
             ("weak_grip_speed", self.weak_grip_speed, 0.0 < self.weak_grip_speed <= 1.0, "in (0, 1]"),
             ("max_regrasps", self.max_regrasps, 0 <= self.max_regrasps <= 10, "in [0, 10]"),
         )
-        for name, value, ok, expected in checks:
-            if not (math.isfinite(value) and ok):
-                raise ValueError(f"{name}: must be {expected}, got {value}")
+        check_ranges(checks)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
 import mujoco
 import numpy as np
 
-__all__ = ["KinematicArm", "tool_down_rotation"]
+from r2s2r_eval.policy import PolicyError
+
+__all__ = ["ArmScene", "KinematicArm", "arm_scene", "tool_down_rotation"]
 
 
 def tool_down_rotation(yaw: float) -> np.ndarray:
@@ -89,3 +95,55 @@ class KinematicArm:
                 dq *= 0.3 / step
             q = np.clip(q + dq, self.lower, self.upper)
         return q, err_pos
+
+
+@dataclass(frozen=True)
+class ArmScene:
+    """Static knowledge of a world from its MJCF: the arm's kinematics and the compiled model.
+
+    Attributes:
+        arm: kinematic copy of the arm (own ``MjData``).
+        model: the compiled world model (read-only use: sizes, colours, sites at ``qpos0``).
+        base_pose: 4x4 pose of the robot base in the model's world frame.
+        data: an ``MjData`` of ``model`` at ``qpos0`` after ``mj_kinematics`` (sites, bodies at rest).
+    """
+
+    arm: KinematicArm
+    model: mujoco.MjModel
+    base_pose: np.ndarray
+    data: mujoco.MjData
+
+    def site(self, name: str) -> np.ndarray:
+        """World position (m) of a site at ``qpos0``."""
+        return np.asarray(self.data.site_xpos[self.model.site(name).id].copy())
+
+
+@lru_cache(maxsize=8)
+def arm_scene(world_dir: Path, policy: str = "scripted") -> ArmScene:
+    """Compile ``world_dir`` once and keep its model (never the simulator's state).
+
+    Each policy keeps its own copy (``policy`` names it in errors too): a :class:`KinematicArm` has a
+    private ``MjData``.
+
+    Raises:
+        PolicyError: the world has no task or no ``robot.ee_site``.
+    """
+    from r2s2r_sim.world import SimWorld
+
+    world = SimWorld(world_dir)
+    cfg = world.config
+    if cfg.task is None or cfg.robot.ee_site is None:
+        raise PolicyError(f"{policy} policy: world {cfg.id!r} ({world_dir}) needs a task and robot.ee_site")
+    model = world.model
+    prefix = cfg.robot.prefix
+    arm = KinematicArm(model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site)
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    # The robot's root body is the top ancestor of the tool below the world body.
+    body = int(model.site_bodyid[arm.site])
+    while int(model.body_parentid[body]) != 0:
+        body = int(model.body_parentid[body])
+    base = np.eye(4)
+    base[:3, :3] = data.xmat[body].reshape(3, 3)
+    base[:3, 3] = data.xpos[body]
+    return ArmScene(arm=arm, model=model, base_pose=base, data=data)

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import mujoco
 import numpy as np
 
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
-from r2s2r_eval.policies.reference.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_eval.policies.reference.kinematics import KinematicArm, arm_scene, tool_down_rotation
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
 
@@ -119,27 +118,12 @@ def _nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray,
 
 @lru_cache(maxsize=4)
 def _scene_model(world_dir: Path) -> SceneModel:
-    # Imported here: only this policy compiles a world, and only once per world folder.
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world_config import load_world_config
 
-    # A separate compile of the world's MJCF; only its model is kept, with a private MjData.
-    world = SimWorld(world_dir)
-    cfg = world.config
-    if cfg.task is None or cfg.robot.ee_site is None:
-        raise PolicyError(f"reference policy: world {cfg.id!r} ({world_dir}) needs a task and robot.ee_site")
-    model = world.model
-    prefix = cfg.robot.prefix
-    arm = KinematicArm(model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site)
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    # The robot's root body is the top ancestor of the tool below the world body.
-    body = int(model.site_bodyid[arm.site])
-    while int(model.body_parentid[body]) != 0:
-        body = int(model.body_parentid[body])
-    base_id = body
-    base = np.eye(4)
-    base[:3, :3] = data.xmat[base_id].reshape(3, 3)
-    base[:3, 3] = data.xpos[base_id]
+    scene = arm_scene(world_dir, "reference")
+    cfg = load_world_config(world_dir)
+    assert cfg.task is not None  # arm_scene checked it
+    model, data, arm, base = scene.model, scene.data, scene.arm, scene.base_pose
     obj = model.body(cfg.task.object_body).id
     geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == obj]
     if not geoms:

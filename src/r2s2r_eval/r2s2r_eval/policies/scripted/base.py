@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from r2s2r_eval.policies.scripted.config import FrameParams
 from r2s2r_eval.policy import ImageRequest, ObservationKind, Policy
 
 __all__ = ["HARDWARE_OBSERVATIONS", "ScriptedPolicy"]
@@ -21,8 +22,8 @@ HARDWARE_OBSERVATIONS = frozenset(
 class ScriptedPolicy(Policy, base=True):
     """A scripted policy on hardware observations, paced by its parameters.
 
-    Its parameters carry ``control_rate_hz`` and the frames it reads (``image_width``, ``image_height``,
-    ``image_rate_hz``).
+    Its parameters are :class:`~r2s2r_eval.policies.scripted.config.FrameParams` (the frames it reads) with
+    a ``control_rate_hz``.
     """
 
     requires = HARDWARE_OBSERVATIONS
@@ -32,6 +33,6 @@ class ScriptedPolicy(Policy, base=True):
         return float(self.params.control_rate_hz)  # type: ignore[attr-defined]
 
     def image_request(self) -> ImageRequest:
-        """The frames the policy reads: ``image_width`` x ``image_height`` at ``image_rate_hz``."""
-        p = self.params
-        return ImageRequest(width=p.image_width, height=p.image_height, rate_hz=p.image_rate_hz)  # type: ignore[attr-defined]
+        """The frames the policy reads (:meth:`FrameParams.image_request`)."""
+        params: FrameParams = self.params  # type: ignore[assignment]
+        return params.image_request()

@@ -1,17 +1,12 @@
-"""The arm of a world as a scripted policy models it, and a speed-limited Cartesian set-point follower."""
+"""A speed-limited Cartesian set-point follower for the scripted policies (their arm model re-exported)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
-import mujoco
 import numpy as np
 
-from r2s2r_eval.policies.reference.kinematics import KinematicArm, tool_down_rotation
-from r2s2r_eval.policy import PolicyError
+from r2s2r_eval.policies.reference.kinematics import ArmScene, KinematicArm, arm_scene, tool_down_rotation
 
 __all__ = ["ArmScene", "CartesianMover", "arm_scene", "tool_yaw"]
 
@@ -19,54 +14,6 @@ __all__ = ["ArmScene", "CartesianMover", "arm_scene", "tool_yaw"]
 LINEAR_SPEED = 0.15  # m/s
 YAW_SPEED = 1.0  # rad/s
 JOINT_SPEED = 1.5  # rad/s
-
-
-@dataclass(frozen=True)
-class ArmScene:
-    """Static knowledge of a world from its MJCF: the arm's kinematics and the compiled model.
-
-    Attributes:
-        arm: kinematic copy of the arm (own ``MjData``).
-        model: the compiled world model (read-only use: sizes, colours, sites at ``qpos0``).
-        base_pose: 4x4 pose of the robot base in the model's world frame.
-        data: an ``MjData`` of ``model`` at ``qpos0`` after ``mj_kinematics`` (sites, bodies at rest).
-    """
-
-    arm: KinematicArm
-    model: mujoco.MjModel
-    base_pose: np.ndarray
-    data: mujoco.MjData
-
-    def site(self, name: str) -> np.ndarray:
-        """World position (m) of a site at ``qpos0``."""
-        return np.asarray(self.data.site_xpos[self.model.site(name).id].copy())
-
-
-@lru_cache(maxsize=8)
-def arm_scene(world_dir: Path) -> ArmScene:
-    """Compile ``world_dir`` once and keep its model (never the simulator's state).
-
-    Raises:
-        PolicyError: the world has no task or no ``robot.ee_site``.
-    """
-    from r2s2r_sim.world import SimWorld
-
-    world = SimWorld(world_dir)
-    cfg = world.config
-    if cfg.task is None or cfg.robot.ee_site is None:
-        raise PolicyError(f"scripted policy: world {cfg.id!r} ({world_dir}) needs a task and robot.ee_site")
-    model = world.model
-    prefix = cfg.robot.prefix
-    arm = KinematicArm(model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site)
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    body = int(model.site_bodyid[arm.site])
-    while int(model.body_parentid[body]) != 0:
-        body = int(model.body_parentid[body])
-    base = np.eye(4)
-    base[:3, :3] = data.xmat[body].reshape(3, 3)
-    base[:3, 3] = data.xpos[body]
-    return ArmScene(arm=arm, model=model, base_pose=base, data=data)
 
 
 def tool_yaw(rot: np.ndarray) -> float:

@@ -50,9 +50,8 @@ class StackPolicy(ReferencePolicy):
         self._place = np.zeros(3)
 
     def image_request(self) -> ImageRequest:
-        """The frames the policy reads: ``image_width`` x ``image_height`` at ``image_rate_hz``."""
-        p = self._sp
-        return ImageRequest(width=p.image_width, height=p.image_height, rate_hz=p.image_rate_hz)
+        """The frames the policy reads (:meth:`FrameParams.image_request`)."""
+        return self._sp.image_request()
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode (see :meth:`ReferencePolicy.reset`); draws the support estimate's noise too."""

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from r2s2r_eval.policy import PolicyParams
+from r2s2r_eval.policy import PolicyParams, check_ranges
 
 __all__ = ["TopdownParams"]
 
@@ -45,6 +44,4 @@ class TopdownParams(PolicyParams):
             ),
             ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
         )
-        for name, value, ok, expected in checks:
-            if not (math.isfinite(value) and ok):
-                raise ValueError(f"{name}: must be {expected}, got {value}")
+        check_ranges(checks)

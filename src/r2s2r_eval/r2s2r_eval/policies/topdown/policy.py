@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import mujoco
 import numpy as np
 
-from r2s2r_eval.policies.reference.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_eval.policies.reference.kinematics import KinematicArm, arm_scene, tool_down_rotation
 from r2s2r_eval.policies.topdown.config import TopdownParams
 from r2s2r_eval.policies.topdown.perception import Blob, highest_blob
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
@@ -48,24 +47,12 @@ class _Scene:
 
 @lru_cache(maxsize=4)
 def _scene(world_dir: Path) -> _Scene:
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world_config import load_world_config
 
-    world = SimWorld(world_dir)
-    cfg = world.config
-    if cfg.task is None or cfg.robot.ee_site is None:
-        raise PolicyError(f"topdown policy: world {cfg.id!r} ({world_dir}) needs a task and robot.ee_site")
-    model, prefix = world.model, cfg.robot.prefix
-    arm = KinematicArm(model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site)
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    body = int(model.site_bodyid[arm.site])
-    while int(model.body_parentid[body]) != 0:
-        body = int(model.body_parentid[body])
-    base = np.eye(4)
-    base[:3, :3] = data.xmat[body].reshape(3, 3)
-    base[:3, 3] = data.xpos[body]
-    target = data.site_xpos[model.site(cfg.task.target_site).id].copy()
-    return _Scene(arm=arm, base_pose=base, target=target)
+    scene = arm_scene(world_dir, "topdown")
+    task = load_world_config(world_dir).task
+    assert task is not None  # arm_scene checked it
+    return _Scene(arm=scene.arm, base_pose=scene.base_pose, target=scene.site(task.target_site))
 
 
 class TopdownPolicy(Policy):
