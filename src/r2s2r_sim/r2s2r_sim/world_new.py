@@ -9,14 +9,16 @@ What the robot file does not say is guessed from the model and can be confirmed 
   on the last arm body, on the axis from the wrist to the fingers, at finger depth (see
   :class:`r2s2r_sim.robot_source.ToolFrameConfig` for the axis convention);
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
-The scene is the bundled table, cube and bin, with the workspace, bin and camera scaled to the arm's reach
-(the bundled arm's reach and workspace at scale 1) and the camera placed like the bundled one.
+The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
+and the bin are scaled to where the arm reaches tool-down, and the camera keeps its offset from them
+(:mod:`r2s2r_sim.world_layout`).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ import numpy as np
 import yaml
 
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.kinematics import KinematicArm
 from r2s2r_sim.robot_source import (
     ServoConfig,
     ToolFrameConfig,
@@ -36,6 +39,8 @@ from r2s2r_sim.robot_source import (
     resolve_package,
     split_package_uri,
 )
+from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, unhidden_home
 from r2s2r_sim.worlds import WORLDS
 
 __all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "robot_reference", "write_world"]
@@ -44,12 +49,8 @@ _GRIPPER_RE = re.compile(r"finger|jaw|gripper|knuckle|claw|thumb|hand", re.IGNOR
 _TCP_SITE_RE = re.compile(r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|attachment", re.IGNORECASE)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 _BUNDLED = WORLDS["tabletop-pick-v1"]
-# The bundled arm's reach (m), base to tool centre summed over its joint anchors at home, and where its
-# workspace, bin and camera sit: the template the scene is scaled from.
-_BUNDLED_REACH = 0.84
+# The bundled scene's table top, camera and cube region centre (m): the template the scene is placed from.
 _TABLE_Z = 0.75
-_CUBE_RANGE = ((0.35, 0.55), (-0.15, 0.05))
-_BIN_XY = (0.25, 0.38)
 _CAMERA_POS = (1.2, 0.1, 1.35)
 _WORKSPACE_CENTRE = (0.45, -0.05, 0.77)
 # Default servos for joints a URDF leaves without an actuator: stiff enough to hold a 5-10 kg arm.
@@ -384,36 +385,92 @@ def _gripper(
     return out
 
 
-def _scene(out: Path, scale: float) -> dict[str, Any]:
-    """Copy the bundled scene, with cube, bin and camera moved to ``scale`` of the bundled workspace."""
+def _scene(out: Path, scene: SceneLayout) -> dict[str, Any]:
+    """Copy the bundled scene with cube, bin and camera moved to ``scene`` (the camera keeps its offset)."""
     tree = ET.parse(_BUNDLED / "scene.xml")
     root = tree.getroot()
-    cx, cy, cz = _WORKSPACE_CENTRE
+    cx, cy = (float(v) for v in scene.centre)
     for body in root.iter("body"):
         if body.get("name") == "cube":
-            body.set("pos", f"{cx * scale:.4f} {cy * scale:.4f} {cz}")
+            body.set("pos", f"{cx:.4f} {cy:.4f} {_WORKSPACE_CENTRE[2]}")
         if body.get("name") == "bin":
-            body.set("pos", f"{_BIN_XY[0] * scale:.4f} {_BIN_XY[1] * scale:.4f} {_TABLE_Z}")
+            body.set("pos", f"{scene.bin_xy[0]:.4f} {scene.bin_xy[1]:.4f} {_TABLE_Z}")
     for cam in root.iter("camera"):
         if cam.get("name") == "realsense":
-            # same view direction as the bundled camera, at the same distance from the scaled workspace
-            centre = np.array([cx * scale, cy * scale, cz])
+            # same view direction and distance as the bundled camera to its workspace: the cube and bin
+            # keep their size, so they keep their size in the image
+            centre = np.array([cx, cy, _WORKSPACE_CENTRE[2]])
             pos = centre + (np.array(_CAMERA_POS) - np.array(_WORKSPACE_CENTRE))
             cam.set("pos", " ".join(f"{v:.4f}" for v in pos))
     tree.write(out / "scene.xml", encoding="unicode", xml_declaration=False)
     bundled = yaml.safe_load((_BUNDLED / "world.yaml").read_text(encoding="utf-8"))
     task = dict(bundled["task"])
     task["object_pose_range"] = {
-        "x": [round(_CUBE_RANGE[0][0] * scale, 4), round(_CUBE_RANGE[0][1] * scale, 4)],
-        "y": [round(_CUBE_RANGE[1][0] * scale, 4), round(_CUBE_RANGE[1][1] * scale, 4)],
+        "x": [round(v, 4) for v in scene.cube_x],
+        "y": [round(v, 4) for v in scene.cube_y],
         "yaw": task["object_pose_range"]["yaw"],
     }
     return {"cameras": bundled["cameras"], "render_profiles": bundled["render_profiles"], "task": task,
             "physics": bundled["physics"]}
 
 
+def _write(out: Path, opts: NewWorldOptions, robot: dict[str, Any], scene: SceneLayout, comment: str) -> Path:
+    rest = _scene(out, scene)
+    world = {"id": opts.world_id, "scene": "scene.xml", "robot": robot, **rest}
+    header = (
+        f"# {opts.world_id}: the table task (pick the cube, place it in the bin) with the robot "
+        f"{opts.robot}.\n# Written by `r2s2r world new`; check it with `r2s2r world check {out}`.\n{comment}"
+    )
+    text = header + yaml.safe_dump(world, sort_keys=False, default_flow_style=None)
+    (out / "world.yaml").write_text(text, encoding="utf-8")
+    return out / "world.yaml"
+
+
+def _arm(world: SimWorld) -> KinematicArm:
+    robot = world.config.robot
+    assert robot.ee_site is not None  # world new always writes a tool frame
+    return KinematicArm(world.model, tuple(robot.prefix + j for j in robot.arm_joints), robot.prefix + robot.ee_site)
+
+
+def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
+    """Turn and scale for the arm, from a probe world: the arm unturned on the table, the bundled scene."""
+    with tempfile.TemporaryDirectory(prefix="r2s2r-world-new-") as tmp:
+        probe_dir = Path(tmp)
+        _write(probe_dir, opts, guess.robot, BUNDLED_LAYOUT, "")
+        world = SimWorld(probe_dir)
+        world.reset(0)
+        home = world.joint_state()[0][: len(world.arm_joint_names)].copy()
+        first = world.model.joint(world.config.robot.prefix + world.config.robot.arm_joints[0]).id
+        base_xy = world.data.xanchor[first][:2].copy()
+        mount = np.asarray(guess.robot["attach"]["pos"][:2], dtype=np.float64)
+        return choose_layout(_arm(world), home, mount, _TABLE_Z, base_xy, guess.reach)
+
+
+def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
+    """A start pose that leaves the camera's view of the cube region and the bin clear (None: home does)."""
+    world = SimWorld(out)
+    world.reset(0)
+    model, robot = world.model, world.config.robot
+    arm_ids = [model.joint(robot.prefix + j).id for j in robot.arm_joints]
+    camera = world.camera_id(world.config.cameras[0].name)
+    scene = layout.scene
+    # The cube region grown by a cube edge and as high as two cubes: an arm beside the cube in the image
+    # merges with it in a colour mask (an orange arm and the red cube) as surely as one in front of it.
+    grow, tall = 0.04, 0.08
+    xs, ys = (scene.cube_x[0] - grow, scene.cube_x[1] + grow), (scene.cube_y[0] - grow, scene.cube_y[1] + grow)
+    points = [np.array([x, y, _TABLE_Z + z]) for x in xs for y in ys for z in (0.0, tall)]
+    # turn the arm away from the bin first: the joint direction that swings the tool to the bin's far side
+    axis_z = float(world.data.xaxis[arm_ids[0]][2])
+    away = -math.copysign(1.0, scene.bin_xy[1]) * math.copysign(1.0, axis_z if abs(axis_z) > 1e-6 else 1.0)
+    return unhidden_home(model, world.data.qpos.copy(), model.jnt_qposadr[arm_ids], world.arm_limits, camera,
+                         points, world.robot_body_ids, away)
+
+
 def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
     """Write ``out/world.yaml`` and ``out/scene.xml``; never overwrites a world.
+
+    The arm is turned on its mount to face the scene, which is scaled to where it reaches tool-down, and
+    its start pose leaves the camera's view clear (:mod:`r2s2r_sim.world_layout`).
 
     Raises:
         WorldError: ``out`` holds a world already, or the robot cannot be guessed (names the flag).
@@ -421,17 +478,30 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
     if (out / "world.yaml").exists() or (out / "scene.xml").exists():
         raise WorldError(f"--out: {out} already holds a world; not overwriting it")
     guess = guess_robot(opts)
-    scale = min(1.0, max(0.3, guess.reach / _BUNDLED_REACH))
+    layout = _layout(guess, opts)
+    robot = dict(guess.robot)
+    half = layout.yaw / 2
+    robot["attach"] = {"pos": robot["attach"]["pos"],
+                       "quat": [round(math.cos(half), 6), 0.0, 0.0, round(math.sin(half), 6)]}
+    notes = list(guess.notes)
+    facing = f"turned {math.degrees(layout.yaw):.0f} deg on its mount to face the scene"
+    notes.append(f"{facing}; workspace scaled to {layout.scale:.2f} of the bundled one")
+    if not layout.reached:
+        notes.append("the arm does not reach the whole workspace tool-down even at this scale; check it")
+    comment = f"# Arm {facing}; workspace scaled to {layout.scale:.2f} of the bundled one (reach {guess.reach:.2f} m).\n"
     out.mkdir(parents=True, exist_ok=True)
-    rest = _scene(out, scale)
-    world = {"id": opts.world_id, "scene": "scene.xml", "robot": guess.robot, **rest}
-    header = (
-        f"# {opts.world_id}: the table task (pick the cube, place it in the bin) with the robot "
-        f"{opts.robot}.\n# Written by `r2s2r world new`; check it with `r2s2r world check {out}`.\n"
-        f"# Workspace scaled to {scale:.2f} of the bundled one (arm reach {guess.reach:.2f} m).\n"
-    )
-    (out / "world.yaml").write_text(header + yaml.safe_dump(world, sort_keys=False, default_flow_style=None), encoding="utf-8")
-    return out / "world.yaml", guess
+    path = _write(out, opts, robot, layout.scene, comment)
+    start = _start_pose(out, layout)
+    if start is not None:
+        key = robot.pop("home_keyframe", None)
+        robot = {k: v for k, v in robot.items() if k != "home_qpos"}
+        items = list(robot.items())
+        at = [k for k, _ in items].index("prefix") + 1
+        robot = dict(items[:at] + [("home_qpos", [round(float(v), 6) for v in start])] + items[at:])
+        was = f"keyframe {key!r}" if key else "home"
+        notes.append(f"start pose: the {was} with the first joint turned, so the camera sees the workspace")
+        path = _write(out, opts, robot, layout.scene, comment)
+    return path, GuessedRobot(robot=robot, reach=guess.reach, notes=tuple(notes))
 
 
 def robot_reference(robot: str) -> tuple[str, Path]:
