@@ -26,7 +26,7 @@ import numpy as np
 
 from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 
-__all__ = ["BUNDLED_LAYOUT", "Layout", "SceneLayout", "choose_layout", "unhidden_home"]
+__all__ = ["BUNDLED_LAYOUT", "Layout", "SceneLayout", "choose_layout", "start_pose"]
 
 # Tool height (m) above the table top at the cube's centre when grasping a 4 cm cube, the lowest approach
 # height the reference policy accepts above that, and the release and lowest carry height above the bin
@@ -260,44 +260,45 @@ def _hidden(
     return bool((hits_robot & (t_exit >= t_enter) & (dist <= t_exit)).any())
 
 
-def unhidden_home(
+def start_pose(
     model: mujoco.MjModel,
     home_qpos: np.ndarray,
-    arm_qadr: np.ndarray,
-    limits: np.ndarray,
+    arm_joints: Sequence[int],
     camera: int,
     points: Sequence[np.ndarray],
     robot: frozenset[int],
     away: float,
 ) -> np.ndarray | None:
-    """A start pose in which the camera sees every point, or None when home already does or none found.
+    """Arm joint positions to start from, or None when the home pose serves.
 
-    Tries the first arm joint turned by growing angles, to the side ``away`` (+1/-1) first.
+    When the arm shows in the camera's view of ``points`` (see :func:`_hidden`), the first joint turns it
+    aside by growing angles, ``away`` (+1/-1, joint direction) first, until the view is clear.
 
     Args:
         model: the world model; ``home_qpos`` its full qpos at home.
-        arm_qadr: qpos addresses of the arm joints; ``limits`` their (n, 2) ranges.
-        camera: the camera's id; ``points`` what it must see (world frame).
-        robot: the robot's body ids.
-        away: the joint direction to try first.
+        arm_joints: the arm's joint ids, command order.
+        camera: the camera's id; ``points`` what it must see (world frame); ``robot`` the robot's bodies.
+        away: the first joint's direction to try first.
     """
     data = mujoco.MjData(model)
+    qadr = model.jnt_qposadr[list(arm_joints)]
+    first = arm_joints[0]
+    lo, hi = (model.jnt_range[first] if model.jnt_limited[first] else (-np.inf, np.inf))
 
-    def hides(qpos: np.ndarray) -> bool:
-        data.qpos[:] = qpos
+    def hides(candidate: np.ndarray) -> bool:
+        data.qpos[:] = home_qpos
+        data.qpos[qadr] = candidate
         mujoco.mj_kinematics(model, data)
         mujoco.mj_camlight(model, data)  # the camera's pose (a camera may ride on a body)
         return _hidden(model, data, camera, points, robot)
 
-    if not hides(home_qpos):
+    home = home_qpos[qadr].copy()
+    if not hides(home):
         return None
     for deg in _SWING_DEG:
         for side in (away, -away):
-            q = home_qpos.copy()
-            q0 = q[arm_qadr[0]] + side * math.radians(deg)
-            if not limits[0, 0] <= q0 <= limits[0, 1]:
-                continue
-            q[arm_qadr[0]] = q0
-            if not hides(q):
-                return q[arm_qadr].copy()
+            swung = home.copy()
+            swung[0] += side * math.radians(deg)
+            if lo <= swung[0] <= hi and not hides(swung):
+                return swung
     return None

@@ -40,7 +40,7 @@ from r2s2r_sim.robot_source import (
     split_package_uri,
 )
 from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, unhidden_home
+from r2s2r_sim.world_layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
 from r2s2r_sim.worlds import WORLDS
 
 __all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "robot_reference", "write_world"]
@@ -462,8 +462,7 @@ def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
     # turn the arm away from the bin first: the joint direction that swings the tool to the bin's far side
     axis_z = float(world.data.xaxis[arm_ids[0]][2])
     away = -math.copysign(1.0, scene.bin_xy[1]) * math.copysign(1.0, axis_z if abs(axis_z) > 1e-6 else 1.0)
-    return unhidden_home(model, world.data.qpos.copy(), model.jnt_qposadr[arm_ids], world.arm_limits, camera,
-                         points, world.robot_body_ids, away)
+    return start_pose(model, world.data.qpos.copy(), arm_ids, camera, points, world.robot_body_ids, away)
 
 
 def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
