@@ -79,13 +79,16 @@ class SceneLayout:
         The bin keeps its radius and turns (away from the cube region) until its edge clears the region's
         farthest corner by a cube.
         """
-        cx, cy = (scale * v for v in self.cube_x), (scale * v for v in self.cube_y)
-        out = SceneLayout(cube_x=tuple(cx), cube_y=tuple(cy), bin_xy=(scale * self.bin_xy[0], scale * self.bin_xy[1]))  # type: ignore[arg-type]
+        out = SceneLayout(
+            cube_x=(scale * self.cube_x[0], scale * self.cube_x[1]),
+            cube_y=(scale * self.cube_y[0], scale * self.cube_y[1]),
+            bin_xy=(scale * self.bin_xy[0], scale * self.bin_xy[1]),
+        )
         half_diag = 0.5 * math.hypot(out.cube_x[1] - out.cube_x[0], out.cube_y[1] - out.cube_y[0])
         clear = half_diag + _BIN_HALF * math.sqrt(2.0) + _CUBE_HALF_DIAG
         bin_xy = np.asarray(out.bin_xy)
         centre = out.centre
-        side = math.copysign(1.0, float(np.cross(centre, bin_xy)))
+        side = math.copysign(1.0, float(centre[0] * bin_xy[1] - centre[1] * bin_xy[0]))
         radius = float(np.linalg.norm(bin_xy))
         for _ in range(36):
             if float(np.linalg.norm(bin_xy - centre)) >= clear:
@@ -227,7 +230,11 @@ def choose_layout(
 
 
 def _hidden(
-    model: mujoco.MjModel, data: mujoco.MjData, camera: int, points: Sequence[np.ndarray], robot: frozenset[int]
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    camera: int,
+    points: Sequence[np.ndarray],
+    robot: frozenset[int],
 ) -> bool:
     """Whether the camera sees the robot in, or in front of, the box that ``points`` (world frame) span.
 
@@ -275,15 +282,18 @@ def start_pose(
     aside by growing angles, ``away`` (+1/-1, joint direction) first, until the view is clear.
 
     Args:
-        model: the world model; ``home_qpos`` its full qpos at home.
+        model: the world model.
+        home_qpos: its full qpos at home.
         arm_joints: the arm's joint ids, command order.
-        camera: the camera's id; ``points`` what it must see (world frame); ``robot`` the robot's bodies.
+        camera: the camera's id.
+        points: what the camera must see (world frame).
+        robot: the robot's body ids.
         away: the first joint's direction to try first.
     """
     data = mujoco.MjData(model)
     qadr = model.jnt_qposadr[list(arm_joints)]
     first = arm_joints[0]
-    lo, hi = (model.jnt_range[first] if model.jnt_limited[first] else (-np.inf, np.inf))
+    lo, hi = model.jnt_range[first] if model.jnt_limited[first] else (-np.inf, np.inf)
 
     def hides(candidate: np.ndarray) -> bool:
         data.qpos[:] = home_qpos

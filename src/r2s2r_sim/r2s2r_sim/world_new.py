@@ -121,8 +121,11 @@ def _actuator_joints(model: mujoco.MjModel, act: int) -> list[int]:
         return [target]
     if kind == int(mujoco.mjtTrn.mjTRN_TENDON):
         adr, num = int(model.tendon_adr[target]), int(model.tendon_num[target])
-        return [int(model.wrap_objid[w]) for w in range(adr, adr + num)
-                if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)]
+        return [
+            int(model.wrap_objid[w])
+            for w in range(adr, adr + num)
+            if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)
+        ]
     return []
 
 
@@ -140,7 +143,9 @@ def _geom_centres(model: mujoco.MjModel, data: mujoco.MjData, bodies: set[int]) 
 
 
 def _robot_model(opts: NewWorldOptions) -> tuple[mujoco.MjModel, mujoco.MjSpec]:
-    spec = load_robot_spec(opts.robot_file, field="--robot", xacro_args=opts.xacro_args, packages=opts.packages)
+    spec = load_robot_spec(
+        opts.robot_file, field="--robot", xacro_args=opts.xacro_args, packages=opts.packages
+    )
     try:
         return spec.compile(), spec
     except ValueError as err:
@@ -170,7 +175,9 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
             grip_act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, opts.gripper_actuator)
             if grip_act < 0:
                 have = [model.actuator(i).name for i in range(model.nu)]
-                raise WorldError(f"--gripper-actuator: {opts.gripper_actuator!r} not in the robot file ({have})")
+                raise WorldError(
+                    f"--gripper-actuator: {opts.gripper_actuator!r} not in the robot file ({have})"
+                )
         else:
             for act in range(model.nu):
                 joints = _actuator_joints(model, act)
@@ -184,7 +191,9 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
         if opts.gripper_joints is not None:
             grip_joints = _joint_ids(model, opts.gripper_joints, "--gripper-joints")
         if grip_act < 0 and opts.gripper_joints is not None:
-            raise WorldError("--gripper-joints: also give --gripper-actuator (no actuator drives those joints)")
+            raise WorldError(
+                "--gripper-joints: also give --gripper-actuator (no actuator drives those joints)"
+            )
     finger_joints = {j for j in moving if _GRIPPER_RE.search(model.joint(j).name)} | set(grip_joints)
 
     # arm joints
@@ -223,7 +232,9 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     robot["arm_joints"] = [model.joint(j).name for j in arm]
     if is_urdf(opts.robot_file):
         robot["servos"] = {"kp": DEFAULT_SERVOS.kp, "kv": DEFAULT_SERVOS.kv}
-        notes.append(f"the URDF has no actuators: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}")
+        notes.append(
+            f"the URDF has no actuators: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}"
+        )
 
     last_body = int(model.jnt_bodyid[arm[-1]])
     wrist = data.xanchor[arm[-1]].copy()
@@ -252,8 +263,10 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
 
     anchors = [data.xanchor[j] for j in arm] + [tool_pos]
     base = data.xpos[int(model.jnt_bodyid[arm[0]])]
-    reach = float(np.linalg.norm(anchors[0] - base) + sum(
-        np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True)))
+    reach = float(
+        np.linalg.norm(anchors[0] - base)
+        + sum(np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True))
+    )
     return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes))
 
 
@@ -333,8 +346,9 @@ def _tool_frame(
         frame["z_axis"] = np.asarray(opts.tool_z)
     if opts.tool_y is not None:
         frame["y_axis"] = np.asarray(opts.tool_y)
-    out: dict[str, Any] = {k: v if isinstance(v, str) else [round(float(x), 6) for x in v]
-                           for k, v in frame.items()}
+    out: dict[str, Any] = {
+        k: v if isinstance(v, str) else [round(float(x), 6) for x in v] for k, v in frame.items()
+    }
     ToolFrameConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in out.items()})  # validates
     return out
 
@@ -376,7 +390,10 @@ def _gripper(
         "actuator": model.actuator(act).name,
         "command_range": [round(float(v), 6) for v in command],
     }
-    if int(model.actuator_trntype[act]) == int(mujoco.mjtTrn.mjTRN_TENDON) and model.actuator_ctrllimited[act]:
+    if (
+        int(model.actuator_trntype[act]) == int(mujoco.mjtTrn.mjTRN_TENDON)
+        and model.actuator_ctrllimited[act]
+    ):
         # ctrl over the tendon: its range maps onto the joint range end for end (same direction as the gain)
         c0, c1 = (float(v) for v in model.actuator_ctrlrange[act])
         span = hi - lo
@@ -410,8 +427,12 @@ def _scene(out: Path, scene: SceneLayout) -> dict[str, Any]:
         "y": [round(v, 4) for v in scene.cube_y],
         "yaw": task["object_pose_range"]["yaw"],
     }
-    return {"cameras": bundled["cameras"], "render_profiles": bundled["render_profiles"], "task": task,
-            "physics": bundled["physics"]}
+    return {
+        "cameras": bundled["cameras"],
+        "render_profiles": bundled["render_profiles"],
+        "task": task,
+        "physics": bundled["physics"],
+    }
 
 
 def _write(out: Path, opts: NewWorldOptions, robot: dict[str, Any], scene: SceneLayout, comment: str) -> Path:
@@ -429,7 +450,9 @@ def _write(out: Path, opts: NewWorldOptions, robot: dict[str, Any], scene: Scene
 def _arm(world: SimWorld) -> KinematicArm:
     robot = world.config.robot
     assert robot.ee_site is not None  # world new always writes a tool frame
-    return KinematicArm(world.model, tuple(robot.prefix + j for j in robot.arm_joints), robot.prefix + robot.ee_site)
+    return KinematicArm(
+        world.model, tuple(robot.prefix + j for j in robot.arm_joints), robot.prefix + robot.ee_site
+    )
 
 
 def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
@@ -457,7 +480,10 @@ def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
     # The cube region grown by a cube edge and as high as two cubes: an arm beside the cube in the image
     # merges with it in a colour mask (an orange arm and the red cube) as surely as one in front of it.
     grow, tall = 0.04, 0.08
-    xs, ys = (scene.cube_x[0] - grow, scene.cube_x[1] + grow), (scene.cube_y[0] - grow, scene.cube_y[1] + grow)
+    xs, ys = (
+        (scene.cube_x[0] - grow, scene.cube_x[1] + grow),
+        (scene.cube_y[0] - grow, scene.cube_y[1] + grow),
+    )
     points = [np.array([x, y, _TABLE_Z + z]) for x in xs for y in ys for z in (0.0, tall)]
     # turn the arm away from the bin first: the joint direction that swings the tool to the bin's far side
     axis_z = float(world.data.xaxis[arm_ids[0]][2])
@@ -479,15 +505,21 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
     guess = guess_robot(opts)
     layout = _layout(guess, opts)
     robot = dict(guess.robot)
-    half = layout.yaw / 2
-    robot["attach"] = {"pos": robot["attach"]["pos"],
-                       "quat": [round(math.cos(half), 6), 0.0, 0.0, round(math.sin(half), 6)]}
+    yaw = layout.yaw if abs(layout.yaw) > 1e-9 else 0.0
+    half = yaw / 2
+    robot["attach"] = {
+        "pos": robot["attach"]["pos"],
+        "quat": [round(math.cos(half), 6), 0.0, 0.0, round(math.sin(half), 6)],
+    }
     notes = list(guess.notes)
-    facing = f"turned {math.degrees(layout.yaw):.0f} deg on its mount to face the scene"
+    facing = f"turned {math.degrees(yaw):.0f} deg on its mount to face the scene"
     notes.append(f"{facing}; workspace scaled to {layout.scale:.2f} of the bundled one")
     if not layout.reached:
         notes.append("the arm does not reach the whole workspace tool-down even at this scale; check it")
-    comment = f"# Arm {facing}; workspace scaled to {layout.scale:.2f} of the bundled one (reach {guess.reach:.2f} m).\n"
+    comment = (
+        f"# Arm {facing}; workspace scaled to {layout.scale:.2f} of the bundled one "
+        f"(reach {guess.reach:.2f} m).\n"
+    )
     out.mkdir(parents=True, exist_ok=True)
     path = _write(out, opts, robot, layout.scene, comment)
     start = _start_pose(out, layout)
@@ -504,7 +536,7 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
 
 
 def robot_reference(robot: str) -> tuple[str, Path]:
-    """The robot as world.yaml names it (a ``package://`` reference kept, a path made absolute) and on disk."""
+    """The robot as world.yaml names it (``package://`` kept, a path made absolute), and on disk."""
     if robot.startswith("package://"):
         uri = split_package_uri(robot)
         folder = None if uri is None else resolve_package(uri[0], {})

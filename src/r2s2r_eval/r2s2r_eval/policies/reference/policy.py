@@ -357,7 +357,7 @@ class ReferencePolicy(Policy):
         self._estimate = CubeEstimate(position=noisy, yaw=found.yaw, pixels=found.pixels)
 
     def _pose_kinematic_copy(self, obs: Observation) -> None:
-        """Put every measured joint of the kinematic copy where it is (the fingers too), for line-of-sight tests."""
+        """Pose the kinematic copy at every measured joint, fingers too, for line-of-sight tests."""
         arm = self._scene.arm
         adr = dict(self._scene.joint_qpos_adr)
         for name, value in zip(obs.joint_names, obs.joint_positions, strict=True):
@@ -366,8 +366,11 @@ class ReferencePolicy(Policy):
         mujoco.mj_kinematics(arm.model, arm.data)
 
     def _sight_ends_on_arm(self, eye: np.ndarray, point: np.ndarray) -> bool:
-        """Whether the camera at ``eye`` sees the arm at ``point`` (model frame): a part of an arm of the
-        cube's colour can look like the cube in the colour mask, never in the arm's own geometry."""
+        """Whether the camera at ``eye`` sees the arm at ``point`` (model frame).
+
+        A part of an arm of the cube's colour can look like the cube in the colour mask, never in the arm's
+        own geometry.
+        """
         arm = self._scene.arm
         vec = point - eye
         dist = float(np.linalg.norm(vec))
