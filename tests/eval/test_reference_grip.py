@@ -188,3 +188,30 @@ def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
     rgb[180:201, 250:271] = 90  # without the cube, the large blob is not taken for it
     depth[180:201, 250:271] = 1.0
     assert estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02) is None
+
+
+def test_a_cube_sized_blob_said_to_be_on_the_arm_is_passed_over() -> None:
+    from r2s2r_eval.policies.reference.perception import estimate_cube
+
+    k = np.array([[500.0, 0.0, 160.0], [0.0, 500.0, 120.0], [0.0, 0.0, 1.0]])
+    pose = np.eye(4)
+    pose[:3, :3] = np.diag([1.0, -1.0, -1.0])
+    pose[2, 3] = 1.0
+    rgb = np.full((240, 320, 3), 90, np.uint8)
+    depth = np.full((240, 320), 1.0, np.float32)
+    red = (230, 38, 25)
+    rgb[40:62, 40:62] = red  # a cube-sized red part of an arm, 18 cm up, larger in the image
+    depth[40:62, 40:62] = 0.82
+    rgb[180:201, 250:271] = red  # the cube on the table
+    depth[180:201, 250:271] = 0.96
+    first = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02)
+    assert first is not None and first.position[2] > 0.1  # without the arm's geometry: the arm part
+    seen: list[np.ndarray] = []
+
+    def on_arm(centre: np.ndarray) -> bool:
+        seen.append(centre)
+        return bool(centre[2] > 0.1)
+
+    found = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02, reject=on_arm)
+    assert found is not None and np.allclose(found.position, [0.192, -0.1344, 0.02], atol=0.003), found
+    assert len(seen) == 2

@@ -53,6 +53,9 @@ _BUNDLED = WORLDS["tabletop-pick-v1"]
 _TABLE_Z = 0.75
 _CAMERA_POS = (1.2, 0.1, 1.35)
 _WORKSPACE_CENTRE = (0.45, -0.05, 0.77)
+# Half the bundled cube's edge and the gap left between it and a fixed jaw when descending (m).
+_CUBE_HALF = 0.02
+_JAW_MARGIN = 0.005
 # Default servos for joints a URDF leaves without an actuator: stiff enough to hold a 5-10 kg arm.
 DEFAULT_SERVOS = ServoConfig(kp=2000.0, kv=100.0)
 
@@ -295,6 +298,38 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 1e-9 else v
 
 
+def _jaw_shift(
+    model: mujoco.MjModel, data: mujoco.MjData, grip_joints: list[int], finger_bodies: set[int], z: np.ndarray
+) -> np.ndarray:
+    """Sideways shift (world) of the grasp centre of a gripper with one moving jaw against a fixed one.
+
+    Closed, the jaws meet on the approach axis; a cube centred there would land on the fixed jaw.  The
+    grasp centre lies half a cube (and a margin) from the fixed jaw toward where the moving jaw opens.
+    Zero for grippers whose fingers close from both sides.
+    """
+    if len(grip_joints) != 1 or model.nu == 0:
+        return np.zeros(3)
+    joint = grip_joints[0]
+    adr = int(model.jnt_qposadr[joint])
+    keep = float(data.qpos[adr])
+    ends = []
+    for value in model.jnt_range[joint]:
+        data.qpos[adr] = value
+        mujoco.mj_kinematics(model, data)
+        ends.append(_geom_centres(model, data, finger_bodies).mean(axis=0))
+    data.qpos[adr] = keep
+    mujoco.mj_kinematics(model, data)
+    lateral = [e - z * float(e @ z) for e in ends]
+    move = lateral[1] - lateral[0]
+    # the open end is the one whose fingers lie farther from the fixed jaw (the closed-end position)
+    if float(np.linalg.norm(move)) < 1e-6:
+        return np.zeros(3)
+    centre_axis = data.xpos[int(model.body_parentid[int(model.jnt_bodyid[joint])])]
+    radial = [float(np.linalg.norm(lat - (centre_axis - z * float(centre_axis @ z)))) for lat in lateral]
+    direction = _unit(move if radial[1] > radial[0] else -move)
+    return direction * (_CUBE_HALF + _JAW_MARGIN)
+
+
 def _tool_frame(
     model: mujoco.MjModel,
     data: mujoco.MjData,
@@ -320,7 +355,7 @@ def _tool_frame(
         z = _unit(centre - wrist)
         if abs(float(axis @ z)) > 0.7:  # a wrist roll joint: its axis is the approach axis
             z = axis * math.copysign(1.0, float(axis @ z))
-        pos = wrist + z * float((centre - wrist) @ z)
+        pos = wrist + z * float((centre - wrist) @ z) + _jaw_shift(model, data, grip_joints, finger_bodies, z)
     else:
         z = axis
         pos = data.xpos[body].copy()
