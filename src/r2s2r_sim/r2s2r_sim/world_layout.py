@@ -49,6 +49,8 @@ _PROBE_RADII = (0.3, 0.45, 0.6, 0.75)
 _BIN_HALF = 0.08
 _CUBE_HALF_DIAG = 0.03
 _SWING_DEG = (30, 60, 90, 120, 150)
+# A turned start pose keeps this far (m) from everything in the scene it was not already near at home.
+_CLEARANCE_M = 0.05
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,8 @@ def start_pose(
     """Arm joint positions to start from, or None when the home pose serves.
 
     When the arm shows in the camera's view of ``points`` (see :func:`_hidden`), the first joint turns it
-    aside by growing angles, ``away`` (+1/-1, joint direction) first, until the view is clear.
+    aside by growing angles, ``away`` (+1/-1, joint direction) first, until the view is clear and the arm
+    keeps clear of the scene (the bin).
 
     Args:
         model: the world model.
@@ -302,13 +305,35 @@ def start_pose(
         mujoco.mj_camlight(model, data)  # the camera's pose (a camera may ride on a body)
         return _hidden(model, data, camera, points, robot)
 
+    def collidable(g: int) -> bool:
+        return bool(model.geom_contype[g] or model.geom_conaffinity[g])
+
+    arm_geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in robot and collidable(g)]
+    scene_geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) not in robot and collidable(g)]
+
+    def gaps(candidate: np.ndarray) -> np.ndarray:
+        """Each scene geom's distance to the arm (up to the clearance)."""
+        data.qpos[:] = home_qpos
+        data.qpos[qadr] = candidate
+        mujoco.mj_kinematics(model, data)
+        return np.array(
+            [
+                min(mujoco.mj_geomDistance(model, data, a, g, _CLEARANCE_M, None) for a in arm_geoms)
+                for g in scene_geoms
+            ]
+        )
+
     home = home_qpos[qadr].copy()
     if not hides(home):
         return None
+    # what the arm is near at home (its mount on the table) does not count against a turned pose
+    near_at_home = gaps(home) < _CLEARANCE_M
     for deg in _SWING_DEG:
         for side in (away, -away):
             swung = home.copy()
             swung[0] += side * math.radians(deg)
-            if lo <= swung[0] <= hi and not hides(swung):
+            if not lo <= swung[0] <= hi or hides(swung):
+                continue
+            if np.all((gaps(swung) >= _CLEARANCE_M) | near_at_home):
                 return swung
     return None
