@@ -166,16 +166,20 @@ def test_sweep_on_the_bundled_world_succeeds(tmp_path: Path) -> None:
     assert len({r.seed for r in rows}) == 2
 
 
-def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
-    from r2s2r_eval.policies.reference.perception import estimate_cube
-
-    # A camera 1 m above the table looking straight down (optical z = world -z), 500 px focal length.
+def _top_down_view() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A camera 1 m above the table looking straight down (optical z = world -z), 500 px focal length:
+    intrinsics, pose, and an empty grey 320 x 240 frame with the table at 1 m."""
     k = np.array([[500.0, 0.0, 160.0], [0.0, 500.0, 120.0], [0.0, 0.0, 1.0]])
     pose = np.eye(4)
     pose[:3, :3] = np.diag([1.0, -1.0, -1.0])
     pose[2, 3] = 1.0
-    rgb = np.full((240, 320, 3), 90, np.uint8)
-    depth = np.full((240, 320), 1.0, np.float32)
+    return k, pose, np.full((240, 320, 3), 90, np.uint8), np.full((240, 320), 1.0, np.float32)
+
+
+def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
+    from r2s2r_eval.policies.reference.perception import estimate_cube
+
+    k, pose, rgb, depth = _top_down_view()
     red = (230, 38, 25)
     rgb[20:140, 20:200] = red  # a large red thing (an arm link), 36 x 24 cm, 5 cm tall
     depth[20:140, 20:200] = 0.95
@@ -193,12 +197,7 @@ def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
 def test_a_cube_sized_blob_said_to_be_on_the_arm_is_passed_over() -> None:
     from r2s2r_eval.policies.reference.perception import estimate_cube
 
-    k = np.array([[500.0, 0.0, 160.0], [0.0, 500.0, 120.0], [0.0, 0.0, 1.0]])
-    pose = np.eye(4)
-    pose[:3, :3] = np.diag([1.0, -1.0, -1.0])
-    pose[2, 3] = 1.0
-    rgb = np.full((240, 320, 3), 90, np.uint8)
-    depth = np.full((240, 320), 1.0, np.float32)
+    k, pose, rgb, depth = _top_down_view()
     red = (230, 38, 25)
     rgb[40:62, 40:62] = red  # a cube-sized red part of an arm, 18 cm up, larger in the image
     depth[40:62, 40:62] = 0.82

@@ -12,7 +12,8 @@ straight down:
   at release and carry height; the bin swings further round the arm when the shrunken layout would put it
   over the cube region.  The cube and the bin keep their size, so the camera keeps its distance to them.
 - **start pose**: the home keyframe, unless the arm hides part of the cube region or the bin from the camera
-  in it; then the first joint turns the arm aside (away from the bin first) until the camera sees them all.
+  in it; then the first joint turns the arm aside (away from the bin first) until the camera sees them all
+  and the arm keeps clear of the bin.
 """
 
 from __future__ import annotations

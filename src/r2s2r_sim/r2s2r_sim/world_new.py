@@ -6,8 +6,9 @@ What the robot file does not say is guessed from the model and can be confirmed 
   gripper, knuckle or claw; its open end is the end of the joint range where the finger geoms lie
   farthest from the approach axis;
 - tool frame: a site named like a tool centre (tcp, pinch, ee, tool, grasp, attachment), else one placed
-  on the last arm body, on the axis from the wrist to the fingers, at finger depth (see
-  :class:`r2s2r_sim.robot_source.ToolFrameConfig` for the axis convention);
+  on the last arm body, on the axis from the wrist to the fingers, at finger depth, moved half a cube
+  off a fixed jaw for a gripper with one moving jaw (see :class:`r2s2r_sim.robot_source.ToolFrameConfig`
+  for the axis convention);
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
 The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
 and the bin are scaled to where the arm reaches tool-down, and the camera keeps its offset from them
