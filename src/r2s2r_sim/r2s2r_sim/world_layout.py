@@ -11,9 +11,9 @@ straight down:
   at which every corner of the cube region is reached tool-down at grasp and approach height and the bin
   at release and carry height; the bin swings further round the arm when the shrunken layout would put it
   over the cube region.  The cube and the bin keep their size, so the camera keeps its distance to them.
-- **start pose**: the home keyframe, unless the arm hides part of the cube region or the bin from the camera
-  in it; then the first joint turns the arm aside (away from the bin first) until the camera sees them all
-  and the arm keeps clear of the bin.
+- **start pose**: the home keyframe, unless the arm shows in the camera's view of the cube region (grown
+  by a cube) in it; then the first joint turns the arm aside (away from the bin first) until the view is
+  clear and the arm keeps 5 cm from the scene.
 """
 
 from __future__ import annotations
