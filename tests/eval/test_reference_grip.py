@@ -166,16 +166,20 @@ def test_sweep_on_the_bundled_world_succeeds(tmp_path: Path) -> None:
     assert len({r.seed for r in rows}) == 2
 
 
-def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
-    from r2s2r_eval.policies.reference.perception import estimate_cube
-
-    # A camera 1 m above the table looking straight down (optical z = world -z), 500 px focal length.
+def _top_down_view() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A camera 1 m above the table looking straight down (optical z = world -z), 500 px focal length:
+    intrinsics, pose, and an empty grey 320 x 240 frame with the table at 1 m."""
     k = np.array([[500.0, 0.0, 160.0], [0.0, 500.0, 120.0], [0.0, 0.0, 1.0]])
     pose = np.eye(4)
     pose[:3, :3] = np.diag([1.0, -1.0, -1.0])
     pose[2, 3] = 1.0
-    rgb = np.full((240, 320, 3), 90, np.uint8)
-    depth = np.full((240, 320), 1.0, np.float32)
+    return k, pose, np.full((240, 320, 3), 90, np.uint8), np.full((240, 320), 1.0, np.float32)
+
+
+def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
+    from r2s2r_eval.policies.reference.perception import estimate_cube
+
+    k, pose, rgb, depth = _top_down_view()
     red = (230, 38, 25)
     rgb[20:140, 20:200] = red  # a large red thing (an arm link), 36 x 24 cm, 5 cm tall
     depth[20:140, 20:200] = 0.95
@@ -188,3 +192,25 @@ def test_cube_is_the_blob_of_its_size_not_the_largest() -> None:
     rgb[180:201, 250:271] = 90  # without the cube, the large blob is not taken for it
     depth[180:201, 250:271] = 1.0
     assert estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02) is None
+
+
+def test_a_cube_sized_blob_said_to_be_on_the_arm_is_passed_over() -> None:
+    from r2s2r_eval.policies.reference.perception import estimate_cube
+
+    k, pose, rgb, depth = _top_down_view()
+    red = (230, 38, 25)
+    rgb[40:62, 40:62] = red  # a cube-sized red part of an arm, 18 cm up, larger in the image
+    depth[40:62, 40:62] = 0.82
+    rgb[180:201, 250:271] = red  # the cube on the table
+    depth[180:201, 250:271] = 0.96
+    first = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02)
+    assert first is not None and first.position[2] > 0.1  # without the arm's geometry: the arm part
+    seen: list[np.ndarray] = []
+
+    def on_arm(centre: np.ndarray) -> bool:
+        seen.append(centre)
+        return bool(centre[2] > 0.1)
+
+    found = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02, reject=on_arm)
+    assert found is not None and np.allclose(found.position, [0.192, -0.1344, 0.02], atol=0.003), found
+    assert len(seen) == 2

@@ -6,17 +6,20 @@ What the robot file does not say is guessed from the model and can be confirmed 
   gripper, knuckle or claw; its open end is the end of the joint range where the finger geoms lie
   farthest from the approach axis;
 - tool frame: a site named like a tool centre (tcp, pinch, ee, tool, grasp, attachment), else one placed
-  on the last arm body, on the axis from the wrist to the fingers, at finger depth (see
-  :class:`r2s2r_sim.robot_source.ToolFrameConfig` for the axis convention);
+  on the last arm body, on the axis from the wrist to the fingers, at finger depth, moved half a cube
+  off a fixed jaw for a gripper with one moving jaw (see :class:`r2s2r_sim.robot_source.ToolFrameConfig`
+  for the axis convention);
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
-The scene is the bundled table, cube and bin, with the workspace, bin and camera scaled to the arm's reach
-(the bundled arm's reach and workspace at scale 1) and the camera placed like the bundled one.
+The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
+and the bin are scaled to where the arm reaches tool-down, and the camera keeps its offset from them
+(:mod:`r2s2r_sim.world_layout`).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +31,7 @@ import numpy as np
 import yaml
 
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.kinematics import KinematicArm
 from r2s2r_sim.robot_source import (
     ServoConfig,
     ToolFrameConfig,
@@ -36,6 +40,8 @@ from r2s2r_sim.robot_source import (
     resolve_package,
     split_package_uri,
 )
+from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
 from r2s2r_sim.worlds import WORLDS
 
 __all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "robot_reference", "write_world"]
@@ -44,14 +50,13 @@ _GRIPPER_RE = re.compile(r"finger|jaw|gripper|knuckle|claw|thumb|hand", re.IGNOR
 _TCP_SITE_RE = re.compile(r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|attachment", re.IGNORECASE)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 _BUNDLED = WORLDS["tabletop-pick-v1"]
-# The bundled arm's reach (m), base to tool centre summed over its joint anchors at home, and where its
-# workspace, bin and camera sit: the template the scene is scaled from.
-_BUNDLED_REACH = 0.84
+# The bundled scene's table top, camera and cube region centre (m): the template the scene is placed from.
 _TABLE_Z = 0.75
-_CUBE_RANGE = ((0.35, 0.55), (-0.15, 0.05))
-_BIN_XY = (0.25, 0.38)
 _CAMERA_POS = (1.2, 0.1, 1.35)
 _WORKSPACE_CENTRE = (0.45, -0.05, 0.77)
+# Half the bundled cube's edge and the gap left between it and a fixed jaw when descending (m).
+_CUBE_HALF = 0.02
+_JAW_MARGIN = 0.005
 # Default servos for joints a URDF leaves without an actuator: stiff enough to hold a 5-10 kg arm.
 DEFAULT_SERVOS = ServoConfig(kp=2000.0, kv=100.0)
 
@@ -120,8 +125,11 @@ def _actuator_joints(model: mujoco.MjModel, act: int) -> list[int]:
         return [target]
     if kind == int(mujoco.mjtTrn.mjTRN_TENDON):
         adr, num = int(model.tendon_adr[target]), int(model.tendon_num[target])
-        return [int(model.wrap_objid[w]) for w in range(adr, adr + num)
-                if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)]
+        return [
+            int(model.wrap_objid[w])
+            for w in range(adr, adr + num)
+            if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)
+        ]
     return []
 
 
@@ -139,7 +147,9 @@ def _geom_centres(model: mujoco.MjModel, data: mujoco.MjData, bodies: set[int]) 
 
 
 def _robot_model(opts: NewWorldOptions) -> tuple[mujoco.MjModel, mujoco.MjSpec]:
-    spec = load_robot_spec(opts.robot_file, field="--robot", xacro_args=opts.xacro_args, packages=opts.packages)
+    spec = load_robot_spec(
+        opts.robot_file, field="--robot", xacro_args=opts.xacro_args, packages=opts.packages
+    )
     try:
         return spec.compile(), spec
     except ValueError as err:
@@ -169,7 +179,9 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
             grip_act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, opts.gripper_actuator)
             if grip_act < 0:
                 have = [model.actuator(i).name for i in range(model.nu)]
-                raise WorldError(f"--gripper-actuator: {opts.gripper_actuator!r} not in the robot file ({have})")
+                raise WorldError(
+                    f"--gripper-actuator: {opts.gripper_actuator!r} not in the robot file ({have})"
+                )
         else:
             for act in range(model.nu):
                 joints = _actuator_joints(model, act)
@@ -183,7 +195,9 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
         if opts.gripper_joints is not None:
             grip_joints = _joint_ids(model, opts.gripper_joints, "--gripper-joints")
         if grip_act < 0 and opts.gripper_joints is not None:
-            raise WorldError("--gripper-joints: also give --gripper-actuator (no actuator drives those joints)")
+            raise WorldError(
+                "--gripper-joints: also give --gripper-actuator (no actuator drives those joints)"
+            )
     finger_joints = {j for j in moving if _GRIPPER_RE.search(model.joint(j).name)} | set(grip_joints)
 
     # arm joints
@@ -222,7 +236,9 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     robot["arm_joints"] = [model.joint(j).name for j in arm]
     if is_urdf(opts.robot_file):
         robot["servos"] = {"kp": DEFAULT_SERVOS.kp, "kv": DEFAULT_SERVOS.kv}
-        notes.append(f"the URDF has no actuators: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}")
+        notes.append(
+            f"the URDF has no actuators: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}"
+        )
 
     last_body = int(model.jnt_bodyid[arm[-1]])
     wrist = data.xanchor[arm[-1]].copy()
@@ -251,8 +267,10 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
 
     anchors = [data.xanchor[j] for j in arm] + [tool_pos]
     base = data.xpos[int(model.jnt_bodyid[arm[0]])]
-    reach = float(np.linalg.norm(anchors[0] - base) + sum(
-        np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True)))
+    reach = float(
+        np.linalg.norm(anchors[0] - base)
+        + sum(np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True))
+    )
     return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes))
 
 
@@ -281,6 +299,38 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 1e-9 else v
 
 
+def _jaw_shift(
+    model: mujoco.MjModel, data: mujoco.MjData, grip_joints: list[int], finger_bodies: set[int], z: np.ndarray
+) -> np.ndarray:
+    """Sideways shift (world) of the grasp centre of a gripper with one moving jaw against a fixed one.
+
+    Closed, the jaws meet on the approach axis; a cube centred there would land on the fixed jaw.  The
+    grasp centre lies half a cube (and a margin) from the fixed jaw toward where the moving jaw opens.
+    Zero for grippers whose fingers close from both sides.
+    """
+    if len(grip_joints) != 1 or model.nu == 0:
+        return np.zeros(3)
+    joint = grip_joints[0]
+    adr = int(model.jnt_qposadr[joint])
+    keep = float(data.qpos[adr])
+    ends = []
+    for value in model.jnt_range[joint]:
+        data.qpos[adr] = value
+        mujoco.mj_kinematics(model, data)
+        ends.append(_geom_centres(model, data, finger_bodies).mean(axis=0))
+    data.qpos[adr] = keep
+    mujoco.mj_kinematics(model, data)
+    lateral = [e - z * float(e @ z) for e in ends]
+    move = lateral[1] - lateral[0]
+    # the open end is the one whose fingers lie farther from the fixed jaw (the closed-end position)
+    if float(np.linalg.norm(move)) < 1e-6:
+        return np.zeros(3)
+    centre_axis = data.xpos[int(model.body_parentid[int(model.jnt_bodyid[joint])])]
+    radial = [float(np.linalg.norm(lat - (centre_axis - z * float(centre_axis @ z)))) for lat in lateral]
+    direction = _unit(move if radial[1] > radial[0] else -move)
+    return direction * (_CUBE_HALF + _JAW_MARGIN)
+
+
 def _tool_frame(
     model: mujoco.MjModel,
     data: mujoco.MjData,
@@ -306,7 +356,7 @@ def _tool_frame(
         z = _unit(centre - wrist)
         if abs(float(axis @ z)) > 0.7:  # a wrist roll joint: its axis is the approach axis
             z = axis * math.copysign(1.0, float(axis @ z))
-        pos = wrist + z * float((centre - wrist) @ z)
+        pos = wrist + z * float((centre - wrist) @ z) + _jaw_shift(model, data, grip_joints, finger_bodies, z)
     else:
         z = axis
         pos = data.xpos[body].copy()
@@ -332,8 +382,9 @@ def _tool_frame(
         frame["z_axis"] = np.asarray(opts.tool_z)
     if opts.tool_y is not None:
         frame["y_axis"] = np.asarray(opts.tool_y)
-    out: dict[str, Any] = {k: v if isinstance(v, str) else [round(float(x), 6) for x in v]
-                           for k, v in frame.items()}
+    out: dict[str, Any] = {
+        k: v if isinstance(v, str) else [round(float(x), 6) for x in v] for k, v in frame.items()
+    }
     ToolFrameConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in out.items()})  # validates
     return out
 
@@ -375,7 +426,10 @@ def _gripper(
         "actuator": model.actuator(act).name,
         "command_range": [round(float(v), 6) for v in command],
     }
-    if int(model.actuator_trntype[act]) == int(mujoco.mjtTrn.mjTRN_TENDON) and model.actuator_ctrllimited[act]:
+    if (
+        int(model.actuator_trntype[act]) == int(mujoco.mjtTrn.mjTRN_TENDON)
+        and model.actuator_ctrllimited[act]
+    ):
         # ctrl over the tendon: its range maps onto the joint range end for end (same direction as the gain)
         c0, c1 = (float(v) for v in model.actuator_ctrlrange[act])
         span = hi - lo
@@ -384,36 +438,100 @@ def _gripper(
     return out
 
 
-def _scene(out: Path, scale: float) -> dict[str, Any]:
-    """Copy the bundled scene, with cube, bin and camera moved to ``scale`` of the bundled workspace."""
+def _scene(out: Path, scene: SceneLayout) -> dict[str, Any]:
+    """Copy the bundled scene with cube, bin and camera moved to ``scene`` (the camera keeps its offset)."""
     tree = ET.parse(_BUNDLED / "scene.xml")
     root = tree.getroot()
-    cx, cy, cz = _WORKSPACE_CENTRE
+    cx, cy = (float(v) for v in scene.centre)
     for body in root.iter("body"):
         if body.get("name") == "cube":
-            body.set("pos", f"{cx * scale:.4f} {cy * scale:.4f} {cz}")
+            body.set("pos", f"{cx:.4f} {cy:.4f} {_WORKSPACE_CENTRE[2]}")
         if body.get("name") == "bin":
-            body.set("pos", f"{_BIN_XY[0] * scale:.4f} {_BIN_XY[1] * scale:.4f} {_TABLE_Z}")
+            body.set("pos", f"{scene.bin_xy[0]:.4f} {scene.bin_xy[1]:.4f} {_TABLE_Z}")
     for cam in root.iter("camera"):
         if cam.get("name") == "realsense":
-            # same view direction as the bundled camera, at the same distance from the scaled workspace
-            centre = np.array([cx * scale, cy * scale, cz])
+            # same view direction and distance as the bundled camera to its workspace: the cube and bin
+            # keep their size, so they keep their size in the image
+            centre = np.array([cx, cy, _WORKSPACE_CENTRE[2]])
             pos = centre + (np.array(_CAMERA_POS) - np.array(_WORKSPACE_CENTRE))
             cam.set("pos", " ".join(f"{v:.4f}" for v in pos))
     tree.write(out / "scene.xml", encoding="unicode", xml_declaration=False)
     bundled = yaml.safe_load((_BUNDLED / "world.yaml").read_text(encoding="utf-8"))
     task = dict(bundled["task"])
     task["object_pose_range"] = {
-        "x": [round(_CUBE_RANGE[0][0] * scale, 4), round(_CUBE_RANGE[0][1] * scale, 4)],
-        "y": [round(_CUBE_RANGE[1][0] * scale, 4), round(_CUBE_RANGE[1][1] * scale, 4)],
+        "x": [round(v, 4) for v in scene.cube_x],
+        "y": [round(v, 4) for v in scene.cube_y],
         "yaw": task["object_pose_range"]["yaw"],
     }
-    return {"cameras": bundled["cameras"], "render_profiles": bundled["render_profiles"], "task": task,
-            "physics": bundled["physics"]}
+    return {
+        "cameras": bundled["cameras"],
+        "render_profiles": bundled["render_profiles"],
+        "task": task,
+        "physics": bundled["physics"],
+    }
+
+
+def _write(out: Path, opts: NewWorldOptions, robot: dict[str, Any], scene: SceneLayout, comment: str) -> Path:
+    rest = _scene(out, scene)
+    world = {"id": opts.world_id, "scene": "scene.xml", "robot": robot, **rest}
+    header = (
+        f"# {opts.world_id}: the table task (pick the cube, place it in the bin) with the robot "
+        f"{opts.robot}.\n# Written by `r2s2r world new`; check it with `r2s2r world check {out}`.\n{comment}"
+    )
+    text = header + yaml.safe_dump(world, sort_keys=False, default_flow_style=None)
+    (out / "world.yaml").write_text(text, encoding="utf-8")
+    return out / "world.yaml"
+
+
+def _arm(world: SimWorld) -> KinematicArm:
+    robot = world.config.robot
+    assert robot.ee_site is not None  # world new always writes a tool frame
+    return KinematicArm(
+        world.model, tuple(robot.prefix + j for j in robot.arm_joints), robot.prefix + robot.ee_site
+    )
+
+
+def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
+    """Turn and scale for the arm, from a probe world: the arm unturned on the table, the bundled scene."""
+    with tempfile.TemporaryDirectory(prefix="r2s2r-world-new-") as tmp:
+        probe_dir = Path(tmp)
+        _write(probe_dir, opts, guess.robot, BUNDLED_LAYOUT, "")
+        world = SimWorld(probe_dir)
+        world.reset(0)
+        home = world.joint_state()[0][: len(world.arm_joint_names)].copy()
+        first = world.model.joint(world.config.robot.prefix + world.config.robot.arm_joints[0]).id
+        base_xy = world.data.xanchor[first][:2].copy()
+        mount = np.asarray(guess.robot["attach"]["pos"][:2], dtype=np.float64)
+        return choose_layout(_arm(world), home, mount, _TABLE_Z, base_xy, guess.reach)
+
+
+def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
+    """A start pose that leaves the camera's view of the cube region and the bin clear (None: home does)."""
+    world = SimWorld(out)
+    world.reset(0)
+    model, robot = world.model, world.config.robot
+    arm_ids = [model.joint(robot.prefix + j).id for j in robot.arm_joints]
+    camera = world.camera_id(world.config.cameras[0].name)
+    scene = layout.scene
+    # The cube region grown by a cube edge and as high as two cubes: an arm beside the cube in the image
+    # merges with it in a colour mask (an orange arm and the red cube) as surely as one in front of it.
+    grow, tall = 0.04, 0.08
+    xs, ys = (
+        (scene.cube_x[0] - grow, scene.cube_x[1] + grow),
+        (scene.cube_y[0] - grow, scene.cube_y[1] + grow),
+    )
+    points = [np.array([x, y, _TABLE_Z + z]) for x in xs for y in ys for z in (0.0, tall)]
+    # turn the arm away from the bin first: the joint direction that swings the tool to the bin's far side
+    axis_z = float(world.data.xaxis[arm_ids[0]][2])
+    away = -math.copysign(1.0, scene.bin_xy[1]) * math.copysign(1.0, axis_z if abs(axis_z) > 1e-6 else 1.0)
+    return start_pose(model, world.data.qpos.copy(), arm_ids, camera, points, world.robot_body_ids, away)
 
 
 def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
     """Write ``out/world.yaml`` and ``out/scene.xml``; never overwrites a world.
+
+    The arm is turned on its mount to face the scene, which is scaled to where it reaches tool-down, and
+    its start pose leaves the camera's view clear (:mod:`r2s2r_sim.world_layout`).
 
     Raises:
         WorldError: ``out`` holds a world already, or the robot cannot be guessed (names the flag).
@@ -421,21 +539,40 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
     if (out / "world.yaml").exists() or (out / "scene.xml").exists():
         raise WorldError(f"--out: {out} already holds a world; not overwriting it")
     guess = guess_robot(opts)
-    scale = min(1.0, max(0.3, guess.reach / _BUNDLED_REACH))
-    out.mkdir(parents=True, exist_ok=True)
-    rest = _scene(out, scale)
-    world = {"id": opts.world_id, "scene": "scene.xml", "robot": guess.robot, **rest}
-    header = (
-        f"# {opts.world_id}: the table task (pick the cube, place it in the bin) with the robot "
-        f"{opts.robot}.\n# Written by `r2s2r world new`; check it with `r2s2r world check {out}`.\n"
-        f"# Workspace scaled to {scale:.2f} of the bundled one (arm reach {guess.reach:.2f} m).\n"
+    layout = _layout(guess, opts)
+    robot = dict(guess.robot)
+    yaw = layout.yaw if abs(layout.yaw) > 1e-9 else 0.0
+    half = yaw / 2
+    robot["attach"] = {
+        "pos": robot["attach"]["pos"],
+        "quat": [round(math.cos(half), 6), 0.0, 0.0, round(math.sin(half), 6)],
+    }
+    notes = list(guess.notes)
+    facing = f"turned {math.degrees(yaw):.0f} deg on its mount to face the scene"
+    notes.append(f"{facing}; workspace scaled to {layout.scale:.2f} of the bundled one")
+    if not layout.reached:
+        notes.append("the arm does not reach the whole workspace tool-down even at this scale; check it")
+    comment = (
+        f"# Arm {facing}; workspace scaled to {layout.scale:.2f} of the bundled one "
+        f"(reach {guess.reach:.2f} m).\n"
     )
-    (out / "world.yaml").write_text(header + yaml.safe_dump(world, sort_keys=False, default_flow_style=None), encoding="utf-8")
-    return out / "world.yaml", guess
+    out.mkdir(parents=True, exist_ok=True)
+    path = _write(out, opts, robot, layout.scene, comment)
+    start = _start_pose(out, layout)
+    if start is not None:
+        key = robot.pop("home_keyframe", None)
+        robot = {k: v for k, v in robot.items() if k != "home_qpos"}
+        items = list(robot.items())
+        at = [k for k, _ in items].index("prefix") + 1
+        robot = dict(items[:at] + [("home_qpos", [round(float(v), 6) for v in start])] + items[at:])
+        was = f"keyframe {key!r}" if key else "home"
+        notes.append(f"start pose: the {was} with the first joint turned, so the camera sees the workspace")
+        path = _write(out, opts, robot, layout.scene, comment)
+    return path, GuessedRobot(robot=robot, reach=guess.reach, notes=tuple(notes))
 
 
 def robot_reference(robot: str) -> tuple[str, Path]:
-    """The robot as world.yaml names it (a ``package://`` reference kept, a path made absolute) and on disk."""
+    """The robot as world.yaml names it (``package://`` kept, a path made absolute), and on disk."""
     if robot.startswith("package://"):
         uri = split_package_uri(robot)
         folder = None if uri is None else resolve_package(uri[0], {})

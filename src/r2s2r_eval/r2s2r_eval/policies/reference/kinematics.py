@@ -1,4 +1,4 @@
-"""A kinematic copy of the arm for inverse kinematics: its own MjModel/MjData, never the simulator's state."""
+"""The arm's scene model for scripted policies; the kinematic copy is shared with ``r2s2r world new``."""
 
 from __future__ import annotations
 
@@ -8,93 +8,11 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_eval.policy import PolicyError
 
 __all__ = ["ArmScene", "KinematicArm", "arm_scene", "tool_down_rotation"]
-
-
-def tool_down_rotation(yaw: float) -> np.ndarray:
-    """Tool orientation (3x3, world) with z pointing down and the finger (y) axis at ``yaw`` about world z."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[-s, c, 0.0], [c, s, 0.0], [0.0, 0.0, -1.0]])
-
-
-class KinematicArm:
-    """Forward and damped-least-squares inverse kinematics of an arm's tool site.
-
-    Uses only ``mj_kinematics``, ``mj_comPos`` and ``mj_jacSite`` on a private ``MjData``.
-    """
-
-    def __init__(self, model: mujoco.MjModel, joints: tuple[str, ...], site: str) -> None:
-        """Bind the arm ``joints`` (compiled names, command order) and the tool ``site`` of ``model``.
-
-        Raises:
-            ValueError: a joint or the site is not in the model.
-        """
-        self.model = model
-        self.data = mujoco.MjData(model)
-        ids = []
-        for name in joints:
-            jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
-            if jid < 0:
-                raise ValueError(f"KinematicArm: joint {name!r} not in the model")
-            ids.append(jid)
-        self.site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)
-        if self.site < 0:
-            raise ValueError(f"KinematicArm: site {site!r} not in the model")
-        self.qadr = model.jnt_qposadr[ids]
-        self.dofadr = model.jnt_dofadr[ids]
-        limited = model.jnt_limited[ids].astype(bool)
-        self.lower = np.where(limited, model.jnt_range[ids, 0], -np.inf)
-        self.upper = np.where(limited, model.jnt_range[ids, 1], np.inf)
-        self._jacp = np.zeros((3, model.nv))
-        self._jacr = np.zeros((3, model.nv))
-
-    def _update(self, q: np.ndarray) -> None:
-        self.data.qpos[self.qadr] = q
-        mujoco.mj_kinematics(self.model, self.data)
-        mujoco.mj_comPos(self.model, self.data)
-
-    def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Tool site position (3,) and rotation (3x3) in the model's world frame for joint positions ``q``."""
-        self._update(q)
-        return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()
-
-    def ik(
-        self,
-        pos: np.ndarray,
-        rot: np.ndarray,
-        q0: np.ndarray,
-        *,
-        iterations: int = 40,
-        damping: float = 0.05,
-        tol: float = 1e-4,
-    ) -> tuple[np.ndarray, float]:
-        """Joint positions reaching ``pos``/``rot`` from ``q0`` by damped least squares, within joint limits.
-
-        Returns:
-            ``q`` and the remaining position error (m).
-        """
-        q = np.clip(np.asarray(q0, dtype=np.float64).copy(), self.lower, self.upper)
-        err_pos = np.inf
-        for _ in range(iterations):
-            cur_pos, cur_rot = self.fk(q)
-            e_pos = pos - cur_pos
-            # Small-angle orientation error: half the sum of axis cross products.
-            e_rot = 0.5 * sum(np.cross(cur_rot[:, i], rot[:, i]) for i in range(3))
-            err_pos = float(np.linalg.norm(e_pos))
-            if err_pos < tol and float(np.linalg.norm(e_rot)) < 10 * tol:
-                break
-            mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self.site)
-            jac = np.vstack([self._jacp[:, self.dofadr], self._jacr[:, self.dofadr]])
-            err = np.concatenate([e_pos, e_rot])
-            dq = jac.T @ np.linalg.solve(jac @ jac.T + damping**2 * np.eye(6), err)
-            step = float(np.max(np.abs(dq)))
-            if step > 0.3:
-                dq *= 0.3 / step
-            q = np.clip(q + dq, self.lower, self.upper)
-        return q, err_pos
 
 
 @dataclass(frozen=True)

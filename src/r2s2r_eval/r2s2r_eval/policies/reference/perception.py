@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -72,6 +73,8 @@ def estimate_cube(
     camera_pose: np.ndarray,
     colour: tuple[float, float, float],
     half_size: float,
+    *,
+    reject: Callable[[np.ndarray], bool] | None = None,
 ) -> CubeEstimate | None:
     """Estimate the pose of a cube of ``colour`` from one aligned RGB-D frame.
 
@@ -87,13 +90,15 @@ def estimate_cube(
         camera_pose: 4x4 pose of the optical frame in the world.
         colour: the cube's RGB in [0, 1].
         half_size: half the cube's edge (m).
+        reject: says of a blob's estimated centre (world, m) that it is something else (e.g. a part of an
+            arm of the cube's colour); the next blob is tried.
 
     Returns:
         The estimate, or None when no blob of at least 30 pixels with valid depth has the cube's size.
     """
     for blob in _colour_blobs(rgb, colour):
         found = _estimate_blob(blob & np.isfinite(depth), depth, k, camera_pose, half_size)
-        if found is not None:
+        if found is not None and not (reject is not None and reject(found.position)):
             return found
     return None
 

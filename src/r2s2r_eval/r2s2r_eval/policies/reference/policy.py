@@ -44,6 +44,8 @@ _LOOK_DWELL_S = 1.2
 # control period once the set-point has arrived, up to this many metres.
 _SAG_GAIN = 0.5
 _SAG_LIMIT_M = 0.04
+# A cube candidate whose top the camera's line of sight reaches on the arm, within this (m), is the arm.
+_ON_ARM_M = 0.03
 
 
 class Phase(enum.Enum):
@@ -90,6 +92,8 @@ class SceneModel:
     cube_half_size: float
     target: np.ndarray  # target site position in the world (m)
     gripper_joint: str | None  # the gripper's first joint as on /joint_states (None: no gripper)
+    robot_bodies: frozenset[int]  # the arm's bodies in the model, to tell it from the cube in an image
+    joint_qpos_adr: tuple[tuple[str, int], ...]  # (name on /joint_states, qpos address) of each robot joint
 
 
 @lru_cache(maxsize=4)
@@ -139,6 +143,10 @@ def _scene_model(world_dir: Path) -> SceneModel:
         cube_half_size=float(model.geom_size[geom][2]),
         target=data.site_xpos[model.site(cfg.task.target_site).id].copy(),
         gripper_joint=None if cfg.robot.gripper is None else cfg.robot.gripper.joints[0],
+        robot_bodies=frozenset(world.robot_body_ids),
+        joint_qpos_adr=tuple(
+            (name, int(model.jnt_qposadr[model.joint(prefix + name).id])) for name in world.joint_names
+        ),
     )
 
 
@@ -311,18 +319,50 @@ class ReferencePolicy(Policy):
         if self._p.assume_camera_of:
             height, width = obs.rgb.shape[:2]
             camera_k, camera_pose = _nominal_camera(self._p.assume_camera_of, width, height)
+        # Observed world frame -> model world frame, through the observed and the modelled base pose.
+        if obs.base_pose is not None:
+            self._world_to_model = scene.base_pose @ np.linalg.inv(obs.base_pose)
+        to_model = self._world_to_model
+        eye = to_model[:3, :3] @ camera_pose[:3, 3] + to_model[:3, 3]
+        self._pose_kinematic_copy(obs)
+
+        def on_arm(centre: np.ndarray) -> bool:
+            top = to_model[:3, :3] @ centre + to_model[:3, 3] + [0.0, 0.0, scene.cube_half_size]
+            return self._sight_ends_on_arm(eye, top)
+
         found = estimate_cube(
-            obs.rgb, obs.depth, camera_k, camera_pose, scene.cube_colour, scene.cube_half_size
+            obs.rgb, obs.depth, camera_k, camera_pose, scene.cube_colour, scene.cube_half_size, reject=on_arm
         )
         if found is None:
             raise PolicyError("reference policy: cube not found in the colour image")
         noisy = found.position.copy()
         noisy[:2] += self._noise
-        # Observed world frame -> model world frame, through the observed and the modelled base pose.
-        if obs.base_pose is not None:
-            self._world_to_model = scene.base_pose @ np.linalg.inv(obs.base_pose)
         noisy = self._world_to_model[:3, :3] @ noisy + self._world_to_model[:3, 3]
         self._estimate = CubeEstimate(position=noisy, yaw=found.yaw, pixels=found.pixels)
+
+    def _pose_kinematic_copy(self, obs: Observation) -> None:
+        """Pose the kinematic copy at every measured joint, fingers too, for line-of-sight tests."""
+        arm = self._scene.arm
+        adr = dict(self._scene.joint_qpos_adr)
+        for name, value in zip(obs.joint_names, obs.joint_positions, strict=True):
+            if name in adr:
+                arm.data.qpos[adr[name]] = value
+        mujoco.mj_kinematics(arm.model, arm.data)
+
+    def _sight_ends_on_arm(self, eye: np.ndarray, point: np.ndarray) -> bool:
+        """Whether the camera at ``eye`` sees the arm at ``point`` (model frame).
+
+        A part of an arm of the cube's colour can look like the cube in the colour mask, never in the arm's
+        own geometry.
+        """
+        arm = self._scene.arm
+        vec = point - eye
+        dist = float(np.linalg.norm(vec))
+        geom = np.full(1, -1, dtype=np.int32)
+        hit = mujoco.mj_ray(arm.model, arm.data, eye, vec / dist, None, 1, -1, geom)
+        return (
+            0.0 <= hit <= dist + _ON_ARM_M and int(arm.model.geom_bodyid[geom[0]]) in self._scene.robot_bodies
+        )
 
     def _plan_heights(self) -> None:
         """Approach, carry and retreat heights: the nominal ones, or as high as the arm reaches."""
