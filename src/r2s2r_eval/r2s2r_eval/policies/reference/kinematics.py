@@ -24,12 +24,18 @@ class ArmScene:
         model: the compiled world model (read-only use: sizes, colours, sites at ``qpos0``).
         base_pose: 4x4 pose of the robot base in the model's world frame.
         data: an ``MjData`` of ``model`` at ``qpos0`` after ``mj_kinematics`` (sites, bodies at rest).
+        robot_bodies: ids of the robot's bodies (what the camera may see of the arm itself).
+        joint_names: the robot's joint names as the driver publishes them (unprefixed).
+        prefix: the robot's name prefix in the compiled model.
     """
 
     arm: KinematicArm
     model: mujoco.MjModel
     base_pose: np.ndarray
     data: mujoco.MjData
+    robot_bodies: frozenset[int]
+    joint_names: tuple[str, ...]
+    prefix: str
 
     def site(self, name: str) -> np.ndarray:
         """World position (m) of a site at ``qpos0``."""
@@ -64,4 +70,12 @@ def arm_scene(world_dir: Path, policy: str = "scripted") -> ArmScene:
     base = np.eye(4)
     base[:3, :3] = data.xmat[body].reshape(3, 3)
     base[:3, 3] = data.xpos[body]
-    return ArmScene(arm=arm, model=model, base_pose=base, data=data)
+    return ArmScene(
+        arm=arm,
+        model=model,
+        base_pose=base,
+        data=data,
+        robot_bodies=frozenset(world.robot_body_ids),
+        joint_names=tuple(world.joint_names),
+        prefix=prefix,
+    )

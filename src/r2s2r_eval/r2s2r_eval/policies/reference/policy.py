@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import mujoco
 import numpy as np
 
 from r2s2r_eval.policies.reference.config import ReferenceParams
@@ -143,9 +144,9 @@ def _scene_model(world_dir: Path) -> SceneModel:
         cube_half_size=float(model.geom_size[geom][2]),
         target=data.site_xpos[model.site(cfg.task.target_site).id].copy(),
         gripper_joint=None if cfg.robot.gripper is None else cfg.robot.gripper.joints[0],
-        robot_bodies=frozenset(world.robot_body_ids),
+        robot_bodies=scene.robot_bodies,
         joint_qpos_adr=tuple(
-            (name, int(model.jnt_qposadr[model.joint(prefix + name).id])) for name in world.joint_names
+            (name, int(model.jnt_qposadr[model.joint(scene.prefix + name).id])) for name in scene.joint_names
         ),
     )
 
