@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 from collections.abc import Callable
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SETTLE_SAMPLE_S",
     "TASKS",
+    "EpisodeJudge",
     "ObjectPose",
     "Outcome",
     "PickPlaceTask",
@@ -30,10 +32,11 @@ __all__ = [
 ]
 
 SETTLE_SAMPLE_S = 0.01
-"""Period (s of simulated time) at which the world shows a task its state (:meth:`PickPlaceTask.observe`).
+"""Period (s of simulated time) at which the world shows a task its state and judges the episode.
 
-A fixed period in simulated time, so the verdict is the same however a caller chunks the physics steps
-(the sim node steps one at a time, the episode runner one control period at a time)."""
+A fixed period in simulated time, so the verdict and its time are the same however a caller chunks the
+physics steps (the sim node steps one at a time, the episode runner one control period at a time).  See
+:class:`EpisodeJudge`."""
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,41 @@ class Outcome:
         success: the task was achieved.
         reason: ``"success"``, ``"timeout"`` or ``"object_dropped"``.
         metrics: named diagnostic terms (see :class:`PickPlaceTask`).
+        time_s: simulated time since the reset (s) at which :class:`EpisodeJudge` reached the verdict;
+            None for a verdict not taken by it (a judge's call, a lost policy).
     """
 
     success: bool
     reason: str
     metrics: dict[str, float] = field(default_factory=dict)
+    time_s: float | None = None
+
+
+class EpisodeJudge:
+    """When an episode ends: the one rule the sim node and the episode runner share.
+
+    The world calls :meth:`sample` every :data:`SETTLE_SAMPLE_S` of simulated time as it steps: the task
+    observes the state (its settle clock, if it has one) and is judged right after; the first verdict is
+    kept, with its time, until the next reset.  Whoever reads :attr:`outcome` (at every physics step, or at
+    the end of a control period) therefore gets the same verdict at the same simulated time, so an episode
+    ends alike through the ROS graph and in process, whatever the control rate or joint-state rate.
+    """
+
+    def __init__(self) -> None:
+        """Start with no verdict."""
+        self.outcome: Outcome | None = None
+
+    def clear(self) -> None:
+        """Forget the verdict (a new episode)."""
+        self.outcome = None
+
+    def sample(self, task: Task, world: SimWorld) -> None:
+        """Show ``task`` the state at this sample instant and keep its first verdict."""
+        observe = getattr(task, "observe", None)
+        if observe is not None:
+            observe(world)  # tasks that time a settle period keep their own clock
+        if self.outcome is None and (verdict := task.evaluate(world)) is not None:
+            self.outcome = dataclasses.replace(verdict, time_s=world.time)
 
 
 class SettleClock:
