@@ -191,6 +191,9 @@ class PickPlaceTask:
             )
         self.config = config
         self.settle = SettleClock()
+        # (model, object body id, target site id, resting z): looked up once per model, as the world
+        # samples the task every SETTLE_SAMPLE_S on the sim node's physics thread.
+        self._where: tuple[mujoco.MjModel, int, int, float] | None = None
 
     def initialize_episode(
         self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
@@ -207,6 +210,15 @@ class PickPlaceTask:
                 return
             object_pose = ObjectPose(rng.uniform(*r.x), rng.uniform(*r.y), rng.uniform(*r.yaw))
         world.place_task_object(object_pose.x, object_pose.y, object_pose.yaw)
+
+    def _resolve(self, world: SimWorld) -> tuple[int, int, float]:
+        """Object body id, target site id and the object's resting z (m) in ``world``'s model."""
+        model = world.model
+        if self._where is None or self._where[0] is not model:
+            body = int(model.body(self.config.object_body).id)
+            site = int(model.site(self.config.target_site).id)
+            self._where = (model, body, site, self._rest_z(world))
+        return self._where[1:]
 
     def _rest_z(self, world: SimWorld) -> float:
         model = world.model
@@ -236,13 +248,13 @@ class PickPlaceTask:
     def _at_rest_at_target(self, world: SimWorld) -> bool:
         """One sample of the success condition; the cheap geometric tests first."""
         cfg = self.config
-        obj, _ = world.body_pose(cfg.object_body)
-        target, _ = world.site_pose(cfg.target_site)
-        if float(np.linalg.norm(obj[:2] - target[:2])) > cfg.success_radius:
+        body, site, _ = self._resolve(world)
+        obj, target = world.data.xpos[body], world.data.site_xpos[site]
+        if math.hypot(obj[0] - target[0], obj[1] - target[1]) > cfg.success_radius:
             return False
         if abs(float(obj[2] - target[2])) > cfg.success_height:
             return False
-        linear, angular = body_speed(world.model, world.data, world.model.body(cfg.object_body).id)
+        linear, angular = body_speed(world.model, world.data, body)
         if linear > cfg.settle_speed or angular > cfg.settle_angular_speed:
             return False
         return self._released(world)
@@ -270,19 +282,19 @@ class PickPlaceTask:
         }
 
     def evaluate(self, world: SimWorld) -> Outcome | None:
-        """Return the outcome if the episode is over, else None (reads the settle clock; changes nothing)."""
+        """Return the outcome if the episode is over, else None (reads the settle clock; changes nothing).
+
+        The metrics are computed only for a verdict: the world calls this at every sample instant.
+        """
         cfg = self.config
-        m = self.metrics(world)
         if self.settle.held_for(cfg.settle_time):
-            return Outcome(True, "success", m)
-        obj_z = m["object_height_m"] + self._rest_z(world)
-        floor_z = (
-            cfg.table_top_z if cfg.table_top_z is not None else self._rest_z(world)
-        ) - self.DROP_MARGIN_M
-        if obj_z < floor_z:
-            return Outcome(False, "object_dropped", m)
+            return Outcome(True, "success", self.metrics(world))
+        body, _, rest_z = self._resolve(world)
+        floor_z = (cfg.table_top_z if cfg.table_top_z is not None else rest_z) - self.DROP_MARGIN_M
+        if float(world.data.xpos[body, 2]) < floor_z:
+            return Outcome(False, "object_dropped", self.metrics(world))
         if world.time >= cfg.timeout:
-            return Outcome(False, "timeout", m)
+            return Outcome(False, "timeout", self.metrics(world))
         return None
 
 
