@@ -4,7 +4,8 @@ Subscribes the interface's joint states, colour/depth images and camera info of 
 /tf_static, and the episode outcome; publishes the arm and gripper commands and the lockstep ack
 (``policy_heartbeat``: the stamp of the observation just answered). Pacing follows the observations' clock:
 the policy is called when the newest joint state is at least one control period newer than the last one
-acted on, so it works on sim time (with or without lockstep) and on hardware alike.
+acted on, so it works on sim time (with or without lockstep) and on hardware alike. The policy's
+``Observation.stamp`` is the time since the episode's first joint state, as the in-process runner gives it.
 
 Episodes: the evaluator calls ``~/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode``) after resetting the world;
 the node then drops its cached observations, resets the policy and acts until an ``EpisodeOutcome`` for that
