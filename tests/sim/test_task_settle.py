@@ -101,6 +101,28 @@ def test_falling_object_is_not_success_until_it_has_rested(world: SimWorld) -> N
     assert world.time - landed >= task.config.settle_time - 1e-9
 
 
+def test_the_world_judges_at_the_same_instants_however_the_steps_are_chunked(world: SimWorld) -> None:
+    # The sim node steps one physics step at a time, the episode runner a control period (50 steps) at a
+    # time: both read the world's verdict, which must be the same one at the same simulated time.
+    verdicts = []
+    for chunk in (1, 7, 50):
+        _cube_at_target(world, 0.05, OPEN)
+        while world.verdict is None and world.time < 2.0:
+            world.step(chunk)
+        verdict = world.verdict
+        assert verdict is not None and verdict.success and verdict.time_s is not None, verdict
+        verdicts.append(verdict)
+        # Reached at a sample instant, possibly inside the last chunk; the first verdict is kept.
+        assert verdict.time_s / SETTLE_SAMPLE_S == pytest.approx(round(verdict.time_s / SETTLE_SAMPLE_S))
+        assert verdict.time_s <= world.time
+        world.step(50)
+        assert world.verdict is verdict
+    assert [v.time_s for v in verdicts] == [verdicts[0].time_s] * 3
+    assert [v.metrics for v in verdicts] == [verdicts[0].metrics] * 3
+    world.reset(0)
+    assert world.verdict is None  # a reset forgets the previous episode's verdict
+
+
 def test_moving_object_at_the_target_is_not_at_rest(world: SimWorld) -> None:
     # Sliding at 0.3 m/s across the bin floor: not at rest for as long as it moves.
     _cube_at_target(world, 0.003, OPEN, vel=(0.3, 0.0, 0.0))

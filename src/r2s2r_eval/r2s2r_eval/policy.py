@@ -76,7 +76,8 @@ class Observation:
     """What the robot's sensors report at one instant: only what real hardware provides.
 
     Attributes:
-        stamp: time of the observation (s; sim time in sim, wall time on hardware).
+        stamp: time of the observation since the episode's first one (s; sim time in sim, the driver's
+            clock on hardware); see :func:`r2s2r_eval.sensor_arrays.episode_stamp`.
         joint_names: names as on ``/joint_states``.
         joint_positions: positions (rad or m), float64, one per name.
         joint_velocities: velocities (rad/s or m/s), float64, one per name.

@@ -4,7 +4,8 @@ Subscribes the interface's joint states, colour/depth images and camera info of 
 /tf_static, and the episode outcome; publishes the arm and gripper commands and the lockstep ack
 (``policy_heartbeat``: the stamp of the observation just answered). Pacing follows the observations' clock:
 the policy is called when the newest joint state is at least one control period newer than the last one
-acted on, so it works on sim time (with or without lockstep) and on hardware alike.
+acted on, so it works on sim time (with or without lockstep) and on hardware alike. The policy's
+``Observation.stamp`` is the time since the episode's first joint state, as the in-process runner gives it.
 
 Episodes: the evaluator calls ``~/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode``) after resetting the world;
 the node then drops its cached observations, resets the policy and acts until an ``EpisodeOutcome`` for that
@@ -47,6 +48,7 @@ from r2s2r_eval.conversions import (
     stamp_to_seconds,
 )
 from r2s2r_eval.policy import EpisodeInfo, ObservationKind, Policy, available_policies, load_policy
+from r2s2r_eval.sensor_arrays import NS_PER_S, episode_stamp
 from r2s2r_sim import ros_conversions as rc
 
 __all__ = ["PolicyNode", "PolicyNodeConfig", "PolicyNodeError", "main"]
@@ -222,6 +224,7 @@ class PolicyNode(Node):
             # episode's first joint state are used (sim time is monotonic across resets).
             self._js = None
             self._start_stamp: float | None = None
+            self._start_ns = 0  # the episode's first joint-state stamp (ns); the policy's time is since then
             self._last_act = -math.inf
             self._holding = False
             self._done_sent = False
@@ -312,8 +315,9 @@ class PolicyNode(Node):
             repeated, self._last_js_stamp = stamp == self._last_js_stamp, stamp
             if not self._active:
                 return
+            stamp_ns = int(msg.header.stamp.sec) * NS_PER_S + int(msg.header.stamp.nanosec)
             if self._start_stamp is None:
-                self._start_stamp = stamp
+                self._start_stamp, self._start_ns = stamp, stamp_ns
             if stamp < self._last_act + self.period - 1e-6 and not (repeated and stamp > self._last_act):
                 return
             now = self.get_clock().now().nanoseconds * 1e-9
@@ -344,6 +348,7 @@ class PolicyNode(Node):
                     camera_info=self._info,
                     camera_pose=camera_pose,
                     base_pose=base_pose,
+                    stamp=episode_stamp(stamp_ns - self._start_ns),  # as the episode runner gives it
                 )
             except ConversionError as err:
                 if not self._holding:

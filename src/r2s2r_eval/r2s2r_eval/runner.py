@@ -22,7 +22,7 @@ from r2s2r_sim.world_config import CameraConfig
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.policy import EpisodeInfo, Observation, ObservationKind, Policy
-from r2s2r_eval.sensor_arrays import depth_mm_to_metres, pose_matrix
+from r2s2r_eval.sensor_arrays import NS_PER_S, depth_mm_to_metres, episode_stamp, pose_matrix
 
 __all__ = [
     "DEFAULT_CONTROL_RATE_HZ",
@@ -205,7 +205,7 @@ class EpisodeRunner:
         pos, vel, _ = cell.joint_state()
         rgb, depth_mm = images if images is not None else (None, None)
         return Observation(
-            stamp=float(cell.time),
+            stamp=episode_stamp(round(cell.time * NS_PER_S)),
             joint_names=tuple(cell.world.joint_names),
             joint_positions=np.asarray(pos, dtype=np.float64).copy(),
             joint_velocities=np.asarray(vel, dtype=np.float64).copy(),
@@ -294,6 +294,8 @@ class EpisodeRunner:
             if outcome is not None:
                 reason = outcome.reason
         metrics = outcome.metrics if outcome is not None else cell.metrics()
+        # The episode ends when the verdict was reached, which may be inside the last control period.
+        end = outcome.time_s if outcome is not None and outcome.time_s is not None else cell.time
         return EpisodeResult(
             world_id=cell.world_id,
             world_hash=cell.world_hash,
@@ -301,7 +303,7 @@ class EpisodeRunner:
             episode_index=episode_index,
             success=outcome is not None and outcome.success,
             reason=reason,
-            duration_s=cell.time,
+            duration_s=end,
             wall_s=time.perf_counter() - wall0,
             steps=steps,
             metrics={k: float(v) for k, v in metrics.items()},

@@ -10,7 +10,21 @@ import math
 
 import numpy as np
 
-__all__ = ["depth_mm_to_metres", "pose_matrix", "quaternion_matrix"]
+__all__ = ["depth_mm_to_metres", "episode_stamp", "pose_matrix", "quaternion_matrix"]
+
+NS_PER_S = 1_000_000_000
+
+
+def episode_stamp(ns: int) -> float:
+    """Observation time (s) of a sample taken ``ns`` nanoseconds after the episode's first observation.
+
+    Policies see time since the episode started, not a clock's absolute reading: the sim's clock runs on
+    across resets and a hardware clock reads about 1.7e9 s, and float64 rounds the difference of two such
+    stamps differently from one episode to the next (a phase timer then slips by a control period).  Both
+    paths derive the stamp from integer nanoseconds here, so a policy gets the same stamps in process and
+    through ROS.
+    """
+    return int(ns) / NS_PER_S
 
 
 def quaternion_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:

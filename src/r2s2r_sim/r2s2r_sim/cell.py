@@ -238,8 +238,8 @@ class SimCell(CellBase):
         return frame.rgb, depth_to_uint16_mm(frame.depth)
 
     def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
-        """The task's verdict; at the step limit without one, a failure with reason ``max_steps``."""
-        verdict = self.task.evaluate(self.world)
+        """The world's verdict (with its time); at the step limit without one, a failure ``max_steps``."""
+        verdict = self.world.verdict
         if verdict is not None:
             return verdict
         if step_limit:

@@ -147,7 +147,6 @@ class SimServer:
         except VariationError as err:
             raise SimNodeError(f"parameter variations: {err} (with seed {cfg.seed})") from None
         cfg.check_rates(self.world)
-        self._task = self._make_task()
         self.dt_ns = round(self.world.timestep * NS)
         self._control_steps = round(NS / cfg.control_rate_hz / self.dt_ns)
         self.lock = threading.Lock()
@@ -217,13 +216,6 @@ class SimServer:
         except ValueError as err:  # WorldError: the edited model does not compile
             raise VariationError(f"variation_config: the varied world does not compile: {err}") from None
 
-    def _make_task(self) -> Any:
-        task_cfg = self.world.config.task
-        if task_cfg is None:
-            return None
-        # The world's own task: the one the world shows its state to as it steps (the settle rule).
-        return self.world.task
-
     # ---------------------------------------------------------------------------------------- commands
 
     def command(self, kind: str, apply: Callable[[SimWorld], Any]) -> None:
@@ -281,7 +273,6 @@ class SimServer:
         with self.cv:
             if swapped:
                 self.world, self._world_key = world, key
-                self._task = self._make_task()
                 if self.cameras:
                     self.cameras = camera_specs(world, self.cfg)
                 if self.sink is not None:
@@ -331,10 +322,11 @@ class SimServer:
         out = StepOutput(stamp_ns=now)
         if self._js_tick.due(now) or force:
             out.joint_state, out.joint_names = self.world.joint_state(), self.world.joint_names
-            if self._task is not None and not self._outcome_sent:
-                out.outcome = self._task.evaluate(self.world)
-                if out.outcome is not None:
-                    self._outcome_sent = True
+        if not self._outcome_sent and (verdict := self.world.verdict) is not None:
+            # Published at the step the world judged it (not at a joint-state tick): the episode runner
+            # reads the same verdict and time at the end of its control period.
+            out.outcome = verdict
+            self._outcome_sent = True
         if self._tf_tick.due(now) or force:
             out.link_qpos, out.robot = self.world.data.qpos.copy(), self.robot
             for cam in self.cameras:

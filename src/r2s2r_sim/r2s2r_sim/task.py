@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SETTLE_SAMPLE_S",
     "TASKS",
+    "EpisodeJudge",
     "ObjectPose",
     "Outcome",
     "PickPlaceTask",
@@ -28,10 +32,11 @@ __all__ = [
 ]
 
 SETTLE_SAMPLE_S = 0.01
-"""Period (s of simulated time) at which the world shows a task its state (:meth:`PickPlaceTask.observe`).
+"""Period (s of simulated time) at which the world shows a task its state and judges the episode.
 
-A fixed period in simulated time, so the verdict is the same however a caller chunks the physics steps
-(the sim node steps one at a time, the episode runner one control period at a time)."""
+A fixed period in simulated time, so the verdict and its time are the same however a caller chunks the
+physics steps (the sim node steps one at a time, the episode runner one control period at a time).  See
+:class:`EpisodeJudge`."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,41 @@ class Outcome:
         success: the task was achieved.
         reason: ``"success"``, ``"timeout"`` or ``"object_dropped"``.
         metrics: named diagnostic terms (see :class:`PickPlaceTask`).
+        time_s: simulated time since the reset (s) at which :class:`EpisodeJudge` reached the verdict;
+            None for a verdict not taken by it (a judge's call, a lost policy).
     """
 
     success: bool
     reason: str
     metrics: dict[str, float] = field(default_factory=dict)
+    time_s: float | None = None
+
+
+class EpisodeJudge:
+    """When an episode ends: the one rule the sim node and the episode runner share.
+
+    The world calls :meth:`sample` every :data:`SETTLE_SAMPLE_S` of simulated time as it steps: the task
+    observes the state (its settle clock, if it has one) and is judged right after; the first verdict is
+    kept, with its time, until the next reset.  Whoever reads :attr:`outcome` (at every physics step, or at
+    the end of a control period) therefore gets the same verdict at the same simulated time, so an episode
+    ends alike through the ROS graph and in process, whatever the control rate or joint-state rate.
+    """
+
+    def __init__(self) -> None:
+        """Start with no verdict."""
+        self.outcome: Outcome | None = None
+
+    def clear(self) -> None:
+        """Forget the verdict (a new episode)."""
+        self.outcome = None
+
+    def sample(self, task: Task, world: SimWorld) -> None:
+        """Show ``task`` the state at this sample instant and keep its first verdict."""
+        observe = getattr(task, "observe", None)
+        if observe is not None:
+            observe(world)  # tasks that time a settle period keep their own clock
+        if self.outcome is None and (verdict := task.evaluate(world)) is not None:
+            self.outcome = dataclasses.replace(verdict, time_s=world.time)
 
 
 class PickPlaceTask:
@@ -107,6 +142,9 @@ class PickPlaceTask:
             )
         self.config = config
         self.settle = SettleClock()
+        # (model, object body id, target site id, resting z): looked up once per model, as the world
+        # samples the task every SETTLE_SAMPLE_S on the sim node's physics thread.
+        self._where: tuple[mujoco.MjModel, int, int, float] | None = None
 
     def initialize_episode(
         self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
@@ -123,6 +161,15 @@ class PickPlaceTask:
                 return
             object_pose = ObjectPose(rng.uniform(*r.x), rng.uniform(*r.y), rng.uniform(*r.yaw))
         world.place_task_object(object_pose.x, object_pose.y, object_pose.yaw)
+
+    def _resolve(self, world: SimWorld) -> tuple[int, int, float]:
+        """Object body id, target site id and the object's resting z (m) in ``world``'s model."""
+        model = world.model
+        if self._where is None or self._where[0] is not model:
+            body = int(model.body(self.config.object_body).id)
+            site = int(model.site(self.config.target_site).id)
+            self._where = (model, body, site, self._rest_z(world))
+        return self._where[1:]
 
     def _rest_z(self, world: SimWorld) -> float:
         model = world.model
@@ -141,13 +188,13 @@ class PickPlaceTask:
     def _at_rest_at_target(self, world: SimWorld) -> bool:
         """One sample of the success condition; the cheap geometric tests first."""
         cfg = self.config
-        obj, _ = world.body_pose(cfg.object_body)
-        target, _ = world.site_pose(cfg.target_site)
-        if float(np.linalg.norm(obj[:2] - target[:2])) > cfg.success_radius:
+        body, site, _ = self._resolve(world)
+        obj, target = world.data.xpos[body], world.data.site_xpos[site]
+        if math.hypot(obj[0] - target[0], obj[1] - target[1]) > cfg.success_radius:
             return False
         if abs(float(obj[2] - target[2])) > cfg.success_height:
             return False
-        linear, angular = body_speed(world, cfg.object_body)
+        linear, angular = body_speed(world, body)
         if linear > cfg.settle_speed or angular > cfg.settle_angular_speed:
             return False
         return self._released(world)
@@ -175,19 +222,19 @@ class PickPlaceTask:
         }
 
     def evaluate(self, world: SimWorld) -> Outcome | None:
-        """Return the outcome if the episode is over, else None (reads the settle clock; changes nothing)."""
+        """Return the outcome if the episode is over, else None (reads the settle clock; changes nothing).
+
+        The metrics are computed only for a verdict: the world calls this at every sample instant.
+        """
         cfg = self.config
-        m = self.metrics(world)
         if self.settle.held_for(cfg.settle_time):
-            return Outcome(True, "success", m)
-        obj_z = m["object_height_m"] + self._rest_z(world)
-        floor_z = (
-            cfg.table_top_z if cfg.table_top_z is not None else self._rest_z(world)
-        ) - self.DROP_MARGIN_M
-        if obj_z < floor_z:
-            return Outcome(False, "object_dropped", m)
+            return Outcome(True, "success", self.metrics(world))
+        body, _, rest_z = self._resolve(world)
+        floor_z = (cfg.table_top_z if cfg.table_top_z is not None else rest_z) - self.DROP_MARGIN_M
+        if float(world.data.xpos[body, 2]) < floor_z:
+            return Outcome(False, "object_dropped", self.metrics(world))
         if world.time >= cfg.timeout:
-            return Outcome(False, "timeout", m)
+            return Outcome(False, "timeout", self.metrics(world))
         return None
 
 

@@ -19,7 +19,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
-from r2s2r_sim.task import SETTLE_SAMPLE_S, ObjectPose, Task, make_task  # noqa: E402
+from r2s2r_sim.task import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task  # noqa: E402
 from r2s2r_sim.world_compose import compose_world  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
 
@@ -111,6 +111,7 @@ class SimWorld:
         # queued commands reach the actuators and edits the state before each step.  ``None`` in the sim.
         self.step_hook: StepHook | None = None
         self._pending: collections.deque[tuple[float, str, np.ndarray, float | None]] = collections.deque()
+        self._judge = EpisodeJudge()
         self.reset(0)
 
     # ------------------------------------------------------------------------------------------ loading
@@ -329,6 +330,7 @@ class SimWorld:
         """
         model, data = self.model, self.data
         self._pending.clear()
+        self._judge.clear()
         if self._home_key >= 0:
             mujoco.mj_resetDataKeyframe(model, data, self._home_key)
         else:
@@ -447,8 +449,8 @@ class SimWorld:
     def step(self, n: int = 1) -> None:
         """Advance the physics by ``n`` timesteps, applying delayed commands as they fall due.
 
-        The task (if any) observes the state every ``SETTLE_SAMPLE_S`` of simulated time, at the same
-        instants however the ``n`` steps are split across calls.
+        The task (if any) observes and judges the state every ``SETTLE_SAMPLE_S`` of simulated time, at the
+        same instants however the ``n`` steps are split across calls (see :attr:`verdict`).
         """
         if n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
@@ -463,8 +465,13 @@ class SimWorld:
             k = min(n, max(1, math.ceil((due - t) / dt - 1e-6)))
             self._physics_steps(k)
             n -= k
-            if self.data.time >= due - 1e-9 and hasattr(task, "observe"):
-                task.observe(self)  # tasks that time a settle period keep their own clock
+            if self.data.time >= due - 1e-9:
+                self._judge.sample(task, self)
+
+    @property
+    def verdict(self) -> Outcome | None:
+        """The task's first verdict since the reset, with its time (see :class:`EpisodeJudge`)."""
+        return self._judge.outcome
 
     def _physics_steps(self, n: int) -> None:
         hook = self.step_hook

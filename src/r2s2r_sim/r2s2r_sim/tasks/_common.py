@@ -124,12 +124,11 @@ def rest_z(world: SimWorld, body: str) -> float:
     return float(model.body_pos[bid, 2])
 
 
-def body_speed(world: SimWorld, body: str) -> tuple[float, float]:
-    """Linear (m/s) and angular (rad/s) speed of ``body``'s frame in the world."""
+def body_speed(world: SimWorld, body: str | int) -> tuple[float, float]:
+    """Linear (m/s) and angular (rad/s) speed of ``body``'s frame (name or id) in the world."""
+    bid = body if isinstance(body, int) else world.model.body(body).id
     vel = np.zeros(6)
-    mujoco.mj_objectVelocity(
-        world.model, world.data, mujoco.mjtObj.mjOBJ_BODY, world.model.body(body).id, vel, 0
-    )
+    mujoco.mj_objectVelocity(world.model, world.data, mujoco.mjtObj.mjOBJ_BODY, bid, vel, 0)
     return float(np.linalg.norm(vel[3:])), float(np.linalg.norm(vel[:3]))
 
 
