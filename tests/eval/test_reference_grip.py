@@ -214,3 +214,26 @@ def test_a_cube_sized_blob_said_to_be_on_the_arm_is_passed_over() -> None:
     found = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02, reject=on_arm)
     assert found is not None and np.allclose(found.position, [0.192, -0.1344, 0.02], atol=0.003), found
     assert len(seen) == 2
+
+
+def test_skipped_steps_do_not_stretch_the_motion(runner: EpisodeRunner) -> None:
+    """A node that holds the policy on stale observations skips act() calls; motions keep their speed."""
+    base = runner.run(ReferencePolicy(), 2, camera_rate_hz=CAMERA_HZ)
+    policy = ReferencePolicy()
+    act = policy.act
+    calls = {"n": 0}
+    last: list[Action] = []
+
+    def held(obs: Observation) -> Action:
+        # Four of every ten control periods are held (the node does not call the policy), as under load.
+        calls["n"] += 1
+        if last and calls["n"] % 10 >= 6:
+            return last[0]
+        last[:] = [act(obs)]
+        return last[0]
+
+    policy.act = held  # type: ignore[method-assign]
+    skipped = runner.run(policy, 2, camera_rate_hz=CAMERA_HZ)
+    assert base.success and skipped.success, (base, skipped)
+    # Moving one control period per call would take ~1/0.6 = 1.67x as long; catching up keeps it close.
+    assert skipped.duration_s <= 1.25 * base.duration_s, (base.duration_s, skipped.duration_s)

@@ -24,6 +24,8 @@ _LINEAR_SPEED = 0.15  # m/s
 _LINEAR_ACCEL = 0.6  # m/s^2
 _YAW_SPEED = 1.0  # rad/s
 _JOINT_SPEED = 1.5  # rad/s
+# Steps the set-point may catch up at once after the node held the policy on stale observations.
+_MAX_STEP_PERIODS = 5
 # Heights (m) of the tool centre point: above the cube before descending, when carrying, above the bin
 # target when releasing (the cube then drops ~2.5 cm onto the bin floor) and after retreating.
 _APPROACH_HEIGHT = 0.12
@@ -273,6 +275,7 @@ class ReferencePolicy(Policy):
         self._recover_from = np.zeros(3)
         self._approach_z = self._carry_z = self._retreat_z = math.nan
         self._events: list[tuple[float, str]] = []
+        self._last_stamp = math.nan
 
     # ------------------------------------------------------------------------------------------ script
 
@@ -446,12 +449,25 @@ class ReferencePolicy(Policy):
         self._sp_speed = speed
         return dist - step
 
+    def _step_period(self, stamp: float) -> float:
+        """Time the set-point moves over this step: one control period, or more after skipped steps.
+
+        A driver whose observations go stale makes the policy node hold its steps; moving by one period per
+        call would then stretch every motion by the steps lost.  The gap is capped, so a long stall never
+        turns into one large jump of the command.
+        """
+        period = self._info.control_period if self._info is not None else 0.0
+        last, self._last_stamp = self._last_stamp, stamp
+        if not math.isfinite(last) or stamp - last < 1.5 * period:
+            return period  # every step taken: exactly the period, as in lockstep and in-process runs
+        return min(stamp - last, _MAX_STEP_PERIODS * period)
+
     def act(self, observation: Observation) -> Action:
         """Next arm and gripper command (see the class docstring for the script)."""
         if self._info is None:
             raise PolicyError("reference policy: act() called before reset()")
         info, arm = self._info, self._scene.arm
-        dt = info.control_period
+        dt = self._step_period(observation.stamp)
         q_meas = observation.positions(info.arm_joint_names)
         tool, _ = arm.fk(q_meas)
         if self._phase is Phase.PERCEIVE:
