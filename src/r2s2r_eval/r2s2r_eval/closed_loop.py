@@ -498,6 +498,11 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     ap.add_argument(
+        "--quick-capture",
+        action="store_true",
+        help="the shorter capture and identification of --small, with the full family and --trials",
+    )
+    ap.add_argument(
         "--task",
         default="pick",
         help=f"task studied: its bundled world, policy family and variations ({sorted(TASK_STUDIES)})",
@@ -506,8 +511,8 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         "--profile",
         type=profile_path,
         default=None,
-        help="hardware profile of the emulated unit: realistic, ideal or a YAML path (default: the one "
-        "written for the task's world; the pick world's is realistic)",
+        help="hardware profile of the emulated unit: realistic, ideal or a YAML path (default: "
+        "the realistic one, which covers every task world)",
     )
 
 
@@ -529,7 +534,7 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             policies=study.small_family if ns.small else study.family,
             trials=ns.trials if ns.trials is not None else (6 if ns.small else 50),
             workers=ns.workers,
-            quick_capture=ns.small,
+            quick_capture=ns.small or ns.quick_capture,
         )
     except ValueError as err:
         print(f"r2s2r closed-loop: {err}", file=sys.stderr)

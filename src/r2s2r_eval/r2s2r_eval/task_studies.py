@@ -109,28 +109,28 @@ TASK_STUDIES: dict[str, TaskStudy] = {
         world="tabletop-pick-v1",
         family=_PICK_FAMILY,
         small_family=(_PICK_FAMILY[0], _PICK_FAMILY[3], _PICK_FAMILY[4]),
-        profile=profile_path(),  # the default (realistic) profile, written for the pick world
+        profile=profile_path(),  # the default (realistic) profile: its worlds section covers every task
     ),
     "push": TaskStudy(
         task="push",
         world="tabletop-push-v1",
         family=_PUSH_FAMILY,
         small_family=(_PUSH_FAMILY[0], _PUSH_FAMILY[4], _PUSH_FAMILY[5]),
-        profile=None,
+        profile=profile_path(),
     ),
     "stack": TaskStudy(
         task="stack",
         world="tabletop-stack-v1",
         family=_STACK_FAMILY,
         small_family=(_STACK_FAMILY[0], _STACK_FAMILY[3], _STACK_FAMILY[5]),
-        profile=None,
+        profile=profile_path(),
     ),
     "drawer": TaskStudy(
         task="drawer",
         world="tabletop-drawer-v1",
         family=_DRAWER_FAMILY,
         small_family=(_DRAWER_FAMILY[0], _DRAWER_FAMILY[4], _DRAWER_FAMILY[6]),
-        profile=None,
+        profile=profile_path(),
     ),
 }
 """Task name -> study settings; ``r2s2r closed-loop --task`` picks an entry."""

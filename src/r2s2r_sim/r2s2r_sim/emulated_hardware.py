@@ -216,9 +216,10 @@ class EmulatedArm:
         folder = world_path(world)
         config = load_world_config(folder)
         base = SimWorld(folder, config=config)
+        profile = profile.for_world(base.world_id)
         if profile.world not in (base.world_id, str(world)):
             raise HardwareProfileError(
-                f"{profile.source}: world: the profile is for {profile.world!r}, but the world is "
+                f"{profile.source}: world: the profile is for {' or '.join(map(repr, profile.worlds))}, but the world is "
                 f"{base.world_id!r}"
             )
         self.profile = profile
