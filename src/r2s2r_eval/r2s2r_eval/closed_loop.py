@@ -152,9 +152,7 @@ def _say(line: str) -> None:
 # ---------------------------------------------------------------------------------------- the sides
 
 
-def _sweep(
-    cfg: ClosedLoopConfig, sweep: SweepConfig, results: Path, label: str
-) -> tuple[int, set[str]]:
+def _sweep(cfg: ClosedLoopConfig, sweep: SweepConfig, results: Path, label: str) -> tuple[int, set[str]]:
     """Run one side's sweep into ``results``; the episodes run now and the keys of its plan."""
     summary = run_sweep(sweep, results, workers=cfg.workers, progress=False)
     rate = 60.0 * summary.ran / summary.wall_s if summary.wall_s > 0 else 0.0
@@ -470,9 +468,7 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         comps[name] = comp.summary
     real_pairs = _pairs(stores["real"], planned["real"])
     paired = {
-        "real_vs_reconstructed": fr.paired_agreement(
-            real_pairs, _pairs(stores["paired"], planned["paired"])
-        ),
+        "real_vs_reconstructed": fr.paired_agreement(real_pairs, _pairs(stores["paired"], planned["paired"])),
         "real_vs_bundled": fr.paired_agreement(
             real_pairs, _pairs(stores["paired_baseline"], planned["paired_baseline"])
         ),

@@ -51,12 +51,10 @@ class HardwareProfileError(ValueError):
     """
 
 
-
 def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
     quat = np.empty(4)
     mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
     return quat
-
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -346,8 +344,9 @@ _TOP_KEYS |= SECTIONS
 
 
 def _overlay(r: _Reader, top: Mapping[str, Any], overlay: Mapping[str, Any], fld: str) -> dict[str, Any]:
-    """``top`` with each ``overlay`` entry, a dotted path (``objects``, ``physics.geom_friction.puck_geom``),
-    replaced by its value, or removed where the value is null.
+    """``top`` with each ``overlay`` entry (a dotted path) replaced by its value, or removed where null.
+
+    Paths name a section or a part of one: ``objects``, ``physics.geom_friction.puck_geom``.
 
     Replacing whole entries (never merging into them) lets a world's variant drop what its scene lacks,
     e.g. the pick world's ``bin`` with the rest of ``objects``.
@@ -517,5 +516,3 @@ def _read_lights(r: _Reader, value: Any) -> Mapping[str, LightProfile]:
             position=vec3("position"), direction=direction, diffuse=vec3("diffuse", 0.0)
         )
     return MappingProxyType(out)
-
-
