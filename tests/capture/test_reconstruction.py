@@ -242,3 +242,37 @@ def test_cli_reconstruct(capture: dict, tmp_path: Path) -> None:
     assert np.linalg.norm(world.body_pose("cube")[0] - capture["cube_pos"]) < 0.01
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2 and "already exists" in proc.stderr
+
+
+def test_marker_target_is_kept_from_the_template(capture: dict, tmp_path: Path) -> None:
+    """A push target is a taped disc (no depth): the world keeps the template's, the object is measured."""
+    from r2s2r_capture.world_writer import marker_target
+
+    push = WORLD.parent / "tabletop_push"
+    assert marker_target(push, "target_center") == pytest.approx((0.44, 0.15, 0.77, 0.05))
+    assert marker_target(WORLD, "bin_center") is None  # the bin is a solid object: reconstructed
+    result = capture["result"]
+    cube = _nearest(result, capture["cube_pos"])
+    camera = CameraModel(K=capture["K"], width=W, height=H, T_world_camera=capture["original_cam"])
+    out = write_world(
+        tmp_path / "push",
+        template=push,
+        table=result.table,
+        objects=(cube,),
+        camera=camera,
+        task=TaskSpec(object=cube.name, target=None),
+    )
+    world = SimWorld(out)
+    assert world.config.task is not None and world.config.task.type.value == "push"
+    assert np.allclose(world.site_pose("target_center")[0], [0.44, 0.15, 0.77], atol=1e-6)
+    assert np.linalg.norm(world.body_pose("puck")[0] - capture["cube_pos"]) < 0.01
+    with pytest.raises(ReconstructionError, match="template's target site 'bin_center' is not on a marker"):
+        write_world(
+            tmp_path / "pick",
+            template=WORLD,
+            table=result.table,
+            objects=(cube,),
+            camera=camera,
+            task=TaskSpec(object=cube.name, target=None),
+        )
+    assert not (tmp_path / "pick").exists()

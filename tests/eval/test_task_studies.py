@@ -63,3 +63,17 @@ def test_closed_loop_unknown_task_is_bad_input(tmp_path: Path, capsys: pytest.Ca
     assert closed_loop.cmd_closed_loop(_ns(tmp_path, "sort")) == 2
     assert "unknown task 'sort'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_closed_loop_task_push_runs_the_push_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Argument level: what ``r2s2r closed-loop --task push --quick-capture --trials 3`` would run."""
+    seen: list[closed_loop.ClosedLoopConfig] = []
+    monkeypatch.setattr(closed_loop, "run_closed_loop", seen.append)
+    ap = argparse.ArgumentParser()
+    closed_loop._add_arguments(ap)
+    ns = ap.parse_args(["--out", str(tmp_path), "--task", "push", "--quick-capture", "--trials", "3"])
+    assert closed_loop.cmd_closed_loop(ns) == 0
+    study = task_study("push")
+    (cfg,) = seen
+    assert (cfg.world, cfg.policies, cfg.trials, cfg.quick_capture) == (study.world, study.family, 3, True)
+    assert cfg.profile == study.profile and cfg.variations == study.variations
