@@ -254,25 +254,21 @@ def test_marker_target_is_kept_from_the_template(capture: dict, tmp_path: Path) 
     result = capture["result"]
     cube = _nearest(result, capture["cube_pos"])
     camera = CameraModel(K=capture["K"], width=W, height=H, T_world_camera=capture["original_cam"])
-    out = write_world(
-        tmp_path / "push",
-        template=push,
-        table=result.table,
-        objects=(cube,),
-        camera=camera,
-        task=TaskSpec(object=cube.name, target=None),
-    )
-    world = SimWorld(out)
-    assert world.config.task is not None and world.config.task.type.value == "push"
-    assert np.allclose(world.site_pose("target_center")[0], [0.44, 0.15, 0.77], atol=1e-6)
-    assert np.linalg.norm(world.body_pose("puck")[0] - capture["cube_pos"]) < 0.01
-    with pytest.raises(ReconstructionError, match="template's target site 'bin_center' is not on a marker"):
-        write_world(
-            tmp_path / "pick",
-            template=WORLD,
+
+    def write(name: str, template: Path) -> Path:
+        return write_world(
+            tmp_path / name,
+            template=template,
             table=result.table,
             objects=(cube,),
             camera=camera,
             task=TaskSpec(object=cube.name, target=None),
         )
+
+    world = SimWorld(write("push", push))
+    assert world.config.task is not None and world.config.task.type.value == "push"
+    assert np.allclose(world.site_pose("target_center")[0], [0.44, 0.15, 0.77], atol=1e-6)
+    assert np.linalg.norm(world.body_pose("puck")[0] - capture["cube_pos"]) < 0.01
+    with pytest.raises(ReconstructionError, match="template's target site 'bin_center' is not on a marker"):
+        write("pick", WORLD)
     assert not (tmp_path / "pick").exists()
