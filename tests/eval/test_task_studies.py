@@ -48,7 +48,14 @@ def test_study_refuses_a_small_family() -> None:
 
 def _ns(tmp_path: Path, task: str) -> argparse.Namespace:
     return argparse.Namespace(
-        out=tmp_path / "out", task=task, profile=None, small=True, trials=None, workers=1, quick_capture=False
+        out=tmp_path / "out",
+        task=task,
+        profile=None,
+        small=True,
+        trials=None,
+        workers=1,
+        quick_capture=False,
+        max_steps=None,
     )
 
 
@@ -77,3 +84,7 @@ def test_closed_loop_task_push_runs_the_push_study(tmp_path: Path, monkeypatch: 
     (cfg,) = seen
     assert (cfg.world, cfg.policies, cfg.trials, cfg.quick_capture) == (study.world, study.family, 3, True)
     assert cfg.profile == study.profile and cfg.variations == study.variations
+    assert cfg.max_steps == 300 == study.max_steps  # the push task's 30 s: a slower unit still finishes
+    ns = ap.parse_args(["--out", str(tmp_path), "--task", "pick", "--max-steps", "250"])
+    assert closed_loop.cmd_closed_loop(ns) == 0
+    assert (seen[1].world, seen[1].max_steps, task_study("pick").max_steps) == ("tabletop-pick-v1", 250, 200)

@@ -119,6 +119,8 @@ class ClosedLoopConfig:
             raise ValueError(f"trials: must be >= 1, got {self.trials}")
         if self.workers < 1:
             raise ValueError(f"workers: must be >= 1, got {self.workers}")
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps: must be >= 1, got {self.max_steps}")
         if len(self.policies) < 2:
             raise ValueError(f"policies: the comparison needs at least 2, got {len(self.policies)}")
         if not (math.isfinite(self.camera_rate_hz) and self.camera_rate_hz > 0):
@@ -494,6 +496,13 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     ap.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="control steps (10 Hz) before a trial is given up, every side (default: the task's; pick 200, "
+        "the others 300)",
+    )
+    ap.add_argument(
         "--quick-capture",
         action="store_true",
         help="the shorter capture and identification of --small, with the full family and --trials",
@@ -530,6 +539,7 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             policies=study.small_family if ns.small else study.family,
             trials=ns.trials if ns.trials is not None else (6 if ns.small else 50),
             workers=ns.workers,
+            max_steps=ns.max_steps if ns.max_steps is not None else study.max_steps,
             quick_capture=ns.small or ns.quick_capture,
         )
     except ValueError as err:

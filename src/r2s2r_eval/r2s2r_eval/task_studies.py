@@ -35,6 +35,9 @@ class TaskStudy:
         family: the evaluated policies, strongest first by design.
         small_family: a subset for CI-sized runs.
         profile: emulated hardware profile written for ``world``; None where none exists yet.
+        max_steps: control steps (10 Hz) before a study gives a trial up, on every side: short enough
+            to cut failures short, long enough for the slowest policy's success on the (emulated)
+            hardware, where latency and friction make a push or a drawer slower than in sim.
     """
 
     task: str
@@ -42,6 +45,7 @@ class TaskStudy:
     family: tuple[PolicySpec, ...]
     small_family: tuple[PolicySpec, ...]
     profile: Path | None
+    max_steps: int = 300  # the bundled worlds' 30 s timeout
 
     def __post_init__(self) -> None:
         if len(self.family) < 6:
@@ -110,6 +114,7 @@ TASK_STUDIES: dict[str, TaskStudy] = {
         family=_PICK_FAMILY,
         small_family=(_PICK_FAMILY[0], _PICK_FAMILY[3], _PICK_FAMILY[4]),
         profile=profile_path(),  # the default (realistic) profile: its worlds section covers every task
+        max_steps=200,  # both pick policies finish a success in about 12 s
     ),
     "push": TaskStudy(
         task="push",
