@@ -272,3 +272,24 @@ def test_marker_target_is_kept_from_the_template(capture: dict, tmp_path: Path) 
     with pytest.raises(ReconstructionError, match="template's target site 'bin_center' is not on a marker"):
         write("pick", WORLD)
     assert not (tmp_path / "pick").exists()
+
+
+def test_stacking_template_keeps_the_support_free(capture: dict, tmp_path: Path) -> None:
+    """With a stacking template, the larger object is the free support block, named as the template's."""
+    result = capture["result"]
+    cube = _nearest(result, capture["cube_pos"])
+    bin_ = _nearest(result, capture["bin_pos"])
+    camera = CameraModel(K=capture["K"], width=W, height=H, T_world_camera=capture["original_cam"])
+    out = write_world(
+        tmp_path / "stack",
+        template=WORLD.parent / "tabletop_stack",
+        table=result.table,
+        objects=(cube, bin_),
+        camera=camera,
+        task=TaskSpec(object=cube.name, target=bin_.name),
+    )
+    world = SimWorld(out)
+    assert world.config.task is not None and world.config.task.support_body == "support"
+    support = world.model.body("support")
+    assert world.model.body_jntnum[support.id] == 1  # free: it may be knocked over, as in the template
+    assert int(world.model.site_bodyid[world.model.site("stack_target").id]) == support.id

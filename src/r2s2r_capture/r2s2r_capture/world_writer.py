@@ -333,11 +333,16 @@ def write_world(
     object_body = task.object_body or (ttask.object_body if ttask else "object")
     target_site = task.target_site or (ttask.target_site if ttask else "target")
     # Body names in the written world: the task object takes the template's body name.
-    renamed = {o.name: (object_body if o.name == task.object else o.name) for o in objects}
+    # A stacking template's target is its free support block: it takes the template's name and stays free.
+    support = ttask.support_body if ttask else None
+    roles = {task.object: object_body, **({task.target: support} if support and task.target else {})}
+    renamed = {o.name: roles.get(o.name, o.name) for o in objects}
     if len(set(renamed.values())) != len(renamed):
-        raise ReconstructionError(f"task.object_body: {object_body!r} clashes with an object name {names}")
+        raise ReconstructionError(
+            f"task.object_body: {sorted(roles.values())} clash with an object name {names}"
+        )
     by_name = {renamed[o.name]: o for o in objects}
-    free = {renamed[o.name]: o.name != task.target for o in objects}
+    free = {renamed[o.name]: o.name != task.target or support is not None for o in objects}
     marker = None
     if task.target is None:
         marker = marker_target(template, target_site)
