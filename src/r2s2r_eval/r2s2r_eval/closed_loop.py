@@ -1,6 +1,7 @@
 """The closed loop: does evaluation in the reconstructed world predict the (emulated) hardware?
 
     r2s2r closed-loop --out out/closed_loop [--task pick|push|stack|drawer] [--small] [--trials N]
+                      [--max-steps N] [--quick-capture]
 
 1. **capture** the emulated hardware with a hardware profile and run **real2sim** on the bag
    (:func:`r2s2r_eval.emulated_capture.reconstruct_emulated_world`; real2sim never reads the profile);
@@ -92,9 +93,10 @@ class ClosedLoopConfig:
         policies: the policy family.
         trials: trials per policy on every side (one variation each).
         camera_rate_hz: image rate on every side (Hz).
-        max_steps: control steps (10 Hz) before a trial is given up on every side; both policies finish
-            a success in about 12 s, so 200 (20 s) only shortens failures, which otherwise run to the
-            task's 30 s timeout in sim.
+        max_steps: control steps (10 Hz) before a trial is given up on every side; both pick policies
+            finish a success in about 12 s, so 200 (20 s) only shortens failures, which otherwise run to
+            the task's 30 s timeout in sim; ``--task`` takes the task's own
+            (:attr:`~r2s2r_eval.task_studies.TaskStudy.max_steps`).
         workers: worker processes.
         real_seed: seed of the operator's random variations (and the real episode seeds).
         sim_seed: Sobol sweep seed of both sim sides.
