@@ -242,3 +242,54 @@ def test_cli_reconstruct(capture: dict, tmp_path: Path) -> None:
     assert np.linalg.norm(world.body_pose("cube")[0] - capture["cube_pos"]) < 0.01
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2 and "already exists" in proc.stderr
+
+
+def test_marker_target_is_kept_from_the_template(capture: dict, tmp_path: Path) -> None:
+    """A push target is a taped disc (no depth): the world keeps the template's, the object is measured."""
+    from r2s2r_capture.world_writer import marker_target
+
+    push = WORLD.parent / "tabletop_push"
+    assert marker_target(push, "target_center") == pytest.approx((0.44, 0.15, 0.77, 0.05))
+    assert marker_target(WORLD, "bin_center") is None  # the bin is a solid object: reconstructed
+    result = capture["result"]
+    cube = _nearest(result, capture["cube_pos"])
+    camera = CameraModel(K=capture["K"], width=W, height=H, T_world_camera=capture["original_cam"])
+
+    def write(name: str, template: Path) -> Path:
+        return write_world(
+            tmp_path / name,
+            template=template,
+            table=result.table,
+            objects=(cube,),
+            camera=camera,
+            task=TaskSpec(object=cube.name, target=None),
+        )
+
+    world = SimWorld(write("push", push))
+    assert world.config.task is not None and world.config.task.type.value == "push"
+    assert np.allclose(world.site_pose("target_center")[0], [0.44, 0.15, 0.77], atol=1e-6)
+    assert np.linalg.norm(world.body_pose("puck")[0] - capture["cube_pos"]) < 0.01
+    with pytest.raises(ReconstructionError, match="template's target site 'bin_center' is not on a marker"):
+        write("pick", WORLD)
+    assert not (tmp_path / "pick").exists()
+
+
+def test_stacking_template_keeps_the_support_free(capture: dict, tmp_path: Path) -> None:
+    """With a stacking template, the larger object is the free support block, named as the template's."""
+    result = capture["result"]
+    cube = _nearest(result, capture["cube_pos"])
+    bin_ = _nearest(result, capture["bin_pos"])
+    camera = CameraModel(K=capture["K"], width=W, height=H, T_world_camera=capture["original_cam"])
+    out = write_world(
+        tmp_path / "stack",
+        template=WORLD.parent / "tabletop_stack",
+        table=result.table,
+        objects=(cube, bin_),
+        camera=camera,
+        task=TaskSpec(object=cube.name, target=bin_.name),
+    )
+    world = SimWorld(out)
+    assert world.config.task is not None and world.config.task.support_body == "support"
+    support = world.model.body("support")
+    assert world.model.body_jntnum[support.id] == 1  # free: it may be knocked over, as in the template
+    assert int(world.model.site_bodyid[world.model.site("stack_target").id]) == support.id

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from r2s2r_eval.policy import load_policy
 from r2s2r_eval.task_studies import TASK_STUDIES, TaskStudy, task_study
+from r2s2r_sim.hardware_profile import load_hardware_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import WORLDS
 
@@ -47,16 +48,43 @@ def test_study_refuses_a_small_family() -> None:
 
 def _ns(tmp_path: Path, task: str) -> argparse.Namespace:
     return argparse.Namespace(
-        out=tmp_path / "out", task=task, profile=None, small=True, trials=None, workers=1
+        out=tmp_path / "out",
+        task=task,
+        profile=None,
+        small=True,
+        trials=None,
+        workers=1,
+        quick_capture=False,
+        max_steps=None,
     )
 
 
-def test_closed_loop_task_without_a_hardware_profile_is_bad_input(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert closed_loop.cmd_closed_loop(_ns(tmp_path, "push")) == 2
-    err = capsys.readouterr().err
-    assert "--task push: no emulated hardware profile is written for tabletop-push-v1 yet" in err
+@pytest.mark.parametrize("task", sorted(TASK_STUDIES))
+def test_every_study_profile_is_written_for_its_world(task: str) -> None:
+    study = TASK_STUDIES[task]
+    assert study.profile is not None
+    assert study.world in load_hardware_profile(study.profile).worlds
+
+
+def test_closed_loop_unknown_task_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert closed_loop.cmd_closed_loop(_ns(tmp_path, "sort")) == 2
     assert "unknown task 'sort'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_closed_loop_task_push_runs_the_push_study(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Argument level: what ``r2s2r closed-loop --task push --quick-capture --trials 3`` would run."""
+    seen: list[closed_loop.ClosedLoopConfig] = []
+    monkeypatch.setattr(closed_loop, "run_closed_loop", seen.append)
+    ap = argparse.ArgumentParser()
+    closed_loop._add_arguments(ap)
+    ns = ap.parse_args(["--out", str(tmp_path), "--task", "push", "--quick-capture", "--trials", "3"])
+    assert closed_loop.cmd_closed_loop(ns) == 0
+    study = task_study("push")
+    (cfg,) = seen
+    assert (cfg.world, cfg.policies, cfg.trials, cfg.quick_capture) == (study.world, study.family, 3, True)
+    assert cfg.profile == study.profile and cfg.variations == study.variations
+    assert cfg.max_steps == 300 == study.max_steps  # the push task's 30 s: a slower unit still finishes
+    ns = ap.parse_args(["--out", str(tmp_path), "--task", "pick", "--max-steps", "250"])
+    assert closed_loop.cmd_closed_loop(ns) == 0
+    assert (seen[1].world, seen[1].max_steps, task_study("pick").max_steps) == ("tabletop-pick-v1", 250, 200)

@@ -425,9 +425,12 @@ def _undistort(frames: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D
     return out
 
 
-def _pick_task(objects: Sequence[Any]) -> tuple[str, str]:
+def _pick_task(objects: Sequence[Any], marker: bool) -> tuple[str, str | None]:
+    """The task object and target; with a ``marker`` target (no depth), the object only."""
     from r2s2r_capture.reconstruction import PrimitiveKind
 
+    if marker and objects:
+        return min(objects, key=lambda o: o.volume).name, None
     if len(objects) < 2:
         raise ReconstructionError(
             f"the scene shows {len(objects)} object(s) on the table; the task needs an object and a target "
@@ -459,7 +462,7 @@ def real2sim(
     from r2s2r_capture import calibration as cal
     from r2s2r_capture import reconstruction as rc
     from r2s2r_capture import sysid as S
-    from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world
+    from r2s2r_capture.world_writer import CameraModel, TaskSpec, marker_target, write_world
 
     cfg = config or Real2SimConfig()
     say = progress or (lambda _line: None)
@@ -514,7 +517,8 @@ def real2sim(
         scene.point_cloud(),
         rc.SegmentConfig(voxel=cfg.voxel, keepout=keepout, max_height=cfg.max_object_height),
     )
-    obj_name, target_name = _pick_task(seg.objects)
+    marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
+    obj_name, target_name = _pick_task(seg.objects, marker)
     done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects")
 
     m = data.motion

@@ -67,7 +67,9 @@ class TaskSpec:
 
     Attributes:
         object: name of the object to pick (a :class:`ReconstructedObject` name).
-        target: name of the object to place it in (usually an open box, the bin).
+        target: name of the object to place it in (usually an open box, the bin); ``None``: the template's
+            target is a marker on the table (a taped disc: no depth, see :func:`marker_target`), written
+            at the template's place, since a depth reconstruction cannot see it.
         object_body: body name in the written world; ``None`` keeps the template's ``task.object_body``.
         target_site: site name at the target; ``None`` keeps the template's ``task.target_site``.
         keep_pose_range: keep the template's ``object_pose_range`` (randomised resets); by default the
@@ -75,7 +77,7 @@ class TaskSpec:
     """
 
     object: str
-    target: str
+    target: str | None
     object_body: str | None = None
     target_site: str | None = None
     keep_pose_range: bool = False
@@ -167,7 +169,7 @@ def _scene_spec(
     free: dict[str, bool],
     camera: CameraModel,
     camera_name: str,
-    target_name: str,
+    target_name: str | tuple[float, float, float, float],
     target_site: str,
     site_height: float,
 ):  # mujoco.MjSpec
@@ -233,14 +235,28 @@ def _scene_spec(
             )
     for name, obj in objects.items():
         _add_object(spec, obj, name=name, free=free[name], tmp=tmp)
-    target = spec.body(target_name)
-    t_obj = objects[target_name]
-    t_floor = -t_obj.size[2] / 2.0 + (
-        t_obj.floor_thickness if t_obj.primitive is PrimitiveKind.OPEN_BOX else t_obj.size[2]
-    )
+    if isinstance(target_name, str):
+        target = spec.body(target_name)
+        t_obj = objects[target_name]
+        t_floor = -t_obj.size[2] / 2.0 + (
+            t_obj.floor_thickness if t_obj.primitive is PrimitiveKind.OPEN_BOX else t_obj.size[2]
+        )
+        site_pos = [0.0, 0.0, t_floor + site_height]
+    else:  # a marker on the table at the template's place (no collision, as in the template)
+        target = wb.add_body(name="target", pos=[target_name[0], target_name[1], table.height])
+        target.add_geom(
+            name="target_disc",
+            type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+            size=[target_name[3], 0.0005, 0.0],
+            pos=[0.0, 0.0, 0.0005],
+            rgba=[0.2, 0.75, 0.3, 1.0],
+            contype=0,
+            conaffinity=0,
+        )
+        site_pos = [0.0, 0.0, target_name[2] - table.height]
     target.add_site(
         name=target_site,
-        pos=[0.0, 0.0, t_floor + site_height],
+        pos=site_pos,
         size=[0.01, 0.01, 0.01],
         rgba=[0.0, 1.0, 0.0, 0.3],
         group=4,
@@ -309,7 +325,7 @@ def write_world(
     raw = yaml.safe_load(tcfg.source.read_text(encoding="utf-8"))
     names = [o.name for o in objects]
     for field_name, value in (("task.object", task.object), ("task.target", task.target)):
-        if value not in names:
+        if value is not None and value not in names:
             raise ReconstructionError(f"{field_name}: no object {value!r} (objects: {names})")
     if len(set(names)) != len(names):
         raise ReconstructionError(f"objects: duplicate names {names}")
@@ -317,11 +333,23 @@ def write_world(
     object_body = task.object_body or (ttask.object_body if ttask else "object")
     target_site = task.target_site or (ttask.target_site if ttask else "target")
     # Body names in the written world: the task object takes the template's body name.
-    renamed = {o.name: (object_body if o.name == task.object else o.name) for o in objects}
+    # A stacking template's target is its free support block: it takes the template's name and stays free.
+    support = ttask.support_body if ttask else None
+    roles = {task.object: object_body, **({task.target: support} if support and task.target else {})}
+    renamed = {o.name: roles.get(o.name, o.name) for o in objects}
     if len(set(renamed.values())) != len(renamed):
-        raise ReconstructionError(f"task.object_body: {object_body!r} clashes with an object name {names}")
+        raise ReconstructionError(
+            f"task.object_body: {sorted(roles.values())} clash with an object name {names}"
+        )
     by_name = {renamed[o.name]: o for o in objects}
-    free = {renamed[o.name]: o.name != task.target for o in objects}
+    free = {renamed[o.name]: o.name != task.target or support is not None for o in objects}
+    marker = None
+    if task.target is None:
+        marker = marker_target(template, target_site)
+        if marker is None:
+            raise ReconstructionError(
+                f"task.target: none given, and the template's target site {target_site!r} is not on a marker"
+            )
     cam_cfg = tcfg.cameras[0] if tcfg.cameras else None
     mjcf_camera = cam_cfg.mjcf_camera if cam_cfg else "camera"
 
@@ -354,7 +382,7 @@ def write_world(
             free=free,
             camera=camera,
             camera_name=mjcf_camera,
-            target_name=renamed[task.target],
+            target_name=renamed[task.target] if marker is None else marker,
             target_site=target_site,
             site_height=task_obj.size[2] / 2.0,
         )
@@ -404,3 +432,25 @@ def write_world(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def marker_target(template: str | Path, site: str) -> tuple[float, float, float, float] | None:
+    """``(x, y, site z, radius)`` of the template's target where it is a marker on the table, else None.
+
+    A marker is a body whose geoms all lack collision (a taped disc, a painted cross): a depth
+    reconstruction cannot segment it, so the reconstructed world keeps the template's (nominal) place.
+    """
+    from r2s2r_sim.world import SimWorld
+
+    world = SimWorld(template)
+    model = world.model
+    sid = model.site(site).id if site in {model.site(i).name for i in range(model.nsite)} else -1
+    if sid < 0:
+        return None
+    body = int(model.site_bodyid[sid])
+    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body]
+    if body == 0 or not geoms or any(model.geom_contype[g] or model.geom_conaffinity[g] for g in geoms):
+        return None
+    pos = world.data.site_xpos[sid]
+    radius = max(float(model.geom_size[g][0]) for g in geoms)
+    return float(pos[0]), float(pos[1]), float(pos[2]), radius

@@ -1,6 +1,7 @@
 """The closed loop: does evaluation in the reconstructed world predict the (emulated) hardware?
 
     r2s2r closed-loop --out out/closed_loop [--task pick|push|stack|drawer] [--small] [--trials N]
+                      [--max-steps N] [--quick-capture]
 
 1. **capture** the emulated hardware with a hardware profile and run **real2sim** on the bag
    (:func:`r2s2r_eval.emulated_capture.reconstruct_emulated_world`; real2sim never reads the profile);
@@ -92,9 +93,10 @@ class ClosedLoopConfig:
         policies: the policy family.
         trials: trials per policy on every side (one variation each).
         camera_rate_hz: image rate on every side (Hz).
-        max_steps: control steps (10 Hz) before a trial is given up on every side; both policies finish
-            a success in about 12 s, so 200 (20 s) only shortens failures, which otherwise run to the
-            task's 30 s timeout in sim.
+        max_steps: control steps (10 Hz) before a trial is given up on every side; both pick policies
+            finish a success in about 12 s, so 200 (20 s) only shortens failures, which otherwise run to
+            the task's 30 s timeout in sim; ``--task`` takes the task's own
+            (:attr:`~r2s2r_eval.task_studies.TaskStudy.max_steps`).
         workers: worker processes.
         real_seed: seed of the operator's random variations (and the real episode seeds).
         sim_seed: Sobol sweep seed of both sim sides.
@@ -119,6 +121,8 @@ class ClosedLoopConfig:
             raise ValueError(f"trials: must be >= 1, got {self.trials}")
         if self.workers < 1:
             raise ValueError(f"workers: must be >= 1, got {self.workers}")
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps: must be >= 1, got {self.max_steps}")
         if len(self.policies) < 2:
             raise ValueError(f"policies: the comparison needs at least 2, got {len(self.policies)}")
         if not (math.isfinite(self.camera_rate_hz) and self.camera_rate_hz > 0):
@@ -152,9 +156,7 @@ def _say(line: str) -> None:
 # ---------------------------------------------------------------------------------------- the sides
 
 
-def _sweep(
-    cfg: ClosedLoopConfig, sweep: SweepConfig, results: Path, label: str
-) -> tuple[int, set[str]]:
+def _sweep(cfg: ClosedLoopConfig, sweep: SweepConfig, results: Path, label: str) -> tuple[int, set[str]]:
     """Run one side's sweep into ``results``; the episodes run now and the keys of its plan."""
     summary = run_sweep(sweep, results, workers=cfg.workers, progress=False)
     rate = 60.0 * summary.ran / summary.wall_s if summary.wall_s > 0 else 0.0
@@ -470,9 +472,7 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         comps[name] = comp.summary
     real_pairs = _pairs(stores["real"], planned["real"])
     paired = {
-        "real_vs_reconstructed": fr.paired_agreement(
-            real_pairs, _pairs(stores["paired"], planned["paired"])
-        ),
+        "real_vs_reconstructed": fr.paired_agreement(real_pairs, _pairs(stores["paired"], planned["paired"])),
         "real_vs_bundled": fr.paired_agreement(
             real_pairs, _pairs(stores["paired_baseline"], planned["paired_baseline"])
         ),
@@ -498,6 +498,18 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     ap.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="control steps (10 Hz) before a trial is given up, every side (default: the task's; pick 200, "
+        "the others 300)",
+    )
+    ap.add_argument(
+        "--quick-capture",
+        action="store_true",
+        help="the shorter capture and identification of --small, with the full family and --trials",
+    )
+    ap.add_argument(
         "--task",
         default="pick",
         help=f"task studied: its bundled world, policy family and variations ({sorted(TASK_STUDIES)})",
@@ -506,8 +518,8 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         "--profile",
         type=profile_path,
         default=None,
-        help="hardware profile of the emulated unit: realistic, ideal or a YAML path (default: the one "
-        "written for the task's world; the pick world's is realistic)",
+        help="hardware profile of the emulated unit: realistic, ideal or a YAML path (default: "
+        "the realistic one, which covers every task world)",
     )
 
 
@@ -529,7 +541,8 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             policies=study.small_family if ns.small else study.family,
             trials=ns.trials if ns.trials is not None else (6 if ns.small else 50),
             workers=ns.workers,
-            quick_capture=ns.small,
+            max_steps=ns.max_steps if ns.max_steps is not None else study.max_steps,
+            quick_capture=ns.small or ns.quick_capture,
         )
     except ValueError as err:
         print(f"r2s2r closed-loop: {err}", file=sys.stderr)

@@ -31,7 +31,7 @@ from r2s2r_eval.demo_expert import PrivilegedExpert
 from r2s2r_eval.lerobot_format import EpisodeData, LeRobotWriter
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
-from r2s2r_eval.policy import Action, EpisodeInfo, Observation, Policy
+from r2s2r_eval.policy import Action, EpisodeInfo, Observation, Policy, load_policy
 from r2s2r_eval.runner import EpisodeRunner
 
 __all__ = [
@@ -86,6 +86,9 @@ class DemoConfig:
         expert_kind: ``privileged`` (the state-feedback expert reading the simulator's cube pose; see
             :mod:`r2s2r_eval.demo_expert`) or ``reference`` (the reference policy, perceiving once).
         expert: reference policy parameters (``grasp_offset_m`` also applies to the privileged expert).
+        expert_policy: another task's scripted policy as the ``reference`` expert (a policy name or
+            ``module:Class``, default parameters); None: the pick-and-place reference policy.  The
+            privileged expert is a pick-and-place one only.
     """
 
     world: str = "tabletop-pick-v1"
@@ -102,10 +105,16 @@ class DemoConfig:
     action_noise: float = 0.0
     expert_kind: str = "privileged"
     expert: ReferenceParams = field(default_factory=ReferenceParams)
+    expert_policy: str | None = None
 
     def __post_init__(self) -> None:
         if self.expert_kind not in EXPERT_KINDS:
             raise DemoError(f"expert_kind: must be one of {list(EXPERT_KINDS)}, got {self.expert_kind!r}")
+        if self.expert_policy is not None and self.expert_kind != "reference":
+            raise DemoError(
+                f"expert_policy: {self.expert_policy!r} demonstrates as the 'reference' expert, but "
+                f"expert_kind is {self.expert_kind!r} (the privileged expert does pick-and-place only)"
+            )
         if self.episodes < 1:
             raise DemoError(f"episodes: must be >= 1, got {self.episodes}")
         if self.max_attempts is not None and self.max_attempts < self.episodes:
@@ -358,7 +367,7 @@ def collect_demos(
     if (mcap_root / ".partial").is_dir():
         shutil.rmtree(mcap_root / ".partial")
     root.mkdir(parents=True, exist_ok=True)
-    reference = ReferencePolicy(cfg.expert)
+    reference = ReferencePolicy(cfg.expert) if cfg.expert_policy is None else load_policy(cfg.expert_policy)
     attempt = next_attempt
     while kept < cfg.episodes and attempt < cfg.attempts:
         seed = attempt_seed(cfg.seed, attempt)

@@ -35,6 +35,9 @@ class TaskStudy:
         family: the evaluated policies, strongest first by design.
         small_family: a subset for CI-sized runs.
         profile: emulated hardware profile written for ``world``; None where none exists yet.
+        max_steps: control steps (10 Hz) before a study gives a trial up, on every side: short enough
+            to cut failures short, long enough for the slowest policy's success on the (emulated)
+            hardware, where latency and friction make a push or a drawer slower than in sim.
     """
 
     task: str
@@ -42,6 +45,7 @@ class TaskStudy:
     family: tuple[PolicySpec, ...]
     small_family: tuple[PolicySpec, ...]
     profile: Path | None
+    max_steps: int = 300  # the bundled worlds' 30 s timeout
 
     def __post_init__(self) -> None:
         if len(self.family) < 6:
@@ -109,28 +113,29 @@ TASK_STUDIES: dict[str, TaskStudy] = {
         world="tabletop-pick-v1",
         family=_PICK_FAMILY,
         small_family=(_PICK_FAMILY[0], _PICK_FAMILY[3], _PICK_FAMILY[4]),
-        profile=profile_path(),  # the default (realistic) profile, written for the pick world
+        profile=profile_path(),  # the default (realistic) profile: its worlds section covers every task
+        max_steps=200,  # both pick policies finish a success in about 12 s
     ),
     "push": TaskStudy(
         task="push",
         world="tabletop-push-v1",
         family=_PUSH_FAMILY,
         small_family=(_PUSH_FAMILY[0], _PUSH_FAMILY[4], _PUSH_FAMILY[5]),
-        profile=None,
+        profile=profile_path(),
     ),
     "stack": TaskStudy(
         task="stack",
         world="tabletop-stack-v1",
         family=_STACK_FAMILY,
         small_family=(_STACK_FAMILY[0], _STACK_FAMILY[3], _STACK_FAMILY[5]),
-        profile=None,
+        profile=profile_path(),
     ),
     "drawer": TaskStudy(
         task="drawer",
         world="tabletop-drawer-v1",
         family=_DRAWER_FAMILY,
         small_family=(_DRAWER_FAMILY[0], _DRAWER_FAMILY[4], _DRAWER_FAMILY[6]),
-        profile=None,
+        profile=profile_path(),
     ),
 }
 """Task name -> study settings; ``r2s2r closed-loop --task`` picks an entry."""

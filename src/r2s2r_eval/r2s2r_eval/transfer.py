@@ -1,12 +1,15 @@
 """Sim-to-"real" transfer of the BC policy: demos -> train -> evaluate on the emulated hardware and in sim.
 
-    r2s2r transfer --out out/transfer [--small]
+    r2s2r transfer --out out/transfer [--task pick|push|stack|drawer] [--small]
 
-Ablations (each: demonstrations by the privileged state-feedback expert of :mod:`r2s2r_eval.demo_expert`,
-then ``r2s2r train``):
+The task (:mod:`r2s2r_eval.task_studies`, default ``pick``) gives the bundled world, its variation
+defaults, real2sim's template and the reference row's policy.  Ablations (each: demonstrations by the
+privileged state-feedback expert of :mod:`r2s2r_eval.demo_expert`, a pick-and-place one, or by the
+task's reference policy with ``--expert reference``; then ``r2s2r train``):
 
-* ``no_variation``: the bundled world ``tabletop-pick-v1`` without variations (cube pose from the seed);
-* ``six_axes``: the bundled world with the six variation axes of ``config/variations.yaml``;
+* ``no_variation``: the bundled world (e.g. ``tabletop-pick-v1``) without variations (object pose from
+  the seed);
+* ``six_axes``: the bundled world with the six variation axes of its variation defaults;
 * ``real2sim``: the world identified by ``r2s2r real2sim`` from a capture of the emulated hardware (the
   capture procedure only: ChArUco views, a scene scan and an excitation, no task demonstration), with the
   six axes (colour targets renamed to the reconstructed geoms).
@@ -22,8 +25,8 @@ and ``report.md`` under ``--out``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,21 +38,19 @@ from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval._cli import add_subcommand
-from r2s2r_eval.demos import DemoConfig, attempt_seed, collect_demos
+from r2s2r_eval.demos import DemoConfig, collect_demos
 from r2s2r_eval.emulated_capture import reconstruct_emulated_world
-from r2s2r_eval.executors import run_local
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
-from r2s2r_eval.metrics import wilson_interval
 from r2s2r_eval.perception_frames import FRAMES_FILE, PerceptionFramesConfig, collect_perception_frames
+from r2s2r_eval.task_studies import TASK_STUDIES, task_study
 from r2s2r_eval.train import TrainConfig, train
+from r2s2r_eval.transfer_eval import evaluate_policy, in_pool
 
 __all__ = ["ABLATIONS", "TransferConfig", "cmd_transfer", "make_real2sim_world", "register", "run_transfer"]
 
 DEFAULT_PROFILE = profile_path()
 DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 ABLATIONS = ("no_variation", "six_axes", "real2sim")
-# Evaluation seeds are drawn from another base seed than any demonstration.
-_EVAL_SEED = 1_000_003
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +72,7 @@ class TransferConfig:
         seed: base seed; shard ``k`` of the demonstrations uses ``100 * (seed + 1) + k``.
         workers: processes for demonstrations and evaluations (each with one torch thread).
         threads: torch CPU threads for training.
+        task: the studied task (a :data:`~r2s2r_eval.task_studies.TASK_STUDIES` name).
     """
 
     demos: int = 160
@@ -95,6 +97,15 @@ class TransferConfig:
     reference_row: bool = True
     workers: int = 2
     threads: int = 2
+    task: str = "pick"
+
+    def __post_init__(self) -> None:
+        study = task_study(self.task)  # ValueError naming the known tasks
+        if self.expert == "privileged" and study.task != "pick":
+            raise ValueError(
+                f"task {self.task!r}: the privileged expert demonstrates pick-and-place only; "
+                "use expert 'reference' (the task's reference policy)"
+            )
 
 
 SMALL = TransferConfig(
@@ -121,37 +132,28 @@ def perception_seed(seed: int, shard: int) -> int:
     return 200 * (seed + 1) + shard
 
 
-def _in_pool(fn: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int) -> list[Any]:
-    """``fn(*job)`` for each job, in parallel on the shared process pool; results in job order."""
-    results: dict[int, Any] = {}
+def make_real2sim_world(
+    work: Path,
+    profile: Path,
+    progress: Callable[[str], None] = print,
+    *,
+    template: str = "tabletop-pick-v1",
+) -> Path:
+    """Capture the emulated hardware in ``template``'s scene, identify a world with ``real2sim``.
 
-    def on_crash(job: tuple[int, Callable[..., Any], tuple[Any, ...]], reason: str) -> None:
-        raise RuntimeError(f"transfer: a worker died running {fn.__name__}: {reason}")
-
-    def on_rows(job: tuple[int, Callable[..., Any], tuple[Any, ...]], rows: list[Any]) -> None:
-        results[job[0]] = rows[0]
-
-    run_local(_call, [(i, fn, job) for i, job in enumerate(jobs)], workers, on_rows, on_crash)
-    return [results[i] for i in range(len(jobs))]
-
-
-def _call(job: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> list[Any]:
-    """Worker side of :func:`_in_pool`."""
-    _, fn, args = job
-    return [fn(*args)]
-
-
-def make_real2sim_world(work: Path, profile: Path, progress: Callable[[str], None] = print) -> Path:
-    """Capture the emulated hardware, identify a world with ``real2sim``; skipped if ``work/world`` exists."""
-    world, _ = reconstruct_emulated_world(work, profile=profile, intrinsics_views=8, progress=progress)
+    Skipped if ``work/world`` exists.
+    """
+    world, _ = reconstruct_emulated_world(
+        work, profile=profile, world=template, intrinsics_views=8, progress=progress
+    )
     return world
 
 
-def real2sim_variations(world: Path, out: Path) -> Path:
-    """``config/variations.yaml`` for a real2sim world: existing colour targets, a wider bin keep-out."""
+def real2sim_variations(world: Path, out: Path, base: Path = DEFAULT_VARIATIONS) -> Path:
+    """``base`` variations for a real2sim world: existing colour targets, a wider bin keep-out."""
     from r2s2r_sim.world import SimWorld
 
-    doc = yaml.safe_load(DEFAULT_VARIATIONS.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(base.read_text(encoding="utf-8"))
     model = SimWorld(world).model
     geoms = {model.geom(i).name for i in range(model.ngeom)}
     mats = {model.material(i).name for i in range(model.nmat)}
@@ -164,136 +166,11 @@ def real2sim_variations(world: Path, out: Path) -> Path:
     # stands for a camera nobody calibrated.  A policy then need not infer the viewpoint from the scene.
     doc["camera"].update(position_jitter=0.005, rotation_jitter=0.005, fovy_jitter=0.5)
     # The reconstructed bin sits within a few cm of the bundled one: widen its keep-out rectangle.
-    for rect in doc["clutter"]["keep_out"]:
+    for rect in doc.get("clutter", {}).get("keep_out", []):
         if rect["name"] == "bin":
             rect["x"], rect["y"] = [0.14, 0.38], [0.25, 0.50]
     out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return out
-
-
-def _episodes(
-    spec: tuple[str, dict[str, Any]],
-    *,
-    where: str,
-    world: str,
-    indices: list[int],
-    max_steps: int,
-    variations: Path | None,
-    profile: Path,
-) -> list[dict[str, Any]]:
-    """Run the evaluation episodes ``indices`` of policy ``spec = (name, params)`` (a worker's share).
-
-    In sim, each episode samples ``variations``; on the emulated hardware, ``variations`` (if given) is
-    reduced to what an operator changes between trials (object pose, lighting, clutter;
-    :func:`~r2s2r_eval.closed_loop.operator_variations`) and the cell is rebuilt for each episode.
-    """
-    from r2s2r_sim.emulated_cell import EmulatedCell
-    from r2s2r_sim.variations import load_variation_config, sample_variation
-
-    from r2s2r_eval.closed_loop import operator_variations
-    from r2s2r_eval.policy import load_policy
-    from r2s2r_eval.runner import EpisodeRunner
-
-    if variations is None:
-        vcfg = None
-    else:
-        vcfg = operator_variations(variations) if where == "real" else load_variation_config(variations)
-    policy = load_policy(*spec)
-    rate = policy.control_rate_hz() or 10.0
-    episodes: list[dict[str, Any]] = []
-    with contextlib.ExitStack() as stack:
-        # The emulated hardware as captured is one cell for every episode; any other is rebuilt per episode.
-        fixed = None
-        if where == "real" and vcfg is None:
-            fixed = stack.enter_context(EpisodeRunner(EmulatedCell(world, profile)))
-        for i in indices:
-            seed = attempt_seed(_EVAL_SEED, i)
-            variation = sample_variation(vcfg, seed) if vcfg is not None else None
-            with contextlib.ExitStack() as per_episode:
-                if fixed is not None:
-                    runner = fixed
-                elif where == "real":
-                    runner = per_episode.enter_context(
-                        EpisodeRunner(EmulatedCell(world, profile, variation=variation))
-                    )
-                else:
-                    runner = per_episode.enter_context(EpisodeRunner(world, variation=variation))
-                res = runner.run(policy, seed, episode_index=i, camera_rate_hz=rate, max_steps=max_steps)
-            episodes.append(
-                {
-                    "index": i,
-                    "seed": seed,
-                    "success": res.success,
-                    "reason": res.reason,
-                    "steps": res.steps,
-                    "wall_s": res.wall_s,
-                    **{
-                        k: res.metrics[k] for k in ("object_lifted", "object_to_target_m") if k in res.metrics
-                    },
-                    "variation": None
-                    if variation is None
-                    else {k: float(v) for k, v in variation.params.items()},
-                }
-            )
-    return episodes
-
-
-def _episodes_of(
-    spec: tuple[str, dict[str, Any]], indices: list[int], kw: dict[str, Any]
-) -> list[dict[str, Any]]:
-    """:func:`_episodes` with keyword arguments as one picklable job."""
-    return _episodes(spec, indices=indices, **kw)
-
-
-def _evaluate(
-    spec: tuple[str, dict[str, Any]],
-    *,
-    where: str,
-    world: str,
-    n: int,
-    max_steps: int,
-    variations: Path | None,
-    profile: Path,
-    workers: int,
-    log: Callable[[str], None],
-) -> dict[str, Any]:
-    """Run ``n`` episodes on the emulated hardware (``where == "real"``) or in sim; counts and reasons.
-
-    Episode ``i`` has seed ``attempt_seed(_EVAL_SEED, i)`` whichever worker runs it.
-    """
-    wall = time.perf_counter()
-    kw = {
-        "where": where,
-        "world": world,
-        "max_steps": max_steps,
-        "variations": variations,
-        "profile": profile,
-    }
-    shares = [list(range(k, n, workers)) for k in range(min(workers, n))]
-    if len(shares) <= 1:
-        episodes = _episodes(spec, indices=list(range(n)), **kw)
-    else:
-        parts = _in_pool(_episodes_of, [(spec, share, kw) for share in shares], len(shares))
-        episodes = sorted((e for part in parts for e in part), key=lambda e: e["index"])
-    for e in episodes:
-        log(f"  {where} {e['index'] + 1}/{n}: {e['reason']} ({e['steps']} steps, {e['wall_s']:.1f} s)")
-    successes = sum(int(e["success"]) for e in episodes)
-    reasons: dict[str, int] = {}
-    for e in episodes:
-        reasons[e["reason"]] = reasons.get(e["reason"], 0) + 1
-    low, high = wilson_interval(successes, n)
-    return {
-        "world": world,
-        "variations": None if variations is None else str(variations),
-        "n": n,
-        "successes": successes,
-        "rate": successes / n if n else float("nan"),
-        "ci95": [float(low), float(high)],
-        "reasons": reasons,
-        "lifted": sum(e.get("object_lifted", 0.0) > 0 for e in episodes),
-        "episodes": episodes,
-        "wall_s": time.perf_counter() - wall,
-    }
 
 
 def collect_sharded(
@@ -306,7 +183,7 @@ def collect_sharded(
     if len(shards) == 1:
         summaries = [collect_demos(shards[0], cfgs[0])]
     else:
-        summaries = _in_pool(collect_demos, list(zip(shards, cfgs, strict=True)), len(shards))
+        summaries = in_pool(collect_demos, list(zip(shards, cfgs, strict=True)), len(shards))
     for d, s in zip(shards, summaries, strict=True):
         log(f"  {d}: {s.episodes} episodes, {s.frames} frames, {s.attempts} attempts")
     return shards
@@ -329,7 +206,7 @@ def render_sharded(
     if len(todo) == 1:
         collect_perception_frames(*todo[0])
     elif todo:
-        _in_pool(collect_perception_frames, todo, len(todo))
+        in_pool(collect_perception_frames, todo, len(todo))
     log(f"  {folder}: {pf_cfg.worlds * pf_cfg.per_world} perception frames in {len(shards)} shards")
     return shards
 
@@ -355,14 +232,17 @@ def run_transfer(
         report_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
         (out / "report.md").write_text(format_report(report), encoding="utf-8")
 
+    study = task_study(cfg.task)
+    bundled, bundled_variations = study.world, study.variations
     worlds: dict[str, tuple[str, Path | None]] = {
-        "no_variation": ("tabletop-pick-v1", None),
-        "six_axes": ("tabletop-pick-v1", DEFAULT_VARIATIONS),
+        "no_variation": (bundled, None),
+        "six_axes": (bundled, bundled_variations),
     }
     if "real2sim" in cfg.ablations:
         t0 = time.perf_counter()
-        world = make_real2sim_world(out / "real2sim", profile, progress=log)
-        worlds["real2sim"] = (str(world), real2sim_variations(world, out / "real2sim" / "variations.yaml"))
+        world = make_real2sim_world(out / "real2sim", profile, progress=log, template=bundled)
+        own = real2sim_variations(world, out / "real2sim" / "variations.yaml", base=bundled_variations)
+        worlds["real2sim"] = (str(world), own)
         timings.setdefault("real2sim", time.perf_counter() - t0)
     for name in cfg.ablations:
         world, variations = worlds[name]
@@ -377,6 +257,7 @@ def run_transfer(
                 episodes=cfg.demos,
                 action_noise=cfg.action_noise,
                 expert_kind=cfg.expert,
+                expert_policy=None if study.task == "pick" else study.family[0].name,
                 mcap=False,
             )
             shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
@@ -446,9 +327,9 @@ def run_transfer(
         # the six axes (one yardstick for every ablation); and its own training world and variations on
         # held-out seeds (what sim alone would have promised it).
         evaluations = (
-            ("real", "real", "tabletop-pick-v1", None, cfg.real_episodes),
-            ("real_operator", "real", "tabletop-pick-v1", DEFAULT_VARIATIONS, cfg.real_episodes),
-            ("sim", "sim", "tabletop-pick-v1", DEFAULT_VARIATIONS, cfg.sim_episodes),
+            ("real", "real", bundled, None, cfg.real_episodes),
+            ("real_operator", "real", bundled, bundled_variations, cfg.real_episodes),
+            ("sim", "sim", bundled, bundled_variations, cfg.sim_episodes),
             ("sim_own", "sim", world, variations, cfg.sim_episodes),
         )
         for key, where, eval_world, eval_variations, n in evaluations:
@@ -467,7 +348,7 @@ def run_transfer(
                 save()
                 continue
             log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
-            entry[key] = _evaluate(
+            entry[key] = evaluate_policy(
                 ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads}),
                 where=where,
                 world=str(eval_world),
@@ -483,15 +364,15 @@ def run_transfer(
         entry = report.setdefault("reference", {})
         for key, where, eval_variations, n in (
             ("real", "real", None, cfg.real_episodes),
-            ("real_operator", "real", DEFAULT_VARIATIONS, cfg.real_episodes),
-            ("sim", "sim", DEFAULT_VARIATIONS, cfg.sim_episodes),
+            ("real_operator", "real", bundled_variations, cfg.real_episodes),
+            ("sim", "sim", bundled_variations, cfg.sim_episodes),
         ):
             if key not in entry and n:
                 log(f"[reference expert] evaluation {key}: {n} episodes")
-                entry[key] = _evaluate(
-                    ("reference", {}),
+                entry[key] = evaluate_policy(
+                    (study.family[0].name, dict(study.family[0].params)),
                     where=where,
-                    world="tabletop-pick-v1",
+                    world=bundled,
                     n=n,
                     max_steps=cfg.max_steps,
                     variations=eval_variations,
@@ -538,6 +419,13 @@ def format_report(report: dict[str, Any]) -> str:
 def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", type=Path, default=Path("out/transfer"), help="output folder (resumed)")
     ap.add_argument("--small", action="store_true", help="tiny sizes (CI smoke run)")
+    ap.add_argument(
+        "--task",
+        default="pick",
+        choices=sorted(TASK_STUDIES),
+        help="task studied: its bundled world, variations and reference policy (default pick; the others "
+        "need --expert reference)",
+    )
     ap.add_argument("--demos", type=int, help="demonstrations per ablation")
     ap.add_argument("--steps", type=int, help="training steps per ablation")
     ap.add_argument("--real-episodes", type=int, help="episodes on the emulated hardware per policy")
@@ -550,12 +438,16 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--expert", choices=("privileged", "reference"), help="the demonstrating expert")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
     ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
-    ap.add_argument("--profile", type=profile_path, default=DEFAULT_PROFILE,
-                    help="hardware profile of the emulator: realistic (default), ideal or a YAML path")
+    ap.add_argument(
+        "--profile",
+        type=profile_path,
+        default=DEFAULT_PROFILE,
+        help="hardware profile of the emulator: realistic (default), ideal or a YAML path",
+    )
 
 
 def cmd_transfer(ns: argparse.Namespace) -> int:
-    """Run (or resume) the transfer study of ``ns``; 0 when it finished."""
+    """Run (or resume) the transfer study of ``ns``; 0 when it finished, 2 on bad input."""
     base = SMALL if ns.small else TransferConfig()
     over = {
         k: v
@@ -570,6 +462,7 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
             "chunk": ns.chunk,
             "action_noise": ns.action_noise,
             "expert": ns.expert,
+            "task": ns.task,
         }.items()
         if v is not None
     }
@@ -577,7 +470,11 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
         over["reference_row"] = False
     if ns.ablation:
         over["ablations"] = tuple(ns.ablation)
-    cfg = replace(base, **over)
+    try:
+        cfg = replace(base, **over)
+    except ValueError as err:
+        print(f"r2s2r transfer: {err}", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
     print(format_report(report))

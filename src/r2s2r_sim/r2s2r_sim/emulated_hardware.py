@@ -96,7 +96,9 @@ class _ProfileEditor:
     def __call__(self, spec: mujoco.MjSpec) -> None:
         phys = self.p.physics
         edit_spec(
-            spec, self.p.arm, lambda n: self._get(spec.joint, n),
+            spec,
+            self.p.arm,
+            lambda n: self._get(spec.joint, n),
             lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}"),
         )
         for name, mass in phys.body_masses_kg.items():
@@ -150,7 +152,10 @@ class _ProfileEditor:
                 new[: len(size)] = size
                 geom.size = new
         apply_contacts(
-            spec, self.p.contacts, self._get, lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}")
+            spec,
+            self.p.contacts,
+            self._get,
+            lambda fld, msg: HardwareProfileError(f"{self.p.source}: {fld}: {msg}"),
         )
         for name, light in self.p.lights.items():
             spec_light = self._get(spec.light, name)
@@ -216,10 +221,11 @@ class EmulatedArm:
         folder = world_path(world)
         config = load_world_config(folder)
         base = SimWorld(folder, config=config)
+        profile = profile.for_world(base.world_id)
         if profile.world not in (base.world_id, str(world)):
+            written_for = " or ".join(map(repr, profile.worlds))
             raise HardwareProfileError(
-                f"{profile.source}: world: the profile is for {profile.world!r}, but the world is "
-                f"{base.world_id!r}"
+                f"{profile.source}: world: the profile is for {written_for}, not for {base.world_id!r}"
             )
         self.profile = profile
         self.base_world_hash: str = base.world_hash
@@ -399,4 +405,3 @@ class EmulatedArm:
             },
             sort_keys=True,
         )
-

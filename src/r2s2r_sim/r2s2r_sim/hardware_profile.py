@@ -8,6 +8,8 @@ The camera pose is the ``<camera>_link`` frame (REP-103: x forward, y left, z up
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping
@@ -49,12 +51,10 @@ class HardwareProfileError(ValueError):
     """
 
 
-
 def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
     quat = np.empty(4)
     mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
     return quat
-
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,16 +219,33 @@ class HardwareProfile:
     sensors: SensorEffects = field(default_factory=SensorEffects)
     arm: ArmEffects = field(default_factory=ArmEffects)
     contacts: ContactEffects = field(default_factory=ContactEffects)
+    variants: Mapping[str, HardwareProfile] = field(default_factory=dict)
+
+    def for_world(self, world_id: str) -> HardwareProfile:
+        """The profile as it applies to ``world_id``: its ``worlds.<world_id>`` variant where it has one.
+
+        One unit serves several task worlds (the same arm, driver and camera; other objects on the
+        table), so a profile states the unit once and, per world, what that world's scene differs in.
+        A world with no variant gets this profile unchanged (and :class:`EmulatedArm` refuses it unless
+        it is ``world``).
+        """
+        return self.variants.get(world_id, self)
+
+    @property
+    def worlds(self) -> tuple[str, ...]:
+        """Every world the profile is written for: ``world`` and those of its ``worlds`` section."""
+        return (self.world, *self.variants)
 
 
 class _Reader:
     """Typed field access with errors naming the file and the field."""
 
-    def __init__(self, source: Path) -> None:
+    def __init__(self, source: Path, where: str = "") -> None:
         self.source = source
+        self.where = where  # e.g. " (worlds.tabletop-push-v1)": the fields are a world's variant
 
     def fail(self, fld: str, msg: str) -> HardwareProfileError:
-        return HardwareProfileError(f"{self.source}: {fld}: {msg}")
+        return HardwareProfileError(f"{self.source}{self.where}: {fld}: {msg}")
 
     def mapping(self, value: Any, fld: str) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
@@ -298,6 +315,9 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
     required; ``physics`` (``body_masses_kg``, ``geom_friction``, ``joints: {name: {damping, armature,
     frictionloss}}``, ``servos: {actuator: {kp, kv}}``), ``objects`` (``{body: {pose, geom_sizes}}``) and
     ``lights`` (``{light: {position, direction, diffuse}}``) are optional.
+    ``worlds`` (``{world id: {dotted section path: value}}``, e.g. ``objects`` or
+    ``physics.geom_friction``) adds a variant per further world, each entry replacing that section; see
+    :meth:`HardwareProfile.for_world`.
 
     Raises:
         HardwareProfileError: naming the file and field (missing file, too big, bad YAML, unknown or missing
@@ -305,20 +325,55 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
     """
     source = Path(path)
     doc = read_yaml(source, HardwareProfileError, kind="hardware profile file")
-    raw, raw_bytes = doc.data, doc.raw
+    sha256 = hashlib.sha256(doc.raw).hexdigest()
     r = _Reader(source)
-    top = r.mapping(raw, "<top level>")
-    r.only(
-        top,
-        {"name", "world", "driver", "camera", "physics", "objects", "lights", "arm_effects", "contacts"} | SECTIONS,
-        "",
-        {"name", "world", "driver", "camera"},
-    )
+    top = dict(r.mapping(doc.data, "<top level>"))
+    r.only(top, _TOP_KEYS | {"worlds"}, "", {"name", "world", "driver", "camera"})
+    worlds = r.mapping(top.pop("worlds", None) or {}, "worlds")
+    variants = {}
+    for world_id, overlay in worlds.items():
+        fld = f"worlds.{world_id}"
+        merged = _overlay(r, top, r.mapping(overlay, fld), fld)
+        merged["world"] = str(world_id)
+        variants[str(world_id)] = _read_profile(_Reader(source, f" ({fld})"), merged, sha256)
+    return dataclasses.replace(_read_profile(r, top, sha256), variants=MappingProxyType(variants))
+
+
+_TOP_KEYS = {"name", "world", "driver", "camera", "physics", "objects", "lights", "arm_effects", "contacts"}
+_TOP_KEYS |= SECTIONS
+
+
+def _overlay(r: _Reader, top: Mapping[str, Any], overlay: Mapping[str, Any], fld: str) -> dict[str, Any]:
+    """``top`` with each ``overlay`` entry (a dotted path) replaced by its value, or removed where null.
+
+    Paths name a section or a part of one: ``objects``, ``physics.geom_friction.puck_geom``.
+
+    Replacing whole entries (never merging into them) lets a world's variant drop what its scene lacks,
+    e.g. the pick world's ``bin`` with the rest of ``objects``.
+    """
+    merged = copy.deepcopy(dict(top))
+    for key, value in overlay.items():
+        parts = str(key).split(".")
+        if parts[0] not in _TOP_KEYS - {"name", "world"}:
+            raise r.fail(f"{fld}.{key}", f"not a section a world may replace (sections: {sorted(_TOP_KEYS)})")
+        node = merged
+        for part in parts[:-1]:
+            child = node.get(part)
+            node[part] = child = dict(child) if isinstance(child, Mapping) else {}
+            node = child
+        if value is None:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = copy.deepcopy(value)
+    return merged
+
+
+def _read_profile(r: _Reader, top: Mapping[str, Any], sha256: str) -> HardwareProfile:
     return HardwareProfile(
-        source=source,
+        source=r.source,
         name=r.string(top["name"], "name"),
         world=r.string(top["world"], "world"),
-        sha256=hashlib.sha256(raw_bytes).hexdigest(),
+        sha256=sha256,
         driver=_read_driver(r, top["driver"]),
         camera=_read_camera(r, top["camera"]),
         physics=_read_physics(r, top.get("physics") or {}),
@@ -461,5 +516,3 @@ def _read_lights(r: _Reader, value: Any) -> Mapping[str, LightProfile]:
             position=vec3("position"), direction=direction, diffuse=vec3("diffuse", 0.0)
         )
     return MappingProxyType(out)
-
-
