@@ -177,3 +177,7 @@ def test_a_shared_base_is_checked_in_its_subclasses() -> None:
     assert issubclass(Partial, ScriptedPolicy)
     with pytest.raises(TypeError, match="must override Policy.act"):
         type("NoAct", (ScriptedPolicy,), {"reset": lambda self, info: None})
+
+
+def test_fresh_required_defaults_to_requires() -> None:
+    assert _Hold().fresh_required() == _Hold.requires

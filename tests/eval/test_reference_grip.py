@@ -11,7 +11,7 @@ import pytest
 from r2s2r_eval.policies.reference import ReferenceParams, ReferencePolicy
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
 from r2s2r_eval.policies.reference.policy import Phase
-from r2s2r_eval.policy import Action, Observation
+from r2s2r_eval.policy import Action, Observation, ObservationKind
 from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.runner import EpisodeResult, EpisodeRunner
 from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
@@ -237,3 +237,24 @@ def test_skipped_steps_do_not_stretch_the_motion(runner: EpisodeRunner) -> None:
     assert base.success and skipped.success, (base, skipped)
     # Moving one control period per call would take ~1/0.6 = 1.67x as long; catching up keeps it close.
     assert skipped.duration_s <= 1.25 * base.duration_s, (base.duration_s, skipped.duration_s)
+
+
+def test_images_needed_fresh_only_while_perceiving(runner: EpisodeRunner) -> None:
+    """The node's watchdog holds on a lagging camera only at the steps where the policy looks."""
+    policy = ReferencePolicy()
+    assert policy.fresh_required() == policy.requires  # before an episode: everything
+    act = policy.act
+    seen: list[tuple[Phase, frozenset[ObservationKind]]] = []
+
+    def recording(obs: Observation) -> Action:
+        phase = policy.phase
+        fresh = policy.fresh_required()
+        seen.append((phase, fresh))
+        return act(obs)
+
+    policy.act = recording  # type: ignore[method-assign]
+    assert runner.run(policy, 3, camera_rate_hz=CAMERA_HZ).success
+    images = {ObservationKind.RGB, ObservationKind.DEPTH}
+    assert seen[0][0] is Phase.PERCEIVE and images <= seen[0][1]
+    later = [fresh for phase, fresh in seen if phase is not Phase.PERCEIVE]
+    assert later and all(fresh == {ObservationKind.JOINT_STATE} for fresh in later)

@@ -327,6 +327,15 @@ class Policy:
         """The image size and rate the policy reads, or None for the camera's own (the default)."""
         return None
 
+    def fresh_required(self) -> frozenset[ObservationKind]:
+        """The parts of ``requires`` the next :meth:`act` reads and needs fresh (default: all of them).
+
+        A policy that looks at the images only at some steps (to perceive, say) returns just the joint
+        state at the others, so a camera that lags or drops frames holds it only when it looks.  The parts
+        of ``requires`` must still have arrived once: they fill the observation.
+        """
+        return self.requires
+
     @property
     def done(self) -> bool:
         """True once the policy considers its episode finished (it then holds its last command).

@@ -15,8 +15,9 @@ Done signal (what ends a real-mode episode, where no task checker exists): when 
 has finished (a ``done`` attribute, property or no-argument method that is true), the node publishes the
 episode's seed once on ``~/episode_done`` (``std_msgs/msg/UInt64``, reliable, volatile) and keeps acting
 until the outcome arrives. A policy without ``done`` never sends it (then the evaluator's timeout ends it).
-Watchdog: if a required observation is older than ``max_observation_age_s`` the node holds (publishes
-nothing new) and logs once until fresh data arrives.
+Watchdog: if a required observation has not arrived, or one the policy needs fresh for its next step
+(``Policy.fresh_required``) is older than ``max_observation_age_s``, the node holds (publishes nothing new)
+and logs once until fresh data arrives.
 """
 
 from __future__ import annotations
@@ -280,7 +281,7 @@ class PolicyNode(Node):
             self._tf.add(msg)
 
     def _stale(self, now: float) -> list[str]:
-        """Required observation parts missing or older than the watchdog age (observation clock)."""
+        """Required parts missing, or parts the policy needs fresh now older than the watchdog age."""
         parts = {
             ObservationKind.JOINT_STATE: self._js,
             ObservationKind.RGB: self._color,
@@ -288,11 +289,14 @@ class PolicyNode(Node):
             ObservationKind.CAMERA_INFO: self._info,
         }
         stale = []
+        fresh = self.policy.fresh_required()
         for kind, msg in parts.items():
             if kind not in self._need:
                 continue
             if msg is None:
                 stale.append(f"{kind.value} (none yet)")
+            elif kind not in fresh:
+                continue
             elif (
                 kind in (ObservationKind.RGB, ObservationKind.DEPTH)
                 and self._start_stamp is not None

@@ -449,6 +449,12 @@ class ReferencePolicy(Policy):
         self._sp_speed = speed
         return dist - step
 
+    def fresh_required(self) -> frozenset[ObservationKind]:
+        """Images only while perceiving (first look, after a slip); the joints always."""
+        if self._info is None or self._phase is Phase.PERCEIVE:
+            return self.requires
+        return frozenset({ObservationKind.JOINT_STATE})
+
     def _step_period(self, stamp: float) -> float:
         """Time the set-point moves over this step: one control period, or more after skipped steps.
 
