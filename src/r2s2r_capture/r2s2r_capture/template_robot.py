@@ -72,8 +72,25 @@ def base_radius(template_dir: Path, most: float = 0.15) -> float:
         root = int(model.body_parentid[root])
     base, _ = world.base_pose()
     reach = [
-        float(np.linalg.norm(data.geom_xpos[g][:2] - base[:2]) + model.geom_rbound[g])
+        _horizontal_reach(model, data, g, base[:2])
         for g in range(model.ngeom)
         if int(model.geom_bodyid[g]) == root
     ]
     return min(most, max(reach, default=most))
+
+
+def _horizontal_reach(model: Any, data: Any, geom: int, centre: np.ndarray) -> float:
+    """Horizontal reach (m) of a geom from ``centre``: a mesh by its vertices, else by its bounding sphere.
+
+    A mesh's bounding sphere can be half as large again as its footprint, which would push the keep-out
+    over a bin set close to a small arm.
+    """
+    import mujoco
+
+    pos = data.geom_xpos[geom]
+    mesh = int(model.geom_dataid[geom])
+    if int(model.geom_type[geom]) == int(mujoco.mjtGeom.mjGEOM_MESH) and mesh >= 0:
+        first, count = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
+        verts = model.mesh_vert[first : first + count] @ data.geom_xmat[geom].reshape(3, 3).T + pos
+        return float(np.linalg.norm(verts[:, :2] - centre, axis=1).max())
+    return float(np.linalg.norm(pos[:2] - centre) + model.geom_rbound[geom])
