@@ -339,7 +339,7 @@ class EmulatedHardwareNode(Node):
             f"emulated hardware: {self.joint_states_published} joint states, "
             f"{self.threads.frames_published} camera frames published, {self.threads.frames_dropped} dropped"
         )
-        self.threads.stop(timeout_s=5.0)
+        self.threads.stop(timeout_s=20.0)  # a frame under load can take seconds
         super().destroy_node()
 
 

@@ -9,6 +9,7 @@ the nodes' console scripts.
 
 from __future__ import annotations
 
+import faulthandler
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -188,6 +189,10 @@ def run_node(
         # Answer --help with the parameters instead of starting the node.
         print(help_text() if help_text is not None else node_help(logger_name))
         return 0
+    # A crash (SIGSEGV, SIGABRT...) prints every thread's Python stack to stderr: the evidence for a node
+    # that dies on its way out.
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
     # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
     rclpy.init(args=args)
     context = rclpy.get_default_context()

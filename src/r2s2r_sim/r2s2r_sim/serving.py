@@ -355,9 +355,17 @@ class ServingThreads:
         if self.render is not None:
             self.render.stop()
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop the loops and join their threads (each at most ``timeout_s``)."""
+    def stop(self, timeout_s: float = 30.0) -> list[str]:
+        """Stop the loops and join their threads (each at most ``timeout_s``); the names of any still running.
+
+        A thread left running when the interpreter finalises is force-unwound out of MuJoCo, which can end
+        the process with SIGSEGV, so one that outlives the join is reported by name.
+        """
         self.stop_loops()
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=timeout_s)
+        alive = [t.name for t in self._threads if t.is_alive() and t is not threading.current_thread()]
+        if alive:
+            self.log.error(f"threads still running {timeout_s:.0f} s after the stop: {alive}")
+        return alive

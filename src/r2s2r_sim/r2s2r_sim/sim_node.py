@@ -461,7 +461,7 @@ class SimNode(Node):
                 f"camera frames: {render.frames_published} published, {render.frames_dropped} dropped, "
                 f"{1e3 * render.render_seconds / render.frames_published:.1f} ms per frame (render + publish)"
             )
-        self.threads.stop(timeout_s=5.0)
+        self.threads.stop(timeout_s=20.0)  # a frame under load can take seconds
         super().destroy_node()
 
 
