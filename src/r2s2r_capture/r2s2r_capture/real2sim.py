@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from r2s2r_capture.calibration import extrinsics_from_known_poses
 from r2s2r_capture.errors import BagError, CalibrationError, IdentificationError, ReconstructionError
 from r2s2r_capture.template_robot import base_radius, robot_with_fit
 
@@ -364,49 +365,6 @@ def check_capture(data: CaptureData, config: Real2SimConfig) -> None:
 
 
 # ------------------------------------------------------------------------------------------- stages
-
-
-def extrinsics_from_known_poses(
-    views: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray, board: Any
-) -> tuple[np.ndarray, float, int]:
-    """``T_world_camera`` (optical frame) from views of the board at known world poses: one joint PnP.
-
-    Returns:
-        ``(T_world_camera, rms_px, n_corners)``.
-
-    Raises:
-        CalibrationError: fewer than 6 corners in all views together, or PnP failure.
-    """
-    import cv2
-
-    from r2s2r_capture.calibration import detect_board
-
-    obj, img = [], []
-    corners = board.corners_m()
-    for T_world_board, rgb in views:
-        det = detect_board(rgb, board)
-        if len(det) == 0:
-            continue
-        pts = corners[det.ids]
-        obj.append(pts @ T_world_board[:3, :3].T + T_world_board[:3, 3])
-        img.append(det.corners_px)
-    n = int(sum(len(o) for o in obj))
-    if n < 6:
-        raise CalibrationError(
-            f"the board at its known pose shows {n} corners in {len(views)} views, at least 6 needed: record "
-            "the board_known_pose phase with the whole board in view"
-        )
-    P, U = np.vstack(obj), np.vstack(img)
-    ok, rvec, tvec = cv2.solvePnP(P, U, K, D, flags=cv2.SOLVEPNP_ITERATIVE)
-    if not ok:
-        raise CalibrationError(f"solvePnP failed on {n} known-pose corners")
-    rvec, tvec = cv2.solvePnPRefineLM(P, U, K, D, rvec, tvec)
-    proj, _ = cv2.projectPoints(P, rvec, tvec, K, D)
-    rms = float(np.sqrt(np.mean(np.sum((proj.reshape(-1, 2) - U) ** 2, axis=1))))
-    R, _ = cv2.Rodrigues(rvec)
-    T_camera_world = np.eye(4)
-    T_camera_world[:3, :3], T_camera_world[:3, 3] = R, tvec.ravel()
-    return np.linalg.inv(T_camera_world), rms, n
 
 
 def _undistort(frames: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray) -> list:

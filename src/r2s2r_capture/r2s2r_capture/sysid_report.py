@@ -13,7 +13,7 @@ from typing import Any
 import mujoco
 import yaml
 from mujoco import sysid
-from r2s2r_sim.world import COMMAND_DELAY_NUMERIC
+from r2s2r_sim.world_compose import COMMAND_DELAY_NUMERIC
 
 from r2s2r_capture.errors import IdentificationError
 

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
 from r2s2r_sim.task import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task  # noqa: E402
-from r2s2r_sim.world_compose import compose_world  # noqa: E402
+from r2s2r_sim.world_compose import command_delay, compose_world  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
 
 __all__ = ["CommandCheck", "SimWorld"]
@@ -106,7 +106,7 @@ class SimWorld:
         self._gripper_command: float | None = None
         # Identified command delay (s) of a ``r2s2r real2sim`` world, 0 otherwise: commands take effect
         # this long after set_*_command(), like the real driver's latency they were identified from.
-        self.command_delay_s: float = _command_delay(self.model)
+        self.command_delay_s: float = command_delay(self.model)
         # What a hardware stand-in adds around every physics step (``r2s2r_sim.arm_effects``): it gates when
         # queued commands reach the actuators and edits the state before each step.  ``None`` in the sim.
         self.step_hook: StepHook | None = None
@@ -576,7 +576,6 @@ class SimWorld:
         return np.concatenate([d.qpos, d.qvel, d.act, d.ctrl])
 
 
-# Name of the ``<custom><numeric>`` holding the identified command delay (s), as ``r2s2r real2sim`` writes it.
 class StepHook(Protocol):
     """Called by :meth:`SimWorld.step` around every physics step when set (hardware stand-ins only)."""
 
@@ -587,18 +586,3 @@ class StepHook(Protocol):
     def before_step(self, data: mujoco.MjData) -> None:
         """Edit ``data`` (controls, applied forces) just before the step."""
         ...
-
-
-COMMAND_DELAY_NUMERIC = "r2s2r_command_delay_s"
-
-
-def _command_delay(model: mujoco.MjModel) -> float:
-    """The identified command delay of a world (0 without one); the robot may be attached with a prefix."""
-    for i in range(model.nnumeric):
-        if model.numeric(i).name.endswith(COMMAND_DELAY_NUMERIC):
-            value = float(model.numeric_data[model.numeric_adr[i]])
-            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-                name = model.numeric(i).name
-                raise WorldError(f"<numeric name={name!r}>: command delay must be in [0, 1] s, got {value}")
-            return value
-    return 0.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from r2s2r_sim.world_config import WorldConfig
 
 _LOG = logging.getLogger("r2s2r_sim.world")
 
-__all__ = ["compose_world"]
+__all__ = ["COMMAND_DELAY_NUMERIC", "command_delay", "compose_world"]
 
 # Physics options copied from the robot MJCF when robot.options_from_robot (the parent's <option> wins on
 # attach, and Gen3/xArm7 chatter without their implicitfast).  Environment fields (gravity, wind, density,
@@ -221,3 +222,19 @@ def _attach_frame(cfg: WorldConfig, scene_spec: mujoco.MjSpec) -> mujoco.MjsFram
         mujoco.mju_mulQuat(out, site_quat, quat)
         quat = out
     return parent.add_frame(pos=pos, quat=quat)
+
+
+# Name of the ``<custom><numeric>`` holding the identified command delay (s), as ``r2s2r real2sim`` writes it.
+COMMAND_DELAY_NUMERIC = "r2s2r_command_delay_s"
+
+
+def command_delay(model: mujoco.MjModel) -> float:
+    """The identified command delay of a world (0 without one); the robot may be attached with a prefix."""
+    for i in range(model.nnumeric):
+        if model.numeric(i).name.endswith(COMMAND_DELAY_NUMERIC):
+            value = float(model.numeric_data[model.numeric_adr[i]])
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                name = model.numeric(i).name
+                raise WorldError(f"<numeric name={name!r}>: command delay must be in [0, 1] s, got {value}")
+            return value
+    return 0.0
