@@ -2,40 +2,18 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from r2s2r_sim.dds import claim_domain
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-
-
-def _claim_domain_id() -> tuple[int, object]:
-    """Claim a ROS_DOMAIN_ID no other test on this machine holds, by an exclusive lock file per id.
-
-    Each test gets its own DDS domain so parallel runs (other checkouts, CI, xdist workers) cannot
-    see each other's nodes. Ids 1..101 are the range Linux can use without port clashes.
-    """
-    lock_dir = Path(tempfile.gettempdir()) / "r2s2r-ros-domains"
-    lock_dir.mkdir(exist_ok=True)
-    start = os.getpid() % 101
-    for offset in range(101):
-        domain = 1 + (start + offset) % 101
-        handle = open(lock_dir / f"{domain}.lock", "w")  # held for the test's life
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            continue
-        return domain, handle
-    raise RuntimeError(f"all ROS domain ids 1..101 are claimed (lock files in {lock_dir})")
 
 
 def _isolated_env(domain: int) -> dict[str, str]:
@@ -52,9 +30,11 @@ def _isolated_env(domain: int) -> dict[str, str]:
 @pytest.fixture
 def ros_env() -> Iterator[dict[str, str]]:
     """Environment for child processes: its own ROS_DOMAIN_ID, localhost-only discovery, no colour."""
-    domain, lock = _claim_domain_id()
-    yield _isolated_env(domain)
-    lock.close()  # type: ignore[attr-defined]
+    # Each test gets its own DDS domain, held by the lock every r2s2r run on this host respects, so
+    # parallel runs (other checkouts, CI, a soak, xdist workers) cannot see each other's nodes.
+    lock = claim_domain()
+    yield _isolated_env(lock.domain)
+    lock.release()
 
 
 @pytest.fixture
@@ -86,8 +66,13 @@ class Processes:
                 then()
 
         proc = subprocess.Popen(  # list arguments, no shell
-            [exe, *args[1:]], env=self.env, text=True, preexec_fn=preexec,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs,  # type: ignore[arg-type]
+            [exe, *args[1:]],
+            env=self.env,
+            text=True,
+            preexec_fn=preexec,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            **kwargs,  # type: ignore[arg-type]
         )
         self.procs.append(proc)
         return proc

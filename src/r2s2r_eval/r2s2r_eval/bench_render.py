@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--bc-checkpoint", type=Path, required=True, help="BC checkpoint (r2s2r train)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="sweep/render processes")
-    parser.add_argument("--episodes", type=int, default=None, help="episodes per arm (default 4 x workers)")
+    parser.add_argument("--episodes", type=int, default=None, help="episodes per arm (default 12 x workers)")
     parser.add_argument("--max-steps", type=int, default=60, help="control steps per episode")
     parser.add_argument("--seconds", type=float, default=4.0, help="render measurement per setting (s)")
     parser.add_argument("--node-seconds", type=float, default=6.0, help="sim node measurement per run (s)")
@@ -208,7 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steady-only", action="store_true", help="run (e) only")
     ns = parser.parse_args(argv)
     workers = ns.workers
-    episodes = ns.episodes if ns.episodes is not None else 4 * workers
+    # Twelve episodes per worker: a sweep's fixed start-up (spawning workers, importing torch, the first
+    # GL context) is paid once per run, and a handful of episodes would measure mostly that.
+    episodes = ns.episodes if ns.episodes is not None else 12 * workers
 
     settings = [
         RenderSetting("640x480 full (today)", "full", 640, 480),

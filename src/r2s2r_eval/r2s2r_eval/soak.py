@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import psutil
+from r2s2r_sim.dds import DOMAIN_IDS, claim_domain
 
 from r2s2r_eval.results import ResultsStore
 
@@ -267,9 +268,7 @@ def _run_mode(
 ) -> None:
     out: Path = args.out
     db = out.parent / f"soak_{mode}.sqlite"
-    # Each mode's graph gets a DDS domain of its own, so a sim soak and a real soak (or any other graph on
-    # this host) never see each other's nodes.
-    domain = args.domain + list(MODES).index(mode)
+    domain = args.domains[mode]  # held by main for the whole run
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     cmd = ["r2s2r", "launch", "world", *MODES[mode], "episodes:=1000000", f"results:={db}"]
     proc = subprocess.Popen(  # list arguments
@@ -345,8 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--domain",
         type=int,
         default=42,
-        choices=range(0, 100),
-        metavar="[0-99]",
+        choices=DOMAIN_IDS,
+        metavar=f"[{DOMAIN_IDS.start}-{DOMAIN_IDS.stop - 1}]",
         help="ROS_DOMAIN_ID of the first mode's graph; each further mode takes the next one",
     )
     args = parser.parse_args(argv)
@@ -354,6 +353,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(modes) - set(MODES))
     if unknown:
         parser.error(f"--modes: unknown {unknown}; allowed: {', '.join(MODES)}")
+    # Each mode's graph gets a DDS domain of its own, held for the run, so a sim soak and a real soak (or a
+    # test or study started meanwhile) never see each other's nodes.
+    locks = []
+    for i, mode in enumerate(modes):
+        try:
+            locks.append(claim_domain(args.domain + i))
+        except ValueError as err:
+            parser.error(f"--domain: {mode}: {err}")
+    args.domains = {mode: lock.domain for mode, lock in zip(modes, locks, strict=True)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     doc: dict[str, Any] = {"samples": []}
     if args.out.exists():

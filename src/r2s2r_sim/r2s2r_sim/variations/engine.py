@@ -20,7 +20,6 @@ from typing import Literal
 
 import mujoco
 import numpy as np
-from scipy.stats import qmc
 
 from r2s2r_sim.task import ObjectPose
 from r2s2r_sim.variations.config import AXES, VariationConfig, VariationError
@@ -133,6 +132,8 @@ def sobol_points(config: VariationConfig, n: int, *, seed: int, start: int = 0) 
     d = len(dimension_names(config))
     if d == 0:
         return np.zeros((n, 0))
+    from scipy.stats import qmc  # scipy.stats takes seconds to import; every sweep worker imports this module
+
     engine = qmc.Sobol(d, scramble=True, seed=seed)
     if start:
         engine.fast_forward(start)
