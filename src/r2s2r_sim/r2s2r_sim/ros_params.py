@@ -123,6 +123,31 @@ def spin_until_shutdown(executor: Executor, *, poll_s: float = SHUTDOWN_POLL_S) 
     except RCLError:
         if context.ok():
             raise
+    finally:
+        shut_down_executor(executor)
+
+
+# How long shutting an executor down waits for the callbacks it is running (s).
+EXECUTOR_SHUTDOWN_S = 10.0
+
+
+def shut_down_executor(executor: Executor, timeout_s: float = EXECUTOR_SHUTDOWN_S) -> None:
+    """Shut ``executor`` down in this thread and join a ``MultiThreadedExecutor``'s worker threads.
+
+    Why: Jazzy's ``MultiThreadedExecutor`` never shuts its ``ThreadPoolExecutor`` down (later rclpy
+    releases do, in ``shutdown``), and nothing here called ``shutdown`` at all: the executor's SIGINT guard
+    condition was destroyed by ``__del__`` whenever the garbage collector ran, and a pool worker could be
+    left blocked on its work queue, which the interpreter joins at exit. A node then hung after Ctrl-C
+    with its main thread in ``threading._shutdown`` and one ``concurrent.futures`` worker in
+    ``work_queue.get`` (seen with gdb and faulthandler on a hung sim node). Joining the pool here, after the
+    callbacks finished, leaves no thread for the interpreter to wait on.
+    """
+    finished = executor.shutdown(timeout_sec=timeout_s)
+    pool = getattr(executor, "_executor", None)  # MultiThreadedExecutor's ThreadPoolExecutor
+    if pool is not None:
+        # A callback still running after the timeout is not waited for (its thread is a pool worker the
+        # interpreter joins; the node's own threads are stopped by destroy_node).
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def spin_multithreaded(node: Node) -> None:
