@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand, positive_int
-from r2s2r_eval.compare import CompareError, CompareSettings, compare, load_episodes
+from r2s2r_eval.compare import CompareSettings, compare
+from r2s2r_eval.compare_data import CompareError, load_episodes
 from r2s2r_eval.compare_page import format_summary, write_report
 
 __all__ = ["cmd_compare", "register"]

@@ -16,7 +16,8 @@ from typing import Any
 
 from r2s2r_eval._cli import add_subcommand, standalone_parser
 from r2s2r_eval.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
-from r2s2r_eval.lerobot_format import DatasetError, validate_lerobot_dataset
+from r2s2r_eval.lerobot_format import validate_lerobot_dataset
+from r2s2r_eval.lerobot_video import DatasetError
 
 __all__ = ["build_parser", "cmd_demos", "main", "register"]
 

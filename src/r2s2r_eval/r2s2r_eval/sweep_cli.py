@@ -30,8 +30,9 @@ from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
 from r2s2r_eval._cli import add_subcommand, standalone_parser
 from r2s2r_eval.results import ResultsError
-from r2s2r_eval.sweep import Executor, SweepConfig, SweepError, parse_policy_spec, run_sweep
+from r2s2r_eval.sweep import run_sweep
 from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
+from r2s2r_eval.sweep_plan import Executor, SweepConfig, SweepError, parse_policy_spec
 
 __all__ = ["build_parser", "cmd_sweep", "default_variations", "main", "register"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_eval._cli import add_subcommand, standalone_parser
-from r2s2r_eval.lerobot_format import DatasetError
+from r2s2r_eval.lerobot_video import DatasetError
 from r2s2r_eval.train import TrainConfig, TrainError, train
 
 __all__ = ["build_parser", "cmd_train", "main", "register"]
