@@ -49,7 +49,7 @@ from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval import failure_regions as fr
-from r2s2r_eval._cli import add_subcommand
+from r2s2r_eval._cli import Subcommand
 from r2s2r_eval.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.sweep import run_sweep
@@ -57,6 +57,7 @@ from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
 from r2s2r_eval.task_studies import TASK_STUDIES, task_study
 
 __all__ = [
+    "COMMAND",
     "FAMILY",
     "SMALL_FAMILY",
     "ClosedLoopConfig",
@@ -553,13 +554,6 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add ``r2s2r closed-loop`` (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "closed-loop",
-        help="does the reconstructed world predict the (emulated) hardware?",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_closed_loop,
-    )
+_HELP = "does the reconstructed world predict the (emulated) hardware?"
+COMMAND = Subcommand("closed-loop", _HELP, __doc__, _add_arguments, cmd_closed_loop)
+register = COMMAND.register

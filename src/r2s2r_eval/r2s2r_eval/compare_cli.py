@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
-from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand, positive_int
+from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option, positive_int
 from r2s2r_eval.compare import CompareSettings, compare
 from r2s2r_eval.compare_data import CompareError, load_episodes
 from r2s2r_eval.compare_page import format_summary, write_report
 
-__all__ = ["cmd_compare", "register"]
+__all__ = ["COMMAND", "cmd_compare", "register"]
 
 
 def cmd_compare(ns: argparse.Namespace) -> int:
@@ -67,13 +66,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     add_mmrv_option(parser)
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``compare`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "compare",
-        help="sim-vs-real report (HTML + summary.json) from two results files",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_compare,
-    )
+_HELP = "sim-vs-real report (HTML + summary.json) from two results files"
+COMMAND = Subcommand("compare", _HELP, __doc__, _add_arguments, cmd_compare)
+register = COMMAND.register

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from r2s2r_eval._cli import add_subcommand, standalone_parser
+from r2s2r_eval._cli import Subcommand
 from r2s2r_eval.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
 from r2s2r_eval.lerobot_video import DatasetError
 
-__all__ = ["build_parser", "cmd_demos", "main", "register"]
+__all__ = ["COMMAND", "cmd_demos", "main", "register"]
 
 EXIT_BAD_INPUT = 2
 
@@ -105,27 +103,10 @@ def cmd_demos(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``demos`` subcommand to the ``r2s2r`` CLI."""
-    add_subcommand(
-        subparsers,
-        "demos",
-        help="record expert demonstrations (LeRobot dataset + MCAP)",
-        description=__doc__.split("\n")[0],
-        add_arguments=_add_arguments,
-        formatter_class=argparse.HelpFormatter,
-        func=cmd_demos,
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Stand-alone parser (``python -m r2s2r_eval.demos_cli``)."""
-    return standalone_parser("r2s2r demos", __doc__.split("\n")[0], _add_arguments)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point."""
-    return cmd_demos(build_parser().parse_args(argv))
+_HELP = "record expert demonstrations (LeRobot dataset + MCAP)"
+COMMAND = Subcommand("demos", _HELP, __doc__.split("\n")[0], _add_arguments, cmd_demos, wrap=True)
+register = COMMAND.register
+main = COMMAND.main
 
 
 if __name__ == "__main__":

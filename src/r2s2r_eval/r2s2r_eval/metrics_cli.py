@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval import metrics
-from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand
+from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option
 
-__all__ = ["TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
+__all__ = ["COMMAND", "TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
 
 REQUIRED = ("policy", "sim_success", "real_success")
 TRIALS = ("sim_trials", "real_trials")
@@ -283,13 +283,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     add_mmrv_option(parser, help_suffix="; they differ only on ties in sim")
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``metrics`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "metrics",
-        help="sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_metrics,
-    )
+_HELP = "sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON"
+COMMAND = Subcommand("metrics", _HELP, __doc__, _add_arguments, cmd_metrics)
+register = COMMAND.register

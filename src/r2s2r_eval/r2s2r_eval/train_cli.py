@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from r2s2r_eval._cli import add_subcommand, standalone_parser
+from r2s2r_eval._cli import Subcommand
 from r2s2r_eval.lerobot_video import DatasetError
 from r2s2r_eval.train import TrainConfig, TrainError, train
 
-__all__ = ["build_parser", "cmd_train", "main", "register"]
+__all__ = ["COMMAND", "cmd_train", "main", "register"]
 
 EXIT_BAD_INPUT = 2
 
@@ -132,27 +130,10 @@ def cmd_train(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``train`` subcommand to the ``r2s2r`` CLI."""
-    add_subcommand(
-        subparsers,
-        "train",
-        help="train the bc policy from demonstrations",
-        description=__doc__.split("\n")[0],
-        add_arguments=_add_arguments,
-        formatter_class=argparse.HelpFormatter,
-        func=cmd_train,
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Stand-alone parser (``python -m r2s2r_eval.train_cli``)."""
-    return standalone_parser("r2s2r train", __doc__.split("\n")[0], _add_arguments)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point."""
-    return cmd_train(build_parser().parse_args(argv))
+_HELP = "train the bc policy from demonstrations"
+COMMAND = Subcommand("train", _HELP, __doc__.split("\n")[0], _add_arguments, cmd_train, wrap=True)
+register = COMMAND.register
+main = COMMAND.main
 
 
 if __name__ == "__main__":
