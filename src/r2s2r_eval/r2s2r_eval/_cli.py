@@ -3,11 +3,44 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+EXIT_BAD_INPUT = 2  # the exit status of a command refused for its input
 MMRV_HELP = "MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code"
+
+
+def bad_input(command: str, err: object) -> int:
+    """Say on stderr what was wrong with the input of ``r2s2r COMMAND``; returns ``EXIT_BAD_INPUT``."""
+    print(f"r2s2r {command}: {err}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, desc: str, unit: str, *, quiet: bool) -> Iterator[Callable[..., None]]:
+    """A tqdm bar, closed on exit, as ``report(done, **postfix)``; reports go nowhere when ``quiet``.
+
+    tqdm is imported only when a bar is drawn, so ``r2s2r --help`` stays fast.
+    """
+    if quiet:
+        yield lambda done, **postfix: None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit)
+
+    def report(done: int, **postfix: object) -> None:
+        bar.n = done
+        bar.set_postfix(**postfix)
+        bar.refresh()
+
+    try:
+        yield report
+    finally:
+        bar.close()
 
 
 def positive_int(text: str) -> int:

@@ -38,7 +38,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,7 @@ from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval import failure_regions as fr
-from r2s2r_eval._cli import Subcommand
+from r2s2r_eval._cli import Subcommand, bad_input
 from r2s2r_eval.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.sweep import run_sweep
@@ -548,8 +547,7 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             quick_capture=ns.small or ns.quick_capture,
         )
     except ValueError as err:
-        print(f"r2s2r closed-loop: {err}", file=sys.stderr)
-        return 2
+        return bad_input("closed-loop", err)
     run_closed_loop(cfg)
     return 0
 

@@ -12,10 +12,9 @@ A policy on one side only is excluded and listed as a warning in the report and 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option, positive_int
+from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option, bad_input, positive_int
 from r2s2r_eval.compare import CompareSettings, compare
 from r2s2r_eval.compare_data import CompareError, load_episodes
 from r2s2r_eval.compare_page import format_summary, write_report
@@ -42,8 +41,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         comparison = compare(load_episodes(ns.sim), load_episodes(ns.real), settings)
         out = write_report(comparison, ns.out)
     except CompareError as err:
-        print(f"r2s2r compare: {err}", file=sys.stderr)
-        return 2
+        return bad_input("compare", err)
     print(format_summary(comparison.summary))
     print(f"\nreport: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
     return 0

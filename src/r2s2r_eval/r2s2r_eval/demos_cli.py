@@ -12,14 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_eval._cli import Subcommand
+from r2s2r_eval._cli import Subcommand, bad_input, progress_bar
 from r2s2r_eval.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
 from r2s2r_eval.lerobot_video import DatasetError
 
 __all__ = ["COMMAND", "cmd_demos", "main", "register"]
-
-EXIT_BAD_INPUT = 2
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,28 +65,12 @@ def cmd_demos(ns: argparse.Namespace) -> int:
             expert_kind=ns.expert,
         )
     except DemoError as err:
-        print(f"r2s2r demos: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    bar = None
-    if not ns.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.episodes, desc="demos", unit="ep")
-
-    def progress(kept: int, attempts: int) -> None:
-        if bar is not None:
-            bar.n = kept
-            bar.set_postfix(attempts=attempts)
-            bar.refresh()
-
+        return bad_input("demos", err)
     try:
-        summary = collect_demos(ns.out, cfg, progress=progress)
+        with progress_bar(cfg.episodes, "demos", "ep", quiet=ns.quiet) as report:
+            summary = collect_demos(ns.out, cfg, progress=lambda kept, tries: report(kept, attempts=tries))
     except (DemoError, DatasetError, ValueError) as err:
-        print(f"r2s2r demos: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    finally:
-        if bar is not None:
-            bar.close()
+        return bad_input("demos", err)
     print(
         f"{summary.root}: {summary.episodes} episodes, {summary.frames} frames "
         f"({summary.new_episodes} new; {summary.attempts} attempts: {summary.reasons})"

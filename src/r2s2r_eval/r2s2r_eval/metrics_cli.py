@@ -17,7 +17,6 @@ import csv
 import decimal
 import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval import metrics
-from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option
+from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option, bad_input
 
 __all__ = ["COMMAND", "TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
 
@@ -264,8 +263,7 @@ def cmd_metrics(ns: argparse.Namespace) -> int:
     try:
         rows = read_table(Path(ns.table))
     except TableError as err:
-        print(f"r2s2r metrics: {err}", file=sys.stderr)
-        return 2
+        return bad_input("metrics", err)
     result = score_table(
         rows,
         rng=np.random.default_rng(ns.seed),

@@ -26,7 +26,7 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
-from r2s2r_eval._cli import Subcommand
+from r2s2r_eval._cli import Subcommand, bad_input
 from r2s2r_eval.results import ResultsError
 from r2s2r_eval.sweep import run_sweep
 from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
@@ -34,7 +34,6 @@ from r2s2r_eval.sweep_plan import Executor, SweepConfig, SweepError, parse_polic
 
 __all__ = ["COMMAND", "cmd_sweep", "default_variations", "main", "register"]
 
-EXIT_BAD_INPUT = 2
 EXIT_ALL_FAILED = 1
 
 
@@ -106,8 +105,7 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
             progress=not ns.quiet,
         )
     except SweepError as err:
-        print(f"r2s2r sweep: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input("sweep", f"error: {err}")
     print(
         f"r2s2r sweep: {summary.total} episodes ({summary.skipped} already stored, {summary.ran} run: "
         f"{summary.succeeded} succeeded, {summary.errors} errors) in {summary.wall_s:.1f} s "
@@ -118,8 +116,7 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
         try:
             count = export_rows(ns.results, ns.export, keys=summary.keys)
         except (SweepError, ResultsError) as err:
-            print(f"r2s2r sweep: error: {err}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return bad_input("sweep", f"error: {err}")
         print(f"r2s2r sweep: exported {count} rows -> {ns.export}", file=sys.stderr)
     if summary.ran > 0 and summary.errors == summary.ran:
         print(f"r2s2r sweep: error: all {summary.ran} episodes run failed with errors", file=sys.stderr)

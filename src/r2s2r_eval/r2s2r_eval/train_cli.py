@@ -11,13 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_eval._cli import Subcommand
+from r2s2r_eval._cli import Subcommand, bad_input, progress_bar
 from r2s2r_eval.lerobot_video import DatasetError
 from r2s2r_eval.train import TrainConfig, TrainError, train
 
 __all__ = ["COMMAND", "cmd_train", "main", "register"]
-
-EXIT_BAD_INPUT = 2
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -99,28 +97,12 @@ def cmd_train(ns: argparse.Namespace) -> int:
             perception_frames=tuple(str(d) for d in ns.perception_frames),
         )
     except TrainError as err:
-        print(f"r2s2r train: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    bar = None
-    if not ns.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.steps, desc="train", unit="step")
-
-    def progress(step: int, loss: float) -> None:
-        if bar is not None:
-            bar.n = step
-            bar.set_postfix(loss=f"{loss:.4f}")
-            bar.refresh()
-
+        return bad_input("train", err)
     try:
-        s = train(ns.dataset, ns.out, cfg, progress=progress)
+        with progress_bar(cfg.steps, "train", "step", quiet=ns.quiet) as report:
+            s = train(ns.dataset, ns.out, cfg, progress=lambda step, loss: report(step, loss=f"{loss:.4f}"))
     except (TrainError, DatasetError) as err:
-        print(f"r2s2r train: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    finally:
-        if bar is not None:
-            bar.close()
+        return bad_input("train", err)
     val = "n/a" if s.val_loss is None else f"{s.val_loss:.4f}"
     print(
         f"{s.out}: {s.episodes} episodes, {s.frames} frames, {s.wall_s:.0f} s, "

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -37,7 +36,7 @@ import yaml
 from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
-from r2s2r_eval._cli import Subcommand
+from r2s2r_eval._cli import Subcommand, bad_input
 from r2s2r_eval.demos import DemoConfig, collect_demos
 from r2s2r_eval.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
@@ -481,8 +480,7 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
     try:
         cfg = replace(base, **over)
     except ValueError as err:
-        print(f"r2s2r transfer: {err}", file=sys.stderr)
-        return 2
+        return bad_input("transfer", err)
     t0 = time.perf_counter()
     report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
     print(format_report(report))
