@@ -25,10 +25,10 @@ def test_code_run_from_the_checkout_uses_the_checkouts_files(tmp_path: Path,
 
 def test_sweep_default_variations_come_from_the_package(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from r2s2r_eval.sweep_cli import _config, build_parser
+    from r2s2r_eval.sweep_cli import COMMAND, _config
 
     monkeypatch.chdir(tmp_path)
-    ns = build_parser().parse_args(["--policy", "reference"])
+    ns = COMMAND.parser().parse_args(["--policy", "reference"])
     assert ns.variations is None
     shipped = load_variation_config(REPO / "config" / "variations.yaml")
     # The shipped file names no arm joints; the sweep fills in the world's before any episode.
@@ -144,8 +144,8 @@ def test_register_failures_name_the_file(tmp_path: Path, breakage: str, message:
 
 def test_sweep_takes_a_shipped_hardware_profile_by_name(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from r2s2r_eval.sweep_cli import _config, build_parser
+    from r2s2r_eval.sweep_cli import COMMAND, _config
 
     monkeypatch.chdir(tmp_path)
-    ns = build_parser().parse_args(["--policy", "reference", "--hardware-profile", "realistic"])
+    ns = COMMAND.parser().parse_args(["--policy", "reference", "--hardware-profile", "realistic"])
     assert _config(ns).hardware_profile == str(config_dir() / "emulated_hardware" / "realistic_profile.yaml")

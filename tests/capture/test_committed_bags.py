@@ -23,7 +23,7 @@ from r2s2r_eval.conversions import (
     depth_image_to_metres,
     rgb_image_to_array,
 )
-from r2s2r_eval.evaluator_node import outcomes_from_records
+from r2s2r_eval.evaluation import outcomes_from_records
 from r2s2r_eval.policies.reference.perception import estimate_cube
 from r2s2r_eval.policies.reference.policy import _scene_model
 from r2s2r_sim.worlds import world_path

@@ -19,8 +19,8 @@ import pytest  # noqa: E402
 from r2s2r_capture.errors import CalibrationError, IdentificationError, ReconstructionError  # noqa: E402
 from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_capture.resim import resim  # noqa: E402
-from r2s2r_capture.sysid import ExcitationConfig  # noqa: E402
-from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: E402
+from r2s2r_capture.sysid_recording import ExcitationConfig  # noqa: E402
+from r2s2r_sim.hardware_profile import load_hardware_profile  # noqa: E402
 from r2s2r_sim.world import SimWorld  # noqa: E402
 
 from r2s2r_capture import bench_real2sim as B  # noqa: E402

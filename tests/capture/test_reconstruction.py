@@ -19,6 +19,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from r2s2r_capture.errors import ReconstructionError  # noqa: E402
+from r2s2r_capture.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world  # noqa: E402
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics  # noqa: E402
 from r2s2r_sim.world import SimWorld  # noqa: E402
@@ -69,7 +70,7 @@ def capture() -> dict:
             mujoco.mj_forward(model, data)
             frames.append(renderer.render(data, "realsense", depth_range=(0.1, 4.0)))
             poses.append(_pose(*world.camera_pose("camera")))
-    scene = rc.integrate_tsdf(frames, K, poses, voxel=0.004, bounds=BOUNDS)
+    scene = integrate_tsdf(frames, K, poses, voxel=0.004, bounds=BOUNDS)
     config = rc.SegmentConfig(keepout=rc.RobotKeepOut(center=tuple(world.base_pose()[0])))
     result = rc.segment_scene(scene.point_cloud(), config)
     return {
@@ -192,14 +193,14 @@ def test_mesh_primitive_is_written(capture: dict, tmp_path: Path) -> None:
 def test_bad_input_errors(capture: dict, tmp_path: Path) -> None:
     K = capture["K"]
     with pytest.raises(ReconstructionError, match="no RGB-D frames"):
-        rc.integrate_tsdf([], K, [])
+        integrate_tsdf([], K, [])
     rgb, depth = capture["frames"][0]
     with pytest.raises(ReconstructionError, match=r"frames\[0\].depth"):
-        rc.integrate_tsdf([(rgb, depth[:10])], K, capture["poses"][:1])
+        integrate_tsdf([(rgb, depth[:10])], K, capture["poses"][:1])
     with pytest.raises(ReconstructionError, match=r"poses\[0\]"):
-        rc.integrate_tsdf([(rgb, depth)], K, [np.zeros((4, 4))])
+        integrate_tsdf([(rgb, depth)], K, [np.zeros((4, 4))])
     with pytest.raises(ReconstructionError, match="no valid depth"):
-        rc.integrate_tsdf([(rgb, np.zeros_like(depth))], K, capture["poses"][:1])
+        integrate_tsdf([(rgb, np.zeros_like(depth))], K, capture["poses"][:1])
     with pytest.raises(ReconstructionError, match="task.object"):
         result = capture["result"]
         write_world(

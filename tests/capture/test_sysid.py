@@ -12,6 +12,8 @@ import pytest
 import yaml
 from mujoco import sysid as mjsysid
 from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.sysid_recording import ExcitationConfig, JointRecording, excitation_trajectory
+from r2s2r_capture.sysid_report import DELAY_NUMERIC, IdentificationResult, write_identification
 
 from r2s2r_capture import capture_cli
 from r2s2r_capture import sysid as S
@@ -38,39 +40,39 @@ def _truth_model() -> mujoco.MjModel:
 
 
 @pytest.fixture(scope="module")
-def recording() -> S.JointRecording:
+def recording() -> JointRecording:
     nominal = mujoco.MjModel.from_xml_path(str(ARM))
     home = np.array([nominal.key_qpos[0][nominal.jnt_qposadr[nominal.joint(n).id]] for n in ALL])
-    cfg = S.ExcitationConfig(duration_s=6.0, base_freq_hz=0.25, max_velocity=1.5, ramp_s=0.5)
-    t, q_cmd = S.excitation_trajectory(nominal, ALL, cfg, seed=1, center=home)
+    cfg = ExcitationConfig(duration_s=6.0, base_freq_hz=0.25, max_velocity=1.5, ramp_s=0.5)
+    t, q_cmd = excitation_trajectory(nominal, ALL, cfg, seed=1, center=home)
     return S.simulate_recording(_truth_model(), t, q_cmd, ALL, delay_s=TRUE_DELAY)
 
 
 @pytest.fixture(scope="module")
-def result(recording: S.JointRecording) -> S.IdentificationResult:
+def result(recording: JointRecording) -> IdentificationResult:
     return S.identify(ARM, recording, S.SysidConfig(joints=FIT, max_iters=20))
 
 
 def test_excitation_within_limits_and_seeded() -> None:
     model = mujoco.MjModel.from_xml_path(str(ARM))
-    cfg = S.ExcitationConfig(duration_s=10.0, max_velocity=0.8)
-    t, q = S.excitation_trajectory(model, ALL, cfg, seed=7)
+    cfg = ExcitationConfig(duration_s=10.0, max_velocity=0.8)
+    t, q = excitation_trajectory(model, ALL, cfg, seed=7)
     assert q.shape == (t.size, 6) and t[-1] == pytest.approx(10.0)
     for k, name in enumerate(ALL[:5]):  # wrist_3 is unlimited
         lo, hi = model.jnt_range[model.joint(name).id]
         assert lo < q[:, k].min() and q[:, k].max() < hi
     assert np.max(np.abs(np.gradient(q, t, axis=0))) <= 0.8 + 1e-9
     np.testing.assert_allclose(q[0], (model.jnt_range[:6].sum(axis=1) / 2) * [1, 1, 1, 1, 1, 0], atol=1e-12)
-    np.testing.assert_array_equal(q, S.excitation_trajectory(model, ALL, cfg, seed=7)[1])
-    assert not np.array_equal(q, S.excitation_trajectory(model, ALL, cfg, seed=8)[1])
+    np.testing.assert_array_equal(q, excitation_trajectory(model, ALL, cfg, seed=7)[1])
+    assert not np.array_equal(q, excitation_trajectory(model, ALL, cfg, seed=8)[1])
     assert np.all(np.ptp(q, axis=0) > 0.3)  # every joint moves
     with pytest.raises(IdentificationError, match="joint 'nope' not in the model"):
-        S.excitation_trajectory(model, ["nope"], seed=0)
+        excitation_trajectory(model, ["nope"], seed=0)
     with pytest.raises(IdentificationError, match="max_velocity must be > 0"):
-        S.ExcitationConfig(max_velocity=0.0)
+        ExcitationConfig(max_velocity=0.0)
 
 
-def test_identification_recovers_truth(result: S.IdentificationResult) -> None:
+def test_identification_recovers_truth(result: IdentificationResult) -> None:
     print("\n" + result.summary() + f"\nwall {result.wall_s:.2f} s")
     nominal_model = mujoco.MjModel.from_xml_path(str(ARM))
     truth = _truth_model()
@@ -94,39 +96,39 @@ def test_identification_recovers_truth(result: S.IdentificationResult) -> None:
     assert result.n_train + result.n_val == 601 and result.n_val == 150
 
 
-def test_write_identification(result: S.IdentificationResult, tmp_path: Path) -> None:
-    paths = S.write_identification(result, tmp_path / "out")
+def test_write_identification(result: IdentificationResult, tmp_path: Path) -> None:
+    paths = write_identification(result, tmp_path / "out")
     model = mujoco.MjModel.from_xml_path(str(paths["mjcf"]))
     dof = model.jnt_dofadr[model.joint("elbow").id]
     assert model.dof_damping[dof] == pytest.approx(result.fitted["elbow/damping"], rel=1e-5)  # MJCF: 6 digits
     assert model.actuator("elbow").gainprm[0] == pytest.approx(result.fitted["elbow/kp"], rel=1e-5)
     assert model.actuator("elbow").biasprm[1] == pytest.approx(-result.fitted["elbow/kp"], rel=1e-5)
-    assert model.numeric(S.DELAY_NUMERIC).data[0] == pytest.approx(result.fitted["command_delay_s"], rel=1e-5)
+    assert model.numeric(DELAY_NUMERIC).data[0] == pytest.approx(result.fitted["command_delay_s"], rel=1e-5)
     summary = yaml.safe_load(paths["summary"].read_text())
     assert summary["rms_joint_error_rad"]["validation"]["after"] == pytest.approx(result.rms_val_after)
     assert "<html" in paths["report"].read_text()[:500].lower()
     with pytest.raises(IdentificationError, match="already exists"):
-        S.write_identification(result, tmp_path / "out", report=False)
+        write_identification(result, tmp_path / "out", report=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left behind
 
 
-def test_recording_npz_round_trip_and_errors(recording: S.JointRecording, tmp_path: Path) -> None:
+def test_recording_npz_round_trip_and_errors(recording: JointRecording, tmp_path: Path) -> None:
     path = recording.save_npz(tmp_path / "rec.npz")
-    back = S.JointRecording.load_npz(path)
+    back = JointRecording.load_npz(path)
     assert back.joint_names == ALL
     np.testing.assert_array_equal(back.q, recording.q)
     with pytest.raises(IdentificationError, match="already exists"):
         recording.save_npz(path)
     np.savez(tmp_path / "bad.npz", t=recording.t)
     with pytest.raises(IdentificationError, match=r"lacks arrays \['q_cmd', 'q', 'qd', 'joint_names'\]"):
-        S.JointRecording.load_npz(tmp_path / "bad.npz")
+        JointRecording.load_npz(tmp_path / "bad.npz")
     with pytest.raises(IdentificationError, match=r"q must have shape \(len\(t\), len\(joint_names\)\)"):
         dataclasses.replace(recording, q=recording.q[:, :2])
     with pytest.raises(IdentificationError, match="strictly increasing"):
         dataclasses.replace(recording, t=recording.t[::-1].copy())
 
 
-def test_static_arm_and_bad_config(recording: S.JointRecording) -> None:
+def test_static_arm_and_bad_config(recording: JointRecording) -> None:
     static = dataclasses.replace(recording, q_cmd=np.tile(recording.q_cmd[:1], (recording.t.size, 1)))
     with pytest.raises(IdentificationError, match="barely move .* record an excitation trajectory"):
         S.identify(ARM, static)
@@ -146,7 +148,7 @@ def _run(register: object, argv: list[str]) -> int:
 
 
 def test_cli_sysid_and_board(
-    recording: S.JointRecording, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    recording: JointRecording, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert capture_cli.SYSID_KINDS == S.PARAM_KINDS
     data = recording.save_npz(tmp_path / "rec.npz")

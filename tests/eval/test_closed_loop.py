@@ -13,7 +13,7 @@ from r2s2r_eval.closed_loop import ClosedLoopConfig, operator_variations, run_cl
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyParams
 from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.runner import EpisodeRunner
-from r2s2r_eval.sweep import PolicySpec
+from r2s2r_eval.sweep_plan import PolicySpec
 from r2s2r_sim.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.variations import VariationError, load_variation_config, sweep_variation
 from r2s2r_sim.worlds import WORLDS

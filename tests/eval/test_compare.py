@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from r2s2r_eval.compare import CompareError, CompareSettings, compare, load_episodes
+from r2s2r_eval.compare import CompareSettings, compare
+from r2s2r_eval.compare_data import CompareError, load_episodes
 from r2s2r_eval.compare_page import write_report
 from r2s2r_eval.results import EpisodeRow, ResultsStore, utc_now
 from r2s2r_eval.sweep_export import export_rows

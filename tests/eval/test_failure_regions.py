@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from r2s2r_eval import failure_regions as fr
+from r2s2r_eval import failure_tree as ft
 
 
 def _threshold_data(n: int = 200, seed: int = 0, thr: float = 0.62) -> tuple[np.ndarray, np.ndarray]:
@@ -22,45 +23,45 @@ NAMES = ("physics.friction_scale", "camera.dx")
 
 def test_tree_finds_threshold_within_a_bin():
     x, y = _threshold_data()
-    tree = fr.fit_tree(x, y, max_depth=2)
+    tree = ft.fit_tree(x, y, max_depth=2)
     assert tree.feature == 0
     # Within one gap between neighbouring samples, i.e. finer than any quantile bin.
     below, above = x[x[:, 0] < 0.62, 0].max(), x[x[:, 0] >= 0.62, 0].min()
     assert below < tree.threshold <= above
-    rules = fr.failure_rules(tree, NAMES)
+    rules = ft.failure_rules(tree, NAMES)
     assert len(rules) == 1 and rules[0].successes == 0 and rules[0].trials == int((~y).sum())
     assert rules[0].text().startswith("fails when physics.friction_scale < 0.6")
     assert f"n={int((~y).sum())}, success 0/" in rules[0].text()
-    assert np.array_equal(fr.predict_proba(tree, x) >= 0.5, y)
-    imp = fr.feature_importance(tree, 2)
+    assert np.array_equal(ft.predict_proba(tree, x) >= 0.5, y)
+    imp = ft.feature_importance(tree, 2)
     assert imp[0] > 0 and imp[1] == 0
 
 
 def test_tree_edge_cases():
     x, y = _threshold_data(20)
-    leaf = fr.fit_tree(x, np.ones(20, bool))
-    assert leaf.is_leaf and leaf.rate == 1.0 and fr.failure_rules(leaf, NAMES) == []
-    assert fr.fit_tree(x, y, max_depth=0).is_leaf
-    all_fail = fr.fit_tree(x, np.zeros(20, bool))
-    assert fr.failure_rules(all_fail, NAMES)[0].text() == "fails everywhere (n=20, success 0/20 = 0.00)"
-    assert fr.fit_tree(np.empty((6, 0)), y[:6]).is_leaf  # no parameters at all
+    leaf = ft.fit_tree(x, np.ones(20, bool))
+    assert leaf.is_leaf and leaf.rate == 1.0 and ft.failure_rules(leaf, NAMES) == []
+    assert ft.fit_tree(x, y, max_depth=0).is_leaf
+    all_fail = ft.fit_tree(x, np.zeros(20, bool))
+    assert ft.failure_rules(all_fail, NAMES)[0].text() == "fails everywhere (n=20, success 0/20 = 0.00)"
+    assert ft.fit_tree(np.empty((6, 0)), y[:6]).is_leaf  # no parameters at all
     with pytest.raises(ValueError, match="max_depth"):
-        fr.fit_tree(x, y, max_depth=4)
+        ft.fit_tree(x, y, max_depth=4)
     with pytest.raises(ValueError, match="finite"):
-        fr.fit_tree(np.where(x > 1, np.nan, x), y)
+        ft.fit_tree(np.where(x > 1, np.nan, x), y)
     with pytest.raises(ValueError, match="shape"):
-        fr.fit_tree(x, y[:5])
+        ft.fit_tree(x, y[:5])
     with pytest.raises(ValueError, match="no episodes"):
-        fr.fit_tree(np.empty((0, 2)), np.empty(0, bool))
+        ft.fit_tree(np.empty((0, 2)), np.empty(0, bool))
     with pytest.raises(ValueError, match="min_leaf"):
-        fr.fit_tree(x, y, min_leaf=0)
+        ft.fit_tree(x, y, min_leaf=0)
 
 
 def test_tree_is_deterministic_and_respects_min_leaf():
     x, y = _threshold_data(60, seed=3)
-    a, b = fr.fit_tree(x, y, min_leaf=7), fr.fit_tree(x, y, min_leaf=7)
-    assert fr.tree_regions(a, NAMES) == fr.tree_regions(b, NAMES)
-    assert all(r.trials >= 7 for r in fr.tree_regions(a, NAMES))
+    a, b = ft.fit_tree(x, y, min_leaf=7), ft.fit_tree(x, y, min_leaf=7)
+    assert ft.tree_regions(a, NAMES) == ft.tree_regions(b, NAMES)
+    assert all(r.trials >= 7 for r in ft.tree_regions(a, NAMES))
 
 
 def test_binned_success_and_quantile_edges():

@@ -14,13 +14,13 @@ pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg"
 
 from r2s2r_eval.lerobot_format import (  # noqa: E402
     CODEBASE_VERSION,
-    DatasetError,
     EpisodeData,
     LeRobotWriter,
     read_episode,
     read_info,
     validate_lerobot_dataset,
 )
+from r2s2r_eval.lerobot_video import DatasetError  # noqa: E402
 
 W, H, FPS = 16, 12, 10.0
 FEATURES = {

@@ -14,7 +14,8 @@ from r2s2r_eval.policies.reference.policy import Phase
 from r2s2r_eval.policy import Action, Observation, ObservationKind
 from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.runner import EpisodeResult, EpisodeRunner
-from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
+from r2s2r_eval.sweep import run_sweep
+from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
 from r2s2r_sim.variations import load_variation_config
 
 ROOT = Path(__file__).resolve().parents[2]

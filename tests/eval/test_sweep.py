@@ -18,7 +18,10 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import (
+from r2s2r_eval.sweep import run_sweep, run_task
+from r2s2r_eval.sweep_cli import main
+from r2s2r_eval.sweep_export import export_rows
+from r2s2r_eval.sweep_plan import (
     PolicySpec,
     SweepConfig,
     SweepError,
@@ -26,11 +29,7 @@ from r2s2r_eval.sweep import (
     episode_seed,
     parse_policy_spec,
     plan_sweep,
-    run_sweep,
-    run_task,
 )
-from r2s2r_eval.sweep_cli import main
-from r2s2r_eval.sweep_export import export_rows
 from r2s2r_sim.variations import load_variation_config
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
@@ -365,7 +364,7 @@ def test_sweep_whose_episodes_all_error_exits_1(tmp_path: Path, capsys) -> None:
 
 def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
     from r2s2r_eval.closed_loop import operator_variations
-    from r2s2r_sim.emulated_hardware import load_hardware_profile
+    from r2s2r_sim.hardware_profile import load_hardware_profile
 
     profile = ROOT / "config/emulated_hardware/ideal_profile.yaml"
     with pytest.raises(SweepError, match="--hardware-profile: .*cannot be varied by an operator"):

@@ -9,8 +9,8 @@ from r2s2r_eval.policies.push import PushParams, PushPolicy
 from r2s2r_eval.policies.stack import StackParams, StackPolicy
 from r2s2r_eval.policy import PolicyError
 from r2s2r_eval.runner import EpisodeRunner
-from r2s2r_eval.sweep import SweepError
 from r2s2r_eval.sweep_cli import default_variations
+from r2s2r_eval.sweep_plan import SweepError
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import load_variation_config
 from r2s2r_sim.world_config import load_world_config

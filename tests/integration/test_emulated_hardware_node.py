@@ -12,7 +12,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 
-from r2s2r_sim.emulated_hardware import load_hardware_profile  # noqa: E402
+from r2s2r_sim.hardware_profile import load_hardware_profile  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.ros_qos import interface_class, qos_profile  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
+from r2s2r_eval.sweep import run_sweep
+from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
 from r2s2r_sim.variations import load_variation_config
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs ray")

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from r2s2r_sim.arm_effects import JointEffects
-from r2s2r_sim.emulated_hardware import EmulatedArm, HardwareProfileError, load_hardware_profile
+from r2s2r_sim.emulated_hardware import EmulatedArm
+from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.paths import config_dir
 
 PROFILES = config_dir() / "emulated_hardware"

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 import yaml
-from r2s2r_sim.emulated_hardware import EmulatedArm, HardwareProfileError, load_hardware_profile
+from r2s2r_sim.emulated_hardware import EmulatedArm
+from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware_profiles import PROFILES, profile_path
 from r2s2r_sim.worlds import WORLDS
 

@@ -9,7 +9,8 @@ import mujoco
 import pytest
 from conftest import BUNDLED
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.task import SETTLE_SAMPLE_S, PickPlaceTask, SettleClock
+from r2s2r_sim.task import SETTLE_SAMPLE_S, PickPlaceTask
+from r2s2r_sim.tasks._common import SettleClock
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_config import load_world_config
 

@@ -383,7 +383,7 @@ def run_bench(
     ``n_harmonics`` override the capture's default excitation trajectory
     (:class:`~r2s2r_capture.capture.CaptureConfig`).
     """
-    from r2s2r_sim.emulated_hardware import load_hardware_profile
+    from r2s2r_sim.hardware_profile import load_hardware_profile
 
     from r2s2r_capture.capture import CaptureConfig, capture_emulated
     from r2s2r_capture.real2sim import Real2SimConfig, real2sim

@@ -168,7 +168,8 @@ def player_timing(bag: Path) -> dict[str, float]:
     import numpy as np
     import rclpy
 
-    from r2s2r_capture.player_node import PlayerConfig, PlayerNode
+    from r2s2r_capture.playback import PlayerConfig
+    from r2s2r_capture.player_node import PlayerNode
 
     errors: list[float] = []
     rclpy.init()

@@ -11,8 +11,9 @@ What a capture holds (everything ``r2s2r real2sim`` needs), in this order, each 
    board definition.  Used for the camera extrinsics (board-at-known-pose).
 3. ``scene``: RGB-D frames of the scene with the board removed.  The camera is fixed, so every frame has the
    same pose: the reconstruction fuses them (>= 1 is enough; more average the depth).
-4. ``excitation``: a sum-of-sines joint trajectory (:func:`r2s2r_capture.sysid.excitation_trajectory`) sent
-   as arm commands, with the measured ``/joint_states``.  Used for dynamics identification.
+4. ``excitation``: a sum-of-sines joint trajectory
+   (:func:`r2s2r_capture.sysid_recording.excitation_trajectory`) sent as arm commands, with the measured
+   ``/joint_states``.  Used for dynamics identification.
 
 Topics and types are those of the real interface (``config/interface.yaml``): ``/joint_states``,
 ``/forward_position_controller/commands``, ``/gripper_controller/commands``,
@@ -21,7 +22,7 @@ Topics and types are those of the real interface (``config/interface.yaml``): ``
 ``D``; real2sim only takes the image size from it and calibrates ``K``, ``D`` from the board views.
 
 **Why in-process.**  The emulator core (:class:`r2s2r_sim.emulated_hardware.EmulatedArm` and its
-:class:`~r2s2r_sim.emulated_hardware.DistortedRgbdCamera`) is stepped directly and the bag is written with
+:class:`~r2s2r_sim.emulated_camera.DistortedRgbdCamera`) is stepped directly and the bag is written with
 :class:`~r2s2r_capture.bag_writer.BagWriter`: deterministic, faster than real time, and the same bytes the
 ROS path would record (that path, ``r2s2r record`` against ``emulated_hardware_node``, is covered by the
 recorder tests).  Time stamps are the emulator's clock.  On a real cell the same phases are recorded with
@@ -54,7 +55,7 @@ from r2s2r_capture.bag_messages import BagMessages  # noqa: E402
 from r2s2r_capture.bag_writer import BagWriter, offered_qos  # noqa: E402
 from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png  # noqa: E402
 from r2s2r_capture.errors import CaptureError  # noqa: E402
-from r2s2r_capture.sysid import ExcitationConfig, excitation_trajectory  # noqa: E402
+from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory  # noqa: E402
 
 __all__ = [
     "CAPTURE_BOARD",
@@ -326,8 +327,9 @@ def capture_emulated(
     Raises:
         CaptureError: the output exists or the emulator cannot be built (message says why).
     """
-    from r2s2r_sim.emulated_hardware import EmulatedArm, HardwareProfileError, load_hardware_profile
+    from r2s2r_sim.emulated_hardware import EmulatedArm
     from r2s2r_sim.errors import WorldError
+    from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
 
     cfg = config or CaptureConfig()
     out = Path(output)

@@ -84,11 +84,13 @@ def cmd_calibrate(ns: argparse.Namespace) -> int:
 def cmd_sysid(ns: argparse.Namespace) -> int:
     """Identify arm dynamics from a recording and write the fitted MJCF, summary and report."""
     from r2s2r_capture import sysid
+    from r2s2r_capture.sysid_recording import JointRecording
+    from r2s2r_capture.sysid_report import write_identification
 
     try:
         if Path(ns.output).exists():
             raise IdentificationError(f"output {ns.output} already exists; refusing to overwrite it")
-        rec = sysid.JointRecording.load_npz(ns.data)
+        rec = JointRecording.load_npz(ns.data)
         config = sysid.SysidConfig(
             joints=tuple(ns.joints) if ns.joints else None,
             kinds=tuple(ns.kinds),
@@ -97,7 +99,7 @@ def cmd_sysid(ns: argparse.Namespace) -> int:
             max_iters=ns.max_iters,
         )
         result = sysid.identify(ns.model, rec, config)
-        paths = sysid.write_identification(result, ns.output, report=not ns.no_report)
+        paths = write_identification(result, ns.output, report=not ns.no_report)
     except IdentificationError as err:
         print(f"r2s2r sysid: {err}", file=sys.stderr)
         return 2

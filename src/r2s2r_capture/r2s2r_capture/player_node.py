@@ -45,7 +45,7 @@ from r2s2r_capture.playback import (
     replay_qos,
 )
 
-__all__ = ["PlayerConfig", "PlayerNode", "PlaySummary", "main", "parse_remaps"]
+__all__ = ["PlayerNode", "main"]
 POLL_S = 0.02  # how often the subscriber wait looks at the graph
 
 # The node's parameters: description and (low, high) range, declared read-only by ``declare_parameters``.

@@ -52,7 +52,6 @@ __all__ = [
     "JointMotion",
     "Real2SimConfig",
     "Real2SimResult",
-    "extrinsics_from_known_poses",
     "read_capture",
     "read_joint_motion",
     "real2sim",
@@ -353,14 +352,15 @@ def check_capture(data: CaptureData, config: Real2SimConfig) -> None:
     if m is None or m.t.size < 40:
         raise IdentificationError(
             "the capture has no excitation (arm commands with joint states): record the excitation phase "
-            "(r2s2r_capture.sysid.excitation_trajectory sent to the arm)"
+            "(r2s2r_capture.sysid_recording.excitation_trajectory sent to the arm)"
         )
     span_cmd, span_q = np.ptp(m.q_cmd, axis=0), np.ptp(m.q, axis=0)
     static = [n for n, a, b in zip(m.joint_names, span_cmd, span_q, strict=True) if a < 0.05 or b < 0.02]
     if static:
         raise IdentificationError(
             f"the arm is static in the excitation: joints {static} move less than 0.05 rad; record an "
-            "excitation trajectory that moves every arm joint (r2s2r_capture.sysid.excitation_trajectory)"
+            "excitation trajectory that moves every arm joint "
+            "(r2s2r_capture.sysid_recording.excitation_trajectory)"
         )
 
 
@@ -420,6 +420,9 @@ def real2sim(
     from r2s2r_capture import calibration as cal
     from r2s2r_capture import reconstruction as rc
     from r2s2r_capture import sysid as S
+    from r2s2r_capture.sysid_recording import JointRecording
+    from r2s2r_capture.sysid_report import write_identification
+    from r2s2r_capture.tsdf import integrate_tsdf
     from r2s2r_capture.world_writer import CameraModel, TaskSpec, marker_target, write_world
 
     cfg = config or Real2SimConfig()
@@ -464,7 +467,7 @@ def real2sim(
     done("extrinsics", f"{n_ext} corners, PnP RMS {ext_rms:.3f} px")
 
     frames = _undistort(data.scene_frames, K, D)
-    scene = rc.integrate_tsdf(frames, K, [T_wc] * len(frames), voxel=cfg.voxel)
+    scene = integrate_tsdf(frames, K, [T_wc] * len(frames), voxel=cfg.voxel)
     attach = tcfg.robot.attach
     keepout = (
         rc.RobotKeepOut(center=tuple(attach.pos), radius=base_radius(template_dir))
@@ -482,7 +485,7 @@ def real2sim(
     m = data.motion
     sl = slice(None, None, cfg.sample_stride)
     effort = None if m.effort is None else m.effort[sl]
-    rec = S.JointRecording(m.t[sl], m.q_cmd[sl], m.q[sl], m.qd[sl], m.joint_names, effort)
+    rec = JointRecording(m.t[sl], m.q_cmd[sl], m.q[sl], m.qd[sl], m.joint_names, effort)
     sysid_cfg = S.SysidConfig(
         kinds=cfg.fit_kinds, validation_fraction=cfg.validation_fraction, max_iters=cfg.max_iters
     )
@@ -509,7 +512,7 @@ def real2sim(
             world_id=cfg.world_id,
         )
         cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
-        S.write_identification(ident, world / "identification", report=cfg.report)
+        write_identification(ident, world / "identification", report=cfg.report)
         objects = {
             o.name: {
                 "role": {obj_name: "task object", target_name: "target"}.get(o.name, "object"),

@@ -61,6 +61,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
     import numpy as np
 
     from r2s2r_capture import reconstruction as rc
+    from r2s2r_capture.tsdf import integrate_tsdf
     from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world
 
     try:
@@ -74,7 +75,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
         bounds = None
         if ns.bounds is not None:
             bounds = (ns.bounds[:3], ns.bounds[3:])
-        scene = rc.integrate_tsdf(
+        scene = integrate_tsdf(
             list(zip(data["rgb"], data["depth"], strict=True)),
             data["K"],
             data["poses"],

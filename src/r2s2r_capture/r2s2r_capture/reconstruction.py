@@ -10,7 +10,7 @@ Pipeline::
     result = segment_scene(scene.point_cloud(), SegmentConfig(keepout=RobotKeepOut(center=(0, 0, 0.75))))
     result.table, result.objects                                     # TableEstimate, ReconstructedObject...
 
-The TSDF fusion lives in :mod:`r2s2r_capture.tsdf` (re-exported here).
+The TSDF fusion that makes the point cloud lives in :mod:`r2s2r_capture.tsdf`.
 
 Objects are assumed to rest on the table: each box is extended down to the table plane (the contact strip
 is not observable), so heights and centroids refer to the full object.
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from r2s2r_capture.errors import ReconstructionError
-from r2s2r_capture.tsdf import TsdfScene, _o3d, integrate_tsdf
+from r2s2r_capture.tsdf import _o3d
 
 __all__ = [
     "PrimitiveKind",
@@ -34,8 +34,6 @@ __all__ = [
     "SceneResult",
     "SegmentConfig",
     "TableEstimate",
-    "TsdfScene",
-    "integrate_tsdf",
     "segment_scene",
 ]
 

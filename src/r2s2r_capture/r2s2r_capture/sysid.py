@@ -1,7 +1,7 @@
 """Arm dynamics identification with ``mujoco.sysid``: the fit, and the simulated stand-in recording.
 
 Recordings and the excitation trajectory are in :mod:`r2s2r_capture.sysid_recording`, the result and what is
-written to disk in :mod:`r2s2r_capture.sysid_report`; both are re-exported here.
+written to disk in :mod:`r2s2r_capture.sysid_report`.
 """
 
 from __future__ import annotations
@@ -20,30 +20,18 @@ from mujoco import sysid
 
 from r2s2r_capture.errors import IdentificationError
 from r2s2r_capture.sysid_recording import (
-    MAX_SAMPLES,
-    ExcitationConfig,
     JointRecording,
-    excitation_trajectory,
     joint_id,
 )
 from r2s2r_capture.sysid_report import (
-    DELAY_NUMERIC,
     IdentificationResult,
     quiet_toolbox,
-    write_identification,
 )
 
 __all__ = [
-    "DELAY_NUMERIC",
-    "MAX_SAMPLES",
-    "ExcitationConfig",
-    "IdentificationResult",
-    "JointRecording",
     "SysidConfig",
-    "excitation_trajectory",
     "identify",
     "simulate_recording",
-    "write_identification",
 ]
 
 PARAM_KINDS = ("damping", "armature", "frictionloss", "kp")
@@ -419,7 +407,8 @@ def _check_excited(rec: JointRecording, cfg: SysidConfig) -> None:
     if static:
         raise IdentificationError(
             f"joints {static} barely move in the recording (command span < 0.05); record an excitation "
-            "trajectory (r2s2r_capture.sysid.excitation_trajectory) that moves every identified joint"
+            "trajectory (r2s2r_capture.sysid_recording.excitation_trajectory) that moves every identified "
+            "joint"
         )
 
 

@@ -21,7 +21,7 @@ def robot_with_fit(template_cfg: Any, fitted: dict[str, float], params: Any, dst
     import mujoco
     from mujoco import sysid as mjsysid
 
-    from r2s2r_capture.sysid import DELAY_NUMERIC
+    from r2s2r_capture.sysid_report import DELAY_NUMERIC
 
     src = template_cfg.robot.mjcf
     spec = mujoco.MjSpec.from_file(str(src))

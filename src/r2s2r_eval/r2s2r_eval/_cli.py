@@ -3,10 +3,44 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import contextlib
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+EXIT_BAD_INPUT = 2  # the exit status of a command refused for its input
 MMRV_HELP = "MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code"
+
+
+def bad_input(command: str, err: object) -> int:
+    """Say on stderr what was wrong with the input of ``r2s2r COMMAND``; returns ``EXIT_BAD_INPUT``."""
+    print(f"r2s2r {command}: {err}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, desc: str, unit: str, *, quiet: bool) -> Iterator[Callable[..., None]]:
+    """A tqdm bar, closed on exit, as ``report(done, **postfix)``; reports go nowhere when ``quiet``.
+
+    tqdm is imported only when a bar is drawn, so ``r2s2r --help`` stays fast.
+    """
+    if quiet:
+        yield lambda done, **postfix: None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit)
+
+    def report(done: int, **postfix: object) -> None:
+        bar.n = done
+        bar.set_postfix(**postfix)
+        bar.refresh()
+
+    try:
+        yield report
+    finally:
+        bar.close()
 
 
 def positive_int(text: str) -> int:
@@ -50,30 +84,49 @@ def add_mmrv_option(parser: argparse.ArgumentParser, *, help_suffix: str = "") -
     )
 
 
-def add_subcommand(
-    subparsers: Any,
-    name: str,
-    *,
-    help: str,  # argparse's own keyword
-    description: str,
-    add_arguments: Callable[[argparse.ArgumentParser], None],
-    func: Callable[[argparse.Namespace], int],
-    formatter_class: type[argparse.HelpFormatter] = argparse.RawDescriptionHelpFormatter,
-) -> None:
-    """Add ``r2s2r NAME`` with the arguments ``add_arguments`` declares; ``func`` runs it.
+@dataclass(frozen=True)
+class Subcommand:
+    """An ``r2s2r`` subcommand declared once: it adds itself to the CLI and runs stand-alone.
 
-    The description keeps its line breaks by default; a one-line description may pass
-    ``argparse.HelpFormatter`` to have it wrapped instead.
+    Attributes:
+        name: the word after ``r2s2r``.
+        help: its line in ``r2s2r --help``.
+        description: its ``--help`` text (the module docstring), line breaks kept unless ``wrap``.
+        add_arguments: declares its arguments on a parser.
+        func: runs the parsed arguments and returns the exit status.
+        wrap: let argparse wrap the description (for a one-line description).
     """
-    parser = subparsers.add_parser(name, help=help, description=description, formatter_class=formatter_class)
-    add_arguments(parser)
-    parser.set_defaults(func=func)
 
+    name: str
+    help: str
+    description: str | None
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    func: Callable[[argparse.Namespace], int]
+    wrap: bool = False
 
-def standalone_parser(
-    prog: str, description: str | None, add_arguments: Callable[[argparse.ArgumentParser], None]
-) -> argparse.ArgumentParser:
-    """The parser of ``python -m <module>``: a subcommand's arguments without the ``r2s2r`` command."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    add_arguments(parser)
-    return parser
+    def _fill(self, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        self.add_arguments(parser)
+        parser.set_defaults(func=self.func)
+        return parser
+
+    def register(self, subparsers: Any) -> None:
+        """Add ``r2s2r NAME`` to ``subparsers`` (the target of an ``r2s2r.commands`` entry point)."""
+        formatter = argparse.HelpFormatter if self.wrap else argparse.RawDescriptionHelpFormatter
+        self._fill(
+            subparsers.add_parser(
+                self.name, help=self.help, description=self.description, formatter_class=formatter
+            )
+        )
+
+    def parser(self) -> argparse.ArgumentParser:
+        """The parser of ``python -m <module>``: the subcommand's arguments without the ``r2s2r`` command."""
+        formatter = argparse.HelpFormatter if self.wrap else argparse.RawDescriptionHelpFormatter
+        return self._fill(
+            argparse.ArgumentParser(
+                prog=f"r2s2r {self.name}", description=self.description, formatter_class=formatter
+            )
+        )
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """Run the subcommand stand-alone on ``argv`` (default: the process's arguments); the exit status."""
+        return self.func(self.parser().parse_args(argv))

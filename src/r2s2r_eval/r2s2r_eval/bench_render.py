@@ -39,7 +39,8 @@ from typing import Any
 
 from r2s2r_sim.bench_out import add_out_option, write_results
 
-from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
+from r2s2r_eval.sweep import run_sweep
+from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
 
 __all__ = ["RenderSetting", "main", "render_rate", "sweep_arm"]
 

@@ -34,7 +34,8 @@ from r2s2r_sim.variations import VariationConfig, load_variation_config, make_wo
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import Executor, PolicySpec, SweepConfig, run_sweep
+from r2s2r_eval.sweep import run_sweep
+from r2s2r_eval.sweep_plan import Executor, PolicySpec, SweepConfig
 
 __all__ = ["compile_rate", "main", "physics_limit", "sweep_rate"]
 

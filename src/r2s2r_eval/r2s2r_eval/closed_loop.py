@@ -38,7 +38,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,13 +48,15 @@ from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval import failure_regions as fr
-from r2s2r_eval._cli import add_subcommand
+from r2s2r_eval._cli import Subcommand, bad_input
 from r2s2r_eval.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import PolicySpec, SweepConfig, run_sweep
+from r2s2r_eval.sweep import run_sweep
+from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
 from r2s2r_eval.task_studies import TASK_STUDIES, task_study
 
 __all__ = [
+    "COMMAND",
     "FAMILY",
     "SMALL_FAMILY",
     "ClosedLoopConfig",
@@ -225,7 +226,7 @@ def _metric(summary: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _pairs(store: Path, keys: set[str]) -> list[tuple[str, int, bool]]:
     """``(policy label, episode seed, success)`` of the episodes of a results store with these keys."""
-    from r2s2r_eval.compare import policy_label
+    from r2s2r_eval.compare_data import policy_label
 
     with ResultsStore(store) as s:
         return [
@@ -236,7 +237,7 @@ def _pairs(store: Path, keys: set[str]) -> list[tuple[str, int, bool]]:
 
 
 def _planned(table: Any, keys: set[str]) -> Any:
-    """The episodes of ``table`` (a :class:`~r2s2r_eval.compare.EpisodeTable`) whose key is in ``keys``."""
+    """The episodes of ``table`` (an :class:`~r2s2r_eval.compare_data.EpisodeTable`) keyed in ``keys``."""
     keep = np.array([k in keys for k in table.key], dtype=bool)
     per_episode = {
         f.name: getattr(table, f.name)[keep]
@@ -412,7 +413,8 @@ def format_closed_loop(s: dict[str, Any]) -> str:
 
 def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     """Run the loop (see the module docstring); returns the summary written to ``out/summary.json``."""
-    from r2s2r_eval.compare import CompareSettings, compare, load_episodes
+    from r2s2r_eval.compare import CompareSettings, compare
+    from r2s2r_eval.compare_data import load_episodes
     from r2s2r_eval.compare_page import write_report
 
     out = Path(cfg.out)
@@ -545,19 +547,11 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             quick_capture=ns.small or ns.quick_capture,
         )
     except ValueError as err:
-        print(f"r2s2r closed-loop: {err}", file=sys.stderr)
-        return 2
+        return bad_input("closed-loop", err)
     run_closed_loop(cfg)
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add ``r2s2r closed-loop`` (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "closed-loop",
-        help="does the reconstructed world predict the (emulated) hardware?",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_closed_loop,
-    )
+_HELP = "does the reconstructed world predict the (emulated) hardware?"
+COMMAND = Subcommand("closed-loop", _HELP, __doc__, _add_arguments, cmd_closed_loop)
+register = COMMAND.register

@@ -24,18 +24,15 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval import failure_regions as fr
+from r2s2r_eval import failure_tree as ft
 from r2s2r_eval import metrics
-from r2s2r_eval.compare_data import CompareError, EpisodeTable, load_episodes, policy_label
+from r2s2r_eval.compare_data import CompareError, EpisodeTable
 
 __all__ = [
     "TARGETS",
-    "CompareError",
     "CompareSettings",
     "Comparison",
-    "EpisodeTable",
     "compare",
-    "load_episodes",
-    "policy_label",
 ]
 
 TARGETS: Mapping[str, tuple[str, float]] = {
@@ -83,8 +80,8 @@ class CompareSettings:
         for name in ("resamples", "n_bins", "min_leaf", "k", "top_axes", "top_trials"):
             if getattr(self, name) < 1:
                 raise CompareError(f"{name} must be >= 1: got {getattr(self, name)}")
-        if not 0 <= self.max_depth <= fr.MAX_DEPTH:
-            raise CompareError(f"max_depth must be in [0, {fr.MAX_DEPTH}]: got {self.max_depth}")
+        if not 0 <= self.max_depth <= ft.MAX_DEPTH:
+            raise CompareError(f"max_depth must be in [0, {ft.MAX_DEPTH}]: got {self.max_depth}")
         if self.mmrv_comparison not in ("less", "greater"):
             raise CompareError(f"mmrv_comparison must be 'less' or 'greater': got {self.mmrv_comparison!r}")
 
@@ -112,7 +109,7 @@ def _align(sim: EpisodeTable, real: EpisodeTable) -> tuple[list[str], np.ndarray
     return names, on(sim), on(real)
 
 
-def _tree_json(node: fr.Node, names: Sequence[str]) -> dict[str, Any]:
+def _tree_json(node: ft.Node, names: Sequence[str]) -> dict[str, Any]:
     if node.is_leaf:
         return {"trials": node.trials, "successes": node.successes}
     assert node.left is not None and node.right is not None
@@ -125,7 +122,7 @@ def _tree_json(node: fr.Node, names: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _rule_json(rule: fr.Rule) -> dict[str, Any]:
+def _rule_json(rule: ft.Rule) -> dict[str, Any]:
     return {
         "conditions": [{"parameter": n, "op": op, "threshold": t} for n, op, t in rule.conditions],
         "trials": rule.trials,
@@ -149,18 +146,18 @@ def _policy_failures(
     use = fr.usable_features(sx, rx)
     feats = [n for n, u in zip(names, use, strict=True) if u]
     sxu, rxu = sx[:, use], rx[:, use]
-    sim_tree = fr.fit_tree(sxu, sy, max_depth=s.max_depth, min_leaf=s.min_leaf)
-    real_tree = fr.fit_tree(rxu, ry, max_depth=s.max_depth, min_leaf=s.min_leaf)
+    sim_tree = ft.fit_tree(sxu, sy, max_depth=s.max_depth, min_leaf=s.min_leaf)
+    real_tree = ft.fit_tree(rxu, ry, max_depth=s.max_depth, min_leaf=s.min_leaf)
     agreement = fr.failure_agreement(sx, sy, rx, ry, names, max_depth=s.max_depth, min_leaf=s.min_leaf, k=s.k)
-    importance = fr.feature_importance(sim_tree, len(feats)) + fr.feature_importance(real_tree, len(feats))
+    importance = ft.feature_importance(sim_tree, len(feats)) + ft.feature_importance(real_tree, len(feats))
     # Two map axes: the most important split parameters, then the best single splits on the pooled data.
     order = list(np.argsort(-importance, kind="stable"))
     if np.count_nonzero(importance) < 2 and feats:
         pooled_x, pooled_y = np.vstack([sxu, rxu]), np.concatenate([sy, ry])
         single = np.array(
             [
-                fr.feature_importance(
-                    fr.fit_tree(pooled_x[:, [j]], pooled_y, max_depth=1, min_leaf=s.min_leaf), 1
+                ft.feature_importance(
+                    ft.fit_tree(pooled_x[:, [j]], pooled_y, max_depth=1, min_leaf=s.min_leaf), 1
                 )[0]
                 for j in range(len(feats))
             ]
@@ -184,8 +181,8 @@ def _policy_failures(
     summary = {
         "features_used": feats,
         "features_unused": [n for n, u in zip(names, use, strict=True) if not u],
-        "sim_failure_rules": [_rule_json(r) for r in fr.failure_rules(sim_tree, feats)],
-        "real_failure_rules": [_rule_json(r) for r in fr.failure_rules(real_tree, feats)],
+        "sim_failure_rules": [_rule_json(r) for r in ft.failure_rules(sim_tree, feats)],
+        "real_failure_rules": [_rule_json(r) for r in ft.failure_rules(real_tree, feats)],
         "sim_tree": _tree_json(sim_tree, feats),
         "real_tree": _tree_json(real_tree, feats),
         "agreement": {

@@ -12,15 +12,14 @@ A policy on one side only is excluded and listed as a warning in the report and 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-from typing import Any
 
-from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand, positive_int
-from r2s2r_eval.compare import CompareError, CompareSettings, compare, load_episodes
+from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option, bad_input, positive_int
+from r2s2r_eval.compare import CompareSettings, compare
+from r2s2r_eval.compare_data import CompareError, load_episodes
 from r2s2r_eval.compare_page import format_summary, write_report
 
-__all__ = ["cmd_compare", "register"]
+__all__ = ["COMMAND", "cmd_compare", "register"]
 
 
 def cmd_compare(ns: argparse.Namespace) -> int:
@@ -42,8 +41,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         comparison = compare(load_episodes(ns.sim), load_episodes(ns.real), settings)
         out = write_report(comparison, ns.out)
     except CompareError as err:
-        print(f"r2s2r compare: {err}", file=sys.stderr)
-        return 2
+        return bad_input("compare", err)
     print(format_summary(comparison.summary))
     print(f"\nreport: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
     return 0
@@ -66,13 +64,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     add_mmrv_option(parser)
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``compare`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "compare",
-        help="sim-vs-real report (HTML + summary.json) from two results files",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_compare,
-    )
+_HELP = "sim-vs-real report (HTML + summary.json) from two results files"
+COMMAND = Subcommand("compare", _HELP, __doc__, _add_arguments, cmd_compare)
+register = COMMAND.register

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_eval import failure_regions as fr
+from r2s2r_eval import failure_tree as ft
 from r2s2r_eval.compare import Comparison
 
 __all__ = ["plot_axes", "plot_failure_map", "plot_ranking", "plot_scatter"]
@@ -117,7 +117,7 @@ def plot_axes(comp: Comparison, confidence: float) -> bytes:
 
 
 def _split_segments(
-    tree: fr.Node, ix: int, iy: int, box: list[float]
+    tree: ft.Node, ix: int, iy: int, box: list[float]
 ) -> list[tuple[str, float, float, float]]:
     """Split lines of the tree on map columns ix/iy inside each node's box.
 

@@ -18,8 +18,8 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 
-from r2s2r_eval.policies.reference.kinematics import KinematicArm, tool_down_rotation
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
 
 if TYPE_CHECKING:

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from r2s2r_eval._cli import add_subcommand, standalone_parser
+from r2s2r_eval._cli import Subcommand, bad_input, progress_bar
 from r2s2r_eval.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
-from r2s2r_eval.lerobot_format import DatasetError, validate_lerobot_dataset
+from r2s2r_eval.lerobot_format import validate_lerobot_dataset
+from r2s2r_eval.lerobot_video import DatasetError
 
-__all__ = ["build_parser", "cmd_demos", "main", "register"]
-
-EXIT_BAD_INPUT = 2
+__all__ = ["COMMAND", "cmd_demos", "main", "register"]
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,28 +65,12 @@ def cmd_demos(ns: argparse.Namespace) -> int:
             expert_kind=ns.expert,
         )
     except DemoError as err:
-        print(f"r2s2r demos: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    bar = None
-    if not ns.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.episodes, desc="demos", unit="ep")
-
-    def progress(kept: int, attempts: int) -> None:
-        if bar is not None:
-            bar.n = kept
-            bar.set_postfix(attempts=attempts)
-            bar.refresh()
-
+        return bad_input("demos", err)
     try:
-        summary = collect_demos(ns.out, cfg, progress=progress)
+        with progress_bar(cfg.episodes, "demos", "ep", quiet=ns.quiet) as report:
+            summary = collect_demos(ns.out, cfg, progress=lambda kept, tries: report(kept, attempts=tries))
     except (DemoError, DatasetError, ValueError) as err:
-        print(f"r2s2r demos: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    finally:
-        if bar is not None:
-            bar.close()
+        return bad_input("demos", err)
     print(
         f"{summary.root}: {summary.episodes} episodes, {summary.frames} frames "
         f"({summary.new_episodes} new; {summary.attempts} attempts: {summary.reasons})"
@@ -104,27 +85,10 @@ def cmd_demos(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``demos`` subcommand to the ``r2s2r`` CLI."""
-    add_subcommand(
-        subparsers,
-        "demos",
-        help="record expert demonstrations (LeRobot dataset + MCAP)",
-        description=__doc__.split("\n")[0],
-        add_arguments=_add_arguments,
-        formatter_class=argparse.HelpFormatter,
-        func=cmd_demos,
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Stand-alone parser (``python -m r2s2r_eval.demos_cli``)."""
-    return standalone_parser("r2s2r demos", __doc__.split("\n")[0], _add_arguments)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point."""
-    return cmd_demos(build_parser().parse_args(argv))
+_HELP = "record expert demonstrations (LeRobot dataset + MCAP)"
+COMMAND = Subcommand("demos", _HELP, __doc__.split("\n")[0], _add_arguments, cmd_demos, wrap=True)
+register = COMMAND.register
+main = COMMAND.main
 
 
 if __name__ == "__main__":

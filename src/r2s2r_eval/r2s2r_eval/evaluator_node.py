@@ -68,12 +68,9 @@ from r2s2r_eval.evaluation import (
     PARAMETER_DESCRIPTIONS,
     EvaluatorConfig,
     EvaluatorError,
-    Hook,
     HookKind,
     Judgement,
-    RecordedOutcome,
     judgement_from_trigger,
-    outcomes_from_records,
     parse_hook,
 )
 from r2s2r_eval.operator_prompt import OperatorPrompt, OperatorTimeout
@@ -83,17 +80,8 @@ from r2s2r_sim import ros_conversions as rc
 OPERATOR_TIMEOUT = "operator_timeout"  # the failure reason of an episode the operator did not judge in time
 
 __all__ = [
-    "EvaluatorConfig",
-    "EvaluatorError",
     "EvaluatorNode",
-    "Hook",
-    "HookKind",
-    "Judgement",
-    "RecordedOutcome",
-    "judgement_from_trigger",
     "main",
-    "outcomes_from_records",
-    "parse_hook",
 ]
 
 def _read_config(node: Node) -> EvaluatorConfig:

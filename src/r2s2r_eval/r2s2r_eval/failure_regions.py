@@ -5,9 +5,10 @@ parameters (named by ``names``, e.g. ``physics.friction_scale``) and ``y`` of sh
 its success (bool or 0/1). Everything here is deterministic (no randomness) and numpy-only.
 
 * :func:`binned_success`: success against one parameter in quantile bins, with Wilson intervals.
-* :func:`fit_tree` (:mod:`r2s2r_eval.failure_tree`, re-exported): a shallow CART classification tree
-  (Gini impurity, axis-aligned splits, depth ≤ 3) on the parameters; :func:`failure_rules` prints its
-  failure leaves as rules such as ``fails when physics.friction_scale < 0.62 (n=12, success 1/12 = 0.08)``.
+* :func:`~r2s2r_eval.failure_tree.fit_tree`: a shallow CART classification tree (Gini impurity,
+  axis-aligned splits, depth ≤ 3) on the parameters; :func:`~r2s2r_eval.failure_tree.failure_rules`
+  prints its failure leaves as rules such as
+  ``fails when physics.friction_scale < 0.62 (n=12, success 1/12 = 0.08)``.
 * :func:`knn_proba`: a k-nearest-neighbour success predictor (features scaled to [0, 1]).
 * :func:`failure_agreement`: a model trained on SIM episodes predicts each REAL episode's outcome
   from its realised parameters (per-episode accuracy), and the failure regions of a sim-trained
@@ -32,39 +33,25 @@ import numpy as np
 import numpy.typing as npt
 
 from r2s2r_eval import metrics
+from r2s2r_eval.failure_tree import design_matrix as _xy
 from r2s2r_eval.failure_tree import (
-    MAX_DEPTH,
-    Node,
-    Rule,
-    failure_rules,
-    feature_importance,
     fit_tree,
     predict_proba,
-    tree_regions,
 )
-from r2s2r_eval.failure_tree import design_matrix as _xy
 
 __all__ = [
-    "MAX_DEPTH",
     "Agreement",
     "BinnedSuccess",
     "Candidate",
-    "Node",
     "PairedAgreement",
-    "Rule",
     "binary_entropy",
     "binned_success",
     "failure_agreement",
-    "failure_rules",
-    "feature_importance",
-    "fit_tree",
     "knn_proba",
     "next_trials",
     "paired_agreement",
-    "predict_proba",
     "quantile_edges",
     "region_iou",
-    "tree_regions",
     "usable_features",
 ]
 

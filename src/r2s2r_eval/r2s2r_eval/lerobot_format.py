@@ -36,14 +36,10 @@ __all__ = [
     "CODEBASE_VERSION",
     "DATA_PATH",
     "VIDEO_PATH",
-    "DatasetError",
     "EpisodeData",
     "LeRobotWriter",
-    "count_video_frames",
-    "encode_video",
     "read_episode",
     "read_info",
-    "read_video",
     "validate_lerobot_dataset",
 ]
 

@@ -17,7 +17,6 @@ import csv
 import decimal
 import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval import metrics
-from r2s2r_eval._cli import add_bootstrap_options, add_mmrv_option, add_subcommand
+from r2s2r_eval._cli import Subcommand, add_bootstrap_options, add_mmrv_option, bad_input
 
-__all__ = ["TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
+__all__ = ["COMMAND", "TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
 
 REQUIRED = ("policy", "sim_success", "real_success")
 TRIALS = ("sim_trials", "real_trials")
@@ -264,8 +263,7 @@ def cmd_metrics(ns: argparse.Namespace) -> int:
     try:
         rows = read_table(Path(ns.table))
     except TableError as err:
-        print(f"r2s2r metrics: {err}", file=sys.stderr)
-        return 2
+        return bad_input("metrics", err)
     result = score_table(
         rows,
         rng=np.random.default_rng(ns.seed),
@@ -283,13 +281,6 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     add_mmrv_option(parser, help_suffix="; they differ only on ties in sim")
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``metrics`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "metrics",
-        help="sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_metrics,
-    )
+_HELP = "sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON"
+COMMAND = Subcommand("metrics", _HELP, __doc__, _add_arguments, cmd_metrics)
+register = COMMAND.register

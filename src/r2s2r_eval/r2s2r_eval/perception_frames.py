@@ -22,9 +22,9 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_eval.demos import ENV_STATE_NAMES, attempt_seed, downscale
-from r2s2r_eval.policies.reference.kinematics import KinematicArm, tool_down_rotation
 
 __all__ = ["FRAMES_FILE", "PerceptionFramesConfig", "collect_perception_frames", "load_perception_frames"]
 

@@ -33,7 +33,8 @@ from r2s2r_sim.worlds import world_path
 from r2s2r_eval.metrics import wilson_interval
 from r2s2r_eval.policy import load_policy
 from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import SweepConfig, episode_seed, parse_policy_spec, run_sweep
+from r2s2r_eval.sweep import run_sweep
+from r2s2r_eval.sweep_plan import SweepConfig, episode_seed, parse_policy_spec
 
 __all__ = ["Arm", "image_differences", "main", "parse_arm", "run_fidelity"]
 

@@ -1,6 +1,6 @@
 """Sweeps: policies x variations x repeats, headless and in process; no rclpy, no DDS.
 
-The plan (inputs, keys, seeds) is :mod:`r2s2r_eval.sweep_plan`, re-exported here.  A sweep runs on one
+The plan (inputs, keys, seeds) is :mod:`r2s2r_eval.sweep_plan`.  A sweep runs on one
 side: the simulated world (the world built by ``r2s2r_sim.variations.make_world``) or the emulated
 hardware of a hardware profile (``r2s2r_sim.emulated_cell.EmulatedCell``, the variation restricted to what
 an operator changes).  Each episode runs through the one episode runner
@@ -46,28 +46,14 @@ from r2s2r_eval.sweep_plan import (
     PolicySpec,
     SweepConfig,
     SweepError,
-    episode_key,
-    episode_seed,
-    parse_policy_spec,
     plan_sweep,
-    variations_digest,
 )
 
 __all__ = [
-    "EpisodeTask",
-    "Executor",
-    "PolicySpec",
-    "SweepConfig",
-    "SweepError",
     "SweepSummary",
-    "episode_key",
-    "episode_seed",
-    "parse_policy_spec",
-    "plan_sweep",
     "run_batch",
     "run_sweep",
     "run_task",
-    "variations_digest",
 ]
 
 
@@ -239,7 +225,7 @@ def _check_side(cfg: SweepConfig) -> str | None:
     if cfg.hardware_profile is None:
         return None
     from r2s2r_sim.emulated_cell import check_operator_config
-    from r2s2r_sim.emulated_hardware import load_hardware_profile
+    from r2s2r_sim.hardware_profile import load_hardware_profile
 
     try:
         profile = load_hardware_profile(cfg.hardware_profile)

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware_profiles import profile_path
@@ -28,14 +26,14 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
-from r2s2r_eval._cli import add_subcommand, standalone_parser
+from r2s2r_eval._cli import Subcommand, bad_input
 from r2s2r_eval.results import ResultsError
-from r2s2r_eval.sweep import Executor, SweepConfig, SweepError, parse_policy_spec, run_sweep
+from r2s2r_eval.sweep import run_sweep
 from r2s2r_eval.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
+from r2s2r_eval.sweep_plan import Executor, SweepConfig, SweepError, parse_policy_spec
 
-__all__ = ["build_parser", "cmd_sweep", "default_variations", "main", "register"]
+__all__ = ["COMMAND", "cmd_sweep", "default_variations", "main", "register"]
 
-EXIT_BAD_INPUT = 2
 EXIT_ALL_FAILED = 1
 
 
@@ -107,8 +105,7 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
             progress=not ns.quiet,
         )
     except SweepError as err:
-        print(f"r2s2r sweep: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return bad_input("sweep", f"error: {err}")
     print(
         f"r2s2r sweep: {summary.total} episodes ({summary.skipped} already stored, {summary.ran} run: "
         f"{summary.succeeded} succeeded, {summary.errors} errors) in {summary.wall_s:.1f} s "
@@ -119,8 +116,7 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
         try:
             count = export_rows(ns.results, ns.export, keys=summary.keys)
         except (SweepError, ResultsError) as err:
-            print(f"r2s2r sweep: error: {err}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return bad_input("sweep", f"error: {err}")
         print(f"r2s2r sweep: exported {count} rows -> {ns.export}", file=sys.stderr)
     if summary.ran > 0 and summary.errors == summary.ran:
         print(f"r2s2r sweep: error: all {summary.ran} episodes run failed with errors", file=sys.stderr)
@@ -182,26 +178,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``sweep`` subcommand (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "sweep",
-        help="evaluate policies over many world variations, headless (process pool or Ray)",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_sweep,
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """A stand-alone parser (``python -m r2s2r_eval.sweep_cli``)."""
-    return standalone_parser("r2s2r sweep", __doc__, _add_arguments)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``r2s2r sweep`` without the ``r2s2r`` command."""
-    return cmd_sweep(build_parser().parse_args(argv))
+_HELP = "evaluate policies over many world variations, headless (process pool or Ray)"
+COMMAND = Subcommand("sweep", _HELP, __doc__, _add_arguments, cmd_sweep)
+register = COMMAND.register
+main = COMMAND.main
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import SweepError
+from r2s2r_eval.sweep_plan import SweepError
 
 __all__ = ["EXPORT_FORMATS", "check_export_path", "export_rows"]
 

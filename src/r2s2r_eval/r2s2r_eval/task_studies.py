@@ -15,7 +15,7 @@ from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
-from r2s2r_eval.sweep import PolicySpec
+from r2s2r_eval.sweep_plan import PolicySpec
 
 __all__ = ["TASK_STUDIES", "TaskStudy", "task_study"]
 

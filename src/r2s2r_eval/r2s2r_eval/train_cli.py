@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from r2s2r_eval._cli import add_subcommand, standalone_parser
-from r2s2r_eval.lerobot_format import DatasetError
+from r2s2r_eval._cli import Subcommand, bad_input, progress_bar
+from r2s2r_eval.lerobot_video import DatasetError
 from r2s2r_eval.train import TrainConfig, TrainError, train
 
-__all__ = ["build_parser", "cmd_train", "main", "register"]
-
-EXIT_BAD_INPUT = 2
+__all__ = ["COMMAND", "cmd_train", "main", "register"]
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -101,28 +97,12 @@ def cmd_train(ns: argparse.Namespace) -> int:
             perception_frames=tuple(str(d) for d in ns.perception_frames),
         )
     except TrainError as err:
-        print(f"r2s2r train: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    bar = None
-    if not ns.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.steps, desc="train", unit="step")
-
-    def progress(step: int, loss: float) -> None:
-        if bar is not None:
-            bar.n = step
-            bar.set_postfix(loss=f"{loss:.4f}")
-            bar.refresh()
-
+        return bad_input("train", err)
     try:
-        s = train(ns.dataset, ns.out, cfg, progress=progress)
+        with progress_bar(cfg.steps, "train", "step", quiet=ns.quiet) as report:
+            s = train(ns.dataset, ns.out, cfg, progress=lambda step, loss: report(step, loss=f"{loss:.4f}"))
     except (TrainError, DatasetError) as err:
-        print(f"r2s2r train: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    finally:
-        if bar is not None:
-            bar.close()
+        return bad_input("train", err)
     val = "n/a" if s.val_loss is None else f"{s.val_loss:.4f}"
     print(
         f"{s.out}: {s.episodes} episodes, {s.frames} frames, {s.wall_s:.0f} s, "
@@ -132,27 +112,10 @@ def cmd_train(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add the ``train`` subcommand to the ``r2s2r`` CLI."""
-    add_subcommand(
-        subparsers,
-        "train",
-        help="train the bc policy from demonstrations",
-        description=__doc__.split("\n")[0],
-        add_arguments=_add_arguments,
-        formatter_class=argparse.HelpFormatter,
-        func=cmd_train,
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Stand-alone parser (``python -m r2s2r_eval.train_cli``)."""
-    return standalone_parser("r2s2r train", __doc__.split("\n")[0], _add_arguments)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point."""
-    return cmd_train(build_parser().parse_args(argv))
+_HELP = "train the bc policy from demonstrations"
+COMMAND = Subcommand("train", _HELP, __doc__.split("\n")[0], _add_arguments, cmd_train, wrap=True)
+register = COMMAND.register
+main = COMMAND.main
 
 
 if __name__ == "__main__":

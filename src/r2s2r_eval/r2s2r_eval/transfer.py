@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -37,7 +36,7 @@ import yaml
 from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
-from r2s2r_eval._cli import add_subcommand
+from r2s2r_eval._cli import Subcommand, bad_input
 from r2s2r_eval.demos import DemoConfig, collect_demos
 from r2s2r_eval.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.lerobot_format import validate_lerobot_dataset
@@ -46,7 +45,15 @@ from r2s2r_eval.task_studies import TASK_STUDIES, task_study
 from r2s2r_eval.train import TrainConfig, train
 from r2s2r_eval.transfer_eval import evaluate_policy, in_pool
 
-__all__ = ["ABLATIONS", "TransferConfig", "cmd_transfer", "make_real2sim_world", "register", "run_transfer"]
+__all__ = [
+    "COMMAND",
+    "ABLATIONS",
+    "TransferConfig",
+    "cmd_transfer",
+    "make_real2sim_world",
+    "register",
+    "run_transfer",
+]
 
 DEFAULT_PROFILE = profile_path()
 DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
@@ -473,8 +480,7 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
     try:
         cfg = replace(base, **over)
     except ValueError as err:
-        print(f"r2s2r transfer: {err}", file=sys.stderr)
-        return 2
+        return bad_input("transfer", err)
     t0 = time.perf_counter()
     report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
     print(format_report(report))
@@ -482,13 +488,6 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add ``r2s2r transfer`` (entry point of the ``r2s2r.commands`` group)."""
-    add_subcommand(
-        subparsers,
-        "transfer",
-        help="demonstrations, behaviour cloning and transfer to the emulated hardware",
-        description=__doc__ or "",
-        add_arguments=_add_arguments,
-        func=cmd_transfer,
-    )
+_HELP = "demonstrations, behaviour cloning and transfer to the emulated hardware"
+COMMAND = Subcommand("transfer", _HELP, __doc__, _add_arguments, cmd_transfer)
+register = COMMAND.register

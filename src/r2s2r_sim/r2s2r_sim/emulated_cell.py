@@ -20,13 +20,10 @@ import numpy as np
 
 from r2s2r_sim.camera_frames import ImageSize
 from r2s2r_sim.cell import CellBase, CellError, Pose
-from r2s2r_sim.emulated_hardware import (
-    DistortedRgbdCamera,
-    EmulatedArm,
-    HardwareProfile,
-    load_hardware_profile,
-)
+from r2s2r_sim.emulated_camera import DistortedRgbdCamera
+from r2s2r_sim.emulated_hardware import EmulatedArm
 from r2s2r_sim.errors import RenderError
+from r2s2r_sim.hardware_profile import HardwareProfile, load_hardware_profile
 from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import Variation, VariationConfig, VariationError, apply_variation
 from r2s2r_sim.variations.engine import object_pose_of

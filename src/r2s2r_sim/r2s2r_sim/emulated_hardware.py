@@ -9,7 +9,7 @@ driver adds: command latency (``SimWorld``'s command delay set to the profile's)
 and ``D``.
 
 The profile is read by :mod:`r2s2r_sim.hardware_profile`; the camera with lens distortion is
-:mod:`r2s2r_sim.emulated_camera`.  This module re-exports both.
+:mod:`r2s2r_sim.emulated_camera`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from r2s2r_sim.hardware_profile import (
     HardwareProfile,
     HardwareProfileError,
     _mat_to_quat,
-    load_hardware_profile,
 )
 from r2s2r_sim.profile_elements import find_geom, set_servo_gains, spec_servo_scale
 from r2s2r_sim.task import ObjectPose, Outcome
@@ -39,15 +38,9 @@ from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
 
-# The profile's loader and the camera are re-exported: callers build an arm from these names.
 __all__ = [
     "STAND_IN_BANNER",
-    "DistortedRgbdCamera",
     "EmulatedArm",
-    "HardwareProfile",
-    "HardwareProfileError",
-    "load_hardware_profile",
-    "render_geometry",
 ]
 
 STAND_IN_BANNER = "EMULATED HARDWARE (stand-in for a real arm driver + RealSense; not a robot)"

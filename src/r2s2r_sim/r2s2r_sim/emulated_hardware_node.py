@@ -57,12 +57,8 @@ from r2s2r_sim.driver_io import (
     interface_publisher,
     subscribe_topics,
 )
-from r2s2r_sim.emulated_hardware import (
-    STAND_IN_BANNER,
-    EmulatedArm,
-    HardwareProfileError,
-    load_hardware_profile,
-)
+from r2s2r_sim.emulated_hardware import STAND_IN_BANNER, EmulatedArm
+from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, static_messages

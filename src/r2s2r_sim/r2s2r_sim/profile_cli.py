@@ -26,7 +26,7 @@ EXIT_ERROR = 2
 
 def cmd_new(ns: argparse.Namespace) -> int:
     """Write the template; 0 on success, 2 on bad input (nothing written)."""
-    from r2s2r_sim.emulated_hardware import HardwareProfileError, load_hardware_profile
+    from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
     from r2s2r_sim.profile_template import write_profile_template
     from r2s2r_sim.worlds import world_path
 

@@ -26,7 +26,6 @@ __all__ = [
     "ObjectPose",
     "Outcome",
     "PickPlaceTask",
-    "SettleClock",
     "Task",
     "make_task",
 ]

@@ -15,16 +15,13 @@ import yaml
 from r2s2r_sim._world_reader import _check, _check_range, _pair, _Reader, _resolve_file
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render_profile import BUILTIN_PROFILES, RenderProfile, parse_profiles, resolve_profile
-from r2s2r_sim.robot_config import AttachConfig, GripperConfig, RobotConfig, parse_robot
+from r2s2r_sim.robot_config import RobotConfig, parse_robot
 
 __all__ = [
     "WORLD_FILE",
-    "AttachConfig",
     "CameraConfig",
-    "GripperConfig",
     "ObjectPoseRange",
     "PhysicsConfig",
-    "RobotConfig",
     "TaskConfig",
     "TaskType",
     "WorldConfig",

@@ -12,8 +12,10 @@ import mujoco
 import numpy as np
 
 from r2s2r_eval.policies.drawer.config import DrawerParams
-from r2s2r_eval.policies.scripted import ArmScene, CartesianMover, arm_scene, blob_points, geom_colour
 from r2s2r_eval.policies.scripted.base import ScriptedPolicy
+from r2s2r_eval.policies.scripted.motion import LINEAR_SPEED, CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.perception import blob_points, geom_colour
+from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
 from r2s2r_eval.policy import (
     Action,
     EpisodeInfo,
@@ -132,6 +134,7 @@ class DrawerPolicy(ScriptedPolicy):
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=3)
         self._phase = DrawerPhase.PERCEIVE
         self._phase_start = 0.0
+        self._clock = StepClock(info.control_period)
         self._mover: CartesianMover | None = None
         self._handle: np.ndarray | None = None
         self._goals: dict[DrawerPhase, np.ndarray] = {}
@@ -182,6 +185,7 @@ class DrawerPolicy(ScriptedPolicy):
         if self._info is None:
             raise PolicyError("drawer policy: act() called before reset()")
         info, p = self._info, self._p
+        dt = self._clock.tick(observation.stamp)
         q_meas = observation.positions(info.arm_joint_names)
         if self._phase is DrawerPhase.PERCEIVE:
             self._mover = CartesianMover(self._scene.arm.arm, q_meas, p.speed)
@@ -192,12 +196,8 @@ class DrawerPolicy(ScriptedPolicy):
         assert mover is not None
         goal = self._goals[self._phase]
         pulling = self._phase is DrawerPhase.PULL
-        speed = p.pull_speed_m_s / p.speed if pulling else None
-        at = (
-            mover.step(goal, self._yaw, info.control_period, linear_speed=speed)
-            if speed is not None
-            else mover.step(goal, self._yaw, info.control_period)
-        )
+        speed = p.pull_speed_m_s / p.speed if pulling else LINEAR_SPEED
+        at = mover.step(goal, self._yaw, dt, linear_speed=speed)
         elapsed = observation.stamp - self._phase_start
         reached = float(np.linalg.norm(mover.tool(q_meas) - goal)) <= _REACHED_M
         timeout = _PULL_TIMEOUT_S if pulling else _PHASE_TIMEOUT_S

@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r_eval.policies.push.config import PushParams
-from r2s2r_eval.policies.scripted import ArmScene, CartesianMover, arm_scene, blob_points, geom_colour
 from r2s2r_eval.policies.scripted.base import ScriptedPolicy
+from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.perception import blob_points, geom_colour
+from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
 from r2s2r_eval.policy import (
     Action,
     EpisodeInfo,
@@ -123,6 +125,7 @@ class PushPolicy(ScriptedPolicy):
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=2)
         self._phase = PushPhase.APPROACH
         self._phase_start = 0.0
+        self._clock = StepClock(info.control_period)
         self._mover: CartesianMover | None = None
         self._object: np.ndarray | None = None
         self._rejected = 0
@@ -165,6 +168,7 @@ class PushPolicy(ScriptedPolicy):
         if self._info is None:
             raise PolicyError("push policy: act() called before reset()")
         info, scene, p = self._info, self._scene, self._p
+        dt = self._clock.tick(observation.stamp)
         q_meas = observation.positions(info.arm_joint_names)
         if self._mover is None:
             self._mover = CartesianMover(scene.arm.arm, q_meas, p.speed)
@@ -188,19 +192,19 @@ class PushPolicy(ScriptedPolicy):
         phase = self._phase
         if phase is PushPhase.APPROACH:
             goal = np.array([*behind, push_z + _CLEAR_HEIGHT_M])
-            at = mover.step(goal, self._yaw, info.control_period)
+            at = mover.step(goal, self._yaw, dt)
             if at and (np.linalg.norm(tool - goal) <= _REACHED_M or elapsed >= _PHASE_TIMEOUT_S):
                 self._advance(PushPhase.DESCEND, observation.stamp)
         elif phase is PushPhase.DESCEND:
             goal = np.array([*behind, push_z])
-            at = mover.step(goal, self._yaw, info.control_period)
+            at = mover.step(goal, self._yaw, dt)
             if at and (np.linalg.norm(tool - goal) <= _REACHED_M or elapsed >= _PHASE_TIMEOUT_S):
                 self._advance(PushPhase.PUSH, observation.stamp)
         elif phase is PushPhase.PUSH:
             # Keep the tool behind the object on its line to the target, leading into it.
             u = to_target / max(remaining, 1e-6)
             goal = np.array([*(obj - u * (scene.radius + _FINGER_HALF_M) + u * _LEAD_M), push_z])
-            mover.step(goal, self._yaw, info.control_period, linear_speed=p.push_speed_m_s / p.speed)
+            mover.step(goal, self._yaw, dt, linear_speed=p.push_speed_m_s / p.speed)
             rel = mover.pos[:2] - obj
             lateral = abs(float(u[0] * rel[1] - u[1] * rel[0]))
             if remaining <= p.stop_tolerance_m or elapsed >= _PUSH_TIMEOUT_S:
@@ -211,16 +215,16 @@ class PushPolicy(ScriptedPolicy):
                 self._back_goal = np.array([*mover.pos[:2], push_z + _CLEAR_HEIGHT_M])
                 self._advance(PushPhase.LIFT, observation.stamp)
         elif phase is PushPhase.RETREAT:
-            at = mover.step(self._back_goal, self._yaw, info.control_period)
+            at = mover.step(self._back_goal, self._yaw, dt)
             if at and (np.linalg.norm(tool - self._back_goal) <= _REACHED_M or elapsed >= _PHASE_TIMEOUT_S):
                 self._back_goal = self._back_goal + [0.0, 0.0, _CLEAR_HEIGHT_M]
                 self._advance(PushPhase.LIFT, observation.stamp)
         elif phase is PushPhase.LIFT:
-            at = mover.step(self._back_goal, self._yaw, info.control_period)
+            at = mover.step(self._back_goal, self._yaw, dt)
             if at and (np.linalg.norm(tool - self._back_goal) <= _REACHED_M or elapsed >= _PHASE_TIMEOUT_S):
                 finished = remaining <= p.stop_tolerance_m * 1.5
                 self._advance(PushPhase.DONE if finished else PushPhase.APPROACH, observation.stamp)
         else:
-            mover.step(mover.pos, mover.yaw, info.control_period)
+            mover.step(mover.pos, mover.yaw, dt)
         closed = info.gripper_command_range[1]
         return Action(arm_positions=mover.q_cmd.copy(), gripper=closed)

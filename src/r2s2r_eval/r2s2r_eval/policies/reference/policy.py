@@ -10,22 +10,19 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
-from r2s2r_eval.policies.reference.kinematics import KinematicArm, arm_scene, tool_down_rotation
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
+from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.scene import arm_scene
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
 
 __all__ = ["Phase", "ReferencePolicy", "SceneModel"]
 
-# Cartesian, tool-yaw and joint speed limits at speed = 1, and the Cartesian acceleration limit.
-_LINEAR_SPEED = 0.15  # m/s
+# The set-point's Cartesian acceleration limit at speed = 1 (its speed limits are the mover's).
 _LINEAR_ACCEL = 0.6  # m/s^2
-_YAW_SPEED = 1.0  # rad/s
-_JOINT_SPEED = 1.5  # rad/s
-# Steps the set-point may catch up at once after the node held the policy on stale observations.
-_MAX_STEP_PERIODS = 5
 # Heights (m) of the tool centre point: above the cube before descending, when carrying, above the bin
 # target when releasing (the cube then drops ~2.5 cm onto the bin floor) and after retreating.
 _APPROACH_HEIGHT = 0.12
@@ -175,11 +172,6 @@ def _nearest_equivalent_yaw(yaw: float, reference: float) -> float:
     return yaw + k * math.pi / 2
 
 
-def _tool_yaw(rot: np.ndarray) -> float:
-    """Yaw of the tool's finger (y) axis about world z."""
-    return math.atan2(rot[1, 1], rot[0, 1])
-
-
 class ReferencePolicy(Policy):
     """Scripted pick-and-place for any arm with a tool frame and a parallel gripper.
 
@@ -261,10 +253,8 @@ class ReferencePolicy(Policy):
         self._phase = Phase.PERCEIVE
         self._phase_start = math.nan
         self._estimate: CubeEstimate | None = None
-        self._q_cmd: np.ndarray | None = None
-        self._sp_pos = np.zeros(3)
-        self._sp_speed = 0.0
-        self._sp_yaw = 0.0
+        self._clock = StepClock(info.control_period)
+        self._mover: CartesianMover | None = None
         self._grasp_yaw = 0.0
         self._sag = np.zeros(3)
         self._gripper = info.gripper_command_range[0]
@@ -275,7 +265,6 @@ class ReferencePolicy(Policy):
         self._recover_from = np.zeros(3)
         self._approach_z = self._carry_z = self._retreat_z = math.nan
         self._events: list[tuple[float, str]] = []
-        self._last_stamp = math.nan
 
     # ------------------------------------------------------------------------------------------ script
 
@@ -370,8 +359,8 @@ class ReferencePolicy(Policy):
 
     def _plan_heights(self) -> None:
         """Approach, carry and retreat heights: the nominal ones, or as high as the arm reaches."""
-        assert self._estimate is not None and self._q_cmd is not None
-        cube, target, q0 = self._estimate.position, self._target(), self._q_cmd
+        assert self._estimate is not None and self._mover is not None
+        cube, target, q0 = self._estimate.position, self._target(), self._mover.q_cmd
         arm, yaw = self._scene.arm, self._grasp_yaw
         grasp_z = cube[2] + self._p.grasp_offset_m
         self._approach_z = _reachable_z(arm, cube, grasp_z + _APPROACH_HEIGHT, grasp_z + 0.04, yaw, q0)
@@ -385,7 +374,8 @@ class ReferencePolicy(Policy):
     def _go(self, phase: Phase, stamp: float) -> None:
         self._phase = phase
         self._phase_start = stamp
-        self._sp_speed = 0.0
+        if self._mover is not None:
+            self._mover.start_from_rest()
 
     def _closure(self, observation: Observation) -> float:
         joint = self._scene.gripper_joint
@@ -431,49 +421,18 @@ class ReferencePolicy(Policy):
                 self._events.append((stamp, "weak"))
         return False
 
-    def _move_set_point(self, goal: np.ndarray, dt: float) -> float:
-        """Move the set-point toward ``goal`` at bounded speed and acceleration; return the distance left."""
-        scale = self._p.speed * self._speed_scale()
-        delta = goal - self._sp_pos
-        dist = float(np.linalg.norm(delta))
-        v_max = _LINEAR_SPEED * scale
-        accel = _LINEAR_ACCEL * scale
-        # Accelerate from rest, and brake so as to arrive at rest.
-        speed = min(v_max, self._sp_speed + accel * dt, math.sqrt(2.0 * accel * dist))
-        step = max(speed * dt, min(dist, 1e-4))
-        if dist <= step:
-            self._sp_pos = goal.copy()
-            self._sp_speed = 0.0
-            return 0.0
-        self._sp_pos = self._sp_pos + delta * (step / dist)
-        self._sp_speed = speed
-        return dist - step
-
     def fresh_required(self) -> frozenset[ObservationKind]:
         """Images only while perceiving (first look, after a slip); the joints always."""
         if self._info is None or self._phase is Phase.PERCEIVE:
             return self.requires
         return frozenset({ObservationKind.JOINT_STATE})
 
-    def _step_period(self, stamp: float) -> float:
-        """Time the set-point moves over this step: one control period, or more after skipped steps.
-
-        A driver whose observations go stale makes the policy node hold its steps; moving by one period per
-        call would then stretch every motion by the steps lost.  The gap is capped, so a long stall never
-        turns into one large jump of the command.
-        """
-        period = self._info.control_period if self._info is not None else 0.0
-        last, self._last_stamp = self._last_stamp, stamp
-        if not math.isfinite(last) or stamp - last < 1.5 * period:
-            return period  # every step taken: exactly the period, as in lockstep and in-process runs
-        return min(stamp - last, _MAX_STEP_PERIODS * period)
-
     def act(self, observation: Observation) -> Action:
         """Next arm and gripper command (see the class docstring for the script)."""
         if self._info is None:
             raise PolicyError("reference policy: act() called before reset()")
         info, arm = self._info, self._scene.arm
-        dt = self._step_period(observation.stamp)
+        dt = self._clock.tick(observation.stamp)
         q_meas = observation.positions(info.arm_joint_names)
         tool, _ = arm.fk(q_meas)
         if self._phase is Phase.PERCEIVE:
@@ -486,36 +445,28 @@ class ReferencePolicy(Policy):
                 self._events.append((observation.stamp, "lost"))
                 self._go(Phase.DONE, observation.stamp)
                 return Action(
-                    arm_positions=self._q_cmd.copy() if self._q_cmd is not None else q_meas,
+                    arm_positions=self._mover.q_cmd.copy() if self._mover is not None else q_meas,
                     gripper=self._info.gripper_command_range[0],
                 )
             assert self._estimate is not None
-            if self._q_cmd is None:
-                self._q_cmd = q_meas.copy()
-                pos, rot = arm.fk(q_meas)
-                self._sp_pos = pos
-                self._sp_yaw = _tool_yaw(rot)
-            self._grasp_yaw = _nearest_equivalent_yaw(self._estimate.yaw, self._sp_yaw)
+            if self._mover is None:
+                self._mover = CartesianMover(arm, q_meas, self._p.speed, accel=_LINEAR_ACCEL)
+            self._grasp_yaw = _nearest_equivalent_yaw(self._estimate.yaw, self._mover.yaw)
             self._plan_heights()
             self._go(Phase.APPROACH, observation.stamp)
-        assert self._q_cmd is not None
+        mover = self._mover
+        assert mover is not None
         elapsed = observation.stamp - self._phase_start
         if self._judge_grip(observation, tool, elapsed):
             elapsed = 0.0
         goal, self._gripper = self._goal(self._phase)
 
-        left = self._move_set_point(goal, dt)
-        dyaw = self._grasp_yaw - self._sp_yaw
-        max_yaw = _YAW_SPEED * self._p.speed * dt
-        self._sp_yaw += float(np.clip(dyaw, -max_yaw, max_yaw))
-        at_goal = left == 0.0 and abs(dyaw) <= max_yaw
+        scale = self._speed_scale()
+        at_goal = mover.advance(goal, self._grasp_yaw, dt, scale=scale)
         if at_goal:
             # Integrate the steady tool error (joint sag) into the IK goal, bounded.
-            self._sag = np.clip(self._sag + _SAG_GAIN * (self._sp_pos - tool), -_SAG_LIMIT_M, _SAG_LIMIT_M)
-
-        q_des, _ = arm.ik(self._sp_pos + self._sag, tool_down_rotation(self._sp_yaw), self._q_cmd)
-        max_dq = _JOINT_SPEED * self._p.speed * self._speed_scale() * dt
-        self._q_cmd = self._q_cmd + np.clip(q_des - self._q_cmd, -max_dq, max_dq)
+            self._sag = np.clip(self._sag + _SAG_GAIN * (mover.pos - tool), -_SAG_LIMIT_M, _SAG_LIMIT_M)
+        mover.command(dt, scale=scale, offset=self._sag)
 
         # Phase completion: set-point at the goal and the measured tool there too (or dwell / timeout).
         reached = float(np.linalg.norm(tool - goal)) <= _REACHED_M
@@ -531,4 +482,4 @@ class ReferencePolicy(Policy):
             done = at_goal and (reached or elapsed >= _PHASE_TIMEOUT_S)
         if done:
             self._go(_NEXT[self._phase], observation.stamp)
-        return Action(arm_positions=self._q_cmd.copy(), gripper=self._gripper)
+        return Action(arm_positions=mover.q_cmd.copy(), gripper=self._gripper)

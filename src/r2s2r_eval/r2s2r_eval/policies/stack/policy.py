@@ -9,7 +9,8 @@ import numpy as np
 
 from r2s2r_eval.policies.reference.perception import estimate_cube
 from r2s2r_eval.policies.reference.policy import ReferencePolicy, _nominal_camera
-from r2s2r_eval.policies.scripted import arm_scene, geom_colour
+from r2s2r_eval.policies.scripted.perception import geom_colour
+from r2s2r_eval.policies.scripted.scene import arm_scene
 from r2s2r_eval.policies.stack.config import StackParams
 from r2s2r_eval.policy import EpisodeInfo, ImageRequest, Observation, PolicyError
 

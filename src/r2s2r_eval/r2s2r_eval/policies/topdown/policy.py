@@ -8,8 +8,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 
-from r2s2r_eval.policies.reference.kinematics import KinematicArm, arm_scene, tool_down_rotation
+from r2s2r_eval.policies.scripted.motion import StepClock, tool_yaw
+from r2s2r_eval.policies.scripted.scene import arm_scene
 from r2s2r_eval.policies.topdown.config import TopdownParams
 from r2s2r_eval.policies.topdown.perception import Blob, highest_blob
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
@@ -62,7 +64,8 @@ class TopdownPolicy(Policy):
     takes the table plane (median workspace height) and the blob whose top is highest above it
     (:func:`~r2s2r_eval.policies.topdown.perception.highest_blob`), then plays a plan fixed at that moment:
     straight Cartesian segments at constant ``speed`` (above the blob, down, close, up, over the bin, down,
-    open, up), timed open loop (no check that the tool arrived), with the fingers aligned to the blob's
+    open, up), timed open loop on the scripted policies' step clock (no check that the tool arrived; a stall
+    longer than its cap is dropped from the plan's time, not jumped), with the fingers aligned to the blob's
     top-face rectangle and closing ``grasp_depth_m`` below its top.  A taller distractor is grasped
     instead of the cube.  Uses the arm's kinematics and the bin's target site from the world's MJCF.
     """
@@ -110,7 +113,7 @@ class TopdownPolicy(Policy):
         self._scene = _scene(Path(info.world_dir))
         self._plan = []
         self._blob: Blob | None = None
-        self._t0 = math.nan
+        self._clock = StepClock(info.control_period)
         self._q_cmd: np.ndarray | None = None
         self._yaw0 = self._yaw1 = 0.0
         self._done = False
@@ -151,10 +154,9 @@ class TopdownPolicy(Policy):
             duration = _GRIPPER_S if dist == 0.0 else move + self._p.settle_s
             plan.append(Segment(np.asarray(a, float), np.asarray(b, float), float(grip), duration, move))
         self._plan = plan
-        self._yaw0 = math.atan2(rot[1, 1], rot[0, 1])
+        self._yaw0 = tool_yaw(rot)
         k = round((self._yaw0 - blob.yaw) / (math.pi / 2))
         self._yaw1 = blob.yaw + k * math.pi / 2
-        self._t0 = obs.stamp
 
     def _setpoint(self, t: float) -> tuple[np.ndarray, float, float]:
         """Tool position, tool yaw and gripper command at ``t`` s into the plan."""
@@ -173,12 +175,13 @@ class TopdownPolicy(Policy):
         """Next arm and gripper command."""
         if self._info is None:
             raise PolicyError("topdown policy: act() called before reset()")
+        self._clock.tick(observation.stamp)
         q = observation.positions(self._info.arm_joint_names)
         if not self._plan:
             self._make_plan(observation, q)
             self._q_cmd = q.copy()
         assert self._q_cmd is not None
-        pos, yaw, grip = self._setpoint(observation.stamp - self._t0)
+        pos, yaw, grip = self._setpoint(self._clock.elapsed)
         q_des, _ = self._scene.arm.ik(pos, tool_down_rotation(yaw), self._q_cmd)
         self._q_cmd = q_des
         return Action(arm_positions=q_des.copy(), gripper=grip)

@@ -1,4 +1,4 @@
-"""The arm's scene model for scripted policies; the kinematic copy is shared with ``r2s2r world new``."""
+"""The arm's scene model of a world for scripted policies, on the kinematic copy ``r2s2r world new`` uses."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.kinematics import KinematicArm
 
 from r2s2r_eval.policy import PolicyError
 
-__all__ = ["ArmScene", "KinematicArm", "arm_scene", "tool_down_rotation"]
+__all__ = ["ArmScene", "arm_scene"]
 
 
 @dataclass(frozen=True)
