@@ -12,7 +12,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
-__all__ = ["GRASP_IMPRATIO", "extent_along", "site_to_grasp_depth", "stable_armature", "tip_depth"]
+__all__ = [
+    "GRASP_IMPRATIO",
+    "STABLE_DAMPING_RATIO",
+    "extent_along",
+    "site_to_grasp_depth",
+    "stable_armature",
+    "tip_depth",
+]
 
 # Fingertips reach half the object less this (m) past the tool centre when it is at the object's centre:
 # 5 mm above the table (the reference policy's grasp_offset_m = 0).  A robot file's own tool site more
@@ -23,6 +30,8 @@ _TIP_TOLERANCE = 0.005
 # A grasp holds with the elliptic friction cone and this impratio (what the bundled arm's and the SO-ARM100's
 # files set); MuJoCo's pyramidal default lets a squeezed cube slide out of the fingers.
 GRASP_IMPRATIO = 10.0
+# Explicit damping is stable below this kv * dt / inertia.
+STABLE_DAMPING_RATIO = 2.0
 
 
 def tip_depth(object_half: float) -> float:
@@ -33,12 +42,13 @@ def tip_depth(object_half: float) -> float:
 def stable_armature(
     model: mujoco.MjModel, data: mujoco.MjData, arm: list[int], dt: float
 ) -> dict[str, float]:
-    """Armature that brings each arm servo's ``kv * dt`` down to its joint's inertia at home.
+    """Armature for each arm servo whose ``kv * dt`` passes twice its joint's inertia at home.
 
-    A position servo whose damping over one step exceeds the joint's inertia (a light last wrist behind a
-    stiff servo: kv 80 N·m·s/rad on 0.001 kg·m²) is stable only while MuJoCo integrates its damping
-    implicitly; once its force range clips the force it turns into a bang-bang limit cycle.  Geared arms
-    have rotor inertia of this order (the bundled arm models 0.05-0.1 kg·m²).
+    Damping integrated explicitly is stable while ``kv * dt / inertia < 2``.  A servo past that (a light
+    last wrist behind a stiff servo: kv 80 N·m·s/rad on 0.001 kg·m²) is stable only while MuJoCo integrates
+    its damping implicitly; once its force range clips the force it turns into a bang-bang limit cycle.  The
+    armature brings the ratio to 1; geared arms have rotor inertia of this order (the bundled arm models
+    0.05-0.1 kg·m²).  Returns ``{joint name: armature}`` (kg·m² or kg) for those joints only.
     """
     mujoco.mj_forward(model, data)
     inertia = np.zeros((model.nv, model.nv))
@@ -53,7 +63,7 @@ def stable_armature(
         dof = int(model.jnt_dofadr[joint])
         kv = -float(model.actuator_biasprm[act, 2])
         need = kv * dt - float(inertia[dof, dof])
-        if need > 0:
+        if kv * dt > STABLE_DAMPING_RATIO * float(inertia[dof, dof]):
             out[model.joint(joint).name] = round(float(model.dof_armature[dof]) + need, 4)
     return out
 

@@ -285,7 +285,7 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     if armature:
         robot["armature"] = armature
         notes.append(
-            "armature added where a servo's damping is stiff for its joint's inertia (kv*dt > inertia; "
+            "armature added where a servo's damping is stiff for its joint's inertia (kv*dt > 2 * inertia; "
             f"such a servo limit-cycles at its force limit): {armature}"
         )
     physics: dict[str, Any] = {}
