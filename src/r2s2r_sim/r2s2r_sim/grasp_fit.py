@@ -14,10 +14,13 @@ import numpy as np
 
 __all__ = [
     "GRASP_IMPRATIO",
+    "HOLD_LOADS_G",
     "STABLE_DAMPING_RATIO",
     "extent_along",
+    "grip_hold",
     "site_to_grasp_depth",
     "stable_armature",
+    "subtree",
     "tip_depth",
 ]
 
@@ -30,8 +33,21 @@ _TIP_TOLERANCE = 0.005
 # A grasp holds with the elliptic friction cone and this impratio (what the bundled arm's and the SO-ARM100's
 # files set); MuJoCo's pyramidal default lets a squeezed cube slide out of the fingers.
 GRASP_IMPRATIO = 10.0
+# Loads (multiples of g) of the squeeze test: the object's weight, and the reference policy's carrying
+# accelerations on top of it with margin.  It has slipped when it moved this far (m) in the tool frame.
+HOLD_LOADS_G = (1.0, 2.0, 3.0)
+_HOLD_SLIP_M = 0.01
 # Explicit damping is stable below this kv * dt / inertia.
 STABLE_DAMPING_RATIO = 2.0
+
+
+def subtree(model: mujoco.MjModel, body: int) -> set[int]:
+    """``body`` and every body below it (bodies are numbered parents first)."""
+    out = {body}
+    for b in range(body + 1, model.nbody):
+        if int(model.body_parentid[b]) in out:
+            out.add(b)
+    return out
 
 
 def tip_depth(object_half: float) -> float:
@@ -137,3 +153,68 @@ def extent_along(
         corners = np.array([[a, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]) * half
         points = centre + (model.geom_aabb[geom, :3] + corners) @ rot.T
     return float(((points - origin) @ axis).max())
+
+
+def grip_hold(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    *,
+    object_body: int,
+    site: int,
+    grip_act: int,
+    ctrl: tuple[float, float],
+    loads: tuple[float, ...] = HOLD_LOADS_G,
+) -> float:
+    """The largest load (multiple of g, from ``loads``) under which the closed gripper holds the object.
+
+    A squeeze test on a copy of ``data``: without gravity the gripper opens (``ctrl[0]``), the object is
+    put at the tool frame with its axes, the gripper closes (``ctrl[1]``), then gravity times the load pulls
+    the object along the approach axis (a tool-down carry) for a second.  It holds when it moves less than
+    ``_HOLD_SLIP_M`` in the tool frame.  This is the squeeze force, the friction and the tool frame's depth
+    together, as a grasp meets them.  0 when even 1 g pulls it out (or ``loads`` is empty).
+    """
+    free = [
+        j
+        for j in range(model.njnt)
+        if int(model.jnt_bodyid[j]) == object_body
+        and int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)
+    ]
+    if not free:
+        return 0.0
+    qadr, vadr = int(model.jnt_qposadr[free[0]]), int(model.jnt_dofadr[free[0]])
+    gravity = model.opt.gravity.copy()
+    steps = int(round(1.0 / model.opt.timestep))
+    held = 0.0
+    try:
+        for load in loads:
+            sim = mujoco.MjData(model)
+            mujoco.mj_copyData(sim, model, data)
+            model.opt.gravity[:] = 0.0
+            sim.ctrl[grip_act] = ctrl[0]
+            for _ in range(steps // 2):
+                mujoco.mj_step(model, sim)
+            rot = sim.site_xmat[site].reshape(3, 3).copy()
+            quat = np.empty(4)
+            mujoco.mju_mat2Quat(quat, rot.reshape(9))
+            sim.qpos[qadr : qadr + 3] = sim.site_xpos[site]
+            sim.qpos[qadr + 3 : qadr + 7] = quat
+            sim.qvel[vadr : vadr + 6] = 0.0
+            sim.ctrl[grip_act] = ctrl[1]
+            for _ in range(steps):
+                mujoco.mj_step(model, sim)
+            start = _in_tool(sim, object_body, site)
+            model.opt.gravity[:] = (
+                load * float(np.linalg.norm(gravity)) * sim.site_xmat[site].reshape(3, 3)[:, 2]
+            )
+            for _ in range(steps):
+                mujoco.mj_step(model, sim)
+            if float(np.linalg.norm(_in_tool(sim, object_body, site) - start)) >= _HOLD_SLIP_M:
+                break
+            held = load
+    finally:
+        model.opt.gravity[:] = gravity
+    return held
+
+
+def _in_tool(data: mujoco.MjData, body: int, site: int) -> np.ndarray:
+    return data.site_xmat[site].reshape(3, 3).T @ (data.xpos[body] - data.site_xpos[site])

@@ -31,7 +31,7 @@ import numpy as np
 import yaml
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.grasp_fit import GRASP_IMPRATIO, site_to_grasp_depth, stable_armature, tip_depth
+from r2s2r_sim.grasp_fit import GRASP_IMPRATIO, site_to_grasp_depth, stable_armature, subtree, tip_depth
 from r2s2r_sim.kinematics import KinematicArm
 from r2s2r_sim.robot_source import (
     ServoConfig,
@@ -138,14 +138,6 @@ def _actuator_joints(model: mujoco.MjModel, act: int) -> list[int]:
     return []
 
 
-def _subtree(model: mujoco.MjModel, body: int) -> set[int]:
-    out = {body}
-    for b in range(body + 1, model.nbody):
-        if int(model.body_parentid[b]) in out:
-            out.add(b)
-    return out
-
-
 def _geom_centres(model: mujoco.MjModel, data: mujoco.MjData, bodies: set[int]) -> np.ndarray:
     ids = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies]
     return data.geom_xpos[ids] if ids else np.zeros((0, 3))
@@ -249,7 +241,7 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     wrist = data.xanchor[arm[-1]].copy()
     finger_bodies: set[int] = set()
     for j in grip_joints:
-        finger_bodies |= _subtree(model, int(model.jnt_bodyid[j]))
+        finger_bodies |= subtree(model, int(model.jnt_bodyid[j]))
 
     # tool frame
     site = _tool_site(model, opts, notes)
