@@ -64,7 +64,8 @@ def stable_armature(
     last wrist behind a stiff servo: kv 80 N·m·s/rad on 0.001 kg·m²) is stable only while MuJoCo integrates
     its damping implicitly; once its force range clips the force it turns into a bang-bang limit cycle.  The
     armature brings the ratio to 1; geared arms have rotor inertia of this order (the bundled arm models
-    0.05-0.1 kg·m²).  Returns ``{joint name: armature}`` (kg·m² or kg) for those joints only.
+    0.05-0.1 kg·m²).  Returns ``{joint name: armature}`` (kg·m² or kg) for those joints only (servos
+    without a force range never clip and are left alone).
     """
     mujoco.mj_forward(model, data)
     inertia = np.zeros((model.nv, model.nv))
@@ -75,6 +76,8 @@ def stable_armature(
             continue
         joint = int(model.actuator_trnid[act, 0])
         if joint not in arm or int(model.actuator_biastype[act]) != int(mujoco.mjtBias.mjBIAS_AFFINE):
+            continue
+        if not model.actuator_forcelimited[act]:  # never clipped: its damping stays implicit
             continue
         dof = int(model.jnt_dofadr[joint])
         kv = -float(model.actuator_biasprm[act, 2])

@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.robot_source import load_robot_spec
+from r2s2r_sim.robot_source import load_robot_spec, set_armature
 from r2s2r_sim.world_config import WorldConfig
 
 _LOG = logging.getLogger("r2s2r_sim.world")
@@ -142,11 +142,10 @@ def _apply_physics(cfg: WorldConfig, spec: mujoco.MjSpec) -> None:
         spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{physics.cone.upper()}")
     if physics.impratio is not None:
         spec.option.impratio = physics.impratio
-    for name, value in cfg.robot.armature.items():
-        joint = spec.joint(cfg.robot.prefix + name)
-        if joint is None:
-            raise WorldError(f"{cfg.source}: robot.armature.{name}: no joint {name!r} in the robot file")
-        joint.armature = value
+    try:
+        set_armature(spec, cfg.robot.armature, cfg.robot.prefix)
+    except WorldError as err:
+        raise WorldError(f"{cfg.source}: {err}") from None
 
 
 def _load_spec(cfg: WorldConfig, path: Path, field: str) -> mujoco.MjSpec:
