@@ -85,8 +85,7 @@ def test_world_check_says_why_the_xarm7_file_as_it_stands_fails(
     xarm7: tuple[Path, str], tmp_path: Path
 ) -> None:
     """The world as the robot file stands (what `world new` wrote before): every cause is named."""
-    out = tmp_path / "as_filed"
-    shutil.copytree(xarm7[0], out)
+    out = shutil.copytree(xarm7[0], tmp_path / "as_filed")
 
     def as_filed(data: dict) -> None:  # type: ignore[type-arg]
         robot = data["robot"]
@@ -113,11 +112,9 @@ def test_world_check_says_why_the_xarm7_file_as_it_stands_fails(
 def test_world_check_warns_when_the_object_is_too_heavy_to_hold(
     xarm7: tuple[Path, str], tmp_path: Path
 ) -> None:
-    out = tmp_path / "heavy"
-    shutil.copytree(xarm7[0], out)
-    scene = out / "scene.xml"
+    scene = shutil.copytree(xarm7[0], tmp_path / "heavy") / "scene.xml"
     scene.write_text(scene.read_text().replace('mass="0.08"', 'mass="40"'))
-    text = check_world(out).text()
+    text = check_world(scene.parent).text()
     assert "'cube' (40 kg)" in text and "slip out under its own weight" in text
 
 
