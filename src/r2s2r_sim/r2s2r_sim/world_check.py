@@ -2,7 +2,8 @@
 
 Errors stop the world from running (the loader's :class:`WorldError`, a missing tool frame or task);
 warnings are things a user should look at (a gripper joint without a range, a tool frame whose approach
-axis does not point down at home is fine, but one whose origin is far from the fingers is not).
+axis does not point down at home is fine, but one whose origin is far from the fingers is not; a gripper
+that cannot hold the task object, servos that limit-cycle, a grasp-slipping friction cone).
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ What the robot file does not say is guessed from the model and can be confirmed 
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
 The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
 and the bin are scaled to where the arm reaches tool-down, and the camera keeps its offset from them
-(:mod:`r2s2r_sim.world_layout`).
+(:mod:`r2s2r_sim.world_layout`).  The grasp is fitted to the arm where its file falls short: armature on
+servos that would limit-cycle, the elliptic friction cone, a vendor tool site moved back to grasp depth
+(:mod:`r2s2r_sim.grasp_fit`).
 """
 
 from __future__ import annotations
