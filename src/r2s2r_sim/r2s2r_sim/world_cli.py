@@ -18,7 +18,7 @@ from typing import Any
 
 from r2s2r_sim.errors import WorldError
 
-__all__ = ["cmd_check", "cmd_new", "register"]
+__all__ = ["cmd_check", "cmd_new", "register", "robot_reference"]
 
 EXIT_ERROR = 2
 
@@ -49,10 +49,26 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
+def robot_reference(robot: str) -> tuple[str, Path]:
+    """The robot as world.yaml names it (``package://`` kept, a path made absolute), and on disk."""
+    from r2s2r_sim.robot_source import resolve_package, split_package_uri
+
+    if robot.startswith("package://"):
+        uri = split_package_uri(robot)
+        folder = None if uri is None else resolve_package(uri[0], {})
+        if uri is None or folder is None:
+            raise WorldError(f"--robot: {robot!r}: package not found in the ament index")
+        return robot, folder / uri[1]
+    path = Path(robot).resolve()
+    if not path.is_file():
+        raise WorldError(f"--robot: file {robot!r} not found")
+    return str(path), path  # absolute: the world folder may move
+
+
 def cmd_new(ns: argparse.Namespace) -> int:
     """Write the world folder; 0 on success, 2 on bad input (nothing written)."""
     from r2s2r_sim.world_check import check_world
-    from r2s2r_sim.world_new import NewWorldOptions, robot_reference, write_world
+    from r2s2r_sim.world_new import NewWorldOptions, write_world
 
     try:
         packages = {k: Path(v).resolve() for k, v in _pairs(ns.package, "--package").items()}

@@ -40,14 +40,12 @@ from r2s2r_sim.robot_source import (
     ToolFrameConfig,
     is_urdf,
     load_robot_spec,
-    resolve_package,
-    split_package_uri,
 )
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
 from r2s2r_sim.worlds import WORLDS
 
-__all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "robot_reference", "write_world"]
+__all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "write_world"]
 
 _GRIPPER_RE = re.compile(r"finger|jaw|gripper|knuckle|claw|thumb|hand", re.IGNORECASE)
 _TCP_SITE_RE = re.compile(r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|attachment", re.IGNORECASE)
@@ -602,17 +600,3 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
         notes.append(f"start pose: the {was} with the first joint turned, so the camera sees the workspace")
         path = _write(out, opts, robot, layout.scene, comment, guess.physics)
     return path, GuessedRobot(robot=robot, reach=guess.reach, notes=tuple(notes), physics=guess.physics)
-
-
-def robot_reference(robot: str) -> tuple[str, Path]:
-    """The robot as world.yaml names it (``package://`` kept, a path made absolute), and on disk."""
-    if robot.startswith("package://"):
-        uri = split_package_uri(robot)
-        folder = None if uri is None else resolve_package(uri[0], {})
-        if uri is None or folder is None:
-            raise WorldError(f"--robot: {robot!r}: package not found in the ament index")
-        return robot, folder / uri[1]
-    path = Path(robot).resolve()
-    if not path.is_file():
-        raise WorldError(f"--robot: file {robot!r} not found")
-    return str(path), path  # absolute: the world folder may move
