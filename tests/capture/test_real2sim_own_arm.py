@@ -8,6 +8,7 @@ The excitation and the optimiser are cut short to keep this fast: it checks the 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -17,6 +18,7 @@ from pathlib import Path  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import yaml  # noqa: E402
 from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_capture.sysid_recording import ExcitationConfig  # noqa: E402
 from r2s2r_sim.cli import main as r2s2r  # noqa: E402
@@ -31,7 +33,16 @@ pytestmark = pytest.mark.skipif(
     not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"
 )
 
-ROBOTS = {"ufactory_xarm7": "ufactory_xarm7/xarm7.xml", "trs_so_arm100": "trs_so_arm100/so_arm100.xml"}
+# robot file and extra `world new` flags: two MJCF arms and a URDF (xacro) description package
+ROBOTS = {
+    "ufactory_xarm7": ("ufactory_xarm7/xarm7.xml", []),
+    "trs_so_arm100": ("trs_so_arm100/so_arm100.xml", []),
+    "ur5e_xacro": (
+        "ur_description/urdf/ur.urdf.xacro",
+        ["--xacro-arg", "ur_type:=ur5e", "--xacro-arg", "name:=ur5e", "--tool-body", "tool0"]
+        + ["--home", "0,-1.57,1.57,-1.57,-1.57,0"],
+    ),
+}
 EXC = ExcitationConfig(
     duration_s=4.0,
     rate_hz=500.0,
@@ -47,12 +58,12 @@ CONFIG = Real2SimConfig(max_iters=3, report=False)
 
 @pytest.fixture(scope="module", params=sorted(ROBOTS))
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if request.param.endswith("xacro") and importlib.util.find_spec("xacro") is None:
+        pytest.skip("xacro is not installed (pip install xacro)")
     root = tmp_path_factory.mktemp(request.param)
     world = root / "arm_world"
-    assert (
-        r2s2r(["world", "new", "--robot", str(SHARED_ROBOTS / ROBOTS[request.param]), "--out", str(world)])
-        == 0
-    )
+    robot, flags = ROBOTS[request.param]
+    assert r2s2r(["world", "new", "--robot", str(SHARED_ROBOTS / robot), "--out", str(world), *flags]) == 0
     profile = B.random_profile(5, root / "profile.yaml", world=world)
     cap = C.capture_emulated(root / "capture", profile=profile, world=world, config=CAPTURE)
     result = real2sim([cap.bag], root / "identified", template=world, config=CONFIG)
@@ -86,11 +97,18 @@ def test_identified_world_is_self_contained_with_the_fit(run: dict) -> None:
     assert referenced and {p.name for p in (robot.parent / "assets").iterdir()} == referenced
     assert world.arm_joint_names == SimWorld(run["world"]).arm_joint_names
     fitted = result.sysid["fitted"]  # the MJCF keeps six significant digits
-    assert world.command_delay_s == pytest.approx(fitted["command_delay_s"])
+    assert world.command_delay_s == pytest.approx(fitted["command_delay_s"], rel=1e-5)
     joint = world.arm_joint_names[0]
     dof = world.model.joint(joint).dofadr[0]
     assert world.model.dof_armature[dof] == pytest.approx(fitted[f"{joint}/armature"], rel=1e-5)
     assert world.model.dof_frictionloss[dof] == pytest.approx(fitted[f"{joint}/frictionloss"], rel=1e-5)
+    # every joint keeps its fitted armature: none of the template's world.yaml settings is laid over it
+    assert not {"armature", "servos", "xacro_args", "urdf"} & set(
+        yaml.safe_load((world_dir / "world.yaml").read_text())["robot"]
+    )
+    for joint in world.arm_joint_names:
+        dof = world.model.joint(joint).dofadr[0]
+        assert world.model.dof_armature[dof] == pytest.approx(fitted[f"{joint}/armature"], rel=1e-5)
 
 
 def test_camera_and_objects_within_targets(run: dict) -> None:

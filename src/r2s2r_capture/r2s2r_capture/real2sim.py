@@ -45,7 +45,7 @@ import yaml
 
 from r2s2r_capture.calibration import extrinsics_from_known_poses
 from r2s2r_capture.errors import BagError, CalibrationError, IdentificationError, ReconstructionError
-from r2s2r_capture.template_robot import base_radius, robot_with_fit
+from r2s2r_capture.template_robot import base_radius, robot_with_fit, template_robot_spec
 
 __all__ = [
     "CaptureData",
@@ -414,6 +414,7 @@ def real2sim(
         BagError, CalibrationError, ReconstructionError, IdentificationError: naming what to record or
             what is wrong; nothing is left at ``out_dir``.
     """
+    from r2s2r_sim.errors import WorldError
     from r2s2r_sim.world_config import load_world_config
     from r2s2r_sim.worlds import world_path
 
@@ -489,7 +490,11 @@ def real2sim(
     sysid_cfg = S.SysidConfig(
         kinds=cfg.fit_kinds, validation_fraction=cfg.validation_fraction, max_iters=cfg.max_iters
     )
-    ident = S.identify(tcfg.robot.mjcf, rec, sysid_cfg)
+    try:
+        robot_spec = template_robot_spec(tcfg)
+    except WorldError as err:
+        raise ReconstructionError(f"--template: {err}") from None
+    ident = S.identify(robot_spec, rec, sysid_cfg)
     done(
         "identification",
         f"{len(ident.fitted)} parameters, held-out RMS {ident.rms_val_before:.5f} -> "

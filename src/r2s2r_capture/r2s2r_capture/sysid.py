@@ -81,9 +81,7 @@ class SysidConfig:
         """Validate kinds and ranges (errors name the field)."""
         bad = [k for k in self.kinds if k not in PARAM_KINDS + EXTRA_KINDS]
         if bad:
-            raise IdentificationError(
-                f"sysid kinds {bad} unknown; valid: {list(PARAM_KINDS + EXTRA_KINDS)}"
-            )
+            raise IdentificationError(f"sysid kinds {bad} unknown; valid: {list(PARAM_KINDS + EXTRA_KINDS)}")
         if not self.kinds and not self.fit_delay:
             raise IdentificationError("sysid has nothing to fit: kinds is empty and fit_delay is false")
         lo, hi = self.scale_range
@@ -412,9 +410,8 @@ def _check_excited(rec: JointRecording, cfg: SysidConfig) -> None:
         )
 
 
-
 def identify(
-    model_path: str | Path, recording: JointRecording, config: SysidConfig | None = None
+    model_path: str | Path | mujoco.MjSpec, recording: JointRecording, config: SysidConfig | None = None
 ) -> IdentificationResult:
     """Fit per-joint damping, armature, friction loss, servo kp and the command delay with ``mujoco.sysid``.
 
@@ -425,7 +422,8 @@ def identify(
     its own measured initial state, and reported as validation error before and after.
 
     Args:
-        model_path: MJCF of the arm (or of a world holding it) with position-servo actuators.
+        model_path: MJCF of the arm (or of a world holding it) with position-servo actuators, or its
+            ``MjSpec`` (a URDF robot with the servos its world adds); a spec is used as given.
         recording: commanded and measured joint motion, columns named by MJCF joint names.
         config: what to fit (default :class:`SysidConfig`).
 
@@ -433,9 +431,11 @@ def identify(
         IdentificationError: bad model file, unknown joint, static arm, too short a recording.
     """
     cfg = config or SysidConfig()
-    path = Path(model_path)
+    path = Path("<MjSpec>") if isinstance(model_path, mujoco.MjSpec) else Path(model_path)
+    # A given spec has no file to reload the model from when the result is written: keep its XML.
+    model_xml = model_path.to_xml() if isinstance(model_path, mujoco.MjSpec) else None
     try:
-        spec = mujoco.MjSpec.from_file(str(path))
+        spec = model_path if isinstance(model_path, mujoco.MjSpec) else mujoco.MjSpec.from_file(str(path))
         model = spec.compile()
     except (OSError, ValueError) as err:
         raise IdentificationError(f"model {path} cannot be loaded: {err}") from err
@@ -506,6 +506,8 @@ def identify(
             "train": train,
             "train_fn": train_fn,
             "model_path": path,
+            "model_xml": model_xml,
+            "model_dir": Path(spec.modelfiledir) if model_xml is not None else path.parent,
             "log": log.getvalue(),
         },
     )
@@ -554,5 +556,3 @@ def simulate_recording(
             step += 1
         q[i], qd[i], effort[i] = data.qpos[qadr], data.qvel[vadr], data.qfrc_actuator[vadr]
     return JointRecording(t, rec0.q_cmd, q, qd, tuple(joint_names), effort)
-
-

@@ -63,8 +63,6 @@ class IdentificationResult:
         return "\n".join(lines)
 
 
-
-
 @contextlib.contextmanager
 def quiet_toolbox() -> Any:
     """Silence toolbox absl warnings that do not apply here (state-only observations, start on bound 0)."""
@@ -75,7 +73,6 @@ def quiet_toolbox() -> Any:
         yield
     finally:
         absl_logger.setLevel(level)
-
 
 
 def write_identification(
@@ -101,17 +98,23 @@ def write_identification(
     try:
         tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary output folder
         model_path: Path = ctx["model_path"]
-        spec = mujoco.MjSpec.from_file(str(model_path))
+        model_xml: str | None = ctx.get("model_xml")
+        # identified from a spec (a URDF robot's, say): its XML, asset paths resolved from its folder
+        spec = (
+            mujoco.MjSpec.from_file(str(model_path))
+            if model_xml is None
+            else mujoco.MjSpec.from_string(model_xml)
+        )
         # Keep asset paths valid from the new location.
         for attr in ("meshdir", "texturedir"):
             value = getattr(spec, attr, "")
             if value and not Path(value).is_absolute():
-                setattr(spec, attr, str((model_path.parent / value).resolve()))
+                setattr(spec, attr, str((Path(ctx.get("model_dir", model_path.parent)) / value).resolve()))
         sysid.apply_param_modifiers_spec(ctx["fitted"], spec)
         if "command_delay_s" in result.fitted:
             spec.add_numeric(name=DELAY_NUMERIC, data=[result.fitted["command_delay_s"]])
         spec.compile()
-        mjcf = tmp / f"{model_path.stem}_identified.xml"
+        mjcf = tmp / f"{model_path.stem if model_xml is None else 'robot'}_identified.xml"
         mjcf.write_text(spec.to_xml(), encoding="utf-8")
         summary = {
             "model": str(model_path),
@@ -147,4 +150,3 @@ def write_identification(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {k: out / p.name for k, p in paths.items()}
-

@@ -8,23 +8,47 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["base_radius", "robot_with_fit"]
+__all__ = ["base_radius", "robot_with_fit", "template_robot_spec"]
+
+
+def template_robot_spec(template_cfg: Any) -> Any:
+    """The template world's robot (MJCF, URDF or xacro) as an ``MjSpec``, as the world drives it.
+
+    With the world's servos (a URDF has none of its own) and joint armature; the tool frame stays in
+    world.yaml.
+
+    Raises:
+        WorldError: the robot file does not load (names the file and the field).
+    """
+    from r2s2r_sim.robot_source import load_robot_spec, set_armature
+
+    robot = template_cfg.robot
+    spec = load_robot_spec(
+        robot.mjcf,
+        field="robot.urdf" if robot.is_urdf else "robot.mjcf",
+        xacro_args=robot.xacro_args,
+        packages=robot.packages,
+        servo_joints=robot.arm_joints + (robot.gripper.joints if robot.gripper else ()),
+        servos=robot.servos,
+    )
+    set_armature(spec, robot.armature)
+    return spec
 
 
 def robot_with_fit(template_cfg: Any, fitted: dict[str, float], params: Any, dst: Path) -> Path:
-    """Write the template robot MJCF with the fitted values to ``dst``, with copies of only its asset files.
+    """Write the template robot as MJCF with the fitted values to ``dst``, with copies of its asset files.
 
-    The robot file may sit anywhere (its own folder, a user's package, next to other robots): the files it
-    references (meshes, textures, height fields, skins) are copied to ``dst/assets`` and the MJCF points
-    there, so the identified world is self-contained.
+    The robot file may sit anywhere (its own folder, a user's package, next to other robots) and be MJCF,
+    URDF or xacro (:func:`template_robot_spec`): the files it references (meshes, textures, height fields,
+    skins) are copied to ``dst/assets`` and the MJCF points there, so the identified world is self-contained.
+    Returns the MJCF's path (``<name>.xml`` for a URDF ``<name>.urdf`` or ``<name>.urdf.xacro``).
     """
-    import mujoco
     from mujoco import sysid as mjsysid
 
     from r2s2r_capture.sysid_report import DELAY_NUMERIC
 
     src = template_cfg.robot.mjcf
-    spec = mujoco.MjSpec.from_file(str(src))
+    spec = template_robot_spec(template_cfg)
     base = Path(spec.modelfiledir or src.parent)
     dst.mkdir(parents=True)
     (dst / "assets").mkdir()
@@ -48,11 +72,12 @@ def robot_with_fit(template_cfg: Any, fitted: dict[str, float], params: Any, dst
             shutil.copy2(path, dst / "assets" / name)
             asset.file = name
     spec.meshdir = spec.texturedir = "assets"
+    spec.modelfiledir = str(dst)  # the copies resolve from where the MJCF is written (a URDF's spec has none)
     mjsysid.apply_param_modifiers_spec(params, spec)
     if "command_delay_s" in fitted:
         spec.add_numeric(name=DELAY_NUMERIC, data=[fitted["command_delay_s"]])
     spec.compile()
-    mjcf = dst / src.name
+    mjcf = dst / (f"{src.name.split('.')[0]}.xml" if template_cfg.robot.is_urdf else src.name)
     mjcf.write_text(spec.to_xml(), encoding="utf-8")
     return mjcf
 

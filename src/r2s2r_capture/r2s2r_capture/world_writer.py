@@ -298,8 +298,10 @@ def write_world(
             template robot MJCF's folder when it lies inside the template folder; a robot file outside it
             (the user's own) is referenced where it is.
         world_id: ``id`` of the new world.
-        robot_mjcf: the robot MJCF to use instead of the template's (e.g. one with identified dynamics);
-            it must lie inside ``robot_mjcf_dir`` (default: its own folder).
+        robot_mjcf: the robot MJCF to use instead of the template's (e.g. one with identified dynamics,
+            written from a URDF or MJCF template); it must lie inside ``robot_mjcf_dir`` (default: its own
+            folder).  It replaces the template's robot file with what world.yaml added to it, so
+            ``xacro_args``, ``packages``, ``servos`` and ``armature`` are not copied.
 
     Returns:
         ``out_dir``.
@@ -364,7 +366,7 @@ def write_world(
         raise ReconstructionError(
             f"robot_mjcf_dir: {robot_src} does not contain the robot MJCF {robot_file}"
         ) from None
-    if tcfg.robot.is_urdf and not external:
+    if tcfg.robot.is_urdf and not external and robot_mjcf is None:
         raise ReconstructionError(
             f"template: robot {robot_file} is a URDF inside the template folder; only an MJCF robot is copied"
         )
@@ -399,6 +401,11 @@ def write_world(
         else:
             robot.pop("urdf", None)
             robot["mjcf"] = str(Path("robot") / robot_rel)
+        if robot_mjcf is not None:
+            # The given MJCF holds the robot as the template world drove it (servos, armature, a compiled
+            # xacro) with its own values: world.yaml settings for the template's file would override them.
+            for key in ("xacro_args", "packages", "servos", "armature"):
+                robot.pop(key, None)
         world: dict = {"id": world_id, "scene": "scene.xml", "robot": robot}
         cam: dict = {
             "name": cam_cfg.name if cam_cfg else "camera",

@@ -98,6 +98,8 @@ class RobotConfig:
         packages: folders of the packages named by ``package://`` paths and ``$(find ...)``.
         servos: position servos for arm and gripper joints without an actuator (URDF); ``None``: none.
         tool_frame: tool-centre frame added as the site ``ee_site`` names.
+        armature: rotor inertia (kg·m² or kg) set on these joints of the robot file: a servo whose
+            damping is stiff for its joint's inertia at the timestep limit-cycles once its force saturates.
         asset_roots: folders the robot's meshes and textures must stay inside; ``None``: the world folder.
     """
 
@@ -114,6 +116,7 @@ class RobotConfig:
     packages: Mapping[str, Path] = dataclasses.field(default_factory=dict)
     servos: ServoConfig | None = None
     tool_frame: ToolFrameConfig | None = None
+    armature: Mapping[str, float] = dataclasses.field(default_factory=dict)
     asset_roots: tuple[Path, ...] | None = None
 
     @property
@@ -143,6 +146,8 @@ class RobotConfig:
                 f"has {len(self.home_qpos)} values but robot.arm_joints has {len(self.arm_joints)}",
             )
             _check(all(math.isfinite(v) for v in self.home_qpos), "home_qpos", "must be finite")
+        bad = {k: v for k, v in self.armature.items() if not (math.isfinite(v) and 0.0 <= v <= 1e4)}
+        _check(not bad, "armature", f"values must be in [0, 1e4] kg·m² (or kg), got {bad}")
         if self.gripper is not None:
             both = sorted(set(self.gripper.joints) & set(self.arm_joints))
             _check(not both, "gripper.joints", f"joints {both} are also in robot.arm_joints")
@@ -259,6 +264,12 @@ def parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConfi
             kv=servos_r.float_("kv", required=False, default=0.0),
             force_limit=servos_r.float_("force_limit", required=False),
         )
+    armature_r = r.sub("armature", required=False)
+    armature: dict[str, float] = {}
+    if armature_r is not None:
+        for name in list(armature_r.data):
+            armature[str(name)] = armature_r.float_(str(name))  # type: ignore[assignment]
+        armature_r.finish()
     tool_r = r.sub("tool_frame", required=False)
     tool_frame = None if tool_r is None else _parse_tool_frame(tool_r)
     ee_site = r.str_("ee_site", required=False)
@@ -279,5 +290,6 @@ def parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConfi
         packages=packages,
         servos=servos,
         tool_frame=tool_frame,
+        armature=armature,
         asset_roots=roots,
     )

@@ -34,6 +34,7 @@ __all__ = [
     "enclosing_package",
     "load_robot_spec",
     "resolve_package",
+    "set_armature",
     "tool_frame_quat",
 ]
 
@@ -140,7 +141,7 @@ def enclosing_package(path: Path) -> tuple[str, Path] | None:
 
 
 def resolve_package(name: str, packages: Mapping[str, Path], near: Path | None = None) -> Path | None:
-    """The folder of package ``name``: the world's mapping, the ament index, or the package around ``near``."""
+    """The folder of package ``name``: the world's mapping, the ament index, or the package near ``near``."""
     if name in packages:
         return packages[name]
     try:
@@ -220,7 +221,7 @@ def _urdf_text(path: Path, xacro_args: Mapping[str, str], packages: Mapping[str,
 
 def _absolute_mesh(filename: str, base: Path, packages: Mapping[str, Path], field: str) -> str:
     if filename.startswith(PACKAGE_SCHEME):
-        name, _, rest = filename[len(PACKAGE_SCHEME):].partition("/")
+        name, _, rest = filename[len(PACKAGE_SCHEME) :].partition("/")
         folder = resolve_package(name, packages, base)
         if folder is None:
             raise WorldError(
@@ -229,7 +230,7 @@ def _absolute_mesh(filename: str, base: Path, packages: Mapping[str, Path], fiel
             )
         return str(folder / rest)
     if filename.startswith("file://"):
-        return filename[len("file://"):]
+        return filename[len("file://") :]
     return str((base / filename).resolve())
 
 
@@ -309,8 +310,13 @@ def _add_tool_frame(spec: mujoco.MjSpec, frame: ToolFrameConfig, field: str) -> 
         raise WorldError(f"{field}.body: body {frame.body!r} not in the robot file (bodies: {names})")
     if spec.site(frame.name) is not None:
         raise WorldError(f"{field}.name: the robot file already has a site {frame.name!r}")
-    body.add_site(name=frame.name, pos=list(frame.pos), quat=list(tool_frame_quat(frame)), group=4,
-                  size=[0.005, 0.005, 0.005])
+    body.add_site(
+        name=frame.name,
+        pos=list(frame.pos),
+        quat=list(tool_frame_quat(frame)),
+        group=4,
+        size=[0.005, 0.005, 0.005],
+    )
 
 
 def is_urdf(path: Path) -> bool:
@@ -355,6 +361,19 @@ def load_robot_spec(
     if tool_frame is not None:
         _add_tool_frame(spec, tool_frame, "robot.tool_frame")
     return spec
+
+
+def set_armature(spec: mujoco.MjSpec, armature: Mapping[str, float], prefix: str = "") -> None:
+    """Set world.yaml's ``robot.armature`` on the robot's joints (``prefix``: as attached).
+
+    Raises:
+        WorldError: a named joint is not in the robot file.
+    """
+    for name, value in armature.items():
+        joint = spec.joint(prefix + name)
+        if joint is None:
+            raise WorldError(f"robot.armature.{name}: no joint {name!r} in the robot file")
+        joint.armature = value
 
 
 _PACKAGE_RE = re.compile(r"^package://([^/]+)/(.+)$")

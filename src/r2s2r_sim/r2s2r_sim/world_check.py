@@ -1,8 +1,9 @@
-"""``r2s2r world check``: what a world folder resolves to, every problem found, and a picture of its tool frame.
+"""``r2s2r world check``: what a world folder resolves to, every problem found, a picture of its tool frame.
 
 Errors stop the world from running (the loader's :class:`WorldError`, a missing tool frame or task);
 warnings are things a user should look at (a gripper joint without a range, a tool frame whose approach
-axis does not point down at home is fine, but one whose origin is far from the fingers is not).
+axis does not point down at home is fine, but one whose origin is far from the fingers is not; a gripper
+that cannot hold the task object, servos that limit-cycle, a grasp-slipping friction cone).
 """
 
 from __future__ import annotations
@@ -13,12 +14,26 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
+from r2s2r_sim.grasp_fit import (  # noqa: E402
+    GRASP_IMPRATIO,
+    HOLD_LOADS_G,
+    STABLE_DAMPING_RATIO,
+    grip_hold,
+    site_to_grasp_depth,
+    stable_armature,
+    subtree,
+    tip_depth,
+)
 from r2s2r_sim.rendering import camera_intrinsics  # noqa: E402
+
+if TYPE_CHECKING:
+    from r2s2r_sim.world import SimWorld
 
 __all__ = ["WorldReport", "check_world", "draw_tool_frame"]
 
@@ -95,8 +110,9 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
         report.lines.append("gripper: none")
     else:
         report.lines.append(
-            f"gripper: actuator {g.actuator!r}, joints {list(g.joints)}; command {g.open_command:.4g} (open) .. "
-            f"{g.closed_command:.4g} (closed) -> ctrl {g.ctrl_range[0]:.4g} .. {g.ctrl_range[1]:.4g}"
+            f"gripper: actuator {g.actuator!r}, joints {list(g.joints)}; command {g.open_command:.4g} "
+            f"(open) .. {g.closed_command:.4g} (closed) -> ctrl {g.ctrl_range[0]:.4g} .. "
+            f"{g.ctrl_range[1]:.4g}"
         )
         for name in g.joints:
             jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot.prefix + name)
@@ -127,10 +143,13 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
             f"camera {cam.name!r} ({cam.mjcf_camera}) {cam.width}x{cam.height} @ {cam.rate_hz} Hz: "
             f"K = [[{k[0, 0]:.2f}, 0, {k[0, 2]:.2f}], [0, {k[1, 1]:.2f}, {k[1, 2]:.2f}], [0, 0, 1]]"
         )
+    _check_servos(world, report)
     if cfg.task is None:
         report.warnings.append("task: none; episodes cannot succeed or fail")
     else:
         _check_task(world, pos, report)
+        if g is not None and robot.ee_site is not None:
+            _check_grip(world, report)
     if picture is not None:
         try:
             draw_tool_frame(world, picture)
@@ -152,8 +171,10 @@ def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
     base, _ = world.base_pose()
     # The summed link lengths bound the reach; a start or target beyond it is an error, not a hard episode.
     anchors = [world.data.xanchor[j] for j in world._arm_jnt]  # noqa: SLF001
-    reach = float(np.linalg.norm(anchors[0] - base) + sum(
-        np.linalg.norm(b - a) for a, b in zip([*anchors[1:], tool], anchors, strict=True)))
+    reach = float(
+        np.linalg.norm(anchors[0] - base)
+        + sum(np.linalg.norm(b - a) for a, b in zip([*anchors[1:], tool], anchors, strict=True))
+    )
     report.lines.append(
         f"task: {task.object_body!r} at {_fmt(obj)} -> {task.target_site!r} at {_fmt(target)}; "
         f"arm reach about {reach:.3f} m"
@@ -162,8 +183,65 @@ def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
         dist = float(np.linalg.norm(point - base))
         if dist > reach:
             report.errors.append(
-                f"task: the {what} is {dist:.3f} m from the robot base, beyond the arm's reach ({reach:.3f} m)"
+                f"task: the {what} is {dist:.3f} m from the robot base, beyond the arm's reach "
+                f"({reach:.3f} m)"
             )
+
+
+def _check_servos(world: SimWorld, report: WorldReport) -> None:
+    """Arm servos too stiffly damped for their joint's inertia: they limit-cycle at their force limit."""
+    model = world.model
+    arm = [model.joint(world.config.robot.prefix + j).id for j in world.config.robot.arm_joints]
+    data = mujoco.MjData(model)
+    mujoco.mj_copyData(data, model, world.data)
+    for name, armature in stable_armature(model, data, arm, float(model.opt.timestep)).items():
+        report.warnings.append(
+            f"robot.armature: joint {name!r}: its servo's kv * timestep is over {STABLE_DAMPING_RATIO:g}x "
+            f"the joint's inertia, so it limit-cycles once its force saturates; set robot.armature.{name}: "
+            f"{armature:.4g} (what `r2s2r world new` writes)"
+        )
+
+
+def _check_grip(world: SimWorld, report: WorldReport) -> None:
+    """The squeeze test (:func:`grip_hold`), the friction cone, the tool frame's depth between the fingers."""
+    model, robot, task = world.model, world.config.robot, world.config.task
+    gripper = robot.gripper
+    assert task is not None and gripper is not None and robot.ee_site is not None
+    body = model.body(task.object_body).id
+    site = model.site(robot.prefix + robot.ee_site).id
+    act = model.actuator(robot.prefix + gripper.actuator).id
+    mass = float(model.body_subtreemass[body])
+    held = grip_hold(model, world.data, object_body=body, site=site, grip_act=act, ctrl=gripper.ctrl_range)
+    if held >= HOLD_LOADS_G[0]:
+        report.lines.append(
+            f"grip: closed on {task.object_body!r} ({mass:.3g} kg) at the tool frame, it holds {held:g} g"
+        )
+    else:
+        report.warnings.append(
+            f"grip: closed on {task.object_body!r} ({mass:.3g} kg) at the tool frame, the gripper lets it "
+            "slip out under its own weight: the squeeze force or the friction is too low for the object "
+            f"(raise the force of the gripper actuator {gripper.actuator!r}, lower the object's mass, or use "
+            "physics.cone: elliptic), or the tool frame sits outside the fingers"
+        )
+    if int(model.opt.cone) != int(mujoco.mjtCone.mjCONE_ELLIPTIC):
+        report.warnings.append(
+            "physics.cone: pyramidal; a squeezed object slides out of two fingers more easily than with "
+            f"physics.cone: elliptic and physics.impratio: {GRASP_IMPRATIO:g}"
+        )
+    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body]
+    half = float(model.geom_aabb[geoms, 3:].max()) if geoms else 0.0
+    fingers: set[int] = set()
+    for name in gripper.joints:
+        fingers |= subtree(model, int(model.jnt_bodyid[model.joint(robot.prefix + name).id]))
+    data = mujoco.MjData(model)
+    mujoco.mj_copyData(data, model, world.data)
+    moved = site_to_grasp_depth(model, data, site, fingers, act, half)
+    if moved is not None:
+        report.warnings.append(
+            f"robot.ee_site: the fingertips reach {(tip_depth(half) + moved[1]) * 1000:.0f} mm past the "
+            f"tool frame, {tip_depth(half) * 1000:.0f} mm expected (half the object less 5 mm); the fingers "
+            "close on the object's top edge only.  Move it back along its approach axis with robot.tool_frame"
+        )
 
 
 def draw_tool_frame(world: object, path: Path, *, size: tuple[int, int] = (640, 480)) -> None:
@@ -193,9 +271,17 @@ def draw_tool_frame(world: object, path: Path, *, size: tuple[int, int] = (640, 
             if scene.ngeom >= scene.maxgeom:
                 break
             geom = scene.geoms[scene.ngeom]
-            mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_ARROW, np.zeros(3), np.zeros(3), np.zeros(9),
-                                np.asarray(_AXIS_COLOURS[axis], dtype=np.float32))
-            mujoco.mjv_connector(geom, mujoco.mjtGeom.mjGEOM_ARROW, 0.006, pos, pos + _AXIS_LENGTH * rot[:, axis])
+            mujoco.mjv_initGeom(
+                geom,
+                mujoco.mjtGeom.mjGEOM_ARROW,
+                np.zeros(3),
+                np.zeros(3),
+                np.zeros(9),
+                np.asarray(_AXIS_COLOURS[axis], dtype=np.float32),
+            )
+            mujoco.mjv_connector(
+                geom, mujoco.mjtGeom.mjGEOM_ARROW, 0.006, pos, pos + _AXIS_LENGTH * rot[:, axis]
+            )
             scene.ngeom += 1
         image = renderer.render()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from r2s2r_sim.errors import WorldError
 
-__all__ = ["cmd_check", "cmd_new", "register"]
+__all__ = ["cmd_check", "cmd_new", "register", "robot_reference"]
 
 EXIT_ERROR = 2
 
@@ -49,9 +49,26 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
+def robot_reference(robot: str) -> tuple[str, Path]:
+    """The robot as world.yaml names it (``package://`` kept, a path made absolute), and on disk."""
+    from r2s2r_sim.robot_source import resolve_package, split_package_uri
+
+    if robot.startswith("package://"):
+        uri = split_package_uri(robot)
+        folder = None if uri is None else resolve_package(uri[0], {})
+        if uri is None or folder is None:
+            raise WorldError(f"--robot: {robot!r}: package not found in the ament index")
+        return robot, folder / uri[1]
+    path = Path(robot).resolve()
+    if not path.is_file():
+        raise WorldError(f"--robot: file {robot!r} not found")
+    return str(path), path  # absolute: the world folder may move
+
+
 def cmd_new(ns: argparse.Namespace) -> int:
     """Write the world folder; 0 on success, 2 on bad input (nothing written)."""
-    from r2s2r_sim.world_new import NewWorldOptions, robot_reference, write_world
+    from r2s2r_sim.world_check import check_world
+    from r2s2r_sim.world_new import NewWorldOptions, write_world
 
     try:
         packages = {k: Path(v).resolve() for k, v in _pairs(ns.package, "--package").items()}
@@ -87,6 +104,11 @@ def cmd_new(ns: argparse.Namespace) -> int:
     print(f"  tool frame: {robot.get('ee_site') or robot.get('tool_frame')}")
     for note in guess.notes:
         print(f"  note: {note}")
+    # What would stop the reference policy on this world (a grip that cannot hold, a target out of reach):
+    # said now, not after a sweep of failed episodes.
+    report = check_world(Path(ns.out), None)
+    for problem in [f"error: {e}" for e in report.errors] + [f"warning: {w}" for w in report.warnings]:
+        print(f"  {problem}")
     print(f"  next: r2s2r world check {ns.out}")
     return 0
 
@@ -95,17 +117,23 @@ def cmd_check(ns: argparse.Namespace) -> int:
     """Print the world's report; 0 without errors, 2 with."""
     from r2s2r_sim.world_check import check_world
 
-    picture = Path(ns.picture) if ns.picture else (None if ns.no_picture else Path(ns.world) / "tool_frame.png")
+    picture = (
+        Path(ns.picture) if ns.picture else (None if ns.no_picture else Path(ns.world) / "tool_frame.png")
+    )
     report = check_world(Path(ns.world), picture)
     print(report.text())
     return EXIT_ERROR if report.errors else 0
 
 
 def _add_new(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--robot", required=True, help="robot file: MJCF, URDF or xacro; a path or package://PKG/PATH")
+    parser.add_argument(
+        "--robot", required=True, help="robot file: MJCF, URDF or xacro; a path or package://PKG/PATH"
+    )
     parser.add_argument("--out", default="my_world", help="world folder to write (must not hold a world)")
     parser.add_argument("--id", default="my-arm-pick-v1", help="world id")
-    parser.add_argument("--arm-joints", help="arm joints in command order, comma-separated (default: guessed)")
+    parser.add_argument(
+        "--arm-joints", help="arm joints in command order, comma-separated (default: guessed)"
+    )
     parser.add_argument("--gripper-joints", help="joints reported as the gripper, comma-separated")
     parser.add_argument("--gripper-actuator", help="the actuator the gripper command drives")
     parser.add_argument("--no-gripper", action="store_true", help="the robot has no gripper")
@@ -114,12 +142,23 @@ def _add_new(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ee-site", help="a site of the robot file to use as tool frame")
     parser.add_argument("--tool-body", help="declare the tool frame on this body instead")
     parser.add_argument("--tool-pos", metavar="X,Y,Z", help="tool frame origin in that body's frame (m)")
-    parser.add_argument("--tool-z", metavar="X,Y,Z", help="approach axis (out through the fingertips), body frame")
+    parser.add_argument(
+        "--tool-z", metavar="X,Y,Z", help="approach axis (out through the fingertips), body frame"
+    )
     parser.add_argument("--tool-y", metavar="X,Y,Z", help="finger axis (fingers close along it), body frame")
-    parser.add_argument("--home", metavar="Q1,Q2,...", help="home arm joint positions when the file has no keyframe")
-    parser.add_argument("--xacro-arg", action="append", default=[], metavar="NAME:=VALUE", help="xacro argument")
-    parser.add_argument("--package", action="append", default=[], metavar="NAME=DIR",
-                        help="folder of a package named by package:// (default: the ament index)")
+    parser.add_argument(
+        "--home", metavar="Q1,Q2,...", help="home arm joint positions when the file has no keyframe"
+    )
+    parser.add_argument(
+        "--xacro-arg", action="append", default=[], metavar="NAME:=VALUE", help="xacro argument"
+    )
+    parser.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="folder of a package named by package:// (default: the ament index)",
+    )
     parser.set_defaults(func=cmd_new)
 
 
@@ -132,8 +171,14 @@ def _add_check(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``world`` subcommand with ``new`` and ``check``."""
-    world = subparsers.add_parser("world", help="make and check world folders for your own arm",
-                                  description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    world = subparsers.add_parser(
+        "world",
+        help="make and check world folders for your own arm",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = world.add_subparsers(dest="world_command", required=True)
     _add_new(sub.add_parser("new", help="write a world folder for the table task around a robot file"))
-    _add_check(sub.add_parser("check", help="print what a world resolves to and every problem; exit 2 on errors"))
+    _add_check(
+        sub.add_parser("check", help="print what a world resolves to and every problem; exit 2 on errors")
+    )

@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.robot_source import load_robot_spec
+from r2s2r_sim.robot_source import load_robot_spec, set_armature
 from r2s2r_sim.world_config import WorldConfig
 
 _LOG = logging.getLogger("r2s2r_sim.world")
@@ -116,12 +116,11 @@ def compose_world(
         warnings.filterwarnings("ignore", message=r"(?s)Attach conflict.*nkey")
         try:
             scene_spec.attach(robot_spec, prefix=cfg.robot.prefix, frame=frame)
-            if cfg.physics.timestep is not None:
-                scene_spec.option.timestep = cfg.physics.timestep
         except ValueError as err:
             raise WorldError(
                 f"{src}: {robot_field}: composing {scene_rel} with {robot_rel} failed: {err}"
             ) from err
+        _apply_physics(cfg, scene_spec)
         if spec_editor is not None:
             spec_editor(scene_spec)
         try:
@@ -132,6 +131,21 @@ def compose_world(
                 f"{src}: {robot_field}: composing {scene_rel} with {robot_rel} failed{edited}: {err}"
             ) from err
     return scene_spec, model, robot_root_name
+
+
+def _apply_physics(cfg: WorldConfig, spec: mujoco.MjSpec) -> None:
+    """world.yaml's physics options and the robot's joint armature, over the composed spec."""
+    physics = cfg.physics
+    if physics.timestep is not None:
+        spec.option.timestep = physics.timestep
+    if physics.cone is not None:
+        spec.option.cone = getattr(mujoco.mjtCone, f"mjCONE_{physics.cone.upper()}")
+    if physics.impratio is not None:
+        spec.option.impratio = physics.impratio
+    try:
+        set_armature(spec, cfg.robot.armature, cfg.robot.prefix)
+    except WorldError as err:
+        raise WorldError(f"{cfg.source}: {err}") from None
 
 
 def _load_spec(cfg: WorldConfig, path: Path, field: str) -> mujoco.MjSpec:

@@ -32,6 +32,7 @@ WORLD_FILE = "world.yaml"
 # world.yaml is small hand-written text; anything bigger is not a world file.
 _MAX_WORLD_FILE_BYTES = 1 << 20
 
+
 class TaskType(enum.Enum):
     """Task kinds a world may declare."""
 
@@ -164,17 +165,35 @@ class TaskConfig:
         )
 
 
+# physics.cone values (MuJoCo's <option cone=...>).
+CONES = frozenset({"pyramidal", "elliptic"})
+
+
 @dataclass(frozen=True, kw_only=True)
 class PhysicsConfig:
     """Physics overrides applied after composition.
 
     Attributes:
         timestep: simulation timestep (s); ``None`` keeps the composed model's.
+        cone: friction cone, ``pyramidal`` or ``elliptic``; ``None`` keeps the composed model's.  A
+            two-finger grasp holds with the elliptic cone and a high ``impratio``, and slips out of the
+            pyramidal default under the same squeeze.
+        impratio: ratio of frictional to normal constraint impedance, >= 1; ``None`` keeps the model's.
     """
 
     timestep: float | None = None
+    cone: str | None = None
+    impratio: float | None = None
 
     def __post_init__(self) -> None:
+        if self.cone is not None:
+            _check(self.cone in CONES, "cone", f"must be one of {sorted(CONES)}, got {self.cone!r}")
+        if self.impratio is not None:
+            _check(
+                math.isfinite(self.impratio) and 1.0 <= self.impratio <= 1000.0,
+                "impratio",
+                f"must be in [1, 1000], got {self.impratio}",
+            )
         if self.timestep is not None:
             _check(
                 math.isfinite(self.timestep) and 0 < self.timestep <= 0.05,
@@ -353,7 +372,12 @@ def load_world_config(world_dir: str | Path) -> WorldConfig:
     physics = (
         PhysicsConfig()
         if physics_r is None
-        else physics_r.build(PhysicsConfig, timestep=physics_r.float_("timestep", required=False))
+        else physics_r.build(
+            PhysicsConfig,
+            timestep=physics_r.float_("timestep", required=False),
+            cone=physics_r.str_("cone", required=False),
+            impratio=physics_r.float_("impratio", required=False),
+        )
     )
     render_profiles = parse_profiles(top.sub("render_profiles", required=False))
     return top.build(

@@ -12,7 +12,9 @@ What the robot file does not say is guessed from the model and can be confirmed 
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
 The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
 and the bin are scaled to where the arm reaches tool-down, and the camera keeps its offset from them
-(:mod:`r2s2r_sim.world_layout`).
+(:mod:`r2s2r_sim.world_layout`).  The grasp is fitted to the arm where its file falls short: armature on
+servos that would limit-cycle, the elliptic friction cone, a vendor tool site moved back to grasp depth
+(:mod:`r2s2r_sim.grasp_fit`).
 """
 
 from __future__ import annotations
@@ -31,25 +33,27 @@ import numpy as np
 import yaml
 
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.grasp_fit import GRASP_IMPRATIO, site_to_grasp_depth, stable_armature, subtree, tip_depth
 from r2s2r_sim.kinematics import KinematicArm
 from r2s2r_sim.robot_source import (
     ServoConfig,
     ToolFrameConfig,
     is_urdf,
     load_robot_spec,
-    resolve_package,
-    split_package_uri,
 )
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
 from r2s2r_sim.worlds import WORLDS
 
-__all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "robot_reference", "write_world"]
+__all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "write_world"]
 
 _GRIPPER_RE = re.compile(r"finger|jaw|gripper|knuckle|claw|thumb|hand", re.IGNORECASE)
 _TCP_SITE_RE = re.compile(r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|attachment", re.IGNORECASE)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 _BUNDLED = WORLDS["tabletop-pick-v1"]
+_BUNDLED_PHYSICS: dict[str, Any] = yaml.safe_load((_BUNDLED / "world.yaml").read_text(encoding="utf-8"))[
+    "physics"
+]
 # The bundled scene's table top, camera and cube region centre (m): the template the scene is placed from.
 _TABLE_Z = 0.75
 _CAMERA_POS = (1.2, 0.1, 1.35)
@@ -105,6 +109,7 @@ class GuessedRobot:
     robot: dict[str, Any]
     reach: float
     notes: tuple[str, ...]
+    physics: dict[str, Any] = field(default_factory=dict)
 
 
 def _joint_ids(model: mujoco.MjModel, names: Sequence[str], what: str) -> list[int]:
@@ -131,14 +136,6 @@ def _actuator_joints(model: mujoco.MjModel, act: int) -> list[int]:
             if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)
         ]
     return []
-
-
-def _subtree(model: mujoco.MjModel, body: int) -> set[int]:
-    out = {body}
-    for b in range(body + 1, model.nbody):
-        if int(model.body_parentid[b]) in out:
-            out.add(b)
-    return out
 
 
 def _geom_centres(model: mujoco.MjModel, data: mujoco.MjData, bodies: set[int]) -> np.ndarray:
@@ -244,14 +241,25 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     wrist = data.xanchor[arm[-1]].copy()
     finger_bodies: set[int] = set()
     for j in grip_joints:
-        finger_bodies |= _subtree(model, int(model.jnt_bodyid[j]))
+        finger_bodies |= subtree(model, int(model.jnt_bodyid[j]))
 
     # tool frame
     site = _tool_site(model, opts, notes)
     if site is not None:
-        robot["ee_site"] = site
         sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)
         tool_pos, tool_z = data.site_xpos[sid].copy(), data.site_xmat[sid].reshape(3, 3)[:, 2].copy()
+        moved = None
+        if opts.ee_site is None:  # a site the user named is taken as it is
+            moved = site_to_grasp_depth(model, data, sid, finger_bodies, grip_act, _CUBE_HALF)
+        if moved is None:
+            robot["ee_site"] = site
+        else:
+            robot["tool_frame"], shift = moved
+            tool_pos = tool_pos + shift * tool_z
+            notes.append(
+                f"tool frame: the site {site!r} moved {-shift * 1000:.0f} mm back along its approach axis, "
+                f"so the fingertips reach {tip_depth(_CUBE_HALF) * 1000:.0f} mm past it"
+            )
     else:
         frame = _tool_frame(model, data, opts, arm, grip_joints, finger_bodies, last_body, wrist)
         robot["tool_frame"] = frame
@@ -265,13 +273,28 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     elif not opts.no_gripper:
         notes.append("no gripper found (no actuator on a finger/jaw/gripper joint); the world has none")
 
+    armature = stable_armature(model, data, arm, float(_BUNDLED_PHYSICS.get("timestep", model.opt.timestep)))
+    if armature:
+        robot["armature"] = armature
+        notes.append(
+            "armature added where a servo's damping is stiff for its joint's inertia (kv*dt > 2 * inertia; "
+            f"such a servo limit-cycles at its force limit): {armature}"
+        )
+    physics: dict[str, Any] = {}
+    if "gripper" in robot and int(model.opt.cone) != int(mujoco.mjtCone.mjCONE_ELLIPTIC):
+        physics = {"cone": "elliptic", "impratio": max(float(model.opt.impratio), GRASP_IMPRATIO)}
+        notes.append(
+            f"physics: elliptic friction cone, impratio {physics['impratio']:g} (the robot file keeps "
+            "MuJoCo's pyramidal default, under which a squeezed object slides out of the fingers)"
+        )
+
     anchors = [data.xanchor[j] for j in arm] + [tool_pos]
     base = data.xpos[int(model.jnt_bodyid[arm[0]])]
     reach = float(
         np.linalg.norm(anchors[0] - base)
         + sum(np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True))
     )
-    return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes))
+    return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes), physics=physics)
 
 
 def opts_key(opts: NewWorldOptions) -> str:
@@ -471,8 +494,16 @@ def _scene(out: Path, scene: SceneLayout) -> dict[str, Any]:
     }
 
 
-def _write(out: Path, opts: NewWorldOptions, robot: dict[str, Any], scene: SceneLayout, comment: str) -> Path:
+def _write(
+    out: Path,
+    opts: NewWorldOptions,
+    robot: dict[str, Any],
+    scene: SceneLayout,
+    comment: str,
+    physics: Mapping[str, Any],
+) -> Path:
     rest = _scene(out, scene)
+    rest["physics"] = {**rest["physics"], **physics}
     world = {"id": opts.world_id, "scene": "scene.xml", "robot": robot, **rest}
     header = (
         f"# {opts.world_id}: the table task (pick the cube, place it in the bin) with the robot "
@@ -495,7 +526,7 @@ def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
     """Turn and scale for the arm, from a probe world: the arm unturned on the table, the bundled scene."""
     with tempfile.TemporaryDirectory(prefix="r2s2r-world-new-") as tmp:
         probe_dir = Path(tmp)
-        _write(probe_dir, opts, guess.robot, BUNDLED_LAYOUT, "")
+        _write(probe_dir, opts, guess.robot, BUNDLED_LAYOUT, "", guess.physics)
         world = SimWorld(probe_dir)
         world.reset(0)
         home = world.joint_state()[0][: len(world.arm_joint_names)].copy()
@@ -557,7 +588,7 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
         f"(reach {guess.reach:.2f} m).\n"
     )
     out.mkdir(parents=True, exist_ok=True)
-    path = _write(out, opts, robot, layout.scene, comment)
+    path = _write(out, opts, robot, layout.scene, comment, guess.physics)
     start = _start_pose(out, layout)
     if start is not None:
         key = robot.pop("home_keyframe", None)
@@ -567,19 +598,5 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
         robot = dict(items[:at] + [("home_qpos", [round(float(v), 6) for v in start])] + items[at:])
         was = f"keyframe {key!r}" if key else "home"
         notes.append(f"start pose: the {was} with the first joint turned, so the camera sees the workspace")
-        path = _write(out, opts, robot, layout.scene, comment)
-    return path, GuessedRobot(robot=robot, reach=guess.reach, notes=tuple(notes))
-
-
-def robot_reference(robot: str) -> tuple[str, Path]:
-    """The robot as world.yaml names it (``package://`` kept, a path made absolute), and on disk."""
-    if robot.startswith("package://"):
-        uri = split_package_uri(robot)
-        folder = None if uri is None else resolve_package(uri[0], {})
-        if uri is None or folder is None:
-            raise WorldError(f"--robot: {robot!r}: package not found in the ament index")
-        return robot, folder / uri[1]
-    path = Path(robot).resolve()
-    if not path.is_file():
-        raise WorldError(f"--robot: file {robot!r} not found")
-    return str(path), path  # absolute: the world folder may move
+        path = _write(out, opts, robot, layout.scene, comment, guess.physics)
+    return path, GuessedRobot(robot=robot, reach=guess.reach, notes=tuple(notes), physics=guess.physics)

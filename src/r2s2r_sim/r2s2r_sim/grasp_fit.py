@@ -1,0 +1,223 @@
+"""What a two-finger grasp needs from a world: stable servos, a grasping friction cone, a deep tool frame.
+
+``r2s2r world new`` writes these into a new world (``robot.armature``, ``physics.cone``/``impratio``, a
+``robot.tool_frame`` moved from the robot file's site); ``r2s2r world check`` warns where a world lacks them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import mujoco
+import numpy as np
+
+__all__ = [
+    "GRASP_IMPRATIO",
+    "HOLD_LOADS_G",
+    "STABLE_DAMPING_RATIO",
+    "extent_along",
+    "grip_hold",
+    "site_to_grasp_depth",
+    "stable_armature",
+    "subtree",
+    "tip_depth",
+]
+
+# Fingertips reach half the object less this (m) past the tool centre when it is at the object's centre:
+# 5 mm above the table (the reference policy's grasp_offset_m = 0).  A robot file's own tool site more
+# than _TIP_TOLERANCE short of that (one at the fingertips, as vendors place it) is moved back along its
+# approach axis, or the fingers close on the cube's top edge only and it slips out on the lift.
+_TIP_CLEARANCE = 0.005
+_TIP_TOLERANCE = 0.005
+# A grasp holds with the elliptic friction cone and this impratio (what the bundled arm's and the SO-ARM100's
+# files set); MuJoCo's pyramidal default lets a squeezed cube slide out of the fingers.
+GRASP_IMPRATIO = 10.0
+# Loads (multiples of g) of the squeeze test: the object's weight, and the reference policy's carrying
+# accelerations on top of it with margin.  It has slipped when it moved this far (m) in the tool frame.
+HOLD_LOADS_G = (1.0, 2.0, 3.0)
+_HOLD_SLIP_M = 0.01
+# Explicit damping is stable below this kv * dt / inertia.
+STABLE_DAMPING_RATIO = 2.0
+
+
+def subtree(model: mujoco.MjModel, body: int) -> set[int]:
+    """``body`` and every body below it (bodies are numbered parents first)."""
+    out = {body}
+    for b in range(body + 1, model.nbody):
+        if int(model.body_parentid[b]) in out:
+            out.add(b)
+    return out
+
+
+def tip_depth(object_half: float) -> float:
+    """How far (m) the fingertips should reach past the tool centre: half the object less the clearance."""
+    return object_half - _TIP_CLEARANCE
+
+
+def stable_armature(
+    model: mujoco.MjModel, data: mujoco.MjData, arm: list[int], dt: float
+) -> dict[str, float]:
+    """Armature for each arm servo whose ``kv * dt`` passes twice its joint's inertia at home.
+
+    Damping integrated explicitly is stable while ``kv * dt / inertia < 2``.  A servo past that (a light
+    last wrist behind a stiff servo: kv 80 N·m·s/rad on 0.001 kg·m²) is stable only while MuJoCo integrates
+    its damping implicitly; once its force range clips the force it turns into a bang-bang limit cycle.  The
+    armature brings the ratio to 1; geared arms have rotor inertia of this order (the bundled arm models
+    0.05-0.1 kg·m²).  Returns ``{joint name: armature}`` (kg·m² or kg) for those joints only (servos
+    without a force range never clip and are left alone).
+    """
+    mujoco.mj_forward(model, data)
+    inertia = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, inertia)
+    out: dict[str, float] = {}
+    for act in range(model.nu):
+        if int(model.actuator_trntype[act]) != int(mujoco.mjtTrn.mjTRN_JOINT):
+            continue
+        joint = int(model.actuator_trnid[act, 0])
+        if joint not in arm or int(model.actuator_biastype[act]) != int(mujoco.mjtBias.mjBIAS_AFFINE):
+            continue
+        if not model.actuator_forcelimited[act]:  # never clipped: its damping stays implicit
+            continue
+        dof = int(model.jnt_dofadr[joint])
+        kv = -float(model.actuator_biasprm[act, 2])
+        need = kv * dt - float(inertia[dof, dof])
+        if kv * dt > STABLE_DAMPING_RATIO * float(inertia[dof, dof]):
+            out[model.joint(joint).name] = round(float(model.dof_armature[dof]) + need, 4)
+    return out
+
+
+def site_to_grasp_depth(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    site: int,
+    finger_bodies: set[int],
+    grip_act: int,
+    object_half: float,
+) -> tuple[dict[str, Any], float] | None:
+    """A tool frame on the site's body, moved back so the fingertips reach :func:`tip_depth` past it.
+
+    The fingertips' reach is the farthest any finger collision geom extends along the approach axis with
+    the gripper driven to either end of its control range (linkage fingers swing forward as they close;
+    their passive joints follow only through the simulated equality constraints, so the gripper is
+    stepped there, without gravity, from the pose in ``data``).  None when the site is close enough.
+    """
+    geoms = [
+        g
+        for g in range(model.ngeom)
+        if int(model.geom_bodyid[g]) in finger_bodies and (model.geom_contype[g] or model.geom_conaffinity[g])
+    ]
+    if not geoms or grip_act < 0:
+        return None
+    gravity = model.opt.gravity.copy()
+    model.opt.gravity[:] = 0.0
+    sim = mujoco.MjData(model)
+    reach = -math.inf
+    lo, hi = model.actuator_ctrlrange[grip_act] if model.actuator_ctrllimited[grip_act] else (-1.0, 1.0)
+    try:
+        for ctrl in (lo, hi):
+            sim.qpos[:], sim.qvel[:] = data.qpos, 0.0
+            sim.ctrl[:] = data.ctrl
+            sim.ctrl[grip_act] = ctrl
+            for _ in range(int(1.0 / model.opt.timestep)):
+                mujoco.mj_step(model, sim)
+            pos, z = sim.site_xpos[site], sim.site_xmat[site].reshape(3, 3)[:, 2]
+            reach = max(reach, *(extent_along(model, sim, g, pos, z) for g in geoms))
+    finally:
+        model.opt.gravity[:] = gravity
+    shift = reach - tip_depth(object_half)
+    if shift >= -_TIP_TOLERANCE:
+        return None
+    body = int(model.site_bodyid[site])
+    rot, origin = data.xmat[body].reshape(3, 3), data.xpos[body]
+    site_rot = data.site_xmat[site].reshape(3, 3)
+    frame = {
+        "name": "tool_frame",
+        "body": model.body(body).name,
+        "pos": rot.T @ (data.site_xpos[site] + shift * site_rot[:, 2] - origin),
+        "z_axis": rot.T @ site_rot[:, 2],
+        "y_axis": rot.T @ site_rot[:, 1],
+    }
+    out = {k: v if isinstance(v, str) else [round(float(x), 6) for x in v] for k, v in frame.items()}
+    return out, shift
+
+
+def extent_along(
+    model: mujoco.MjModel, data: mujoco.MjData, geom: int, origin: np.ndarray, axis: np.ndarray
+) -> float:
+    """How far geom ``geom`` extends along ``axis`` from ``origin`` (mesh vertices, else its bounding box)."""
+    rot, centre = data.geom_xmat[geom].reshape(3, 3), data.geom_xpos[geom]
+    mesh = int(model.geom_dataid[geom])
+    if int(model.geom_type[geom]) == int(mujoco.mjtGeom.mjGEOM_MESH) and mesh >= 0:
+        adr, num = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
+        points = centre + model.mesh_vert[adr : adr + num] @ rot.T
+    else:
+        half = model.geom_aabb[geom, 3:]
+        corners = np.array([[a, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]) * half
+        points = centre + (model.geom_aabb[geom, :3] + corners) @ rot.T
+    return float(((points - origin) @ axis).max())
+
+
+def grip_hold(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    *,
+    object_body: int,
+    site: int,
+    grip_act: int,
+    ctrl: tuple[float, float],
+    loads: tuple[float, ...] = HOLD_LOADS_G,
+) -> float:
+    """The largest load (multiple of g, from ``loads``) under which the closed gripper holds the object.
+
+    A squeeze test on a copy of ``data``: without gravity the gripper opens (``ctrl[0]``), the object is
+    put at the tool frame with its axes, the gripper closes (``ctrl[1]``), then gravity times the load pulls
+    the object along the approach axis (a tool-down carry) for a second.  It holds when it moves less than
+    ``_HOLD_SLIP_M`` in the tool frame.  This is the squeeze force, the friction and the tool frame's depth
+    together, as a grasp meets them.  0 when even 1 g pulls it out (or ``loads`` is empty).
+    """
+    free = [
+        j
+        for j in range(model.njnt)
+        if int(model.jnt_bodyid[j]) == object_body
+        and int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)
+    ]
+    if not free:
+        return 0.0
+    qadr, vadr = int(model.jnt_qposadr[free[0]]), int(model.jnt_dofadr[free[0]])
+    gravity = model.opt.gravity.copy()
+    steps = int(round(1.0 / model.opt.timestep))
+    held = 0.0
+    try:
+        for load in loads:
+            sim = mujoco.MjData(model)
+            mujoco.mj_copyData(sim, model, data)
+            model.opt.gravity[:] = 0.0
+            sim.ctrl[grip_act] = ctrl[0]
+            for _ in range(steps // 2):
+                mujoco.mj_step(model, sim)
+            rot = sim.site_xmat[site].reshape(3, 3).copy()
+            quat = np.empty(4)
+            mujoco.mju_mat2Quat(quat, rot.reshape(9))
+            sim.qpos[qadr : qadr + 3] = sim.site_xpos[site]
+            sim.qpos[qadr + 3 : qadr + 7] = quat
+            sim.qvel[vadr : vadr + 6] = 0.0
+            sim.ctrl[grip_act] = ctrl[1]
+            for _ in range(steps):
+                mujoco.mj_step(model, sim)
+            start = _in_tool(sim, object_body, site)
+            model.opt.gravity[:] = (
+                load * float(np.linalg.norm(gravity)) * sim.site_xmat[site].reshape(3, 3)[:, 2]
+            )
+            for _ in range(steps):
+                mujoco.mj_step(model, sim)
+            if float(np.linalg.norm(_in_tool(sim, object_body, site) - start)) >= _HOLD_SLIP_M:
+                break
+            held = load
+    finally:
+        model.opt.gravity[:] = gravity
+    return held
+
+
+def _in_tool(data: mujoco.MjData, body: int, site: int) -> np.ndarray:
+    return data.site_xmat[site].reshape(3, 3).T @ (data.xpos[body] - data.site_xpos[site])

@@ -1,0 +1,129 @@
+"""`r2s2r world new` writes a world whose grasp holds on any arm; `r2s2r world check` says why one does not.
+
+The xArm7's robot file keeps MuJoCo's pyramidal friction cone, puts its tool site at the fingertips and
+drives a 0.001 kg·m² last wrist with kv 80: a world made from it as the file stands fails every episode of
+the reference policy.  The worlds are made by the command in each test, never committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from pathlib import Path
+
+import mujoco
+import pytest
+import yaml
+from conftest import SHARED_ROBOTS, edit_yaml
+from r2s2r_eval.policies.reference.policy import ReferencePolicy
+from r2s2r_eval.runner import EpisodeRunner
+from r2s2r_sim.cli import main as r2s2r
+from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_check import check_world
+
+needs_robots = pytest.mark.skipif(
+    not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"
+)
+
+
+def test_physics_cone_and_armature_reach_the_model(world_copy: Path) -> None:
+    def edit(data: dict) -> None:  # type: ignore[type-arg]
+        data["physics"].update(cone="pyramidal", impratio=3.0)
+        data["robot"]["armature"] = {"elbow": 0.25}
+
+    edit_yaml(world_copy, edit)
+    world = SimWorld(world_copy)
+    model = world.model
+    assert int(model.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+    assert model.opt.impratio == pytest.approx(3.0)
+    assert model.dof_armature[model.jnt_dofadr[model.joint("elbow").id]] == pytest.approx(0.25)
+
+
+def test_the_bundled_world_passes_the_grip_checks() -> None:
+    from r2s2r_sim.worlds import WORLDS
+
+    report = check_world(WORLDS["tabletop-pick-v1"])
+    assert not report.errors and not report.warnings, report.text()
+    assert "it holds 3 g" in report.text()
+
+
+@pytest.fixture(scope="module")
+def xarm7(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    if not SHARED_ROBOTS.is_dir():
+        pytest.skip(f"conformance robots not found at {SHARED_ROBOTS}")
+    out = tmp_path_factory.mktemp("xarm7") / "world"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        robot = SHARED_ROBOTS / "ufactory_xarm7" / "xarm7.xml"
+        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    return out, printed.getvalue()
+
+
+@needs_robots
+def test_world_new_fits_the_grasp_to_the_xarm7(xarm7: tuple[Path, str]) -> None:
+    out, printed = xarm7
+    data = yaml.safe_load((out / "world.yaml").read_text())
+    robot = data["robot"]
+    # the wrist servos whose kv * dt passes twice their inertia (joint7: 80 * 0.002 on 0.001 kg·m²)
+    assert set(robot["armature"]) == {"joint5", "joint6", "joint7"}
+    assert robot["armature"]["joint7"] == pytest.approx(80 * 0.002 - 0.001, abs=0.005)
+    assert data["physics"]["cone"] == "elliptic" and data["physics"]["impratio"] >= 10
+    # link_tcp sits at the fingertips: the tool frame is the site moved back along its approach axis
+    assert "ee_site" not in robot
+    frame = robot["tool_frame"]
+    assert frame["body"] == "xarm_gripper_base_link" and frame["z_axis"] == pytest.approx([0, 0, 1], abs=1e-6)
+    assert 0.172 - frame["pos"][2] == pytest.approx(0.013, abs=0.004)
+    assert "moved 13 mm back" in printed and "warning" not in printed
+    report = check_world(out)
+    assert not report.errors and not report.warnings, report.text()
+    assert "it holds 3 g" in report.text()
+
+
+@needs_robots
+def test_world_check_says_why_the_xarm7_file_as_it_stands_fails(
+    xarm7: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The world as the robot file stands (what `world new` wrote before): every cause is named."""
+    out = shutil.copytree(xarm7[0], tmp_path / "as_filed")
+
+    def as_filed(data: dict) -> None:  # type: ignore[type-arg]
+        robot = data["robot"]
+        del robot["armature"], robot["tool_frame"]
+        robot["ee_site"] = "link_tcp"
+        data["physics"] = {"timestep": data["physics"]["timestep"]}
+
+    edit_yaml(out, as_filed)
+    report = check_world(out)
+    text = report.text()
+    assert not report.errors, text
+    assert "slip out under its own weight" in text
+    assert "physics.cone: pyramidal" in text
+    assert "fingertips reach 2 mm past the tool frame, 15 mm expected" in text
+    assert sorted(w.split("'")[1] for w in report.warnings if w.startswith("robot.armature")) == [
+        "joint5",
+        "joint6",
+        "joint7",
+    ]
+    assert r2s2r(["world", "check", str(out), "--no-picture"]) == 0  # warnings, not errors
+
+
+@needs_robots
+def test_world_check_warns_when_the_object_is_too_heavy_to_hold(
+    xarm7: tuple[Path, str], tmp_path: Path
+) -> None:
+    scene = shutil.copytree(xarm7[0], tmp_path / "heavy") / "scene.xml"
+    scene.write_text(scene.read_text().replace('mass="0.08"', 'mass="40"'))
+    text = check_world(scene.parent).text()
+    assert "'cube' (40 kg)" in text and "slip out under its own weight" in text
+
+
+@needs_robots
+def test_reference_policy_picks_and_places_on_the_xarm7(xarm7: tuple[Path, str]) -> None:
+    results = []
+    with EpisodeRunner(xarm7[0], render_profile="fast") as runner:
+        for seed in range(4):
+            results.append(runner.run(ReferencePolicy(), seed, camera_rate_hz=1.0))
+    reasons = [r.reason for r in results]
+    # 20 of 20 seeds succeed (README "Bring your own arm"); the world as the robot file stands, 0 of 20.
+    assert sum(r.success for r in results) >= 3, reasons
