@@ -19,6 +19,7 @@ import numpy as np
 from mujoco import sysid
 
 from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.fit_uncertainty import after_effort_correction, standard_errors
 from r2s2r_capture.sysid_recording import (
     MAX_SAMPLES,
     ExcitationConfig,
@@ -93,9 +94,7 @@ class SysidConfig:
         """Validate kinds and ranges (errors name the field)."""
         bad = [k for k in self.kinds if k not in PARAM_KINDS + EXTRA_KINDS]
         if bad:
-            raise IdentificationError(
-                f"sysid kinds {bad} unknown; valid: {list(PARAM_KINDS + EXTRA_KINDS)}"
-            )
+            raise IdentificationError(f"sysid kinds {bad} unknown; valid: {list(PARAM_KINDS + EXTRA_KINDS)}")
         if not self.kinds and not self.fit_delay:
             raise IdentificationError("sysid has nothing to fit: kinds is empty and fit_delay is false")
         lo, hi = self.scale_range
@@ -423,7 +422,6 @@ def _check_excited(rec: JointRecording, cfg: SysidConfig) -> None:
         )
 
 
-
 def identify(
     model_path: str | Path, recording: JointRecording, config: SysidConfig | None = None
 ) -> IdentificationResult:
@@ -433,7 +431,8 @@ def identify(
     (scale of the gains, armature and friction loss; split of viscous friction between kv and damping).
 
     The first ``1 - validation_fraction`` of the recording is fitted; the rest is held out, simulated from
-    its own measured initial state, and reported as validation error before and after.
+    its own measured initial state, and reported as validation error before and after.  Each parameter
+    gets a standard error from the fit's residuals (:mod:`r2s2r_capture.fit_uncertainty`).
 
     Args:
         model_path: MJCF of the arm (or of a world holding it) with position-servo actuators.
@@ -480,6 +479,7 @@ def identify(
             x_scale=_x_scale(params, cfg),
             output=log,
         )
+    std, tau = standard_errors(train_fn, fitted, opt_result.jac)
     corrections: dict[str, tuple[float, float]] = {}
     if cfg.use_effort and recording.effort is not None:
         fitted_model = sysid.model_modifier.apply_param_modifiers(fitted, spec)
@@ -509,6 +509,8 @@ def identify(
         n_val=n_val,
         wall_s=wall,
         effort_corrections=corrections,
+        std=after_effort_correction(std, corrections, list(fitted.keys())),
+        residual_autocorrelation_time=tau,
         _spec=spec,
         _ctx={
             "params": params,
@@ -565,5 +567,3 @@ def simulate_recording(
             step += 1
         q[i], qd[i], effort[i] = data.qpos[qadr], data.qvel[vadr], data.qfrc_actuator[vadr]
     return JointRecording(t, rec0.q_cmd, q, qd, tuple(joint_names), effort)
-
-
