@@ -34,6 +34,7 @@ from r2s2r_sim.variations.engine import (
     sample_sweep,
     sample_variation,
     sweep_variation,
+    with_world_axes,
 )
 
 __all__ = [
@@ -51,4 +52,5 @@ __all__ = [
     "sample_sweep",
     "sample_variation",
     "sweep_variation",
+    "with_world_axes",
 ]
