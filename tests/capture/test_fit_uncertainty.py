@@ -31,10 +31,8 @@ def _truth_model() -> mujoco.MjModel:
 
 @pytest.fixture(scope="module")
 def clean() -> S.JointRecording:
-    nominal = mujoco.MjModel.from_xml_path(str(ARM))
-    home = np.array([nominal.key_qpos[0][nominal.jnt_qposadr[nominal.joint(n).id]] for n in ALL])
     cfg = S.ExcitationConfig(duration_s=3.0, base_freq_hz=0.5, max_velocity=1.5, ramp_s=0.3)
-    t, q_cmd = S.excitation_trajectory(nominal, ALL, cfg, seed=3, center=home)
+    t, q_cmd = S.excitation_trajectory(mujoco.MjModel.from_xml_path(str(ARM)), ALL, cfg, seed=3)
     return S.simulate_recording(_truth_model(), t, q_cmd, ALL)
 
 
