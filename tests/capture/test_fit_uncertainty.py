@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -82,3 +83,18 @@ def test_errors_follow_the_effort_correction() -> None:
         "wrist_1/damping": math.inf,
         "command_delay_s": 1e-3,
     }
+
+
+def test_efforts_narrow_what_positions_cannot_see(clean: S.JointRecording) -> None:
+    # A wrist's motion barely changes when all its parameters scale together; its efforts do.
+    cfg = S.SysidConfig(
+        joints=("wrist_1",), kinds=("armature", "kp"), fit_delay=False, max_iters=8, n_threads=1
+    )
+    noisy = _noisy(clean, 1e-4, seed=1)
+    rng = np.random.default_rng(2)
+    assert clean.effort is not None
+    with_effort = dataclasses.replace(noisy, effort=clean.effort + rng.normal(0.0, 0.05, clean.effort.shape))
+    positions_only = S.identify(ARM, noisy, cfg)
+    both = S.identify(ARM, with_effort, cfg)
+    print("\n" + positions_only.summary() + "\n" + both.summary())
+    assert both.std["wrist_1/kp"] < 0.5 * positions_only.std["wrist_1/kp"]
