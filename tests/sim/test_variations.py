@@ -347,7 +347,8 @@ def test_default_config_equals_the_yaml_defaults() -> None:
 
 
 def test_robot_state_defaults_to_the_world_arm_joints() -> None:
-    assert CONFIG.robot_state.joints == ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+    arm = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+    assert CONFIG.robot_state.joints == arm
     offsets = initial_state_offsets(sample_variation(CONFIG.only("robot_state"), 3))
     assert set(offsets) == set(CONFIG.robot_state.joints)
     assert all(abs(v) <= 0.1 for v in offsets.values()) and len(set(offsets.values())) == 6

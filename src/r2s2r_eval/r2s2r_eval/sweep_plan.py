@@ -318,4 +318,3 @@ def plan_sweep(
                     )
                 )
     return tasks
-
