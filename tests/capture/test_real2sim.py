@@ -21,6 +21,12 @@ from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_capture.resim import resim  # noqa: E402
 from r2s2r_capture.sysid_recording import ExcitationConfig  # noqa: E402
 from r2s2r_sim.hardware_profile import load_hardware_profile  # noqa: E402
+from r2s2r_sim.variations import (  # noqa: E402
+    for_world,
+    load_variation_config,
+    make_world,
+    sample_variation,
+)
 from r2s2r_sim.world import SimWorld  # noqa: E402
 
 from r2s2r_capture import bench_real2sim as B  # noqa: E402
@@ -92,8 +98,29 @@ def _check(run: dict) -> None:
         "identification/sysid.yaml",
         "real2sim.yaml",
         "robot/arm6.xml",
+        "variations.yaml",
     ):
         assert (run["result"].world_dir / rel).is_file(), rel
+    _check_world_variations(run)
+
+
+def _check_world_variations(run: dict) -> None:
+    """The world's variation defaults: every identified parameter over a range around its fit, seeded."""
+    world_dir = run["result"].world_dir
+    cfg = for_world(load_variation_config(world_dir / "variations.yaml"), world_dir)
+    assert cfg.enabled_axes() == ("physics", "camera", "dynamics")
+    fitted, std = run["result"].sysid["fitted"], run["result"].sysid["std"]
+    ranges = {p.name: p.range for p in cfg.dynamics.parameters}
+    assert set(ranges) == set(fitted)
+    for name, (lo, hi) in ranges.items():
+        assert lo <= fitted[name] <= hi, (name, lo, fitted[name], hi)
+        assert hi > lo, name  # nothing is known exactly
+        if std[name] is not None:
+            assert hi - lo <= 2 * 1.96 * std[name] * (1 + 1e-9), (name, lo, hi, std[name])
+    assert 0 < cfg.camera.position_jitter < 0.005 and 0 < cfg.camera.rotation_jitter < 0.01
+    a, again, b = (sample_variation(cfg, s) for s in (4, 4, 5))
+    assert make_world(world_dir, a).world_hash == make_world(world_dir, again).world_hash
+    assert make_world(world_dir, a).world_hash != make_world(world_dir, b).world_hash
 
 
 def test_ideal_profile_within_targets(default_run: dict) -> None:

@@ -5,17 +5,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from r2s2r_eval.closed_loop import ClosedLoopConfig, operator_variations, run_closed_loop
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyParams
 from r2s2r_eval.results import ResultsStore
 from r2s2r_eval.runner import EpisodeRunner
 from r2s2r_eval.sweep_plan import PolicySpec
 from r2s2r_sim.emulated_cell import EmulatedCell, check_operator_config
-from r2s2r_sim.variations import VariationError, load_variation_config, sweep_variation
+from r2s2r_sim.variations import (
+    VariationError,
+    load_variation_config,
+    make_world,
+    sweep_variation,
+    with_world_axes,
+)
 from r2s2r_sim.worlds import WORLDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,6 +116,48 @@ def test_reference_policy_succeeds_on_the_emulated_hardware() -> None:
     assert result.reason == "success" and result.duration_s < cell.timeout_s
 
 
+# What `r2s2r real2sim` writes into a reconstructed world (r2s2r_capture.world_variations), by hand.
+WORLD_AXES = {
+    "appearance": {"enabled": False},
+    "objects": {"enabled": False},
+    "clutter": {"enabled": False},
+    "robot_state": {"enabled": False},
+    "physics": {"friction_geoms": ["cube_geom"], "damping_scale": [1.0, 1.0], "gain_scale": [1.0, 1.0]},
+    "camera": {"position_jitter": 0.002, "rotation_jitter": 0.002, "fovy_jitter": 0.1},
+    "dynamics": {
+        "enabled": True,
+        "parameters": [
+            {"name": "shoulder_pan/kp", "range": [350.0, 450.0]},
+            {"name": "command_delay_s", "range": [0.005, 0.015]},
+        ],
+    },
+}
+
+
+def test_reconstructed_sim_side_draws_the_world_over_its_own_variations(tmp_path: Path) -> None:
+    world = tmp_path / "world"
+    shutil.copytree(WORLDS[WORLD], world)
+    operator = operator_variations(VARIATIONS)
+    with pytest.raises(VariationError, match=r"variations\.yaml: no such file.*real2sim"):
+        (world / "variations.yaml").unlink(missing_ok=True)
+        with_world_axes(operator, world)
+    (world / "variations.yaml").write_text(yaml.safe_dump(WORLD_AXES), encoding="utf-8")
+    cfg = with_world_axes(operator, world)
+    assert cfg.enabled_axes() == ("appearance", "objects", "clutter", "physics", "camera", "dynamics")
+    # Sobol side: a sweep point gives the same world twice; two points differ, also in the world's axes.
+    a, again, b = (sweep_variation(cfg, seed=0, index=i) for i in (3, 3, 4))
+    assert make_world(world, a).world_hash == make_world(world, again).world_hash
+    assert make_world(world, a).world_hash != make_world(world, b).world_hash
+    assert a.axis_params("dynamics") != b.axis_params("dynamics")
+    varied = make_world(world, a)
+    assert varied.command_delay_s == pytest.approx(a.axis_params("dynamics")["command_delay_s"])
+    # Paired side: the real side's seed draws the operator's very variation, plus the world's axes.
+    real = sweep_variation(operator, seed=1, index=2, method="random")
+    paired = sweep_variation(cfg, seed=1, index=2, method="random")
+    assert {k: paired.params[k] for k in real.params} == real.params
+    assert paired.axis_params("dynamics") and paired.axis_params("physics")
+
+
 @pytest.mark.timeout(900)  # capture, identification and three pools: ~2-4 min on 2 shared cores
 def test_closed_loop_end_to_end(tmp_path: Path) -> None:
     cfg = ClosedLoopConfig(
@@ -146,6 +196,11 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
             reasons = {r.reason for r in s.rows()}
         errors = {r for r in reasons if r.startswith(("variation_error", "episode_error"))}
         assert not errors, (store, reasons)
+    # The reconstructed world's sides drew its identified dynamics too; the others did not.
+    for store, randomised in (("sim_reconstructed", True), ("paired_reconstructed", True), ("real", False)):
+        with ResultsStore(out / "work" / f"{store}.sqlite") as s:
+            drawn = ['"dynamics.' in json.dumps(r.variation) for r in s.rows()]
+        assert drawn and all(d == randomised for d in drawn), store
     # A store may hold an earlier run's episodes (other settings): only this plan's are compared.
     with ResultsStore(out / "work" / "real.sqlite") as store:
         first = next(store.rows())

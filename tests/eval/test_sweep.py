@@ -6,6 +6,8 @@ Episodes are cut to a few control steps (``max_steps``) so the whole file runs i
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -130,7 +132,9 @@ def test_plan_keys_are_deterministic_and_distinct(variations) -> None:
     assert episode_key(**key) != episode_key(**{**key, "render_profile": "fast"})
     assert episode_key(**key) != episode_key(**{**key, "policy_images": False})
     fast = plan_sweep(
-        dataclasses.replace(cfg, render_profile="fast"), world_dir=world_path(WORLD), world_id=WORLD,
+        dataclasses.replace(cfg, render_profile="fast"),
+        world_dir=world_path(WORLD),
+        world_id=WORLD,
         world_hash="h",
     )
     assert fast[0].render_profile == "fast" and not {t.key for t in plan} & {t.key for t in fast}
@@ -380,3 +384,18 @@ def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
     assert row.world_hash == SimWorld(world_path(WORLD)).world_hash  # the base world's, as in sim
     assert row.variation["profile_sha256"] == load_hardware_profile(profile).sha256
     assert row.reason == "not_achieved (max_steps)", row.reason  # the judge, not the sim task, decided
+
+
+def test_an_axis_left_off_at_its_defaults_does_not_change_episode_keys() -> None:
+    from r2s2r_eval.sweep_plan import variations_digest
+    from r2s2r_sim.variations.config import DynamicsVariationConfig, ParameterRange, VariationConfig
+
+    base = VariationConfig()
+    payload = dataclasses.asdict(base)
+    del payload["dynamics"]  # the config as it reads without the dynamics axis
+    without = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    assert variations_digest(base) == without
+    used = DynamicsVariationConfig(enabled=True, parameters=(ParameterRange(name="elbow/kp", range=(1, 2)),))
+    assert variations_digest(dataclasses.replace(base, dynamics=used)) != without
+    off_but_set = dataclasses.replace(used, enabled=False)
+    assert variations_digest(dataclasses.replace(base, dynamics=off_but_set)) != without

@@ -11,6 +11,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
+import yaml
 from conftest import BUNDLED, REPO
 from r2s2r_sim.variations import (
     AXES,
@@ -26,7 +27,13 @@ from r2s2r_sim.variations import (
     sweep_variation,
 )
 from r2s2r_sim.variations.clutter import BODY_PREFIX, distractors, footprint_radius, place
-from r2s2r_sim.variations.config import AXIS_NAMES, Axis, ClutterShape
+from r2s2r_sim.variations.config import (
+    AXIS_NAMES,
+    Axis,
+    ClutterShape,
+    DynamicsVariationConfig,
+    ParameterRange,
+)
 from r2s2r_sim.variations.engine import dimension_names, sobol_points
 from r2s2r_sim.world import SimWorld
 from scipy.stats import qmc
@@ -34,8 +41,20 @@ from scipy.stats import qmc
 YAML = REPO / "config" / "variations.yaml"
 # The shipped file leaves robot_state.joints empty: for_world fills in the bundled world's arm joints.
 CONFIG = for_world(load_variation_config(YAML), BUNDLED)
-# At least one distractor, so that the clutter axis alone always changes the model.
-CONFIG_NONEMPTY = dataclasses.replace(CONFIG, clutter=dataclasses.replace(CONFIG.clutter, count=(1, 4)))
+# At least one distractor, so that the clutter axis alone always changes the model; the dynamics axis (off
+# in the shipped file) on, with ranges as a reconstructed world's file gives them.
+DYNAMICS = DynamicsVariationConfig(
+    enabled=True,
+    parameters=(
+        ParameterRange(name="shoulder_pan/kp", range=(300.0, 500.0)),
+        ParameterRange(name="elbow/armature", range=(0.05, 0.2)),
+        ParameterRange(name="wrist_1/kv", range=(2.0, 6.0)),
+        ParameterRange(name="command_delay_s", range=(0.0, 0.02)),
+    ),
+)
+CONFIG_NONEMPTY = dataclasses.replace(
+    CONFIG, clutter=dataclasses.replace(CONFIG.clutter, count=(1, 4)), dynamics=DYNAMICS
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +72,12 @@ def _finite_rollout(world: SimWorld, steps: int = 100) -> None:
 
 
 def test_registry_holds_every_axis_and_applies_them_in_config_order() -> None:
-    order = ("appearance", "objects", "clutter", "physics", "robot_state", "camera")
+    order = ("appearance", "objects", "clutter", "physics", "robot_state", "camera", "dynamics")
     assert set(AXES) == set(AXIS_NAMES) and AXIS_NAMES == order
-    assert CONFIG.enabled_axes() == order
-    assert tuple(n.split(".")[0] for n in dict.fromkeys(dimension_names(CONFIG))) == tuple(
-        a for a in order for _ in AXES[a].dims(CONFIG.axis(a))
+    assert CONFIG.enabled_axes() == order[:-1]  # dynamics is off unless a config turns it on
+    assert CONFIG_NONEMPTY.enabled_axes() == order
+    assert tuple(n.split(".")[0] for n in dimension_names(CONFIG_NONEMPTY)) == tuple(
+        a for a in order for _ in AXES[a].dims(CONFIG_NONEMPTY.axis(a))
     )
 
 
@@ -327,7 +347,8 @@ def test_default_config_equals_the_yaml_defaults() -> None:
 
 
 def test_robot_state_defaults_to_the_world_arm_joints() -> None:
-    assert CONFIG.robot_state.joints == ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+    arm = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+    assert CONFIG.robot_state.joints == arm
     offsets = initial_state_offsets(sample_variation(CONFIG.only("robot_state"), 3))
     assert set(offsets) == set(CONFIG.robot_state.joints)
     assert all(abs(v) <= 0.1 for v in offsets.values()) and len(set(offsets.values())) == 6
@@ -335,7 +356,9 @@ def test_robot_state_defaults_to_the_world_arm_joints() -> None:
 
 def test_names_the_world_lacks_are_refused_before_any_episode() -> None:
     cfg = load_variation_config(YAML)
-    bad = dataclasses.replace(cfg, appearance=dataclasses.replace(cfg.appearance, color_targets=("no_such_mat",)))
+    bad = dataclasses.replace(
+        cfg, appearance=dataclasses.replace(cfg.appearance, color_targets=("no_such_mat",))
+    )
     with pytest.raises(VariationError, match="no_such_mat"):
         for_world(bad, BUNDLED)
 
@@ -354,9 +377,64 @@ def test_appearance_textures_are_drawn_from_the_choices() -> None:
 
 
 def test_unknown_texture_choice_is_refused(tmp_path) -> None:
-    text = (REPO / "config" / "variations.yaml").read_text().replace(
-        "textures: [none, checker, gradient]", "textures: [none, marble]")
+    text = (
+        (REPO / "config" / "variations.yaml")
+        .read_text()
+        .replace("textures: [none, checker, gradient]", "textures: [none, marble]")
+    )
     path = tmp_path / "v.yaml"
     path.write_text(text)
     with pytest.raises(VariationError, match=r"appearance\.textures.*unknown \['marble'\]"):
         load_variation_config(path)
+
+
+def test_dynamics_axis_sets_each_parameter_to_its_draw() -> None:
+    v = sample_variation(CONFIG_NONEMPTY.only("dynamics"), 7)
+    p = v.axis_params("dynamics")
+    for entry in DYNAMICS.parameters:
+        assert entry.range[0] <= p[entry.name] <= entry.range[1]
+    world = make_world(BUNDLED, v)
+    m = world.model
+    prefix = world.config.robot.prefix
+    servo = next(a for a in range(m.nu) if m.actuator_trnid[a, 0] == m.joint(prefix + "shoulder_pan").id)
+    assert m.actuator_gainprm[servo, 0] == pytest.approx(p["shoulder_pan/kp"])
+    assert m.actuator_biasprm[servo, 1] == pytest.approx(-p["shoulder_pan/kp"])
+    assert m.dof_armature[m.jnt_dofadr[m.joint(prefix + "elbow").id]] == pytest.approx(p["elbow/armature"])
+    wrist = next(a for a in range(m.nu) if m.actuator_trnid[a, 0] == m.joint(prefix + "wrist_1").id)
+    assert -m.actuator_biasprm[wrist, 2] == pytest.approx(p["wrist_1/kv"])
+    assert world.command_delay_s == pytest.approx(p["command_delay_s"])
+
+
+def test_dynamics_axis_round_trips_through_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "variations.yaml"
+    entries = [{"name": e.name, "range": list(e.range)} for e in DYNAMICS.parameters]
+    path.write_text(yaml.safe_dump({"dynamics": {"enabled": True, "parameters": entries}}), encoding="utf-8")
+    loaded = load_variation_config(path)
+    assert loaded.dynamics == DYNAMICS
+    assert sample_variation(loaded, 3).axis_params("dynamics") == sample_variation(
+        dataclasses.replace(VariationConfig(), dynamics=DYNAMICS), 3
+    ).axis_params("dynamics")
+
+
+@pytest.mark.parametrize(
+    ("entry", "match"),
+    [
+        ({"name": "elbow/stiffness", "range": [0, 1]}, r"dynamics\.parameters\[0\]\.name: must be"),
+        ({"name": "elbow/kp", "range": [0, 1]}, r"elbow/kp: scales must be > 0"),
+        ({"name": "elbow/armature", "range": [0.2, 0.1]}, r"low <= high"),
+    ],
+)
+def test_bad_dynamics_entries_are_refused_naming_the_field(tmp_path: Path, entry: dict, match: str) -> None:
+    path = tmp_path / "variations.yaml"
+    path.write_text(yaml.safe_dump({"dynamics": {"parameters": [entry]}}), encoding="utf-8")
+    with pytest.raises(VariationError, match=match):
+        load_variation_config(path)
+    cfg = CONFIG.only("dynamics")
+    cfg = dataclasses.replace(
+        cfg,
+        dynamics=DynamicsVariationConfig(
+            enabled=True, parameters=(ParameterRange(name="nope/kp", range=(1.0, 2.0)),)
+        ),
+    )
+    with pytest.raises(VariationError, match=r"dynamics\.parameters\[0\]\.name: no joint 'nope'"):
+        make_world(BUNDLED, sample_variation(cfg, 0))

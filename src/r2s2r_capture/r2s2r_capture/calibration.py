@@ -16,6 +16,7 @@ from r2s2r_capture.errors import CalibrationError
 
 __all__ = [
     "extrinsics_from_known_poses",
+    "known_pose_std",
     "BoardDetection",
     "ExtrinsicsResult",
     "IntrinsicsResult",
@@ -61,6 +62,8 @@ class IntrinsicsResult:
         view_names: names of the used views, in the order of ``per_view_rms_px``.
         n_views: number of views used.
         n_corners: corners used over all views.
+        std_fx_fy_px: standard errors of fx and fy (px) from the calibration's residuals
+            (``cv2.calibrateCameraExtended``'s ``stdDeviationsIntrinsics``).
     """
 
     camera_matrix: np.ndarray
@@ -71,6 +74,7 @@ class IntrinsicsResult:
     view_names: tuple[str, ...]
     n_views: int
     n_corners: int
+    std_fx_fy_px: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,7 +197,7 @@ def calibrate_intrinsics(
             f"{len(names)} of {len(named)} views have >= {min_corners} board corners; need {min_views} such "
             f"views (corners per view: {', '.join(counts) or 'none'}); record more views of the whole board"
         )
-    rms, K, D, _, _, _, _, per_view = cv2.calibrateCameraExtended(
+    rms, K, D, _, _, std_intrinsics, _, per_view = cv2.calibrateCameraExtended(
         object_points, image_points, size, None, None, flags=flags
     )
     return IntrinsicsResult(
@@ -205,6 +209,7 @@ def calibrate_intrinsics(
         view_names=tuple(names),
         n_views=len(names),
         n_corners=int(sum(len(p) for p in image_points)),
+        std_fx_fy_px=(float(std_intrinsics.ravel()[0]), float(std_intrinsics.ravel()[1])),
     )
 
 
@@ -400,6 +405,44 @@ def rotation_angle_deg(R: np.ndarray) -> float:
     return math.degrees(float(np.linalg.norm(_log_rot(R))))
 
 
+def _known_pose_points(
+    views: Sequence[tuple[np.ndarray, np.ndarray]], board: CharucoBoardSpec
+) -> tuple[np.ndarray, np.ndarray]:
+    """World points and detected pixels of every board corner seen in the known-pose views."""
+    obj, img = [np.zeros((0, 3))], [np.zeros((0, 2))]
+    corners = board.corners_m()
+    for T_world_board, rgb in views:
+        det = detect_board(rgb, board)
+        if len(det) == 0:
+            continue
+        pts = corners[det.ids]
+        obj.append(pts @ T_world_board[:3, :3].T + T_world_board[:3, 3])
+        img.append(det.corners_px)
+    return np.vstack(obj), np.vstack(img)
+
+
+def _solve_known_pose(
+    P: np.ndarray, U: np.ndarray, K: np.ndarray, D: np.ndarray, n_views: int
+) -> tuple[np.ndarray, np.ndarray]:
+    n = len(P)
+    if n < 6:
+        raise CalibrationError(
+            f"the board at its known pose shows {n} corners in {n_views} views, at least 6 needed: record "
+            "the board_known_pose phase with the whole board in view"
+        )
+    ok, rvec, tvec = cv2.solvePnP(P, U, K, D, flags=cv2.SOLVEPNP_ITERATIVE)
+    if not ok:
+        raise CalibrationError(f"solvePnP failed on {n} known-pose corners")
+    return cv2.solvePnPRefineLM(P, U, K, D, rvec, tvec)
+
+
+def _camera_in_world(rvec: np.ndarray, tvec: np.ndarray) -> np.ndarray:
+    R, _ = cv2.Rodrigues(rvec)
+    T_camera_world = np.eye(4)
+    T_camera_world[:3, :3], T_camera_world[:3, 3] = R, np.ravel(tvec)
+    return np.linalg.inv(T_camera_world)
+
+
 def extrinsics_from_known_poses(
     views: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray, board: CharucoBoardSpec
 ) -> tuple[np.ndarray, float, int]:
@@ -411,29 +454,41 @@ def extrinsics_from_known_poses(
     Raises:
         CalibrationError: fewer than 6 corners in all views together, or PnP failure.
     """
-    obj, img = [], []
-    corners = board.corners_m()
-    for T_world_board, rgb in views:
-        det = detect_board(rgb, board)
-        if len(det) == 0:
-            continue
-        pts = corners[det.ids]
-        obj.append(pts @ T_world_board[:3, :3].T + T_world_board[:3, 3])
-        img.append(det.corners_px)
-    n = int(sum(len(o) for o in obj))
-    if n < 6:
-        raise CalibrationError(
-            f"the board at its known pose shows {n} corners in {len(views)} views, at least 6 needed: record "
-            "the board_known_pose phase with the whole board in view"
-        )
-    P, U = np.vstack(obj), np.vstack(img)
-    ok, rvec, tvec = cv2.solvePnP(P, U, K, D, flags=cv2.SOLVEPNP_ITERATIVE)
-    if not ok:
-        raise CalibrationError(f"solvePnP failed on {n} known-pose corners")
-    rvec, tvec = cv2.solvePnPRefineLM(P, U, K, D, rvec, tvec)
+    P, U = _known_pose_points(views, board)
+    rvec, tvec = _solve_known_pose(P, U, K, D, len(views))
     proj, _ = cv2.projectPoints(P, rvec, tvec, K, D)
     rms = float(np.sqrt(np.mean(np.sum((proj.reshape(-1, 2) - U) ** 2, axis=1))))
-    R, _ = cv2.Rodrigues(rvec)
-    T_camera_world = np.eye(4)
-    T_camera_world[:3, :3], T_camera_world[:3, 3] = R, tvec.ravel()
-    return np.linalg.inv(T_camera_world), rms, n
+    return _camera_in_world(rvec, tvec), rms, len(P)
+
+
+def known_pose_std(
+    views: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray, board: CharucoBoardSpec
+) -> tuple[float, float]:
+    """Standard errors of the camera pose of :func:`extrinsics_from_known_poses`: position (m), angle (rad).
+
+    The PnP's least-squares covariance ``s^2 (J^T J)^-1`` (``J`` from ``cv2.projectPoints``, ``s^2`` the
+    reprojection residual variance), carried to the camera's position in the world by a finite-difference
+    Jacobian; each figure is the largest over the three axes.  It counts the corner noise only, not an
+    error in the board's known pose.
+
+    Raises:
+        CalibrationError: as :func:`extrinsics_from_known_poses`.
+    """
+    P, U = _known_pose_points(views, board)
+    rvec, tvec = _solve_known_pose(P, U, K, D, len(views))
+    proj, jac = cv2.projectPoints(P, rvec, tvec, K, D)
+    res = proj.reshape(-1) - U.reshape(-1)
+    J = jac[:, :6]
+    s2 = float(res @ res) / max(res.size - 6, 1)
+    cov = s2 * np.linalg.pinv(J.T @ J)
+    x0 = np.concatenate([np.ravel(rvec), np.ravel(tvec)])
+    eps = 1e-6
+    Jc = np.empty((3, 6))
+    for k in range(6):
+        dx = np.zeros(6)
+        dx[k] = eps
+        hi = _camera_in_world(x0[:3] + dx[:3], x0[3:] + dx[3:])[:3, 3]
+        lo = _camera_in_world(x0[:3] - dx[:3], x0[3:] - dx[3:])[:3, 3]
+        Jc[:, k] = (hi - lo) / (2 * eps)
+    pos = Jc @ cov @ Jc.T
+    return float(np.sqrt(np.max(np.diag(pos)))), float(np.sqrt(np.max(np.diag(cov)[:3])))

@@ -23,9 +23,10 @@ Stages, each timed and reported through ``progress``:
 6. **world**: :func:`~r2s2r_capture.world_writer.write_world` with the identified camera and a copy of the
    template robot MJCF (with copies of the asset files it references, wherever it sits) carrying the fitted
    values (and the delay as ``<custom><numeric>``), plus
-   ``calibration/camera_info.yaml``, ``identification/`` (fitted MJCF, ``sysid.yaml``, HTML report) and
-   ``real2sim.yaml`` (summary).  Everything is built in a temporary sibling folder and renamed into place
-   at the end: a failure leaves nothing behind.
+   ``calibration/camera_info.yaml``, ``identification/`` (fitted MJCF, ``sysid.yaml``, HTML report),
+   ``variations.yaml`` (the world's variation defaults: what the capture could not pin down, see
+   :mod:`r2s2r_capture.world_variations`) and ``real2sim.yaml`` (summary).  Everything is built in a
+   temporary sibling folder and renamed into place at the end: a failure leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -415,8 +416,9 @@ def real2sim(
             what is wrong; nothing is left at ``out_dir``.
     """
     from r2s2r_sim.errors import WorldError
+    from r2s2r_sim.variations import for_world, load_variation_config
     from r2s2r_sim.world_config import load_world_config
-    from r2s2r_sim.worlds import world_path
+    from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
     from r2s2r_capture import calibration as cal
     from r2s2r_capture import reconstruction as rc
@@ -424,6 +426,7 @@ def real2sim(
     from r2s2r_capture.sysid_recording import JointRecording
     from r2s2r_capture.sysid_report import write_identification
     from r2s2r_capture.tsdf import integrate_tsdf
+    from r2s2r_capture.world_variations import world_variations, write_world_variations
     from r2s2r_capture.world_writer import CameraModel, TaskSpec, marker_target, write_world
 
     cfg = config or Real2SimConfig()
@@ -465,7 +468,12 @@ def real2sim(
     done("intrinsics", f"{intr.n_views} views, RMS {intr.rms_px:.3f} px")
 
     T_wc, ext_rms, n_ext = extrinsics_from_known_poses(data.known_views, K, D, data.board)
-    done("extrinsics", f"{n_ext} corners, PnP RMS {ext_rms:.3f} px")
+    camera_std = cal.known_pose_std(data.known_views, K, D, data.board)
+    done(
+        "extrinsics",
+        f"{n_ext} corners, PnP RMS {ext_rms:.3f} px, std {camera_std[0] * 1000:.2f} mm / "
+        f"{np.degrees(camera_std[1]):.3f} deg",
+    )
 
     frames = _undistort(data.scene_frames, K, D)
     scene = integrate_tsdf(frames, K, [T_wc] * len(frames), voxel=cfg.voxel)
@@ -518,6 +526,10 @@ def real2sim(
         )
         cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
         write_identification(ident, world / "identification", report=cfg.report)
+        variations = write_world_variations(
+            world / WORLD_VARIATIONS_FILE, world_variations(world, ident, intr, camera_std)
+        )
+        for_world(load_variation_config(variations), world)  # refuse a file the world cannot use
         objects = {
             o.name: {
                 "role": {obj_name: "task object", target_name: "target"}.get(o.name, "object"),
@@ -531,6 +543,7 @@ def real2sim(
         sysid_summary = {
             "nominal": ident.nominal,
             "fitted": ident.fitted,
+            "std": {k: (v if np.isfinite(v) else None) for k, v in ident.std.items()},
             "rms_train_before": ident.rms_train_before,
             "rms_train_after": ident.rms_train_after,
             "rms_val_before": ident.rms_val_before,
@@ -547,6 +560,8 @@ def real2sim(
                 "intrinsics_rms_px": intr.rms_px,
                 "T_world_camera": T_wc.tolist(),
                 "extrinsics_rms_px": ext_rms,
+                "position_std_m": camera_std[0],
+                "angle_std_rad": camera_std[1],
             },
             "table_top_z": float(seg.table.height),
             "objects": objects,

@@ -19,6 +19,7 @@ import numpy as np
 from mujoco import sysid
 
 from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.fit_uncertainty import after_effort_correction, regression_std, standard_errors
 from r2s2r_capture.sysid_recording import (
     JointRecording,
     joint_id,
@@ -333,8 +334,8 @@ def _gravcomp(model: mujoco.MjModel, problem: _Problem, q: np.ndarray) -> np.nda
 
 def effort_correction(
     model: mujoco.MjModel, rec: JointRecording, *, delay_s: float, smoothing_s: float = 0.03
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per joint ``(c, beta)`` with recorded effort ~= ``c`` x modelled effort + ``beta`` x velocity.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint ``(c, beta, std of c)``: recorded effort ~= ``c`` x modelled effort + ``beta`` x velocity.
 
     The model is driven by the recorded commands (delayed by ``delay_s``) from the recorded start; its
     actuator effort and the recorded one, both less gravity compensation (which does not scale), are
@@ -343,7 +344,9 @@ def effort_correction(
     here: scaling a joint's kp, kv, damping, armature and friction loss together by ``c`` leaves its
     motion unchanged when its link inertia is small but scales its effort; and moving viscous friction
     ``beta`` from the servo's kv into passive joint damping leaves the motion unchanged but not the
-    effort, which carries kv and not the damping.  Joints with no effort signal get ``nan``.
+    effort, which carries kv and not the damping.  Joints with no effort signal get ``nan``.  The standard
+    error of ``c`` is the regression's, widened for correlated residuals as in
+    :func:`r2s2r_capture.fit_uncertainty.regression_std`.
 
     Raises:
         IdentificationError: the recording has no efforts.
@@ -364,12 +367,14 @@ def effort_correction(
     velocity = _smooth(sim.qd, n)
     c = np.full(len(rec.joint_names), np.nan)
     beta = np.full(len(rec.joint_names), np.nan)
+    c_std = np.full(len(rec.joint_names), np.nan)
     for k in range(len(rec.joint_names)):
         X = np.column_stack([modelled[:, k], velocity[:, k]])
         if np.linalg.matrix_rank(X) < 2:
             continue
         (c[k], beta[k]), *_ = np.linalg.lstsq(X, measured[:, k], rcond=None)
-    return c, beta
+        c_std[k] = regression_std(X, measured[:, k] - X @ [c[k], beta[k]])[0]
+    return c, beta, c_std
 
 
 def _apply_effort_correction(
@@ -419,7 +424,8 @@ def identify(
     (scale of the gains, armature and friction loss; split of viscous friction between kv and damping).
 
     The first ``1 - validation_fraction`` of the recording is fitted; the rest is held out, simulated from
-    its own measured initial state, and reported as validation error before and after.
+    its own measured initial state, and reported as validation error before and after.  Each parameter
+    gets a standard error from the fit's residuals (:mod:`r2s2r_capture.fit_uncertainty`).
 
     Args:
         model_path: MJCF of the arm (or of a world holding it) with position-servo actuators, or its
@@ -470,6 +476,7 @@ def identify(
             output=log,
         )
     corrections: dict[str, tuple[float, float]] = {}
+    scale_std: dict[str, float] = {}
     if cfg.use_effort and recording.effort is not None:
         fitted_model = sysid.model_modifier.apply_param_modifiers(fitted, spec)
         delay = float(fitted["command_delay_s"].value[0]) if problem.delay_param else 0.0
@@ -481,10 +488,15 @@ def identify(
             qd=recording.qd[:n_train],
             effort=recording.effort[:n_train],
         )
-        c, beta = effort_correction(
+        c, beta, c_std = effort_correction(
             fitted_model, train_rec, delay_s=delay, smoothing_s=cfg.effort_smoothing_s
         )
+        scale_std = {j: float(e / abs(v)) for j, v, e in zip(recording.joint_names, c, c_std, strict=True)}
+        # The errors at the position fit's optimum, with each joint's scale known from the efforts.
+        std, tau = standard_errors(train_fn, fitted, opt_result.jac, scale_std=scale_std)
         corrections = _apply_effort_correction(fitted, recording.joint_names, c, beta)
+    else:
+        std, tau = standard_errors(train_fn, fitted, opt_result.jac)
     wall = time.perf_counter() - start
     after = (_rms_q(train_fn, fitted, nj), _rms_q(val_fn, fitted, nj))
     return IdentificationResult(
@@ -498,6 +510,8 @@ def identify(
         n_val=n_val,
         wall_s=wall,
         effort_corrections=corrections,
+        std=after_effort_correction(std, corrections, list(fitted.keys())),
+        residual_autocorrelation_time=tau,
         _spec=spec,
         _ctx={
             "params": params,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import shutil
 import tempfile
 from pathlib import Path
@@ -36,6 +37,10 @@ class IdentificationResult:
         wall_s: optimisation wall time (s).
         effort_corrections: joint -> (scale, viscous friction moved from kv to damping, N m s/rad), when
             efforts were recorded.
+        std: parameter name -> standard error of the fitted value (its units; ``inf``: the data cannot
+            see it), see :mod:`r2s2r_capture.fit_uncertainty`.
+        residual_autocorrelation_time: integrated autocorrelation time of the training residuals
+            (samples) by which the errors were widened.
     """
 
     nominal: dict[str, float]
@@ -48,19 +53,29 @@ class IdentificationResult:
     n_val: int
     wall_s: float
     effort_corrections: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    std: dict[str, float] = dataclasses.field(default_factory=dict)
+    residual_autocorrelation_time: float = 1.0
     # The toolbox objects, for the report and the fitted MJCF.
     _spec: Any = dataclasses.field(repr=False, compare=False, default=None)
     _ctx: Any = dataclasses.field(repr=False, compare=False, default=None)
 
     def summary(self) -> str:
         """Human-readable table of the fit."""
-        lines = [f"{'parameter':<28}{'nominal':>12}{'fitted':>12}"]
-        lines += [f"{k:<28}{self.nominal[k]:>12.5g}{v:>12.5g}" for k, v in self.fitted.items()]
+        lines = [f"{'parameter':<28}{'nominal':>12}{'fitted':>12}{'std error':>12}"]
+        lines += [
+            f"{k:<28}{self.nominal[k]:>12.5g}{v:>12.5g}{self.std.get(k, math.nan):>12.3g}"
+            for k, v in self.fitted.items()
+        ]
         lines.append(
             f"RMS joint error (rad): train {self.rms_train_before:.5f} -> {self.rms_train_after:.5f}, "
             f"validation {self.rms_val_before:.5f} -> {self.rms_val_after:.5f}"
         )
         return "\n".join(lines)
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    """YAML has no portable infinity: an unknown error is written as null."""
+    return None if value is None or not math.isfinite(value) else float(value)
 
 
 @contextlib.contextmanager
@@ -118,7 +133,11 @@ def write_identification(
         mjcf.write_text(spec.to_xml(), encoding="utf-8")
         summary = {
             "model": str(model_path),
-            "parameters": {k: {"nominal": result.nominal[k], "fitted": v} for k, v in result.fitted.items()},
+            "parameters": {
+                k: {"nominal": result.nominal[k], "fitted": v, "std": _finite_or_none(result.std.get(k))}
+                for k, v in result.fitted.items()
+            },
+            "residual_autocorrelation_time": result.residual_autocorrelation_time,
             "rms_joint_error_rad": {
                 "train": {"before": result.rms_train_before, "after": result.rms_train_after},
                 "validation": {"before": result.rms_val_before, "after": result.rms_val_after},

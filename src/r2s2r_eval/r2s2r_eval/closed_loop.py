@@ -12,7 +12,10 @@
    a. **real**: on the emulated hardware (the sweep's emulated side: the profile's latency, joint noise,
       distorted camera, judge), each trial with an operator's random object pose, lighting and clutter
       (the variation engine's ``objects``, ``appearance`` and ``clutter`` axes, ``method="random"``);
-   b. **sim**: sweeps in the reconstructed world over the same axes (Sobol points, another seed);
+   b. **sim**: sweeps in the reconstructed world over the same axes (Sobol points, another seed), each
+      point also drawing the world over what real2sim could not pin down (its own ``variations.yaml``:
+      identified dynamics within their errors, camera pose within its calibration error, friction and
+      mass priors), so a seed gives the same world every time and the study resumes;
    c. **baseline sim**: the same sweep in the bundled world, without reconstruction;
    d. **paired sims**: each world once more at the real side's own trials (the operator's variations and
       the episode seeds, so the policy's own random stream is the same too), which gives every real
@@ -46,6 +49,7 @@ from typing import Any
 import numpy as np
 from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.variations import with_world_axes
 
 from r2s2r_eval import failure_regions as fr
 from r2s2r_eval._cli import Subcommand, bad_input
@@ -102,6 +106,8 @@ class ClosedLoopConfig:
         real_seed: seed of the operator's random variations (and the real episode seeds).
         sim_seed: Sobol sweep seed of both sim sides.
         quick_capture: a shorter capture (fewer board views, 6 s excitation) and identification.
+        randomise: the reconstructed world's sim sides also draw the axes of its own ``variations.yaml``
+            (:func:`r2s2r_sim.variations.with_world_axes`); false: the identified values exactly.
     """
 
     out: Path
@@ -116,6 +122,7 @@ class ClosedLoopConfig:
     real_seed: int = 1
     sim_seed: int = 0
     quick_capture: bool = False
+    randomise: bool = True
 
     def __post_init__(self) -> None:
         if self.trials < 1:
@@ -337,6 +344,7 @@ def build_summary(
             "profile": str(cfg.profile),
             "real_variations": "random (operator), axes objects, appearance (lighting), clutter",
             "sim_variations": "Sobol sweep, same axes; paired sides: the real side's variations and seeds",
+            "reconstructed_world_randomised": cfg.randomise,
         },
         "wall_s": wall,
     }
@@ -432,6 +440,7 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         progress=_say,
     )
     variations = operator_variations(cfg.variations)
+    recon_variations = with_world_axes(variations, world) if cfg.randomise else variations
     stores = {
         "real": work / "real.sqlite",
         "sim": work / "sim_reconstructed.sqlite",
@@ -446,7 +455,7 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     wall["real"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     ran["sim_reconstructed"], planned["sim"] = run_sim(
-        cfg, variations, world, stores["sim"], label="sim (reconstructed world)"
+        cfg, recon_variations, world, stores["sim"], label="sim (reconstructed world)"
     )
     wall["sim_reconstructed"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -454,12 +463,12 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         cfg, variations, cfg.world, stores["baseline"], label="baseline sim (bundled world)"
     )
     wall["sim_bundled"] = time.perf_counter() - t0
-    for key, name, where, label in (
-        ("paired", "paired_reconstructed", world, "paired sim (reconstructed world)"),
-        ("paired_baseline", "paired_bundled", cfg.world, "paired baseline sim (bundled world)"),
+    for key, name, where, axes, label in (
+        ("paired", "paired_reconstructed", world, recon_variations, "paired sim (reconstructed world)"),
+        ("paired_baseline", "paired_bundled", cfg.world, variations, "paired baseline sim (bundled world)"),
     ):
         t0 = time.perf_counter()
-        ran[name], planned[key] = run_sim(cfg, variations, where, stores[key], label=label, paired=True)
+        ran[name], planned[key] = run_sim(cfg, axes, where, stores[key], label=label, paired=True)
         wall[name] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -512,6 +521,13 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         help="the shorter capture and identification of --small, with the full family and --trials",
     )
     ap.add_argument(
+        "--no-randomise",
+        dest="randomise",
+        action="store_false",
+        help="evaluate the reconstructed world at its identified values only, not drawn over what the "
+        "capture could not pin down (its variations.yaml)",
+    )
+    ap.add_argument(
         "--task",
         default="pick",
         help=f"task studied: its bundled world, policy family and variations ({sorted(TASK_STUDIES)})",
@@ -545,6 +561,7 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             workers=ns.workers,
             max_steps=ns.max_steps if ns.max_steps is not None else study.max_steps,
             quick_capture=ns.small or ns.quick_capture,
+            randomise=ns.randomise,
         )
     except ValueError as err:
         return bad_input("closed-loop", err)

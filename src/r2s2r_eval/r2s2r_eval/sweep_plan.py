@@ -158,8 +158,17 @@ class SweepConfig:
 
 
 def variations_digest(config: VariationConfig) -> str:
-    """sha256 of the variation config's content (independent of the file it was read from)."""
-    text = json.dumps(dataclasses.asdict(config), sort_keys=True, default=str)
+    """sha256 of the variation config's content (independent of the file it was read from).
+
+    An axis that is off and at its defaults is left out, so that an axis a config does not use (e.g.
+    ``dynamics``, off by default) does not change the keys of the episodes of configs without it.
+    """
+    doc = dataclasses.asdict(config)
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value) and not value.enabled and value == type(value)():
+            del doc[f.name]
+    text = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -309,4 +318,3 @@ def plan_sweep(
                     )
                 )
     return tasks
-

@@ -1,13 +1,22 @@
 """Variation engine: one world, many controlled variations (pure Python over ``MjSpec``; no ROS).
 
-Six axes, registered in :data:`AXES` and applied in this order: ``appearance``, ``objects``, ``clutter``,
-``physics``, ``robot_state``, ``camera``.  Settings live in ``config/variations.yaml``.
+Seven axes, registered in :data:`AXES` and applied in this order: ``appearance``, ``objects``, ``clutter``,
+``physics``, ``robot_state``, ``camera``, ``dynamics`` (off unless a config enables it: a reconstructed
+world's own ``variations.yaml`` does).  Settings live in ``config/variations.yaml``.
 """
 
 from __future__ import annotations
 
 # Importing the axis modules registers them; they are applied in the order of the VariationConfig fields.
-from r2s2r_sim.variations import appearance, camera, clutter, objects, physics, robot_state  # noqa: F401
+from r2s2r_sim.variations import (  # noqa: F401
+    appearance,
+    camera,
+    clutter,
+    dynamics,
+    objects,
+    physics,
+    robot_state,
+)
 from r2s2r_sim.variations.config import (
     AXES,
     VariationConfig,
@@ -25,6 +34,7 @@ from r2s2r_sim.variations.engine import (
     sample_sweep,
     sample_variation,
     sweep_variation,
+    with_world_axes,
 )
 
 __all__ = [
@@ -42,4 +52,5 @@ __all__ = [
     "sample_sweep",
     "sample_variation",
     "sweep_variation",
+    "with_world_axes",
 ]

@@ -1,10 +1,10 @@
 """Typed configuration of the variation engine, its YAML loader, its error and the axis registry.
 
 A :class:`VariationConfig` holds one frozen config per axis (``appearance``, ``objects``, ``clutter``,
-``physics``, ``robot_state``, ``camera``).  Each axis is implemented by an :class:`Axis` subclass in its own
-module, registered in :data:`AXES` under the name of its config field.  Every config is validated where it
-is built; :func:`load_variation_config` reads ``config/variations.yaml`` and prefixes each error with the
-file and the field at fault.
+``physics``, ``robot_state``, ``camera``, ``dynamics``).  Each axis is implemented by an :class:`Axis`
+subclass in its own module, registered in :data:`AXES` under the name of its config field.  Every config
+is validated where it is built; :func:`load_variation_config` reads ``config/variations.yaml`` and
+prefixes each error with the file and the field at fault.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ __all__ = [
     "CameraJitterConfig",
     "ClutterConfig",
     "ClutterShape",
+    "DynamicsVariationConfig",
     "KeepOutZone",
     "ObjectsConfig",
+    "ParameterRange",
     "PhysicsVariationConfig",
     "RobotStateConfig",
     "VariationConfig",
@@ -337,9 +339,57 @@ class CameraJitterConfig:
             raise _fail("fovy_jitter", f"must be in [0, 90) deg, got {self.fovy_jitter}")
 
 
+# Per-joint kinds the dynamics axis sets (SI: kg m^2, N m, N m s/rad, N m/rad), and the command delay (s).
+DYNAMICS_KINDS = ("armature", "frictionloss", "damping", "kp", "kv")
+COMMAND_DELAY = "command_delay_s"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParameterRange:
+    """One identified parameter and the range it is drawn from.
+
+    Attributes:
+        name: ``<joint>/<kind>`` (kind one of ``armature, frictionloss, damping, kp, kv``; the servo of a
+            joint is the actuator driving it) or ``command_delay_s``, as ``r2s2r real2sim`` names them.
+        range: absolute values, SI units (>= 0; ``kp`` > 0).
+    """
+
+    name: str
+    range: Range
+
+    def __post_init__(self) -> None:
+        joint, _, kind = self.name.rpartition("/")
+        if self.name != COMMAND_DELAY and (not joint or kind not in DYNAMICS_KINDS):
+            raise _fail(
+                "name",
+                f"must be {COMMAND_DELAY!r} or '<joint>/<kind>' with kind in {list(DYNAMICS_KINDS)}, "
+                f"got {self.name!r}",
+            )
+        _check_range(self.name, self.range, positive=kind == "kp", nonneg=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicsVariationConfig:
+    """Arm dynamics drawn around an identification: absolute per-joint values and the command delay.
+
+    ``r2s2r real2sim`` writes this axis into a reconstructed world's ``variations.yaml`` from the fit's
+    uncertainty (see docs/real2sim.md); it is off unless a config turns it on.
+
+    Attributes:
+        enabled: whether this axis varies anything.
+        parameters: each parameter set to a value drawn uniformly from its range.
+    """
+
+    enabled: bool = False
+    parameters: tuple[ParameterRange, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_names("parameters", tuple(p.name for p in self.parameters))
+
+
 @dataclass(frozen=True, kw_only=True)
 class VariationConfig:
-    """The six axes; a disabled axis contributes no parameter and leaves the model as the base world.
+    """The seven axes; a disabled axis contributes no parameter and leaves the model as the base world.
 
     Attributes:
         appearance: colours and lighting.
@@ -348,6 +398,7 @@ class VariationConfig:
         physics: friction, masses, damping, servo gains.
         robot_state: arm start offsets.
         camera: camera extrinsics and intrinsics.
+        dynamics: arm dynamics around an identification (off by default).
         source: the YAML file this was read from (for messages), if any.
     """
 
@@ -357,6 +408,7 @@ class VariationConfig:
     physics: PhysicsVariationConfig = dataclasses.field(default_factory=PhysicsVariationConfig)
     robot_state: RobotStateConfig = dataclasses.field(default_factory=RobotStateConfig)
     camera: CameraJitterConfig = dataclasses.field(default_factory=CameraJitterConfig)
+    dynamics: DynamicsVariationConfig = dataclasses.field(default_factory=DynamicsVariationConfig)
     source: Path | None = dataclasses.field(default=None, compare=False)
 
     def axis(self, name: str) -> Any:

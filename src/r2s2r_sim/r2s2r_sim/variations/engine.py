@@ -22,7 +22,13 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.task import ObjectPose
-from r2s2r_sim.variations.config import AXES, VariationConfig, VariationError
+from r2s2r_sim.variations.config import (
+    AXES,
+    AXIS_NAMES,
+    VariationConfig,
+    VariationError,
+    load_variation_config,
+)
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_config import WorldConfig, load_world_config
 
@@ -40,6 +46,7 @@ __all__ = [
     "sobol_points",
     "sweep_variation",
     "variation_from_unit",
+    "with_world_axes",
 ]
 
 Method = Literal["sobol", "random"]
@@ -272,6 +279,32 @@ def for_world(config: VariationConfig, world_dir: str | Path, *, check: bool = T
         middle = variation_from_unit(config, np.full(len(dimension_names(config)), 0.5), seed=0)
         VariedWorld(world_dir, middle, config=world_cfg)
     return config
+
+
+def with_world_axes(config: VariationConfig, world_dir: str | Path) -> VariationConfig:
+    """``config`` with every axis that the world folder's own ``variations.yaml`` enables taken from it.
+
+    A study's axes (e.g. an operator's object poses, lighting and clutter) then meet what the world's
+    file declares (for a reconstructed world: what the capture could not pin down), checked against the
+    world.  The world's axes come last in registry order when the study's are the first ones, so the
+    study's coordinates of a seeded draw do not move.
+
+    Raises:
+        VariationError: the world has no ``variations.yaml``, or it does not fit the world.
+    """
+    from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE
+
+    path = Path(world_dir) / WORLD_VARIATIONS_FILE
+    if not path.is_file():
+        raise VariationError(
+            f"{path}: no such file; a world reconstructed by `r2s2r real2sim` carries its variation defaults "
+            "there (reconstruct the world again to get them)"
+        )
+    own = load_variation_config(path)
+    merged = dataclasses.replace(
+        config, **{a: own.axis(a) for a in AXIS_NAMES if own.axis(a).enabled}, source=None
+    )
+    return for_world(merged, world_dir)
 
 
 def make_world(world_dir: str | Path, variation: Variation) -> VariedWorld:
