@@ -12,6 +12,7 @@ import pytest
 import scipy.signal
 from mujoco import sysid as mjsysid
 from r2s2r_capture.fit_uncertainty import after_effort_correction, autocorrelation_time
+from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory
 
 from r2s2r_capture import sysid as S
 
@@ -32,8 +33,8 @@ def _truth_model() -> mujoco.MjModel:
 
 @pytest.fixture(scope="module")
 def clean() -> S.JointRecording:
-    cfg = S.ExcitationConfig(duration_s=3.0, base_freq_hz=0.5, max_velocity=1.5, ramp_s=0.3)
-    t, q_cmd = S.excitation_trajectory(mujoco.MjModel.from_xml_path(str(ARM)), ALL, cfg, seed=3)
+    cfg = ExcitationConfig(duration_s=3.0, base_freq_hz=0.5, max_velocity=1.5, ramp_s=0.3)
+    t, q_cmd = excitation_trajectory(mujoco.MjModel.from_xml_path(str(ARM)), ALL, cfg, seed=3)
     return S.simulate_recording(_truth_model(), t, q_cmd, ALL)
 
 
