@@ -233,7 +233,8 @@ class EpisodeRunner:
         Every cell ends an episode by one rule (:class:`r2s2r_sim.task.EpisodeJudge`): once the policy says
         ``done`` after an action, it is no longer called, the arm holds that last command for the task's
         settle period and the task judges then; without a done, the task's timeout judges (or the step
-        limit, judged then).  A policy error or a refused command ends it as a failure (``policy_error: ...``).
+        limit, judged then).  A policy error or a refused command ends it as a failure
+        (``policy_error: ...``).
 
         Args:
             policy: the policy; ``reset`` is called first.

@@ -474,8 +474,10 @@ class SimWorld:
         return self._judge.outcome
 
     def policy_done(self, at: float | None = None) -> None:
-        """The policy said it is done at ``at`` (s since the reset; None: now): the task judges a settle
-        period later (see :class:`EpisodeJudge`).  Without a task, nothing to judge."""
+        """The policy said it is done at ``at`` (s since the reset; None: now): judge a settle period later.
+
+        See :class:`EpisodeJudge`.  Without a task, there is nothing to judge.
+        """
         if self.task is not None:
             self._judge.policy_done(self.task, self.time if at is None else at)
 
