@@ -246,6 +246,25 @@ class SimServer:
                 self._ack_wall = time.monotonic()
                 self.cv.notify_all()
 
+    def policy_done(self, seed: int) -> bool:
+        """The policy said it is done with episode ``seed``: the world judges one settle period later.
+
+        In lockstep the period counts from the observation the policy answered last (the one it said done
+        on), as the episode runner counts it from that action; otherwise from now.  A done for another
+        seed, or after the outcome, is ignored.
+
+        Returns:
+            whether the done was taken.
+        """
+        with self.cv:
+            if seed != self.episode_seed or self._outcome_sent:
+                return False
+            at = None
+            if self.cfg.lockstep and self._obs_ns >= self.episode_start_ns:
+                at = (self._obs_ns - self.episode_start_ns) / NS
+            self.world.policy_done(at)
+            return True
+
     def _commands_caught_up(self) -> bool:
         """True once the commands sent before the latest ack have arrived (call with the lock held).
 
