@@ -51,7 +51,8 @@ class EpisodeResult:
         seed: the cell's reset seed.
         episode_index: index given to the policy.
         success: the task succeeded.
-        reason: ``success``, ``timeout``, ``object_dropped``, ``max_steps`` or ``policy_error: ...``.
+        reason: ``success``, a task's failure (``object_dropped``, what is missing, e.g. ``not_settled``),
+            ``timeout`` or ``<missing> (timeout)``, ``<missing> (max_steps)``, or ``policy_error: ...``.
         duration_s: simulated episode length (s).
         wall_s: wall-clock time the episode took (s).
         steps: control steps taken.

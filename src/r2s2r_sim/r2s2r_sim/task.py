@@ -61,7 +61,8 @@ class Outcome:
 
     Attributes:
         success: the task was achieved.
-        reason: ``"success"``, ``"timeout"`` or ``"object_dropped"``.
+        reason: ``"success"``, a task's failure (``"object_dropped"``, what is missing), ``"timeout"`` or
+            ``"<missing> (timeout)"``, ``"<missing> (max_steps)"`` (see :func:`judge_now`).
         metrics: named diagnostic terms (see :class:`PickPlaceTask`).
         time_s: simulated time since the reset (s) at which :class:`EpisodeJudge` reached the verdict;
             None for a verdict not taken by it (a judge's call, a lost policy).
