@@ -113,7 +113,7 @@ def test_reference_policy_succeeds_on_the_emulated_hardware() -> None:
     with EpisodeRunner(cell) as runner:
         result = runner.run(load_policy("reference", {}), 2, camera_rate_hz=1.0)
     assert result.success, result.reason
-    assert result.reason == "success" and result.duration_s < cell.timeout_s
+    assert result.reason == "success" and result.duration_s < cell.world.config.task.timeout
 
 
 # What `r2s2r real2sim` writes into a reconstructed world (r2s2r_capture.world_variations), by hand.
