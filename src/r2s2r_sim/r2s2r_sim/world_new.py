@@ -168,7 +168,6 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
         key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, "home")
         key = key if key >= 0 else 0
         mujoco.mj_resetDataKeyframe(model, data, key)
-
     # gripper
     grip_act, grip_joints = -1, []
     if not opts.no_gripper:
@@ -473,8 +472,7 @@ def _scene(out: Path, scene: SceneLayout) -> dict[str, Any]:
             body.set("pos", f"{scene.bin_xy[0]:.4f} {scene.bin_xy[1]:.4f} {_TABLE_Z}")
     for cam in root.iter("camera"):
         if cam.get("name") == "realsense":
-            # same view direction and distance as the bundled camera to its workspace: the cube and bin
-            # keep their size, so they keep their size in the image
+            # the bundled camera's view direction and distance to its workspace: objects keep their image size
             centre = np.array([cx, cy, _WORKSPACE_CENTRE[2]])
             pos = centre + (np.array(_CAMERA_POS) - np.array(_WORKSPACE_CENTRE))
             cam.set("pos", " ".join(f"{v:.4f}" for v in pos))
