@@ -36,7 +36,8 @@ def only(axis: str) -> str:
     """config/variations.yaml as YAML text with every axis but ``axis`` disabled."""
     data = yaml.safe_load(VARIATIONS.read_text(encoding="utf-8"))
     for name in AXES:
-        data[name]["enabled"] = name == axis
+        if name in data:  # an axis the file leaves out is off
+            data[name]["enabled"] = name == axis
     return yaml.safe_dump(data, sort_keys=False)
 
 
