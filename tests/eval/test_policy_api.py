@@ -17,6 +17,7 @@ from r2s2r_eval.policy import (
     available_policies,
     load_policy,
     params_from_dict,
+    policy_params_from_yaml,
     resolve_policy,
 )
 
@@ -181,3 +182,14 @@ def test_a_shared_base_is_checked_in_its_subclasses() -> None:
 
 def test_fresh_required_defaults_to_requires() -> None:
     assert _Hold().fresh_required() == _Hold.requires
+
+
+def test_policy_params_text_is_read_as_a_mapping_and_bad_text_names_the_parameter() -> None:
+    assert policy_params_from_yaml("", PolicyError) == {}
+    assert policy_params_from_yaml("{speed: 0.5}", PolicyError) == {"speed": 0.5}
+    with pytest.raises(PolicyError, match=r"^parameter policy_params: not valid YAML: "):
+        policy_params_from_yaml("{speed: [", PolicyError)
+    with pytest.raises(
+        PolicyError, match=r"^parameter policy_params: must be a YAML mapping, got '\[1, 2\]'$"
+    ):
+        policy_params_from_yaml("[1, 2]", PolicyError)

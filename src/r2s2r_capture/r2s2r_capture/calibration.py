@@ -12,7 +12,7 @@ import numpy as np
 import yaml
 
 from r2s2r_capture.charuco import DEFAULT_BOARD, CharucoBoardSpec
-from r2s2r_capture.errors import CalibrationError
+from r2s2r_capture.errors import CalibrationError, refuse_existing
 
 __all__ = [
     "extrinsics_from_known_poses",
@@ -229,9 +229,7 @@ def write_camera_info_yaml(
     Raises:
         CalibrationError: ``path`` exists.
     """
-    out = Path(path)
-    if out.exists():
-        raise CalibrationError(f"output {out} already exists; refusing to overwrite it")
+    out = refuse_existing(path, CalibrationError)
     K = result.camera_matrix
     P = np.zeros((3, 4))
     P[:3, :3] = K

@@ -54,7 +54,7 @@ import numpy as np  # noqa: E402
 from r2s2r_capture.bag_messages import BagMessages  # noqa: E402
 from r2s2r_capture.bag_writer import BagWriter, offered_qos  # noqa: E402
 from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png  # noqa: E402
-from r2s2r_capture.errors import CaptureError  # noqa: E402
+from r2s2r_capture.errors import CaptureError, refuse_existing  # noqa: E402
 from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory  # noqa: E402
 
 __all__ = [
@@ -163,7 +163,12 @@ def board_from_json(data: dict[str, Any]) -> CharucoBoardSpec:
 
 
 _CAPTURE_TOPICS = (
-    "joint_states", "arm_command", "gripper_command", "color_image", "depth_image", "color_info",
+    "joint_states",
+    "arm_command",
+    "gripper_command",
+    "color_image",
+    "depth_image",
+    "color_info",
 )
 
 
@@ -332,9 +337,7 @@ def capture_emulated(
     from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
 
     cfg = config or CaptureConfig()
-    out = Path(output)
-    if out.exists():
-        raise CaptureError(f"output {out} already exists; refusing to overwrite it")
+    out = refuse_existing(output, CaptureError)
     say = progress or (lambda _line: None)
     with tempfile.TemporaryDirectory(prefix="r2s2r-capture-") as tmp:
         try:
@@ -508,7 +511,11 @@ def _scene_truth(arm: Any) -> dict[str, Any]:
         lo_b, hi_b = np.full(3, np.inf), np.full(3, -np.inf)
         shapes = (int(mujoco.mjtGeom.mjGEOM_BOX), int(mujoco.mjtGeom.mjGEOM_MESH))
         for g in range(model.ngeom):
-            if model.geom_bodyid[g] != bid or int(model.geom_type[g]) not in shapes or model.geom_rgba[g, 3] == 0:
+            if (
+                model.geom_bodyid[g] != bid
+                or int(model.geom_type[g]) not in shapes
+                or model.geom_rgba[g, 3] == 0
+            ):
                 continue
             R = data.geom_xmat[g].reshape(3, 3)
             centre_g, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_capture.errors import CalibrationError, IdentificationError
+from r2s2r_capture.errors import CalibrationError, IdentificationError, refuse_existing
 
 __all__ = ["register_board", "register_calibrate", "register_sysid"]
 
@@ -60,8 +60,7 @@ def cmd_calibrate(ns: argparse.Namespace) -> int:
     from r2s2r_capture import calibration
 
     try:
-        if Path(ns.output).exists():  # fail before the slow part
-            raise CalibrationError(f"output {ns.output} already exists; refusing to overwrite it")
+        refuse_existing(ns.output, CalibrationError)  # fail before the slow part
         images = calibration.load_images(ns.images_dir)
         result = calibration.calibrate_intrinsics(
             images, _board(ns), min_views=ns.min_views, min_corners=ns.min_corners
@@ -88,8 +87,7 @@ def cmd_sysid(ns: argparse.Namespace) -> int:
     from r2s2r_capture.sysid_report import write_identification
 
     try:
-        if Path(ns.output).exists():
-            raise IdentificationError(f"output {ns.output} already exists; refusing to overwrite it")
+        refuse_existing(ns.output, IdentificationError)
         rec = JointRecording.load_npz(ns.data)
         config = sysid.SysidConfig(
             joints=tuple(ns.joints) if ns.joints else None,

@@ -9,7 +9,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from r2s2r_capture.errors import CalibrationError
+from r2s2r_capture.errors import CalibrationError, refuse_existing
 
 __all__ = [
     "DEFAULT_BOARD",
@@ -126,11 +126,6 @@ def board_pose_in_plane_geom(board: CharucoBoardSpec) -> np.ndarray:
     return pose
 
 
-def _refuse_existing(path: Path) -> None:
-    if path.exists():
-        raise CalibrationError(f"output {path} already exists; refusing to overwrite it")
-
-
 def write_board_png(
     board: CharucoBoardSpec, path: str | Path, *, px_per_square: int = 200, margin_px: int = 0
 ) -> Path:
@@ -139,8 +134,7 @@ def write_board_png(
     Raises:
         CalibrationError: ``path`` exists, or OpenCV cannot write it.
     """
-    out = Path(path)
-    _refuse_existing(out)
+    out = refuse_existing(path, CalibrationError)
     if not cv2.imwrite(str(out), board.board_image(px_per_square, margin_px=margin_px)):
         raise CalibrationError(f"cannot write board image {out}")
     return out
@@ -152,8 +146,7 @@ def write_board_pdf(board: CharucoBoardSpec, path: str | Path, *, margin_m: floa
     Raises:
         CalibrationError: ``path`` exists, or matplotlib is not installed.
     """
-    out = Path(path)
-    _refuse_existing(out)
+    out = refuse_existing(path, CalibrationError)
     try:
         import matplotlib  # optional dependency
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class BagError(ValueError):
     """A bag (folder or data file) cannot be written or read as asked: the message names bag and field."""
@@ -21,3 +23,11 @@ class IdentificationError(ValueError):
 
 class ReconstructionError(ValueError):
     """Reconstruction input or output is unusable (frame shapes, no table, bad world): names the field."""
+
+
+def refuse_existing(path: str | Path, error: type[Exception]) -> Path:
+    """``path`` as a ``Path``, or ``error`` if something is there already: outputs are never overwritten."""
+    out = Path(path)
+    if out.exists():
+        raise error(f"output {out} already exists; refusing to overwrite it")
+    return out

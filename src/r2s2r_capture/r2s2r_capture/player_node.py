@@ -25,10 +25,8 @@ from typing import Any
 
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
-from r2s2r_sim.ros_params import ParamSpecs, declare_parameters, rclpy_error
-from rclpy._rclpy_pybind11 import RCLError
+from r2s2r_sim.ros_params import ParamSpecs, declare_parameters, help_requested, rclpy_error, run_node
 from rclpy.duration import Duration
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_check_compatible
 from rosgraph_msgs.msg import Clock
@@ -259,35 +257,22 @@ class PlayerNode(Node):
             self.summary.published[msg.topic] += 1
 
 
-def main(args: Sequence[str] | None = None) -> int:
-    """Replay a bag; returns 0 at the end, 1 if the bag cannot be read or parameters are invalid."""
-    argv = list(sys.argv[1:] if args is None else args)
-    if {"-h", "--help"} & set(argv[: argv.index("--ros-args")] if "--ros-args" in argv else argv):
-        from r2s2r_sim.ros_params import node_help
-
-        print(node_help("player_node"))  # the parameters, instead of starting
-        return 0
-    use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
-    rclpy.init(args=args)
-    node: PlayerNode | None = None
-    code = 0
+def _play(node: PlayerNode) -> int:
+    """Replay the bag and print the summary; 1 (logged as fatal) when the bag cannot be read."""
     try:
-        node = PlayerNode()
         summary = node.play()
-        print(f"player_node: finished {node.config.bag}\n{summary.text()}", flush=True)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RCLError:
-        if rclpy.ok():  # else a Ctrl-C shut the context down mid-publish (see spin_until_shutdown)
-            raise
     except (BagError, CaptureError) as err:
         rclpy.logging.get_logger("player_node").fatal(str(err))
-        code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+        return 1
+    print(f"player_node: finished {node.config.bag}\n{summary.text()}", flush=True)
+    return 0
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Replay a bag; returns 0 at the end, 1 if the bag cannot be read or parameters are invalid."""
+    if not help_requested(args):
+        use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
+    return run_node(PlayerNode, args, "player_node", spin=_play, errors=(BagError, CaptureError))
 
 
 if __name__ == "__main__":

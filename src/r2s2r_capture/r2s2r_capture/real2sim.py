@@ -45,7 +45,13 @@ import numpy as np
 import yaml
 
 from r2s2r_capture.calibration import extrinsics_from_known_poses
-from r2s2r_capture.errors import BagError, CalibrationError, IdentificationError, ReconstructionError
+from r2s2r_capture.errors import (
+    BagError,
+    CalibrationError,
+    IdentificationError,
+    ReconstructionError,
+    refuse_existing,
+)
 from r2s2r_capture.template_robot import base_radius, robot_with_fit, template_robot_spec
 
 __all__ = [
@@ -431,9 +437,7 @@ def real2sim(
 
     cfg = config or Real2SimConfig()
     say = progress or (lambda _line: None)
-    out = Path(out_dir)
-    if out.exists():
-        raise ReconstructionError(f"output {out} already exists; refusing to overwrite it")
+    out = refuse_existing(out_dir, ReconstructionError)
     if not bags:
         raise BagError("no bag given")
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
@@ -16,6 +15,7 @@ from r2s2r_capture.errors import (
     CaptureError,
     IdentificationError,
     ReconstructionError,
+    refuse_existing,
 )
 
 __all__ = ["register_capture", "register_real2sim", "register_resim"]
@@ -39,7 +39,9 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         return 2
     try:
         cfg = CaptureConfig(
-            n_intrinsics_views=ns.board_views, n_scene_frames=ns.scene_frames, seed=ns.seed,
+            n_intrinsics_views=ns.board_views,
+            n_scene_frames=ns.scene_frames,
+            seed=ns.seed,
             interface=ns.interface,
         )
         profile = profile_path(ns.profile)
@@ -57,10 +59,12 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
     from r2s2r_capture.real2sim import Real2SimConfig, real2sim
 
     try:
-        if Path(ns.output).exists():
-            raise ReconstructionError(f"output {ns.output} already exists; refusing to overwrite it")
+        refuse_existing(ns.output, ReconstructionError)
         cfg = Real2SimConfig(
-            camera=ns.camera, interface=ns.interface, max_iters=ns.max_iters, report=not ns.no_report,
+            camera=ns.camera,
+            interface=ns.interface,
+            max_iters=ns.max_iters,
+            report=not ns.no_report,
             world_id=ns.world_id,
         )
         result = real2sim(ns.bags, ns.output, template=ns.template, config=cfg, progress=print)
@@ -92,9 +96,12 @@ def register_capture(subparsers: Any) -> None:
         "capture", help="record the real2sim capture (board views, RGB-D scene, excitation) to a bag"
     )
     p.add_argument("--emulated", action="store_true", help="capture from the emulated hardware (in-process)")
-    p.add_argument("--profile", default=None,
-                   help=f"hardware profile of the emulated unit: a shipped one by name "
-                        f"({', '.join(PROFILES)}) or a YAML path (default: {DEFAULT_PROFILE})")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help=f"hardware profile of the emulated unit: a shipped one by name "
+        f"({', '.join(PROFILES)}) or a YAML path (default: {DEFAULT_PROFILE})",
+    )
     p.add_argument("--world", default="tabletop-pick-v1", help="world id or folder the profile is for")
     p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")

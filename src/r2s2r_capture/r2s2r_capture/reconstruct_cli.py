@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from r2s2r_capture.errors import ReconstructionError
+from r2s2r_capture.errors import ReconstructionError, refuse_existing
 
 __all__ = ["cmd_reconstruct", "main", "register_reconstruct"]
 
@@ -65,8 +65,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
     from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world
 
     try:
-        if Path(ns.output).exists():  # fail before the slow part
-            raise ReconstructionError(f"output {ns.output} already exists; refusing to overwrite it")
+        refuse_existing(ns.output, ReconstructionError)  # fail before the slow part
         t0 = time.perf_counter()
         data = _load_frames(ns.frames)
         n = len(data["rgb"])

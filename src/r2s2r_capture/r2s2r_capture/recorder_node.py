@@ -37,7 +37,14 @@ from typing import Any
 import rclpy
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.interface import Interface
-from r2s2r_sim.ros_params import SHUTDOWN_POLL_S, ParamSpecs, declare_parameters, rclpy_error
+from r2s2r_sim.ros_params import (
+    SHUTDOWN_POLL_S,
+    ParamSpecs,
+    declare_parameters,
+    help_requested,
+    node_help,
+    rclpy_error,
+)
 from r2s2r_sim.ros_qos import declare_interface
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -381,10 +388,7 @@ def _spin_until_signal(executor: SingleThreadedExecutor, node: RecorderNode) -> 
 
 def main(args: Sequence[str] | None = None) -> int:
     """Record until SIGINT/SIGTERM; returns 0, or 1 on a configuration or writer error."""
-    argv = list(sys.argv[1:] if args is None else args)
-    if {"-h", "--help"} & set(argv[: argv.index("--ros-args")] if "--ros-args" in argv else argv):
-        from r2s2r_sim.ros_params import node_help
-
+    if help_requested(args):
         print(node_help("recorder_node"))  # the parameters, instead of starting
         return 0
     use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation

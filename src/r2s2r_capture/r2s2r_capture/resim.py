@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_capture.errors import BagError
+from r2s2r_capture.errors import BagError, refuse_existing
 
 __all__ = ["ResimResult", "resim"]
 
@@ -81,9 +81,7 @@ class ResimResult:
 
     def write_csv(self, path: str | Path) -> Path:
         """One row per sample: t, per-joint error, end-effector error; never overwrites."""
-        out = Path(path)
-        if out.exists():
-            raise BagError(f"output {out} already exists; refusing to overwrite it")
+        out = refuse_existing(path, BagError)
         with out.open("x", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(["t_s", *(f"{n}_err" for n in self.joint_names), "ee_err_m"])

@@ -10,13 +10,12 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.errors import IdentificationError, refuse_existing
 
 __all__ = ["MAX_SAMPLES", "ExcitationConfig", "JointRecording", "excitation_trajectory", "joint_id"]
 
 # Largest recording we accept (samples): guards memory when reading untrusted .npz files.
 MAX_SAMPLES = 2_000_000
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,9 +96,7 @@ class JointRecording:
         Raises:
             IdentificationError: ``path`` exists.
         """
-        out = Path(path)
-        if out.exists():
-            raise IdentificationError(f"output {out} already exists; refusing to overwrite it")
+        out = refuse_existing(path, IdentificationError)
         with out.open("xb") as f:
             extra = {} if self.effort is None else {"effort": self.effort}
             np.savez(
@@ -226,4 +223,3 @@ def excitation_trajectory(
             wave *= cfg.max_velocity / vmax
         q[:, j] = c[j] + wave
     return t, q
-

@@ -16,7 +16,7 @@ import yaml
 from mujoco import sysid
 from r2s2r_sim.world_compose import COMMAND_DELAY_NUMERIC
 
-from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.errors import IdentificationError, refuse_existing
 
 __all__ = ["DELAY_NUMERIC", "IdentificationResult", "quiet_toolbox", "write_identification"]
 
@@ -104,9 +104,7 @@ def write_identification(
     Raises:
         IdentificationError: ``out_dir`` exists.
     """
-    out = Path(out_dir)
-    if out.exists():
-        raise IdentificationError(f"output {out} already exists; refusing to overwrite it")
+    out = refuse_existing(out_dir, IdentificationError)
     out.parent.mkdir(parents=True, exist_ok=True)
     ctx = result._ctx
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

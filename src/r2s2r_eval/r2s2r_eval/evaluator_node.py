@@ -43,7 +43,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-import yaml
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
 from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.ros_params import declare_parameters, run_node
@@ -74,6 +73,7 @@ from r2s2r_eval.evaluation import (
     parse_hook,
 )
 from r2s2r_eval.operator_prompt import OperatorPrompt, OperatorTimeout
+from r2s2r_eval.policy import policy_params_from_yaml
 from r2s2r_eval.results import EpisodeRow, ResultsError, ResultsStore, utc_now
 from r2s2r_sim import ros_conversions as rc
 
@@ -83,6 +83,7 @@ __all__ = [
     "EvaluatorNode",
     "main",
 ]
+
 
 def _read_config(node: Node) -> EvaluatorConfig:
     values = declare_parameters(
@@ -120,15 +121,7 @@ class EvaluatorNode(Node):
                         "a terminal of its own (launch with evaluate:=false), or use "
                         f"{name}:=service:<name>"
                     )
-        try:
-            params = yaml.safe_load(cfg.policy_params) or {}
-        except yaml.YAMLError as err:
-            raise EvaluatorError(f"parameter policy_params: not valid YAML: {err}") from None
-        if not isinstance(params, dict):
-            raise EvaluatorError(
-                f"parameter policy_params: must be a YAML mapping, got {cfg.policy_params!r}"
-            )
-        self.policy_params = params
+        self.policy_params = policy_params_from_yaml(cfg.policy_params, EvaluatorError)
         iface = declare_interface(self)
         reset_spec = iface.service_spec("reset_episode")
         self._reset_type = interface_class(reset_spec.type)
@@ -151,7 +144,11 @@ class EvaluatorNode(Node):
         self._done = False
         self.outcomes = {"succeeded": 0, "failed": 0}  # episodes whose outcome arrived
         self._diagnostics = DiagnosticsPublisher(
-            self, iface, name="evaluation", hardware_id=cfg.world, counters=dict,
+            self,
+            iface,
+            name="evaluation",
+            hardware_id=cfg.world,
+            counters=dict,
             read=self._diagnostics_reading,
         )
         # Liveness: the policy acknowledges every observation it answers; the world publishes joint states.
@@ -473,8 +470,13 @@ class EvaluatorNode(Node):
                 duration = time.monotonic() - t0
                 lost = ending.end is EpisodeEnd.POLICY_LOST
                 end = (
-                    "policy_error" if error is not None else "policy_done" if done
-                    else POLICY_LOST if lost else "timeout"
+                    "policy_error"
+                    if error is not None
+                    else "policy_done"
+                    if done
+                    else POLICY_LOST
+                    if lost
+                    else "timeout"
                 )
                 try:
                     judged = self._judge_real(i, seed)
@@ -486,7 +488,9 @@ class EvaluatorNode(Node):
                     stop = None
                 success = judged.success and error is None and not lost
                 reason = (
-                    "success" if success else (
+                    "success"
+                    if success
+                    else (
                         error.failure_reason if error is not None else POLICY_LOST if lost else judged.reason
                     )
                 )

@@ -9,7 +9,7 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+from r2s2r_sim.yaml_files import parse_yaml
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -490,3 +491,15 @@ def load_policy(name: str, params: Mapping[str, Any] | None = None) -> Policy:
     """
     cls = resolve_policy(name)
     return cls(params_from_dict(cls.params_type, params or {}, policy=name))
+
+
+def policy_params_from_yaml(text: str, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """The nodes' ``policy_params`` parameter (YAML text) as a mapping; empty text means no parameters.
+
+    Raises:
+        ``error``: the text is not valid YAML or not a mapping (the message names the parameter).
+    """
+    params = parse_yaml(text, "parameter policy_params", error) or {}
+    if not isinstance(params, dict):
+        raise error(f"parameter policy_params: must be a YAML mapping, got {text!r}")
+    return params

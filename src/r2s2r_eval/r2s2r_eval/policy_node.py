@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from builtin_interfaces.msg import Time
 from r2s2r_sim.dds import use_large_data_transport
 from r2s2r_sim.ros_params import declare_parameters, run_node, spin_single
@@ -48,7 +47,14 @@ from r2s2r_eval.conversions import (
     observation_from_messages,
     stamp_to_seconds,
 )
-from r2s2r_eval.policy import EpisodeInfo, ObservationKind, Policy, available_policies, load_policy
+from r2s2r_eval.policy import (
+    EpisodeInfo,
+    ObservationKind,
+    Policy,
+    available_policies,
+    load_policy,
+    policy_params_from_yaml,
+)
 from r2s2r_eval.sensor_arrays import NS_PER_S, episode_stamp
 from r2s2r_sim import ros_conversions as rc
 
@@ -126,14 +132,7 @@ class PolicyNode(Node):
         """
         super().__init__("policy_node", **kwargs)
         cfg = self.config = _read_config(self)
-        try:
-            params = yaml.safe_load(cfg.policy_params) or {}
-        except yaml.YAMLError as err:
-            raise PolicyNodeError(f"parameter policy_params: not valid YAML: {err}") from None
-        if not isinstance(params, dict):
-            raise PolicyNodeError(
-                f"parameter policy_params: must be a YAML mapping, got {cfg.policy_params!r}"
-            )
+        params = policy_params_from_yaml(cfg.policy_params, PolicyNodeError)
         try:
             self.policy: Policy = load_policy(cfg.policy, params)
         except ValueError as err:

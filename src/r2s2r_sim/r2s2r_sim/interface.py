@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.yaml_files import read_yaml
@@ -34,6 +34,7 @@ __all__ = [
 
 INTERFACE_FILE = "interface.yaml"
 _MAX_EXTENDS = 8
+_T = TypeVar("_T")
 # ROS interface type strings: package/msg/Name or package/srv/Name.
 _TYPE_RE = {
     "msg": re.compile(r"^[a-z][a-z0-9_]*/msg/[A-Z][A-Za-z0-9]*$"),
@@ -98,7 +99,9 @@ class QosSpec:
 # info_qos): rmw_qos_profile_system_default, rmw_qos_profile_default and rmw_qos_profile_sensor_data.
 QOS_PRESETS: Mapping[str, QosSpec] = {
     "system_default": QosSpec(
-        reliability=Reliability.SYSTEM_DEFAULT, durability=Durability.SYSTEM_DEFAULT, depth=0,
+        reliability=Reliability.SYSTEM_DEFAULT,
+        durability=Durability.SYSTEM_DEFAULT,
+        depth=0,
         preset="system_default",
     ),
     "default": QosSpec(
@@ -177,12 +180,7 @@ class Interface:
         Raises:
             InterfaceError: no such key, listing the keys there are.
         """
-        try:
-            return self.topics[key]
-        except KeyError:
-            raise InterfaceError(
-                f"{self.source}: topics.{key}: no such topic (topics: {sorted(self.topics)})"
-            ) from None
+        return self._entry("topics", self.topics, key)
 
     def topic(self, key: str, camera: str | None = None) -> str:
         """Return the name of topic ``key``, with ``{camera}`` replaced by ``camera``.
@@ -199,11 +197,7 @@ class Interface:
         Raises:
             InterfaceError: unknown key (listing the keys there are), or a camera placeholder mismatch.
         """
-        if key not in self.frames:
-            raise InterfaceError(
-                f"{self.source}: frames.{key}: no such frame (frames: {sorted(self.frames)})"
-            )
-        return _fill(self.source, "frames", key, self.frames[key], camera)
+        return _fill(self.source, "frames", key, self._entry("frames", self.frames, key), camera)
 
     def service_spec(self, key: str) -> ServiceSpec:
         """Return the spec of service ``key``.
@@ -211,12 +205,15 @@ class Interface:
         Raises:
             InterfaceError: no such key, listing the keys there are.
         """
-        try:
-            return self.services[key]
-        except KeyError:
+        return self._entry("services", self.services, key)
+
+    def _entry(self, section: str, table: Mapping[str, _T], key: str) -> _T:
+        """``table[key]``; an unknown key names the file and lists the section's keys."""
+        if key not in table:
             raise InterfaceError(
-                f"{self.source}: services.{key}: no such service (services: {sorted(self.services)})"
-            ) from None
+                f"{self.source}: {section}.{key}: no such {section[:-1]} ({section}: {sorted(table)})"
+            )
+        return table[key]
 
     def service(self, key: str) -> str:
         """Return the name of service ``key``."""
@@ -301,7 +298,10 @@ def _topic(key: str, data: Mapping[str, Any], source: Path, field: str) -> Topic
     else:
         sub_qos = qos
     return TopicSpec(
-        key=key, name=_name(data, source, field), type=_type(data, "msg", source, field), qos=qos,
+        key=key,
+        name=_name(data, source, field),
+        type=_type(data, "msg", source, field),
+        qos=qos,
         subscription_qos=sub_qos,
     )
 
@@ -314,8 +314,10 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if key == "frames" and isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
             out[key] = {**base[key], **value}
-        elif key in ("topics", "services") and isinstance(value, Mapping) and isinstance(
-            base.get(key), Mapping
+        elif (
+            key in ("topics", "services")
+            and isinstance(value, Mapping)
+            and isinstance(base.get(key), Mapping)
         ):
             entries = dict(base[key])
             for name, entry in value.items():
@@ -355,8 +357,11 @@ def _resolve_extends(
     while "extends" in merged:
         base = merged["extends"]
         if not isinstance(base, str) or base not in profiles:
-            raise _fail(source, f"{field}.extends", f"no profile {base!r} in {catalogue} (profiles: "
-                        f"{sorted(profiles)})")
+            raise _fail(
+                source,
+                f"{field}.extends",
+                f"no profile {base!r} in {catalogue} (profiles: {sorted(profiles)})",
+            )
         if base in chain or len(chain) >= _MAX_EXTENDS:
             raise _fail(
                 source, f"{field}.extends", f"profiles extend each other in a cycle: {[*chain, base]}"
@@ -390,14 +395,23 @@ def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: s
     frames: dict[str, str] = {}
     for key, value in _mapping(data.get("frames") or {}, source, f"{prefix}frames").items():
         if not isinstance(value, str) or not _FRAME_RE.match(value):
-            raise _fail(source, f"{prefix}frames.{key}",
-                        f"must be a tf2 frame id (no leading '/', no spaces), got {value!r}")
+            raise _fail(
+                source,
+                f"{prefix}frames.{key}",
+                f"must be a tf2 frame id (no leading '/', no spaces), got {value!r}",
+            )
         frames[str(key)] = value
     description = data.get("description") or ""
     if not isinstance(description, str):
         raise _fail(source, f"{prefix}description", f"must be a string, got {description!r}")
-    return Interface(source=source, topics=topics, services=services, frames=frames, profile=profile,
-                     description=description.strip())
+    return Interface(
+        source=source,
+        topics=topics,
+        services=services,
+        frames=frames,
+        profile=profile,
+        description=description.strip(),
+    )
 
 
 def available_profiles() -> dict[str, str]:
@@ -405,8 +419,9 @@ def available_profiles() -> dict[str, str]:
     source = config_dir() / INTERFACE_FILE
     default, profiles = _catalogue(source)
     names = [default, *sorted(n for n in profiles if n != default)]
-    return {n: str(_mapping(profiles[n], source, f"profiles.{n}").get("description") or "").strip()
-            for n in names}
+    return {
+        n: str(_mapping(profiles[n], source, f"profiles.{n}").get("description") or "").strip() for n in names
+    }
 
 
 def _is_path(selection: str | Path) -> bool:

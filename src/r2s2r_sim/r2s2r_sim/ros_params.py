@@ -192,6 +192,13 @@ def node_help(
     return "\n".join(lines)
 
 
+def help_requested(args: Sequence[str] | None) -> bool:
+    """True when ``-h``/``--help`` comes before any ``--ros-args`` (``args`` None: ``sys.argv[1:]``)."""
+    argv = list(sys.argv[1:] if args is None else args)
+    own = argv[: argv.index("--ros-args")] if "--ros-args" in argv else argv
+    return "-h" in own or "--help" in own
+
+
 def run_node(
     factory: Callable[[], Node],
     args: Sequence[str] | None,
@@ -208,9 +215,7 @@ def run_node(
     signal lands while the node is being built: rclpy then fails with ``RCLError`` (a ``RuntimeError``:
     "the given context is not valid") in whatever the constructor or the executor was creating.
     """
-    argv = list(sys.argv[1:] if args is None else args)
-    own = argv[: argv.index("--ros-args")] if "--ros-args" in argv else argv
-    if "-h" in own or "--help" in own:
+    if help_requested(args):
         # Answer --help with the parameters instead of starting the node.
         print(help_text() if help_text is not None else node_help(logger_name))
         return 0
