@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from r2s2r_sim.closing import Closing
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import Writer, WriterError
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode, StoragePlugin
@@ -248,7 +248,7 @@ class _SplitWriter(Writer):
         super().close()
 
 
-class BagWriter:
+class BagWriter(Closing):
     """Writes one rosbag2 bag folder; a context manager that refuses an existing output path.
 
     Use::
@@ -292,11 +292,6 @@ class BagWriter:
         self._state = "open"
         self._open_split()
         return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the current split and write ``metadata.yaml``; idempotent."""

@@ -9,8 +9,9 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+from r2s2r_sim.closing import Closing
 
 __all__ = ["SCHEMA_VERSION", "EpisodeRow", "ResultsError", "ResultsStore"]
 
@@ -85,7 +86,7 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
 
 
-class ResultsStore:
+class ResultsStore(Closing):
     """An SQLite file of episode rows; use as a context manager.
 
     A new file is created with the current schema; an existing one must carry r2s2r's application id and
@@ -158,12 +159,6 @@ class ResultsStore:
                 if name not in have:
                     conn.execute(f"ALTER TABLE episodes ADD COLUMN {name} {kind}")
             conn.execute(_OPTIONAL_INDEX)
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        """Close the database."""
-        self.close()
 
     def close(self) -> None:
         """Close the database; the store cannot be used afterwards."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Protocol
 
 import cv2
 import mujoco
 import numpy as np
 
+from r2s2r_sim.closing import Closing
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics
 from r2s2r_sim.world_config import CameraConfig
@@ -68,7 +68,7 @@ def frame_size(camera: CameraConfig, profile: RenderProfile, request: ImageSize 
     return profile.size(camera.width, camera.height)
 
 
-class CameraFrames:
+class CameraFrames(Closing):
     """Renders one world camera with one profile, at whatever size each call asks; a context manager.
 
     A renderer (GL context) is made per drawn size on first use and kept, so a runner that serves
@@ -86,16 +86,6 @@ class CameraFrames:
         self._renderers: dict[tuple[int, int], RgbdRenderer] = {}
         self._k: dict[tuple[int, int], np.ndarray] = {}
         self.renders = 0
-
-    def __enter__(self) -> CameraFrames:
-        """Nothing to open yet (renderers open on first use)."""
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        """Close every renderer."""
-        self.close()
 
     def close(self) -> None:
         """Release the GL contexts."""

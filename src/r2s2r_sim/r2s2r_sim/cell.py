@@ -9,12 +9,12 @@ the emulated hardware (:class:`r2s2r_sim.emulated_cell.EmulatedCell`) differ onl
 from __future__ import annotations
 
 from pathlib import Path
-from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 
 from r2s2r_sim.camera_frames import CameraFrames, ImageSize
+from r2s2r_sim.closing import Closing
 from r2s2r_sim.errors import RenderError
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.rendering import camera_intrinsics, depth_to_uint16_mm
@@ -110,7 +110,7 @@ def combine_checks(arm: CommandCheck, gripper: CommandCheck) -> CommandCheck:
     )
 
 
-class CellBase:
+class CellBase(Closing):
     """What every cell shares: a context manager over :meth:`open` and :meth:`close`, and the base pose."""
 
     world: SimWorld
@@ -127,12 +127,6 @@ class CellBase:
         """Open the cell."""
         self.open()
         return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        """Close the cell."""
-        self.close()
 
     def base_pose(self) -> Pose:
         """See :meth:`Cell.base_pose`."""
