@@ -8,13 +8,26 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-__all__ = ["KinematicArm", "tool_down_rotation"]
+__all__ = ["KinematicArm", "subtree_bodies", "tool_down_rotation"]
 
 
 def tool_down_rotation(yaw: float) -> np.ndarray:
     """Tool orientation (3x3, world) with z pointing down and the finger (y) axis at ``yaw`` about world z."""
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[-s, c, 0.0], [c, s, 0.0], [0.0, 0.0, -1.0]])
+
+
+def subtree_bodies(model: mujoco.MjModel, root: int) -> list[int]:
+    """Ids of ``root`` and every body below it, in id order (MuJoCo numbers a parent before its children)."""
+
+    def below(body: int) -> bool:
+        while body > 0:
+            body = int(model.body_parentid[body])
+            if body == root:
+                return True
+        return False
+
+    return [b for b in range(model.nbody) if b == root or below(b)]
 
 
 class KinematicArm:

@@ -23,6 +23,8 @@ import mujoco
 import numpy as np
 from transforms3d import euler, quaternions
 
+from r2s2r_sim.kinematics import subtree_bodies
+
 __all__ = ["Joint", "Link", "RobotDescription", "RobotDescriptionError", "write_stl"]
 
 _VISIBLE_GROUPS = 3  # MuJoCo shows geom groups 0, 1 and 2 by default
@@ -131,7 +133,7 @@ class RobotDescription:
         self.name = name
         self._prefix = prefix
         self.root = root
-        bodies = [b for b in range(model.nbody) if b == root or self._below(b, root)]
+        bodies = subtree_bodies(model, root)
         self.links: list[Link] = []
         self.joints: list[Joint] = []
         self._link_of: dict[int, Link] = {}
@@ -159,13 +161,6 @@ class RobotDescription:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise RobotDescriptionError(f"robot links would share the names {dup}")
-
-    def _below(self, body: int, root: int) -> bool:
-        while body > 0:
-            body = int(self.model.body_parentid[body])
-            if body == root:
-                return True
-        return False
 
     def _strip(self, name: str) -> str:
         return name[len(self._prefix):] if self._prefix and name.startswith(self._prefix) else name

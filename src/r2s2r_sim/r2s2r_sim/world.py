@@ -19,6 +19,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
+from r2s2r_sim.kinematics import subtree_bodies  # noqa: E402
 from r2s2r_sim.task import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task  # noqa: E402
 from r2s2r_sim.world_compose import command_delay, compose_world  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
@@ -239,9 +240,7 @@ class SimWorld:
         )
         # Every body in the robot's subtree, for contact checks (e.g. "is the object held").
         root = self._base_body
-        self.robot_body_ids: frozenset[int] = frozenset(
-            b for b in range(model.nbody) if b == root or self._is_descendant(b, root)
-        )
+        self.robot_body_ids: frozenset[int] = frozenset(subtree_bodies(model, root))
 
         self._home_key = -1
         self._home_qpos: np.ndarray | None = None
@@ -259,13 +258,6 @@ class SimWorld:
             bad = [n for n, o in zip(self.arm_joint_names, outside, strict=True) if o]
             field = "robot.home_keyframe" if cfg.home_keyframe is not None else "robot.home_qpos"
             raise WorldError(f"{self._src}: {field}: home is outside the limits of joints {bad}")
-
-    def _is_descendant(self, body: int, root: int) -> bool:
-        while body > 0:
-            body = int(self.model.body_parentid[body])
-            if body == root:
-                return True
-        return False
 
     def _resolve_cameras(self) -> None:
         self._cam_ids: dict[str, int] = {}
