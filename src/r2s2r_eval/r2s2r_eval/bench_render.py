@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.bench_out import add_out_option, write_results
+from r2s2r_sim.bench_out import add_out_option, add_world_options, write_results
 
 from r2s2r_eval.sweep import run_sweep
 from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
@@ -194,10 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m r2s2r_eval.bench_render", description=__doc__)
     add_out_option(parser)
-    parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
-    parser.add_argument(
-        "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
-    )
+    add_world_options(parser)
     parser.add_argument("--bc-checkpoint", type=Path, required=True, help="BC checkpoint (r2s2r train)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="sweep/render processes")
     parser.add_argument("--episodes", type=int, default=None, help="episodes per arm (default 12 x workers)")

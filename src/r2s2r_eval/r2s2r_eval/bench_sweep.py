@@ -28,7 +28,7 @@ from typing import Any
 import mujoco
 import numpy as np
 from mujoco import rollout
-from r2s2r_sim.bench_out import add_out_option, write_results
+from r2s2r_sim.bench_out import add_out_option, add_world_options, write_results
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationConfig, load_variation_config, make_world, sweep_variation
 from r2s2r_sim.worlds import world_path
@@ -102,10 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks, print a table and write JSON to ``--out``."""
     parser = argparse.ArgumentParser(prog="python -m r2s2r_eval.bench_sweep", description=__doc__)
     add_out_option(parser)
-    parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
-    parser.add_argument(
-        "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
-    )
+    add_world_options(parser)
     parser.add_argument("--compile-n", type=int, default=100, help="variations compiled for the rate")
     parser.add_argument("--episodes", type=int, default=None, help="sweep episodes (default: 4 x workers)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="pool size (default: cores)")

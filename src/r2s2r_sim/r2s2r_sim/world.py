@@ -266,10 +266,9 @@ class SimWorld:
 
     def _camera_id(self, name: str, field: str) -> int:
         ct = mujoco.mjtObj.mjOBJ_CAMERA
-        for candidate in (name, self._full(name)):
-            idx = int(mujoco.mj_name2id(self.model, ct, candidate))
-            if idx >= 0:
-                return idx
+        idx = self._find(ct, name)
+        if idx >= 0:
+            return idx
         raise WorldError(
             f"{self._src}: {field}: camera {name!r} not in {self._scene_rel} or {self._robot_rel} "
             f"(cameras: {_names(self.model, ct, self.model.ncam)})"
@@ -514,11 +513,18 @@ class SimWorld:
             d.qfrc_actuator[self._state_dadr].copy(),
         )
 
-    def _lookup(self, objtype: mujoco.mjtObj, name: str, what: str, count: int) -> int:
+    def _find(self, objtype: mujoco.mjtObj, name: str) -> int:
+        """The id of ``name`` as written, else with the robot's prefix; -1 when neither is in the model."""
         for candidate in (name, self._full(name)):
             idx = int(mujoco.mj_name2id(self.model, objtype, candidate))
             if idx >= 0:
                 return idx
+        return -1
+
+    def _lookup(self, objtype: mujoco.mjtObj, name: str, what: str, count: int) -> int:
+        idx = self._find(objtype, name)
+        if idx >= 0:
+            return idx
         raise WorldError(
             f"world {self.world_id!r}: no {what} {name!r} (have: {_names(self.model, objtype, count)})"
         )
