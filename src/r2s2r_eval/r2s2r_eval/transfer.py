@@ -25,6 +25,7 @@ and ``report.md`` under ``--out``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -239,6 +240,10 @@ def run_transfer(
         report_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
         (out / "report.md").write_text(format_report(report), encoding="utf-8")
 
+    # Every evaluation, of a trained policy or the reference expert, runs under the same limits.
+    evaluate = functools.partial(
+        evaluate_policy, max_steps=cfg.max_steps, profile=profile, workers=cfg.workers, log=log
+    )
     study = task_study(cfg.task)
     bundled, bundled_variations = study.world, study.variations
     worlds: dict[str, tuple[str, Path | None]] = {
@@ -355,17 +360,8 @@ def run_transfer(
                 save()
                 continue
             log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
-            entry[key] = evaluate_policy(
-                ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads}),
-                where=where,
-                world=str(eval_world),
-                n=n,
-                max_steps=cfg.max_steps,
-                variations=eval_variations,
-                profile=profile,
-                workers=cfg.workers,
-                log=log,
-            )
+            bc = ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads})
+            entry[key] = evaluate(bc, where=where, world=str(eval_world), n=n, variations=eval_variations)
             save()
     if cfg.reference_row:
         entry = report.setdefault("reference", {})
@@ -376,17 +372,8 @@ def run_transfer(
         ):
             if key not in entry and n:
                 log(f"[reference expert] evaluation {key}: {n} episodes")
-                entry[key] = evaluate_policy(
-                    (study.family[0].name, dict(study.family[0].params)),
-                    where=where,
-                    world=bundled,
-                    n=n,
-                    max_steps=cfg.max_steps,
-                    variations=eval_variations,
-                    profile=profile,
-                    workers=cfg.workers,
-                    log=log,
-                )
+                expert = (study.family[0].name, dict(study.family[0].params))
+                entry[key] = evaluate(expert, where=where, world=bundled, n=n, variations=eval_variations)
                 save()
     save()
     return report
