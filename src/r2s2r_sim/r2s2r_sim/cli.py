@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from typing import Any
 
 from r2s2r_sim.graph import Graph, GraphError, load_graph, parse_arguments, resolve
 from r2s2r_sim.launcher import EXIT_NOT_STARTED, Launcher
@@ -22,8 +23,12 @@ def _show_args(graph: Graph) -> str:
     lines = [f"Arguments (pass arguments as '<name>:=<value>') of graph '{graph.name}':", ""]
     for arg in graph.arguments:
         choices = f" (one of: {', '.join(arg.choices)})" if arg.choices else ""
-        lines += [f"    '{arg.name}':", f"        {arg.description}{choices}",
-                  f"        (default: '{arg.default}')", ""]
+        lines += [
+            f"    '{arg.name}':",
+            f"        {arg.description}{choices}",
+            f"        (default: '{arg.default}')",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -60,6 +65,17 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return cmd_launch(ns)
 
 
+def add_command_group(subparsers: Any, name: str, *, help: str, description: str | None, dest: str) -> Any:
+    """Add ``r2s2r NAME``; returns the subparsers of its own subcommands (``r2s2r NAME new`` ...).
+
+    One of those is required, and the group's ``--help`` keeps the line breaks of ``description``.
+    """
+    group = subparsers.add_parser(
+        name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return group.add_subparsers(dest=dest, required=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``r2s2r`` command."""
     parser = argparse.ArgumentParser(prog="r2s2r", description=__doc__)
@@ -82,8 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
             register = entry.load()
         except (ImportError, AttributeError) as err:
             # A broken plug-in must not take the other subcommands down with it; say which one.
-            print(f"r2s2r: warning: subcommand '{entry.name}' ({entry.value}) unavailable: {err}",
-                  file=sys.stderr)
+            print(
+                f"r2s2r: warning: subcommand '{entry.name}' ({entry.value}) unavailable: {err}",
+                file=sys.stderr,
+            )
             continue
         register(sub)
     return parser

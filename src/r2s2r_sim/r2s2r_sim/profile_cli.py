@@ -50,13 +50,15 @@ def cmd_new(ns: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the ``profile`` subcommand with ``new``."""
-    profile = subparsers.add_parser(
+    from r2s2r_sim.cli import add_command_group
+
+    sub = add_command_group(
+        subparsers,
         "profile",
         help="write hardware profiles of the emulated hardware",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        dest="profile_command",
     )
-    sub = profile.add_subparsers(dest="profile_command", required=True)
     new = sub.add_parser("new", help="write a profile template listing the world's joints, servos and geoms")
     new.add_argument("--world", required=True, help="world folder or bundled world id")
     new.add_argument(
