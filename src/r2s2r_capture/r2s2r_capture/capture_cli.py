@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
+
+from r2s2r_sim.cli import bad_input
 
 from r2s2r_capture.errors import CalibrationError, IdentificationError, refuse_existing
 
@@ -50,8 +51,7 @@ def cmd_board(ns: argparse.Namespace) -> int:
         if ns.pdf:
             print(f"wrote {write_board_pdf(board, Path(ns.output).with_suffix('.pdf'))} (print at 100 %)")
     except CalibrationError as err:
-        print(f"r2s2r board: {err}", file=sys.stderr)
-        return 2
+        return bad_input("board", err)
     return 0
 
 
@@ -67,8 +67,7 @@ def cmd_calibrate(ns: argparse.Namespace) -> int:
         )
         out = calibration.write_camera_info_yaml(result, ns.output, camera_name=ns.camera_name)
     except CalibrationError as err:
-        print(f"r2s2r calibrate: {err}", file=sys.stderr)
-        return 2
+        return bad_input("calibrate", err)
     K = result.camera_matrix
     print(f"views used: {result.n_views}/{len(images)}, corners: {result.n_corners}")
     print(
@@ -99,8 +98,7 @@ def cmd_sysid(ns: argparse.Namespace) -> int:
         result = sysid.identify(ns.model, rec, config)
         paths = write_identification(result, ns.output, report=not ns.no_report)
     except IdentificationError as err:
-        print(f"r2s2r sysid: {err}", file=sys.stderr)
-        return 2
+        return bad_input("sysid", err)
     print(result.summary())
     print(f"optimisation {result.wall_s:.1f} s; wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

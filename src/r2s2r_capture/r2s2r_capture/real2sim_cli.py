@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from r2s2r_sim.cli import bad_input
 from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.interface import InterfaceError
 
@@ -47,8 +48,7 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         profile = profile_path(ns.profile)
         summary = capture_emulated(ns.output, profile=profile, world=ns.world, config=cfg, progress=print)
     except _ERRORS as err:
-        print(f"r2s2r capture: {err}", file=sys.stderr)
-        return 2
+        return bad_input("capture", err)
     counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items())
     print(f"wrote {summary.bag} ({counts})")
     return 0
@@ -85,8 +85,7 @@ def cmd_resim(ns: argparse.Namespace) -> int:
         if ns.csv:
             print(f"wrote {result.write_csv(ns.csv)}")
     except _ERRORS as err:
-        print(f"r2s2r resim: {err}", file=sys.stderr)
-        return 2
+        return bad_input("resim", err)
     return 0
 
 

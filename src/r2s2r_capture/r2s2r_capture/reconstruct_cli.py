@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from r2s2r_sim.cli import bad_input
+
 from r2s2r_capture.errors import ReconstructionError, refuse_existing
 
 __all__ = ["cmd_reconstruct", "main", "register_reconstruct"]
@@ -108,8 +110,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
         )
         t3 = time.perf_counter()
     except ReconstructionError as err:
-        print(f"r2s2r reconstruct: {err}", file=sys.stderr)
-        return 2
+        return bad_input("reconstruct", err)
     t = result.table
     body = _object_body(out)
     print(

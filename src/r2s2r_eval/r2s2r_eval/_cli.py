@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-EXIT_BAD_INPUT = 2  # the exit status of a command refused for its input
+from r2s2r_sim.cli import EXIT_BAD_INPUT, bad_input
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "MMRV_HELP",
+    "Subcommand",
+    "add_bootstrap_options",
+    "add_mmrv_option",
+    "bad_input",
+    "open_unit",
+    "positive_int",
+    "progress_bar",
+]
+
 MMRV_HELP = "MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code"
-
-
-def bad_input(command: str, err: object) -> int:
-    """Say on stderr what was wrong with the input of ``r2s2r COMMAND``; returns ``EXIT_BAD_INPUT``."""
-    print(f"r2s2r {command}: {err}", file=sys.stderr)
-    return EXIT_BAD_INPUT
 
 
 @contextlib.contextmanager

@@ -65,15 +65,25 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return cmd_launch(ns)
 
 
-def add_command_group(subparsers: Any, name: str, *, help: str, description: str | None, dest: str) -> Any:
+EXIT_BAD_INPUT = 2  # the exit status of a command refused for its input
+
+
+def bad_input(command: str, err: object) -> int:
+    """Say on stderr what was wrong with the input of ``r2s2r COMMAND``; returns ``EXIT_BAD_INPUT``."""
+    print(f"r2s2r {command}: {err}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def add_command_group(subparsers: Any, name: str, help: str, description: str | None) -> Any:
     """Add ``r2s2r NAME``; returns the subparsers of its own subcommands (``r2s2r NAME new`` ...).
 
-    One of those is required, and the group's ``--help`` keeps the line breaks of ``description``.
+    One of those is required (parsed into ``NAME_command``), and the group's ``--help`` keeps the line
+    breaks of ``description``.
     """
     group = subparsers.add_parser(
         name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    return group.add_subparsers(dest=dest, required=True)
+    return group.add_subparsers(dest=f"{name}_command", required=True)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -53,11 +53,7 @@ def register(subparsers: Any) -> None:
     from r2s2r_sim.cli import add_command_group
 
     sub = add_command_group(
-        subparsers,
-        "profile",
-        help="write hardware profiles of the emulated hardware",
-        description=__doc__,
-        dest="profile_command",
+        subparsers, "profile", "write hardware profiles of the emulated hardware", __doc__
     )
     new = sub.add_parser("new", help="write a profile template listing the world's joints, servos and geoms")
     new.add_argument("--world", required=True, help="world folder or bundled world id")

@@ -173,13 +173,7 @@ def register(subparsers: Any) -> None:
     """Add the ``world`` subcommand with ``new`` and ``check``."""
     from r2s2r_sim.cli import add_command_group
 
-    sub = add_command_group(
-        subparsers,
-        "world",
-        help="make and check world folders for your own arm",
-        description=__doc__,
-        dest="world_command",
-    )
+    sub = add_command_group(subparsers, "world", "make and check world folders for your own arm", __doc__)
     _add_new(sub.add_parser("new", help="write a world folder for the table task around a robot file"))
     _add_check(
         sub.add_parser("check", help="print what a world resolves to and every problem; exit 2 on errors")
