@@ -423,6 +423,7 @@ def real2sim(
     from r2s2r_capture import calibration as cal
     from r2s2r_capture import reconstruction as rc
     from r2s2r_capture import sysid as S
+    from r2s2r_capture.articulation import articulation_variations
     from r2s2r_capture.sysid_recording import JointRecording
     from r2s2r_capture.sysid_report import write_identification
     from r2s2r_capture.tsdf import integrate_tsdf
@@ -487,9 +488,17 @@ def real2sim(
         scene.point_cloud(),
         rc.SegmentConfig(voxel=cfg.voxel, keepout=keepout, max_height=cfg.max_object_height),
     )
-    marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
-    obj_name, target_name = _pick_task(seg.objects, marker)
-    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects")
+    joint = None
+    if tcfg.task is not None and tcfg.task.type.value == "drawer":  # articulated: joint from the capture
+        from r2s2r_capture.articulation import estimate_articulation, kept_objects
+
+        joint = estimate_articulation(bags, template_dir, K=K, D=D, T_world_camera=T_wc, camera=cfg.camera)
+        seg = dataclasses.replace(seg, objects=kept_objects(seg.objects, joint))
+        obj_name, target_name = tcfg.task.object_body, None
+    else:
+        marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
+        obj_name, target_name = _pick_task(seg.objects, marker)
+    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects, joint {joint}")
 
     m = data.motion
     sl = slice(None, None, cfg.sample_stride)
@@ -523,11 +532,13 @@ def real2sim(
             robot_mjcf_dir=robot_mjcf.parent,
             robot_mjcf=robot_mjcf,
             world_id=cfg.world_id,
+            articulated=joint,
         )
         cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
         write_identification(ident, world / "identification", report=cfg.report)
+        doc = world_variations(world, ident, intr, camera_std)
         variations = write_world_variations(
-            world / WORLD_VARIATIONS_FILE, world_variations(world, ident, intr, camera_std)
+            world / WORLD_VARIATIONS_FILE, doc if joint is None else articulation_variations(joint, doc)
         )
         for_world(load_variation_config(variations), world)  # refuse a file the world cannot use
         objects = {
@@ -566,6 +577,7 @@ def real2sim(
             "table_top_z": float(seg.table.height),
             "objects": objects,
             "sysid": sysid_summary,
+            **({"articulation": joint.summary()} if joint is not None else {}),
             "stage_s": stage_s,
         }
         (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
