@@ -6,13 +6,13 @@ camera and the template robot's kinematics.  Nothing of the emulator's truth is 
 - **Axis and range** (vision): the handle (pixels of the template handle's colour) back-projected with the
   calibrated camera in the two still views, drawer closed and drawer at its stop.  The axis is the
   direction of the handle's displacement, the range its length.  Whether the stop was hit is told by the
-  stop pull: its commands (through the arm's kinematics) went further than the handle did.
+  stop pull: at its end the arm lags its command (through the arm's kinematics) by more than before it.
 - **Damping and friction** (efforts): each hooked pass minus the free pass with the very same joint
   commands leaves the joint torques of the drawer's force alone, whatever the arm's gravity, inertia and
   friction (the robot needs no dynamic model for it).  Projected through the tool Jacobian on the axis it
   is the force ``F``; on the constant-speed plateaus ``F = c v + f sign(v)`` (the joint's damping ``c``,
-  N s/m, and friction loss ``f``, N).  Plateaus at several speeds separate the two; a least-squares fit
-  gives them with standard errors widened by the residuals' autocorrelation
+  N s/m, and friction loss ``f``, N).  Plateaus at several speeds, opening and closing, separate the two;
+  a least-squares fit over the plateaus' median forces gives them with standard errors
   (:func:`r2s2r_capture.fit_uncertainty.regression_std`).  The release of the handle is not used: a drawer
   of ~1 kg with ~10 N s/m of damping stops within ~0.1 s, one or two camera frames.
 """
@@ -40,9 +40,11 @@ __all__ = [
 ]
 
 _PLATEAU = 0.15  # samples within +-15 % of a pass's plateau speed are at constant speed
-_CONTACT = 0.5  # samples below half the median force (toward motion) have the hook slack
+_CONTACT = 0.5  # samples below half the upper-quartile force (against motion) have the hook slack
 _CHROMA_TOL = 0.07  # handle pixels: chromaticity within this of the handle's colour
 _STOP_SLACK_M = 0.005  # the stop pull's commands went this much further than the handle: stop hit
+_KNOCK = 0.4  # leading share of an engaged stretch left out: the hook's knock dies down
+_FRONT_M = 0.012  # the handle's outermost part: pixels within this of its front (m)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +62,7 @@ class ArticulationEstimate:
         stop_hit: whether the stop pull reached the stop.
         damping: N s/m; damping_std its standard error.
         frictionloss: N; frictionloss_std its standard error.
-        samples: plateau samples in the force fit.
+        samples: joint states in the force fit (constant speed, hook engaged).
     """
 
     joint: str
@@ -97,6 +99,7 @@ class _Phase:
     frames: dict[str, list[tuple[np.ndarray, np.ndarray]]]
     passes: dict[tuple[str, int], dict[str, Any]]
     stop_cmds: list[np.ndarray]
+    stop_q: list[np.ndarray] = dataclasses.field(default_factory=list)
 
 
 def _read(bags: Sequence[Path], color: str, depth: str, arm_joints: Sequence[str]) -> _Phase:
@@ -133,6 +136,8 @@ def _read_bag(bag: Path, color: str, depth: str, arm_joints: Sequence[str], out:
                     pending = None
             elif name == "stop_pull" and m.topic == ARM_COMMAND:
                 out.stop_cmds.append(np.asarray(msg.data, dtype=np.float64))
+            elif name == "stop_pull" and m.topic == JOINT_STATES and idx is not None:
+                out.stop_q.append(np.asarray(msg.position)[idx])
             elif name in ("hooked", "free") and m.topic == JOINT_STATES:
                 names = list(msg.name)
                 if idx is None:
@@ -155,14 +160,20 @@ def _read_bag(bag: Path, color: str, depth: str, arm_joints: Sequence[str], out:
                 rec["e"].append(eff[idx])
 
 
-def _handle_centroid(
+def _handle_front(
     frames: Sequence[tuple[np.ndarray, np.ndarray]],
     K: np.ndarray,
     T_wc: np.ndarray,
     colour: np.ndarray,
+    axis0: np.ndarray,
     what: str,
 ) -> np.ndarray:
-    """World centroid of the handle's pixels over ``frames`` (undistorted RGB-D)."""
+    """World centre of the handle's outermost part (along ``axis0``) in ``frames`` (undistorted RGB-D).
+
+    The outermost part (the bar of a bar handle) is the feature both views share: a stereo depth camera
+    loses pixels along the bar's edges and sees the posts behind it from another angle once the drawer
+    is closer, which moves the centroid of all handle pixels by centimetres.
+    """
     target = colour / colour.sum()
     pts = []
     for rgb, depth in frames:
@@ -182,11 +193,54 @@ def _handle_centroid(
         )
     med = np.median(p, axis=0)
     p = p[np.linalg.norm(p - med, axis=1) < 0.1]  # one handle: drop stray pixels of that colour
-    return p.mean(axis=0)
+    out = p @ axis0
+    return p[out >= np.percentile(out, 98) - _FRONT_M].mean(axis=0)
 
 
-def _template_joint(template_dir: Path) -> tuple[Any, str, np.ndarray, float]:
-    """The template world, its task body's joint name, the handle's colour and the joint's range end."""
+def _plateau_forces(phase: _Phase, kin: Any, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per hooked pass and direction: mean speed and median force on its constant-speed, engaged stretch.
+
+    The hook touches the bar (pulling) or the drawer front (pushing) somewhere near the tool centre: a force
+    along the axis there is that force at the tool plus moments about the horizontal normal to the axis
+    and about the vertical, fitted with it (least squares over the arm joints).  Medians keep the knock of
+    the hook taking up its slack out of the fit.
+    """
+    model = kin.model
+    jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+    up = np.array([0.0, 0.0, 1.0])
+    side = np.cross(up, axis)
+    side /= np.linalg.norm(side)
+    vs, fs, used = [], [], 0
+    for (kind, k), hooked in sorted(phase.passes.items()):
+        free = phase.passes.get(("free", k))
+        if kind != "hooked" or free is None:
+            continue
+        n = min(len(hooked["q"]), len(free["q"]))
+        q, qd = np.array(hooked["q"][:n]), np.array(hooked["qd"][:n])
+        dtau = np.array(hooked["e"][:n]) - np.array(free["e"][:n])
+        rows = []
+        for i in range(n):
+            kin.fk(q[i])
+            mujoco.mj_jacSite(model, kin.data, jacp, jacr, kin.site)
+            J, Jr = jacp[:, kin.dofadr], jacr[:, kin.dofadr]
+            v = float(axis @ (J @ qd[i]))
+            if abs(abs(v) - hooked["speed"]) <= _PLATEAU * hooked["speed"]:
+                A = np.stack([J.T @ axis, Jr.T @ side, Jr.T @ up], axis=1)  # joint torques per unit wrench
+                rows.append((v, float(np.linalg.lstsq(A, dtau[i], rcond=None)[0][0])))
+        for sign in (1.0, -1.0):
+            r = np.array([x for x in rows if np.sign(x[0]) == sign]).reshape(-1, 2)
+            toward = r[:, 1] * sign
+            engaged = r[toward > _CONTACT * np.percentile(toward, 75)] if len(r) else r
+            engaged = engaged[int(_KNOCK * len(engaged)) :]  # the hook's knock as it takes up its slack
+            if len(engaged) >= 10:
+                vs.append(float(engaged[:, 0].mean()))
+                fs.append(float(np.median(engaged[:, 1])))
+                used += len(engaged)
+    return np.array(vs), np.array(fs), used
+
+
+def _template_joint(template_dir: Path) -> tuple[Any, str, np.ndarray, float, np.ndarray]:
+    """The template world, its joint's name, the handle's colour, the joint's range end and world axis."""
     from r2s2r_sim.world import SimWorld
 
     world = SimWorld(template_dir)
@@ -205,7 +259,8 @@ def _template_joint(template_dir: Path) -> tuple[Any, str, np.ndarray, float]:
     mat = int(model.geom_matid[g])
     rgba = model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g]
     end = float(model.jnt_range[jnt][1]) if model.jnt_limited[jnt] else 0.0
-    return world, model.joint(jnt).name, np.asarray(rgba[:3], dtype=np.float64) * 255.0, end
+    axis = world.data.xmat[body].reshape(3, 3) @ model.jnt_axis[jnt]
+    return world, model.joint(jnt).name, np.asarray(rgba[:3], dtype=np.float64) * 255.0, end, axis
 
 
 def estimate_articulation(
@@ -239,7 +294,7 @@ def estimate_articulation(
     from r2s2r_capture.fit_uncertainty import regression_std
     from r2s2r_capture.real2sim import _undistort
 
-    world, joint, colour, template_end = _template_joint(Path(template_dir))
+    world, joint, colour, template_end, axis0 = _template_joint(Path(template_dir))
     cfg = world.config
     prefix = cfg.robot.prefix
     names = topic_names(camera, interface)
@@ -254,8 +309,8 @@ def estimate_articulation(
             "passes); record it (r2s2r_capture.articulation_capture)"
         )
     T_wc = np.asarray(T_world_camera, dtype=np.float64)
-    closed = _handle_centroid(_undistort(views["closed_view"], K, D), K, T_wc, colour, "closed_view")
-    opened = _handle_centroid(_undistort(views["open_view"], K, D), K, T_wc, colour, "open_view")
+    closed = _handle_front(_undistort(views["closed_view"], K, D), K, T_wc, colour, axis0, "closed_view")
+    opened = _handle_front(_undistort(views["open_view"], K, D), K, T_wc, colour, axis0, "open_view")
     disp = opened - closed
     seen = float(np.linalg.norm(disp))
     axis = disp / seen
@@ -263,38 +318,23 @@ def estimate_articulation(
         world.model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + str(cfg.robot.ee_site)
     )
     stop_hit = False
-    if len(phase.stop_cmds) >= 2:
-        travel = float((kin.fk(phase.stop_cmds[-1])[0] - kin.fk(phase.stop_cmds[0])[0]) @ axis)
-        stop_hit = travel > seen + _STOP_SLACK_M
-    jacp, jacr = np.zeros((3, world.model.nv)), np.zeros((3, world.model.nv))
-    rows_v, rows_f = [], []
-    for (kind, k), hooked in sorted(phase.passes.items()):
-        free = phase.passes.get(("free", k))
-        if kind != "hooked" or free is None:
-            continue
-        n = min(len(hooked["q"]), len(free["q"]))
-        q, qd = np.array(hooked["q"][:n]), np.array(hooked["qd"][:n])
-        dtau = np.array(hooked["e"][:n]) - np.array(free["e"][:n])
-        for i in range(n):
-            kin.fk(q[i])
-            mujoco.mj_jacSite(kin.model, kin.data, jacp, jacr, kin.site)
-            J = jacp[:, kin.dofadr]
-            g = J.T @ axis  # joint torques per newton along the axis at the tool
-            v = float(axis @ (J @ qd[i]))
-            if abs(abs(v) - hooked["speed"]) > _PLATEAU * hooked["speed"]:
-                continue
-            rows_v.append(v)
-            rows_f.append(float(g @ dtau[i] / (g @ g)))
-    v, F = np.array(rows_v), np.array(rows_f)
-    toward = F * np.sign(v)
-    keep = toward > _CONTACT * np.median(toward) if len(v) else np.zeros(0, dtype=bool)
-    v, F = v[keep], F[keep]
-    if len(v) < 10 or (v > 0).sum() < 3 or (v < 0).sum() < 3 or np.ptp(np.abs(v)) < 0.01:
+    if len(phase.stop_cmds) >= 2 and len(phase.stop_q) >= 2:
+        # Against the stop the arm lags its last command (the servo's spring takes the load); before the
+        # pull it lags only by its own sag.
+        def lag(cmd: np.ndarray, q: np.ndarray) -> float:
+            return float((kin.fk(cmd)[0] - kin.fk(q)[0]) @ axis)
+
+        lag_end = lag(phase.stop_cmds[-1], phase.stop_q[-1])
+        stop_hit = lag_end - lag(phase.stop_cmds[0], phase.stop_q[0]) > _STOP_SLACK_M
+    v, F, n = _plateau_forces(phase, kin, axis)
+    if len(v) < 4 or (v > 0).sum() < 2 or (v < 0).sum() < 2 or np.ptp(np.abs(v)) < 0.01:
         raise IdentificationError(
-            f"bag {bag}: articulation: {len(v)} constant-speed samples with the hook engaged; record hooked "
-            "passes at two or more speeds, opening and closing"
+            f"bag {bag}: articulation: {len(v)} constant-speed stretches with the hook engaged; record "
+            "hooked passes at two or more speeds, opening and closing"
         )
-    X = np.stack([v, np.sign(v)], axis=1)
+    # A constant term takes what the passes' difference leaves in both directions alike (the arm sags a
+    # little more under load); it is not the drawer's.
+    X = np.stack([v, np.sign(v), np.ones_like(v)], axis=1)
     coef, *_ = np.linalg.lstsq(X, F, rcond=None)
     std = regression_std(X, F - X @ coef)
     return ArticulationEstimate(
@@ -308,7 +348,7 @@ def estimate_articulation(
         damping_std=float(std[0]),
         frictionloss=float(max(coef[1], 0.0)),
         frictionloss_std=float(std[1]),
-        samples=len(v),
+        samples=n,
     )
 
 
@@ -342,6 +382,7 @@ def place_articulated(spec: Any, template_dir: str | Path, est: ArticulationEsti
     root_pos = pivot + Rz @ (tdata.xpos[root] - pivot)
     quat = np.empty(4)
     mujoco.mju_mat2Quat(quat, root_R.ravel())
+    tspec.option.integrator = spec.option.integrator  # the written world's options stay its own
     frame = spec.worldbody.add_frame(pos=root_pos.tolist(), quat=quat.tolist())
     frame.attach_body(tspec.body(tmodel.body(root).name), "", "")
     j = spec.joint(est.joint)

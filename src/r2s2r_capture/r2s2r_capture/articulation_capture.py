@@ -44,9 +44,11 @@ class ArticulationConfig:
 
     Attributes:
         speeds_m_s: plateau speed of each hooked/free pass pair (m/s); at least two, so that speed and
-            friction separate.
+            friction separate.  Above ~0.08 m/s the hook knocks the bar and the drawer chatters on it
+            for the rest of the short plateau.
         stroke_m: how far each pass opens the drawer (m); the free passes need the parked drawer's front
-            this far plus the hook's clearance ahead of the fingers, so keep it below range - 0.05 m.
+            this far plus the hook's clearance ahead of the fingers, so keep it 0.05 m below the opening
+            the stop pull reaches (the stop, or the arm's reach: ~0.135 m on the bundled arm).
         overpull_m: the stop pull's target past the template's range end (m).
         accel_m_s2: acceleration of each pass's speed profile (m/s^2).
         hook_offset_m: fingers this far behind the handle bar's centre, toward the drawer front (m).
@@ -55,8 +57,8 @@ class ArticulationConfig:
         n_frames: RGB-D frames at each still view.
     """
 
-    speeds_m_s: tuple[float, ...] = (0.03, 0.06, 0.1)
-    stroke_m: float = 0.11
+    speeds_m_s: tuple[float, ...] = (0.02, 0.04, 0.06)
+    stroke_m: float = 0.08
     overpull_m: float = 0.015
     accel_m_s2: float = 0.4
     hook_offset_m: float = 0.025

@@ -12,6 +12,7 @@ import math
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -407,8 +408,11 @@ def write_world(
 
             place_articulated(spec, template, articulated)
         try:
-            spec.compile()
-            xml = spec.to_xml()
+            with warnings.catch_warnings():
+                # An attached articulated object keeps its template names (the world's task names it).
+                warnings.filterwarnings("ignore", message="Attaching a spec with an empty prefix")
+                spec.compile()
+                xml = spec.to_xml()
         except ValueError as err:
             raise ReconstructionError(f"scene: MjSpec does not compile: {err}") from err
         (tmp / "scene.xml").write_text(xml, encoding="utf-8")
