@@ -195,12 +195,17 @@ def record_articulation(
         s = _profile(cfg.stroke_m, speed, cfg.accel_m_s2, rate)
         s = np.concatenate([s, np.full(int(0.2 * rate), cfg.stroke_m), cfg.stroke_m - s])
         passes.append(solve(hook + s[:, None] * axis, q_hook))
-    for k, (speed, qs) in enumerate(zip(cfg.speeds_m_s, passes, strict=True)):
-        marker("hooked", "start", index=k, speed_m_s=speed)
-        for qc in qs:
-            command(qc)
-        hold(0.2)
-        marker("hooked", "end", index=k)
+
+    def run_passes(kind: str) -> None:
+        """Every pass's commands, one marked part each (the same commands hooked and free)."""
+        for k, (speed, qs) in enumerate(zip(cfg.speeds_m_s, passes, strict=True)):
+            marker(kind, "start", index=k, speed_m_s=speed)
+            for qc in qs:
+                command(qc)
+            hold(0.2)
+            marker(kind, "end", index=k)
+
+    run_passes("hooked")
     marker("stop_pull", "start")
     # As far as the stop, or as far as the arm reaches with the tool down.
     q, pulled = move(
@@ -219,12 +224,7 @@ def record_articulation(
     q, _ = move(hook + up, hook, q)
     command(passes[0][0])  # the hooked passes' start, exactly
     hold(0.3)
-    for k, (speed, qs) in enumerate(zip(cfg.speeds_m_s, passes, strict=True)):
-        marker("free", "start", index=k, speed_m_s=speed)
-        for qc in qs:
-            command(qc)
-        hold(0.2)
-        marker("free", "end", index=k)
+    run_passes("free")
     move(hook, hook + up, passes[-1][-1])
     return {
         "joint": model.joint(jnt).name,
