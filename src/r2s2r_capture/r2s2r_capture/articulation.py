@@ -4,9 +4,10 @@ Input: the ``articulation`` phase of a capture (:mod:`r2s2r_capture.articulation
 camera and the template robot's kinematics.  Nothing of the emulator's truth is read.
 
 - **Axis and range** (vision): the handle (pixels of the template handle's colour) back-projected with the
-  calibrated camera in the two still views, drawer closed and drawer at its stop.  The axis is the
-  direction of the handle's displacement, the range its length.  Whether the stop was hit is told by the
-  stop pull: at its end the arm lags its command (through the arm's kinematics) by more than before it.
+  calibrated camera in the two still views, drawer closed and drawer pulled as far as the stop or the
+  arm's reach.  The axis is the direction of the displacement of the handle's outermost part, the opening
+  seen its length.  Whether the stop was hit is told by the stop pull: at its end the arm lags its command
+  (through the arm's kinematics) by more than before it.
 - **Damping and friction** (efforts): each hooked pass minus the free pass with the very same joint
   commands leaves the joint torques of the drawer's force alone, whatever the arm's gravity, inertia and
   friction (the robot needs no dynamic model for it).  Projected through the tool Jacobian on the axis it
@@ -42,7 +43,7 @@ __all__ = [
 _PLATEAU = 0.15  # samples within +-15 % of a pass's plateau speed are at constant speed
 _CONTACT = 0.5  # samples below half the upper-quartile force (against motion) have the hook slack
 _CHROMA_TOL = 0.07  # handle pixels: chromaticity within this of the handle's colour
-_STOP_SLACK_M = 0.005  # the stop pull's commands went this much further than the handle: stop hit
+_STOP_SLACK_M = 0.005  # the arm lags its stop-pull command this much more than at rest: stop hit
 _KNOCK = 0.4  # leading share of an engaged stretch left out: the hook's knock dies down
 _FRONT_M = 0.012  # the handle's outermost part: pixels within this of its front (m)
 
@@ -54,7 +55,7 @@ class ArticulationEstimate:
     Attributes:
         joint: the template's joint name.
         axis: unit opening direction.
-        closed_handle: handle centroid (as seen) with the drawer closed (m).
+        closed_handle: centre of the handle's outermost part (as seen) with the drawer closed (m).
         range: joint range (m) from 0 at the closed position: to the stop where the stop pull reached it,
             else to the template's range end or the furthest opening seen, whichever is further (an
             unseen stop is not put where the pull ended).
@@ -288,11 +289,13 @@ def estimate_articulation(
         IdentificationError: the bag has no articulation phase, or too few constant-speed samples.
         ReconstructionError: the handle cannot be found in a still view.
     """
+    import scipy.stats
     from r2s2r_sim.kinematics import KinematicArm
 
     from r2s2r_capture.capture import topic_names
     from r2s2r_capture.fit_uncertainty import regression_std
     from r2s2r_capture.real2sim import _undistort
+    from r2s2r_capture.world_variations import Z95
 
     world, joint, colour, template_end, axis0 = _template_joint(Path(template_dir))
     cfg = world.config
@@ -336,7 +339,9 @@ def estimate_articulation(
     # little more under load); it is not the drawer's.
     X = np.stack([v, np.sign(v), np.ones_like(v)], axis=1)
     coef, *_ = np.linalg.lstsq(X, F, rcond=None)
-    std = regression_std(X, F - X @ coef)
+    # A handful of plateaus: widen the errors so that +-1.96 of them is the Student t 95 % interval.
+    dof = max(len(v) - X.shape[1], 1)
+    std = regression_std(X, F - X @ coef) * float(scipy.stats.t.ppf(0.975, dof)) / Z95
     return ArticulationEstimate(
         joint=joint,
         axis=axis,
