@@ -361,7 +361,7 @@ def place_articulated(spec: Any, template_dir: str | Path, est: ArticulationEsti
     """Add the template's articulated object to ``spec`` with the estimated joint.
 
     The object's geometry and its place come from the template (the reconstruction sees a cabinet, not
-    its runners); it is turned about the vertical through its handle so that the template's axis lies
+    its runners); it is turned about the vertical through its closed handle so that the template's axis lies
     along the estimated one, and its joint gets the estimated axis (in the body frame), range, damping and
     friction loss.
     """
@@ -383,12 +383,11 @@ def place_articulated(spec: Any, template_dir: str | Path, est: ArticulationEsti
     c, s = math.cos(yaw), math.sin(yaw)
     Rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     pivot = tdata.site_xpos[tmodel.site(tcfg.task.target_site).id]
-    root_R = Rz @ tdata.xmat[root].reshape(3, 3)
-    root_pos = pivot + Rz @ (tdata.xpos[root] - pivot)
     quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, root_R.ravel())
+    mujoco.mju_mat2Quat(quat, Rz.ravel())
     tspec.option.integrator = spec.option.integrator  # the written world's options stay its own
-    frame = spec.worldbody.add_frame(pos=root_pos.tolist(), quat=quat.tolist())
+    # The attached body keeps its template pose inside the frame: the frame is the turn about the pivot.
+    frame = spec.worldbody.add_frame(pos=(pivot - Rz @ pivot).tolist(), quat=quat.tolist())
     frame.attach_body(tspec.body(tmodel.body(root).name), "", "")
     j = spec.joint(est.joint)
     body_R = Rz @ tdata.xmat[body].reshape(3, 3)

@@ -11,7 +11,8 @@ Stages, each timed and reported through ``progress``:
 3. **extrinsics**: the board lying at known poses; one PnP over the corners of all placements, mapped to the
    world through each placement's ``T_world_board`` (board-at-known-pose, fixed camera).
 4. **reconstruction**: the scene frames are undistorted with the calibrated ``D`` (colour bilinear, depth
-   nearest), fused into a TSDF with the calibrated ``K`` and pose, and segmented (table, objects).
+   nearest), fused into a TSDF with the calibrated ``K`` and pose, and segmented (table, objects).  With a
+   drawer template, the drawer's joint comes from the articulation phase (:mod:`r2s2r_capture.articulation`).
 5. **identification**: ``mujoco.sysid`` on the excitation segment: per arm joint armature, friction loss,
    servo ``kp`` and ``kv`` and one command delay; the trailing part is held out for validation.  Joint
    damping is kept at its nominal value: it acts on position tracking exactly like the servo's ``kv``
