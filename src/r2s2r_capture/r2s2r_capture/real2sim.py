@@ -499,7 +499,8 @@ def real2sim(
     else:
         marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
         obj_name, target_name = _pick_task(seg.objects, marker)
-    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects, joint {joint}")
+    seen = "" if joint is None else f", {joint.joint} opens {joint.range_seen:.3f} m seen"
+    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects{seen}")
 
     m = data.motion
     sl = slice(None, None, cfg.sample_stride)
