@@ -6,16 +6,18 @@ What the phase records (``/r2s2r/capture/phase`` markers with ``phase: articulat
 2. ``hooked`` passes (``index`` k, ``speed_m_s``): the closed fingers hooked behind the handle pull the
    drawer ``stroke_m`` open and push it closed again, at a trapezoidal speed profile with plateau
    ``speeds_m_s[k]``.  The joint states carry the efforts the arm needed.
-3. ``stop_pull``: a slow pull past the template's range end, so the drawer reaches its stop.
-4. ``open_view``: RGB-D frames of the drawer at its stop, the fingers lifted off the handle.
+3. ``stop_pull``: a slow pull toward the template's range end and past it, as far as the arm reaches with
+   the tool down (the bundled arm: ~0.14 m of the drawer's 0.17 m, so there it never meets the stop).
+4. ``open_view``: RGB-D frames of the drawer pulled open, the fingers lifted off the handle.
 5. ``free`` passes: the very same joint commands as each hooked pass, the drawer parked open ahead of the
    fingers: the efforts the arm needs for that motion on its own.  A hooked pass minus its free pass
    leaves the drawer's force, whatever the arm's own gravity, inertia and friction are.
 
-Stand-ins: the person who closes the drawer before the phase (the joint is set to 0), and the hand-guided
-(or compliance-mode) pull: a position-controlled emulated arm is commanded along the drawer's rail
-from the emulator's state, as a compliant arm would follow it.  real2sim reads none of that: it measures
-the axis and range from the images and the force from the efforts.
+Stand-ins: the person who closes the drawer before the phase (the joint is set to 0) and jogs the fingers
+behind the handle (its place is read from the emulator), and the hand-guided (or compliance-mode) pull: a
+position-controlled emulated arm is commanded along the drawer's rail from the emulator's state, as a
+compliant arm would follow it.  real2sim reads none of that: it measures the axis and range from the
+images and the force from the efforts.
 """
 
 from __future__ import annotations
