@@ -203,8 +203,10 @@ def _plateau_forces(phase: _Phase, kin: Any, axis: np.ndarray) -> tuple[np.ndarr
 
     The hook touches the bar (pulling) or the drawer front (pushing) somewhere near the tool centre: a force
     along the axis there is that force at the tool plus moments about the horizontal normal to the axis
-    and about the vertical, fitted with it (least squares over the arm joints).  Medians keep the knock of
-    the hook taking up its slack out of the fit.
+    and about the vertical; the fingers on the round bar also carry friction along it (sideways).  All four
+    are fitted together (least squares over the arm joints); leaving the sideways force out put the pan
+    joint's torque into the pull and read it ~8 % low.  Medians keep the knock of the hook taking up its
+    slack out of the fit.
     """
     model = kin.model
     jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
@@ -226,7 +228,8 @@ def _plateau_forces(phase: _Phase, kin: Any, axis: np.ndarray) -> tuple[np.ndarr
             J, Jr = jacp[:, kin.dofadr], jacr[:, kin.dofadr]
             v = float(axis @ (J @ qd[i]))
             if abs(abs(v) - hooked["speed"]) <= _PLATEAU * hooked["speed"]:
-                A = np.stack([J.T @ axis, Jr.T @ side, Jr.T @ up], axis=1)  # joint torques per unit wrench
+                # joint torques per unit of: force along the axis, force sideways, moments
+                A = np.stack([J.T @ axis, J.T @ side, Jr.T @ side, Jr.T @ up], axis=1)
                 rows.append((v, float(np.linalg.lstsq(A, dtau[i], rcond=None)[0][0])))
         for sign in (1.0, -1.0):
             r = np.array([x for x in rows if np.sign(x[0]) == sign]).reshape(-1, 2)
