@@ -80,8 +80,9 @@ def test_joint_axis_range_damping_friction_recovered(run: dict) -> None:
     assert abs(est["range_seen"] - truth["opened_to"]) < 0.01, (est["range_seen"], truth["opened_to"])
     assert est["stop_hit"] is False
     assert est["range"][1] >= est["range_seen"]
-    assert abs(est["damping"] - truth["damping"]) < 0.3 * truth["damping"], (est, truth)
-    assert abs(est["frictionloss"] - truth["frictionloss"]) < 0.3 * truth["frictionloss"], (est, truth)
+    # Measured: damping within 3 %, friction loss within 2 % on these units; the margins are for other seeds.
+    assert abs(est["damping"] - truth["damping"]) < 0.15 * truth["damping"], (est, truth)
+    assert abs(est["frictionloss"] - truth["frictionloss"]) < 0.1 * truth["frictionloss"], (est, truth)
     assert 0 < est["damping_std"] < est["damping"] and 0 < est["frictionloss_std"] < est["frictionloss"]
 
 
@@ -107,7 +108,7 @@ def test_world_carries_the_joint_and_its_variations(run: dict) -> None:
     }
     for kind in ("damping", "frictionloss"):
         lo, hi = params[f"{est['joint']}/{kind}"]
-        assert lo < est[kind] < hi
+        assert lo < run["truth"][kind] < hi, (kind, lo, hi, run["truth"][kind])  # the sim spans the unit
         assert hi - est[kind] == pytest.approx(1.96 * est[f"{kind}_std"], rel=1e-6)  # the fit's 95 % interval
 
 
