@@ -93,16 +93,16 @@ def test_world_carries_the_joint_and_its_variations(run: dict) -> None:
     j = model.joint(est["joint"])
     body = int(model.jnt_bodyid[j.id])
     axis_world = world.data.xmat[body].reshape(3, 3) @ model.jnt_axis[j.id]
-    np.testing.assert_allclose(axis_world, est["axis"], atol=1e-6)
+    np.testing.assert_allclose(axis_world, est["axis"], atol=1e-5)  # scene.xml: 6 digits
     # The cabinet stands where the template has it, turned about its closed handle: within the units'
     # offsets (4 and 10 mm) of the emulator's handle.
     data = mujoco.MjData(model)  # the joint at 0: closed
     mujoco.mj_kinematics(model, data)
     handle = data.site_xpos[model.site(world.config.task.target_site).id]
     assert np.linalg.norm(handle - run["truth"]["closed_handle"]) < 0.015, (handle, run["truth"])
-    np.testing.assert_allclose(model.jnt_range[j.id], est["range"], atol=1e-9)
-    assert model.dof_damping[model.jnt_dofadr[j.id]] == pytest.approx(est["damping"])
-    assert model.dof_frictionloss[model.jnt_dofadr[j.id]] == pytest.approx(est["frictionloss"])
+    np.testing.assert_allclose(model.jnt_range[j.id], est["range"], atol=1e-6)
+    assert model.dof_damping[model.jnt_dofadr[j.id]] == pytest.approx(est["damping"], rel=1e-5)
+    assert model.dof_frictionloss[model.jnt_dofadr[j.id]] == pytest.approx(est["frictionloss"], rel=1e-5)
     params = {
         p.name: p.range for p in load_variation_config(world_dir / "variations.yaml").dynamics.parameters
     }
