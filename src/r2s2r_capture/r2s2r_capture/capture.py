@@ -51,6 +51,7 @@ from typing import Any  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
+from r2s2r_capture.articulation_capture import ARTICULATION_PHASE, ArticulationConfig  # noqa: E402
 from r2s2r_capture.bag_messages import BagMessages  # noqa: E402
 from r2s2r_capture.bag_writer import BagWriter, offered_qos  # noqa: E402
 from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png  # noqa: E402
@@ -92,6 +93,8 @@ class CaptureConfig:
         excitation: the excitation trajectory; ``rate_hz`` is the command rate.
         settle_s: the arm holds still this long before the excitation (s).
         seed: episode seed (object placement) and excitation seed.
+        articulation: the ``articulation`` phase, recorded after the excitation in a world whose task is an
+            articulated object (the drawer): see :mod:`r2s2r_capture.articulation_capture`.
         interface: topic interface profile or file the bag's topic names follow (empty: the default).
     """
 
@@ -121,6 +124,7 @@ class CaptureConfig:
     settle_s: float = 0.5
     seed: int = 0
     interface: str = ""
+    articulation: ArticulationConfig = dataclasses.field(default_factory=ArticulationConfig)
 
     def __post_init__(self) -> None:
         """Validate counts (errors name the field)."""
@@ -477,8 +481,54 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
             f"excitation: {len(t_cmd)} commands over {t_cmd[-1]:.1f} s, "
             f"{msgs.counts['joint_states']} joint states"
         )
+        task = world.config.task
+        if task is not None and task.type.value == "drawer":
+            truth["articulation"] = _articulation(arm, cfg, msgs, ns, hold, frame, publish_state, cam_dt)
+            say("articulation: drawer opened by the arm, hooked and free passes")
         counts = dict(msgs.counts)
     return CaptureSummary(bag=out, counts=counts, truth=truth)
+
+
+def _articulation(
+    arm: Any,
+    cfg: CaptureConfig,
+    msgs: _Msgs,
+    ns: Callable[[], int],
+    hold: Callable[[float], None],
+    frame: Callable[[bool], None],
+    publish_state: Callable[[], None],
+    cam_dt: float,
+) -> dict[str, Any]:
+    """The articulation phase, its joint states published at the same offsets within every command."""
+    from r2s2r_capture.articulation_capture import record_articulation
+
+    acfg = cfg.articulation
+    cmd_steps = max(1, int(round(1.0 / acfg.command_rate_hz / arm.dt)))
+    every = max(1, int(round(1.0 / arm.profile.driver.joint_state_rate_hz / arm.dt)))
+
+    def command(q: np.ndarray) -> None:
+        arm.submit_arm(q)
+        msgs.array("arm_command", ns(), q)
+        for k in range(cmd_steps):
+            arm.advance(1)
+            if (k + 1) % every == 0:
+                publish_state()
+
+    def frames(n: int) -> None:
+        for _ in range(n):
+            frame(True)
+            hold(cam_dt)
+
+    def marker(part: str, event: str, **extra: Any) -> None:
+        msgs.phase(ns(), ARTICULATION_PHASE, event, part=part, **extra)
+
+    def gripper(value: float) -> None:
+        arm.submit_gripper(value)
+        msgs.array("gripper_command", ns(), np.array([value]))
+
+    return record_articulation(
+        arm, acfg, marker=marker, command=command, hold=hold, frames=frames, gripper=gripper
+    )
 
 
 def _inside_limits(model: mujoco.MjModel, names: Sequence[str], q: np.ndarray) -> np.ndarray:

@@ -11,7 +11,8 @@ Stages, each timed and reported through ``progress``:
 3. **extrinsics**: the board lying at known poses; one PnP over the corners of all placements, mapped to the
    world through each placement's ``T_world_board`` (board-at-known-pose, fixed camera).
 4. **reconstruction**: the scene frames are undistorted with the calibrated ``D`` (colour bilinear, depth
-   nearest), fused into a TSDF with the calibrated ``K`` and pose, and segmented (table, objects).
+   nearest), fused into a TSDF with the calibrated ``K`` and pose, and segmented (table, objects).  With a
+   drawer template, the drawer's joint comes from the articulation phase (:mod:`r2s2r_capture.articulation`).
 5. **identification**: ``mujoco.sysid`` on the excitation segment: per arm joint armature, friction loss,
    servo ``kp`` and ``kv`` and one command delay; the trailing part is held out for validation.  Joint
    damping is kept at its nominal value: it acts on position tracking exactly like the servo's ``kv``
@@ -429,6 +430,7 @@ def real2sim(
     from r2s2r_capture import calibration as cal
     from r2s2r_capture import reconstruction as rc
     from r2s2r_capture import sysid as S
+    from r2s2r_capture.articulation import articulation_variations
     from r2s2r_capture.sysid_recording import JointRecording
     from r2s2r_capture.sysid_report import write_identification
     from r2s2r_capture.tsdf import integrate_tsdf
@@ -491,9 +493,18 @@ def real2sim(
         scene.point_cloud(),
         rc.SegmentConfig(voxel=cfg.voxel, keepout=keepout, max_height=cfg.max_object_height),
     )
-    marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
-    obj_name, target_name = _pick_task(seg.objects, marker)
-    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects")
+    joint = None
+    if tcfg.task is not None and tcfg.task.type.value == "drawer":  # articulated: joint from the capture
+        from r2s2r_capture.articulation import estimate_articulation, kept_objects
+
+        joint = estimate_articulation(bags, template_dir, K=K, D=D, T_world_camera=T_wc, camera=cfg.camera)
+        seg = dataclasses.replace(seg, objects=kept_objects(seg.objects, joint))
+        obj_name, target_name = tcfg.task.object_body, None
+    else:
+        marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
+        obj_name, target_name = _pick_task(seg.objects, marker)
+    seen = "" if joint is None else f", {joint.joint} opens {joint.range_seen:.3f} m seen"
+    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects{seen}")
 
     m = data.motion
     sl = slice(None, None, cfg.sample_stride)
@@ -527,11 +538,13 @@ def real2sim(
             robot_mjcf_dir=robot_mjcf.parent,
             robot_mjcf=robot_mjcf,
             world_id=cfg.world_id,
+            articulated=joint,
         )
         cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
         write_identification(ident, world / "identification", report=cfg.report)
+        doc = world_variations(world, ident, intr, camera_std)
         variations = write_world_variations(
-            world / WORLD_VARIATIONS_FILE, world_variations(world, ident, intr, camera_std)
+            world / WORLD_VARIATIONS_FILE, doc if joint is None else articulation_variations(joint, doc)
         )
         for_world(load_variation_config(variations), world)  # refuse a file the world cannot use
         objects = {
@@ -570,6 +583,7 @@ def real2sim(
             "table_top_z": float(seg.table.height),
             "objects": objects,
             "sysid": sysid_summary,
+            **({"articulation": joint.summary()} if joint is not None else {}),
             "stage_s": stage_s,
         }
         (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")

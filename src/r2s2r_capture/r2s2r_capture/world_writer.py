@@ -12,14 +12,19 @@ import math
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
 
 from r2s2r_capture.errors import ReconstructionError
 from r2s2r_capture.reconstruction import PrimitiveKind, ReconstructedObject, TableEstimate
+
+if TYPE_CHECKING:
+    from r2s2r_capture.articulation import ArticulationEstimate
 
 __all__ = ["CameraModel", "TaskSpec", "write_world"]
 
@@ -169,7 +174,7 @@ def _scene_spec(
     free: dict[str, bool],
     camera: CameraModel,
     camera_name: str,
-    target_name: str | tuple[float, float, float, float],
+    target_name: str | tuple[float, float, float, float] | None,
     target_site: str,
     site_height: float,
 ):  # mujoco.MjSpec
@@ -235,7 +240,9 @@ def _scene_spec(
             )
     for name, obj in objects.items():
         _add_object(spec, obj, name=name, free=free[name], tmp=tmp)
-    if isinstance(target_name, str):
+    if target_name is None:  # the target is part of an articulated object, added by the caller
+        pass
+    elif isinstance(target_name, str):
         target = spec.body(target_name)
         t_obj = objects[target_name]
         t_floor = -t_obj.size[2] / 2.0 + (
@@ -254,13 +261,14 @@ def _scene_spec(
             conaffinity=0,
         )
         site_pos = [0.0, 0.0, target_name[2] - table.height]
-    target.add_site(
-        name=target_site,
-        pos=site_pos,
-        size=[0.01, 0.01, 0.01],
-        rgba=[0.0, 1.0, 0.0, 0.3],
-        group=4,
-    )
+    if target_name is not None:
+        target.add_site(
+            name=target_site,
+            pos=site_pos,
+            size=[0.01, 0.01, 0.01],
+            rgba=[0.0, 1.0, 0.0, 0.3],
+            group=4,
+        )
     T = np.asarray(camera.T_world_camera, dtype=np.float64)
     wb.add_camera(
         name=camera_name,
@@ -282,6 +290,7 @@ def write_world(
     robot_mjcf_dir: str | Path | None = None,
     world_id: str = "reconstructed-v1",
     robot_mjcf: str | Path | None = None,
+    articulated: ArticulationEstimate | None = None,
 ) -> Path:
     """Write a world folder for the reconstructed scene and check that :class:`SimWorld` loads it.
 
@@ -302,6 +311,9 @@ def write_world(
             written from a URDF or MJCF template); it must lie inside ``robot_mjcf_dir`` (default: its own
             folder).  It replaces the template's robot file with what world.yaml added to it, so
             ``xacro_args``, ``packages``, ``servos`` and ``armature`` are not copied.
+        articulated: the template's task object is articulated (a drawer): it is added from the template
+            with this joint (:func:`r2s2r_capture.articulation.place_articulated`); ``task`` names are
+            ignored and every reconstructed object is a free body.
 
     Returns:
         ``out_dir``.
@@ -326,7 +338,11 @@ def write_world(
         raise ReconstructionError(f"template: {err}") from err
     raw = yaml.safe_load(tcfg.source.read_text(encoding="utf-8"))
     names = [o.name for o in objects]
+    if articulated is not None:
+        task = TaskSpec(object="", target=None, keep_pose_range=task.keep_pose_range)
     for field_name, value in (("task.object", task.object), ("task.target", task.target)):
+        if articulated is not None:
+            break
         if value is not None and value not in names:
             raise ReconstructionError(f"{field_name}: no object {value!r} (objects: {names})")
     if len(set(names)) != len(names):
@@ -346,7 +362,7 @@ def write_world(
     by_name = {renamed[o.name]: o for o in objects}
     free = {renamed[o.name]: o.name != task.target or support is not None for o in objects}
     marker = None
-    if task.target is None:
+    if task.target is None and articulated is None:
         marker = marker_target(template, target_site)
         if marker is None:
             raise ReconstructionError(
@@ -376,7 +392,6 @@ def write_world(
     try:
         if not external:
             shutil.copytree(robot_src, tmp / "robot", ignore=shutil.ignore_patterns("world.yaml", ".*"))
-        task_obj = by_name[object_body]
         spec = _scene_spec(
             tmp,
             table=table,
@@ -384,13 +399,20 @@ def write_world(
             free=free,
             camera=camera,
             camera_name=mjcf_camera,
-            target_name=renamed[task.target] if marker is None else marker,
+            target_name=None if articulated else renamed[task.target] if marker is None else marker,
             target_site=target_site,
-            site_height=task_obj.size[2] / 2.0,
+            site_height=0.0 if articulated else by_name[object_body].size[2] / 2.0,
         )
+        if articulated is not None:
+            from r2s2r_capture.articulation import place_articulated
+
+            place_articulated(spec, template, articulated)
         try:
-            spec.compile()
-            xml = spec.to_xml()
+            with warnings.catch_warnings():
+                # An attached articulated object keeps its template names (the world's task names it).
+                warnings.filterwarnings("ignore", message="Attaching a spec with an empty prefix")
+                spec.compile()
+                xml = spec.to_xml()
         except ValueError as err:
             raise ReconstructionError(f"scene: MjSpec does not compile: {err}") from err
         (tmp / "scene.xml").write_text(xml, encoding="utf-8")
