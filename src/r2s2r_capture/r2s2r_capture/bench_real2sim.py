@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import yaml
 from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.kinematics import subtree_bodies
 
 __all__ = ["TARGETS", "compare", "main", "random_profile", "run_bench"]
 
@@ -134,9 +135,7 @@ def _world_facts(world: str | Path) -> _WorldFacts:
     geoms = range(int(obj.geomadr[0]), int(obj.geomadr[0] + obj.geomnum[0]))
     target = model.body(int(model.site_bodyid[model.site(cfg.task.target_site).id])).name
     grip_bodies = {int(model.jnt_bodyid[model.joint(j).id]) for j in w.gripper_joint_names}
-    moving = {
-        b for b in range(model.nbody) if b in grip_bodies or any(w._is_descendant(b, g) for g in grip_bodies)
-    }
+    moving = {b for g in grip_bodies for b in subtree_bodies(model, g)}
     pads = tuple(
         geom_address(model, g, cfg.robot.prefix)
         for g in range(model.ngeom)
