@@ -1,7 +1,8 @@
 """The one end-of-episode rule: the simulated world and the emulated hardware end and judge alike.
 
 The policy's done starts the task's settle period (the arm holding its last command), after which the task
-judges once; without a done, the task's timeout judges; a success or a failure seen earlier ends nothing.
+judges once; before a done, a success held for the settle period ends the episode; otherwise the task's
+timeout judges; a failure seen earlier ends nothing.
 The same scripted trajectory on both cells must end at the same time, step and reason: a cell with its own
 rule would make the closed loop compare two different evaluations.
 """
@@ -128,14 +129,44 @@ def _cube_resting_at_target(world: SimWorld) -> int:
     return int(dof)
 
 
-def test_a_success_before_done_ends_nothing_and_the_judge_comes_a_settle_period_after_done() -> None:
+def test_without_done_a_success_held_for_the_settle_period_ends_the_episode() -> None:
+    """A policy that never says done (behaviour cloning) is not run to the timeout once it has succeeded."""
     world = SimWorld(world_path(PICK))
     _cube_resting_at_target(world)
+    settle = _settle(PICK)
+    world.step(round((settle - 0.1) / world.timestep))
+    assert world.verdict is None  # at rest at the target, not yet for the whole settle period
+    while world.verdict is None:
+        world.step(1)
+    verdict = world.verdict
+    assert verdict.success and verdict.reason == "success"
+    assert settle <= verdict.time_s <= settle + 0.1  # the 1 mm drop settles within a few samples
+    world.policy_done()  # a done after the verdict changes nothing
+    assert world.verdict is verdict
+
+
+def test_without_done_a_success_that_does_not_hold_ends_nothing() -> None:
+    world = SimWorld(world_path(PICK))
+    world.reset(0)
+    start = world.data.qpos.copy()  # the cube where the episode puts it, on the table
+    _cube_resting_at_target(world)
+    world.step(round(0.2 / world.timestep))
+    world.data.qpos[:] = start  # taken off the target before it has held, back on the table
+    world.data.qvel[:] = 0
+    mujoco.mj_forward(world.model, world.data)
     world.step(round(2.0 / world.timestep))
-    assert world.verdict is None  # it has rested at the target for over a settle period: no done, no end
+    assert world.verdict is None  # neither the brief success nor the cube off the target ends it
+
+
+def test_after_done_the_judge_comes_a_settle_period_later_and_only_then() -> None:
+    world = SimWorld(world_path(PICK))
+    _cube_resting_at_target(world)
+    world.step(round(0.1 / world.timestep))
     world.policy_done()
     done_at = world.time
     world.policy_done(at=0.0)  # only the first done counts
+    world.step(round((_settle(PICK) - 0.05) / world.timestep))
+    assert world.verdict is None  # the cube has held for the settle period, but the judge waits for its time
     while world.verdict is None:
         world.step(1)
     verdict = world.verdict
@@ -145,11 +176,12 @@ def test_a_success_before_done_ends_nothing_and_the_judge_comes_a_settle_period_
 def test_a_success_undone_during_the_settle_period_is_judged_a_failure() -> None:
     world = SimWorld(world_path(PICK))
     dof = _cube_resting_at_target(world)
-    world.step(round(1.0 / world.timestep))
+    world.step(round(0.1 / world.timestep))
     world.policy_done()
+    done_at = world.time
     world.step(round(0.2 / world.timestep))
     world.data.qvel[dof : dof + 3] = (0.6, 0.0, 0.0)  # knocked: slides off the target before the judge looks
     while world.verdict is None:
         world.step(1)
     assert not world.verdict.success and world.verdict.reason == "not_achieved"
-    assert world.verdict.time_s == pytest.approx(1.0 + _settle(PICK), abs=1e-9)
+    assert world.verdict.time_s == pytest.approx(done_at + _settle(PICK), abs=1e-9)

@@ -117,14 +117,18 @@ def judge_now(
 class EpisodeJudge:
     """When an episode ends and how it is judged: the one rule every cell, the sim node and the runner share.
 
-    An episode ends in one of two ways, as on a real cell whose evaluator cannot watch the truth:
+    An episode ends in one of three ways:
 
     * the policy says it is done (:meth:`policy_done` at time ``t``): the episode runs on with the arm holding
       the policy's last command for the task's settle period (:func:`settle_period_s`), then the task is
       judged once (:func:`judge_now`): a success must have held through that period;
-    * without a done, the task's timeout ends it with the task's timeout verdict.
+    * before any done, a success that has held without a break for the task's settle period ends the
+      episode as a success at once (a policy that never says done, e.g. behaviour cloning, is not run to
+      the timeout after it has succeeded; the task's success condition already is that hold);
+    * otherwise the task's timeout ends it with the task's timeout verdict.
 
-    A success or a failure seen earlier does not end the episode (the policy may still undo or redo it).
+    A failure seen earlier (a drop, a toppled support) does not end the episode (the policy may still redo
+    it), nor does a success that has not held for the settle period.
     The world calls :meth:`sample` every :data:`SETTLE_SAMPLE_S` of simulated time as it steps: the task
     observes the state (its hold clocks) and the verdict, once due, is kept with its time until the next
     reset.  Whoever reads :attr:`outcome` (at every physics step, or at the end of a control period) gets
@@ -157,8 +161,10 @@ class EpisodeJudge:
         verdict = task.evaluate(world)  # every sample, so the holds are timed as time passes
         if self.outcome is not None:
             return
-        if verdict is not None and _timed_out(verdict):
-            ended: str | None = "timeout"
+        if verdict is not None and verdict.success and self.judge_at is None:
+            ended: str | None = None  # held through the settle period without a done
+        elif verdict is not None and _timed_out(verdict):
+            ended = "timeout"
         elif self.judge_at is not None and world.time >= self.judge_at - 1e-9:
             ended = None
         else:
