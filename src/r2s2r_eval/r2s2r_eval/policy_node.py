@@ -17,7 +17,7 @@ the episode's seed once on the interface's ``policy_done`` (``/policy_node/episo
 ``std_msgs/msg/UInt64``) and asks the policy no more: until the outcome arrives it re-sends the last arm and
 gripper set-points (the arm holds) and acknowledges each observation, while the task settles and is judged
 (by the sim node, or by the judge the evaluator asks in real mode). A policy without ``done`` never sends it
-(then the task's timeout, or the evaluator's, ends the episode).
+(then a success held for the task's settle period, the task's timeout, or the evaluator's, ends the episode).
 Watchdog: if a required observation has not arrived, or one the policy needs fresh for its next step
 (``Policy.fresh_required``) is older than ``max_observation_age_s``, the node holds (publishes nothing new)
 and logs once until fresh data arrives.

@@ -233,9 +233,9 @@ class EpisodeRunner:
 
         Every cell ends an episode by one rule (:class:`r2s2r_sim.task.EpisodeJudge`): once the policy says
         ``done`` after an action, it is no longer called, the arm holds that last command for the task's
-        settle period and the task judges then; without a done, the task's timeout judges (or the step
-        limit, judged then).  A policy error or a refused command ends it as a failure
-        (``policy_error: ...``).
+        settle period and the task judges then; before a done, a success held for that period ends it;
+        otherwise the task's timeout judges (or the step limit, judged then).  A policy error or a refused
+        command ends it as a failure (``policy_error: ...``).
 
         Args:
             policy: the policy; ``reset`` is called first.

@@ -179,8 +179,8 @@ class CellBase:
 class SimCell(CellBase):
     """The simulated world as a cell: a :class:`SimWorld`, its task and an RGB-D renderer.
 
-    The episode ends by the world's one rule (the policy's done and a settle period, or the timeout), or at
-    the runner's step limit, as on the emulated hardware.
+    The episode ends by the world's one rule (the policy's done and a settle period, a success held before
+    any done, or the timeout), or at the runner's step limit, as on the emulated hardware.
     """
 
     def __init__(
