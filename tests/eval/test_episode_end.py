@@ -15,6 +15,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
+from r2s2r_eval.demo_expert import PrivilegedExpert
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy
 from r2s2r_eval.runner import EpisodeResult, EpisodeRunner
 from r2s2r_sim.cell import Cell, SimCell
@@ -111,6 +112,28 @@ def test_the_step_limit_judges_alike_in_every_cell() -> None:
     assert sim.reason == "object_outside_region (max_steps)" and sim.steps == 7
     assert sim.duration_s == pytest.approx(7 * PERIOD)
     assert (emu.reason, emu.duration_s, emu.steps) == (sim.reason, sim.duration_s, sim.steps)
+
+
+class _NeverDone(PrivilegedExpert):
+    """The demonstration expert without its done, for a policy that never says it (behaviour cloning)."""
+
+    @property
+    def done(self) -> bool:
+        return False
+
+
+def test_without_done_a_held_success_ends_the_episode_alike_in_every_cell() -> None:
+    results = {}
+    for cell in CELLS:
+        with EpisodeRunner(CELLS[cell](PICK)) as runner:
+            results[cell] = runner.run(
+                _NeverDone(runner.world), seed=0, control_rate_hz=RATE_HZ, camera_rate_hz=1e-3
+            )
+    timeout = SimWorld(world_path(PICK)).config.task.timeout  # type: ignore[union-attr]
+    for cell, res in results.items():  # the emulated unit's physics differs: its episode takes its own time
+        assert res.success and res.reason == "success", (cell, res.reason)
+        assert res.duration_s < timeout / 2, cell  # not run to the timeout once it has succeeded
+        assert res.metrics["object_settled_s"] >= _settle(PICK) - 1e-9, cell
 
 
 # ---------------------------------------------------------------------------------------- the world's rule
