@@ -23,6 +23,10 @@ class _Traced(Policy):
         self.rules: list[str] = []
         self.on_step = on_step
 
+    @property
+    def done(self) -> bool:
+        return self.expert.done  # the episode ends where the expert's would
+
     def reset(self, info: EpisodeInfo) -> None:
         self.expert.reset(info)
         self.rules = []

@@ -273,6 +273,10 @@ class _GripperSpy:
         class Spy(Policy):
             requires = policy.requires
 
+            @property
+            def done(self):
+                return policy.done
+
             def reset(self, info):
                 policy.reset(info)
 

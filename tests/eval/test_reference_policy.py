@@ -40,7 +40,7 @@ def test_perception_estimate_is_accurate(runner: EpisodeRunner) -> None:
     runner.world.reset(7)
     truth, _ = runner.world.body_pose("cube")
     result = runner.run(policy, 7, camera_rate_hz=CAMERA_HZ, max_steps=2)
-    assert result.reason == "max_steps" and result.steps == 2
+    assert result.reason == "not_achieved (max_steps)" and result.steps == 2
     assert policy.estimate is not None
     assert np.linalg.norm(policy.estimate.position - truth) < 0.005
 

@@ -154,7 +154,7 @@ def test_local_sweep_stores_resumes_and_reproduces(tmp_path: Path, variations) -
         rows = list(s.rows())
     assert len(rows) == 4 and {r.episode_key for r in rows} == set(summary.keys)
     for r in rows:
-        assert r.reason == "max_steps" and r.variation["method"] == "sobol"
+        assert r.reason == "not_achieved (max_steps)" and r.variation["method"] == "sobol"
         assert len(r.variation["params"]) > 0 and r.world_hash  # realised vector, varied world's hash
     assert len({r.world_hash for r in rows}) == 2  # two variations, two compiled models
     # In process (no pool) gives the same row: the worker is a plain function.

@@ -33,6 +33,8 @@ STARTUP_S = 60.0
 # What the sim node has and real drivers do not: /clock, the task checker's outcomes, the lockstep ack.
 SIM_ONLY = {"clock", "episode_outcome", "policy_heartbeat"}
 COMMANDS = {"arm_command", "gripper_command"}
+# Between the policy node and the evaluator (or the sim node): a driver neither publishes nor reads it.
+POLICY_SIDE = {"policy_done"}
 
 
 class Probe(RosProbe):
@@ -61,7 +63,7 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
     started = time.time()
     proc = processes.start(["emulated_hardware_node", "--ros-args", "--params-file", str(PARAMS)])
     names = {key: probe.subscribe(key, CAMERA if spec.per_camera else None)
-             for key, spec in IFACE.topics.items() if key not in SIM_ONLY | COMMANDS}
+             for key, spec in IFACE.topics.items() if key not in SIM_ONLY | COMMANDS | POLICY_SIDE}
     wait_for(lambda: all(probe.msgs(n) for n in names.values()), STARTUP_S, "every driver topic")
 
     # Topics and types: exactly the real interface minus the sim-only topics; no /clock anywhere.
@@ -74,13 +76,13 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
         published |= {name} if pubs else set()
         subscribed |= {name} if subs else set()
     expect_pub = {IFACE.topic(k, CAMERA if s.per_camera else None) for k, s in IFACE.topics.items()
-                  if k not in SIM_ONLY | COMMANDS}
+                  if k not in SIM_ONLY | COMMANDS | POLICY_SIDE}
     infrastructure = {"/rosout", "/parameter_events"}  # every rclpy node's own endpoints
     expect_sub = {IFACE.topic("arm_command"), IFACE.topic("gripper_command")}
     assert published - infrastructure == expect_pub, published ^ expect_pub
     assert subscribed - infrastructure == expect_sub, subscribed ^ expect_sub
     for key, spec in IFACE.topics.items():
-        if key in SIM_ONLY:
+        if key in SIM_ONLY | POLICY_SIDE:
             continue
         name = IFACE.topic(key, CAMERA if spec.per_camera else None)
         assert spec.type in topics[name], f"{name}: {topics[name]}"

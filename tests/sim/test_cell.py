@@ -64,8 +64,8 @@ def test_bad_commands_are_refused_and_the_episode_ends(cell: Cell) -> None:
     home = cell.joint_state()[0][:n]
     assert cell.submit(home, cell.world.config.robot.gripper.open_command).accepted  # type: ignore[union-attr]
     cell.advance(5)
-    assert cell.outcome(policy_done=False, step_limit=False) is None
-    ended = cell.outcome(policy_done=False, step_limit=True)
+    assert cell.outcome(step_limit=False) is None
+    ended = cell.outcome(step_limit=True)
     assert ended is not None and not ended.success and "max_steps" in ended.reason
     assert set(ended.metrics) == set(cell.metrics())
 

@@ -20,9 +20,9 @@ SEEDS = (0, 1)
 # Both policies of a study look once a second (the closed loop's camera rate); it keeps the test short.
 CAMERA_RATE_HZ = 1.0
 MAX_STEPS = 300
-# Successes of the reference policy over SEEDS on the realistic unit, as measured: all but push seed 0,
-# where the policy says it is done 0.4 s after the puck came to rest and the judge wants 0.5 s at rest.
-MIN_SUCCESSES = {"pick": 2, "push": 1, "stack": 2, "drawer": 2}
+# Successes of the reference policy over SEEDS on the realistic unit, as measured: all (push seed 0 says
+# done 0.4 s after the puck came to rest; the settle period after the done lets the judge see 0.5 s).
+MIN_SUCCESSES = {"pick": 2, "push": 2, "stack": 2, "drawer": 2}
 
 # What the realistic unit has that the sim world does not: (kind, MJCF name, field, the unit's value).
 UNIT_TRUTH = {

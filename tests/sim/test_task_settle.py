@@ -105,9 +105,11 @@ def test_falling_object_is_not_success_until_it_has_rested(world: SimWorld) -> N
 def test_the_world_judges_at_the_same_instants_however_the_steps_are_chunked(world: SimWorld) -> None:
     # The sim node steps one physics step at a time, the episode runner a control period (50 steps) at a
     # time: both read the world's verdict, which must be the same one at the same simulated time.
+    # The policy says done at 1.0 s (the cube has landed and rests), so the task judges one settle period on.
     verdicts = []
     for chunk in (1, 7, 50):
         _cube_at_target(world, 0.05, OPEN)
+        world.policy_done(at=1.0)
         while world.verdict is None and world.time < 2.0:
             world.step(chunk)
         verdict = world.verdict
@@ -115,6 +117,7 @@ def test_the_world_judges_at_the_same_instants_however_the_steps_are_chunked(wor
         verdicts.append(verdict)
         # Reached at a sample instant, possibly inside the last chunk; the first verdict is kept.
         assert verdict.time_s / SETTLE_SAMPLE_S == pytest.approx(round(verdict.time_s / SETTLE_SAMPLE_S))
+        assert verdict.time_s == pytest.approx(1.0 + _task(world).config.settle_time)
         assert verdict.time_s <= world.time
         world.step(50)
         assert world.verdict is verdict

@@ -248,6 +248,11 @@ class _Recorder(Policy):
         """The expert's rate."""
         return self.cfg.control_rate_hz
 
+    @property
+    def done(self) -> bool:
+        """The expert's done: the episode ends by the expert's own end (see :attr:`Policy.done`)."""
+        return self.expert.done
+
     def reset(self, info: EpisodeInfo) -> None:
         """Reset the expert and the buffers."""
         self.frames, self.states, self.actions, self.stamps, self.env_states = [], [], [], [], []

@@ -9,6 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from r2s2r_sim.task import settle_period_s
+from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.worlds import world_path
+
 __all__ = [
     "MODES",
     "ON_POLICY_LOST",
@@ -23,6 +27,7 @@ __all__ = [
     "judgement_from_trigger",
     "outcomes_from_records",
     "parse_hook",
+    "task_settle_s",
 ]
 
 
@@ -265,3 +270,16 @@ PARAMETER_CONSTRAINTS = {
     "reset_hook": "prompt | service:<name>",
     "judge_hook": "prompt | service:<name>",
 }
+
+
+def task_settle_s(world: str) -> float:
+    """The settle period (s) of ``world``'s task, the time a real-mode episode holds after a policy's done.
+
+    0 for a world not known here (a real cell's own world id: its operator judges once the arm has settled)
+    or one without a task.
+    """
+    try:
+        config = load_world_config(world_path(world)).task
+    except ValueError:
+        return 0.0
+    return 0.0 if config is None else settle_period_s(config)

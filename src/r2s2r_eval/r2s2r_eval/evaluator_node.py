@@ -15,10 +15,11 @@ reset service and no task checker. Two hooks take their place:
   ``std_srvs/srv/Trigger``: ``success``, and a ``message`` that is JSON with ``reason``, ``seed`` and
   ``metrics`` (name -> number) as ``/emulated_hardware/judge`` sends, or plain text used as the reason).
 
-A real-mode episode ends when the policy node says it is done (``std_msgs/msg/UInt64`` with the episode's
-seed on ``policy_done_topic``, default ``/policy_node/episode_done``), when the policy node reports a policy
-error (an ``EpisodeOutcome`` for the seed), or after ``episode_timeout_s`` of wall time; then the judge is
-asked. The row stores the judge's verdict (a policy error stays the reason) with
+A real-mode episode ends by the rule every cell shares (:class:`r2s2r_sim.task.EpisodeJudge`): when the
+policy node says it is done (``std_msgs/msg/UInt64`` with the episode's seed on ``policy_done_topic``, default
+``/policy_node/episode_done``), the arm holds for the settle period of ``world``'s task, then the judge is
+asked; on a policy error (an ``EpisodeOutcome`` for the seed) or after ``episode_timeout_s`` of wall time,
+at once. The row stores the judge's verdict (a policy error stays the reason) with
 ``variation = {"mode": "real", "end": ..., ...}``, and the verdict is published as the episode's
 ``EpisodeOutcome`` so that a recording holds it (see :func:`outcomes_from_records`).
 
@@ -71,6 +72,7 @@ from r2s2r_eval.evaluation import (
     Judgement,
     judgement_from_trigger,
     parse_hook,
+    task_settle_s,
 )
 from r2s2r_eval.operator_prompt import OperatorPrompt, OperatorTimeout
 from r2s2r_eval.policy import policy_params_from_yaml
@@ -167,12 +169,14 @@ class EvaluatorNode(Node):
         self._policy_gids: set[bytes] = set()  # the ack publishers of the episode's policy
         self._await_policy = False  # a policy was lost: wait for its restart at the next policy reset
         self._hook_reset = self._judge = self._outcome_pub = None
+        self._settle_s = 0.0  # real mode: how long the arm holds after a done before the judge is asked
         if cfg.mode == "real":
             if self.reset_hook.kind is HookKind.SERVICE:
                 self._hook_reset = self.create_client(self._reset_type, self.reset_hook.service)
             if self.judge_hook.kind is HookKind.SERVICE:
                 self._judge = self.create_client(Trigger, self.judge_hook.service)
             self.create_subscription(UInt64, cfg.policy_done_topic, self._on_done, 10)
+            self._settle_s = task_settle_s(cfg.world)
             # The judged verdict is published as the episode's outcome, so that recordings hold it.
             self._outcome_pub = self.create_publisher(
                 interface_class(out_spec.type), iface.topic("episode_outcome"), qos_profile(out_spec.qos)
@@ -467,6 +471,9 @@ class EvaluatorNode(Node):
                 with self._cv:
                     error, done = self._outcome, self._done
                     self._seed = None
+                if done and error is None and self._settle_s > 0:
+                    # The one end-of-episode rule: the arm holds while the task settles, then the judge.
+                    time.sleep(self._settle_s)
                 duration = time.monotonic() - t0
                 lost = ending.end is EpisodeEnd.POLICY_LOST
                 end = (

@@ -342,7 +342,8 @@ class Policy:
         """True once the policy considers its episode finished (it then holds its last command).
 
         On hardware nothing else ends an episode early: the policy node announces it, then the
-        evaluator asks the judge. The default, False, leaves the end to the outcome or the timeout.
+        evaluator asks the judge. The default, False, leaves the end to a success held for the task's
+        settle period (in sim and on the emulated hardware) or the timeout.
         """
         return False
 

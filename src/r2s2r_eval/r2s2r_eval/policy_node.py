@@ -11,10 +11,13 @@ Episodes: the evaluator calls ``~/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode
 the node then drops its cached observations, resets the policy and acts until an ``EpisodeOutcome`` for that
 seed arrives. With ``autostart`` it starts episode 0 (seed ``seed``) on its own. A policy exception ends the
 episode: the node publishes a failed ``EpisodeOutcome`` with ``failure_reason = "policy_error: ..."``.
-Done signal (what ends a real-mode episode, where no task checker exists): when the policy reports that it
-has finished (a ``done`` attribute, property or no-argument method that is true), the node publishes the
-episode's seed once on ``~/episode_done`` (``std_msgs/msg/UInt64``, reliable, volatile) and keeps acting
-until the outcome arrives. A policy without ``done`` never sends it (then the evaluator's timeout ends it).
+Done signal (the one end-of-episode rule, :class:`r2s2r_sim.task.EpisodeJudge`): when the policy reports
+that it has finished (a ``done`` attribute, property or no-argument method that is true), the node publishes
+the episode's seed once on the interface's ``policy_done`` (``/policy_node/episode_done``,
+``std_msgs/msg/UInt64``) and asks the policy no more: until the outcome arrives it re-sends the last arm and
+gripper set-points (the arm holds) and acknowledges each observation, while the task settles and is judged
+(by the sim node, or by the judge the evaluator asks in real mode). A policy without ``done`` never sends it
+(then a success held for the task's settle period, the task's timeout, or the evaluator's, ends the episode).
 Watchdog: if a required observation has not arrived, or one the policy needs fresh for its next step
 (``Policy.fresh_required``) is older than ``max_observation_age_s``, the node holds (publishes nothing new)
 and logs once until fresh data arrives.
@@ -192,7 +195,7 @@ class PolicyNode(Node):
         self._grip_pub = pub("gripper_command")
         self._ack_pub = pub("policy_heartbeat")
         self._outcome_pub = pub("episode_outcome")
-        self._done_pub = self.create_publisher(UInt64, "~/episode_done", 10)
+        self._done_pub = pub("policy_done")
         reset_type = interface_class(iface.service_spec("reset_episode").type)
         self.create_service(reset_type, "~/reset_episode", self._on_reset)
         self.get_logger().info(
@@ -228,6 +231,7 @@ class PolicyNode(Node):
             self._last_act = -math.inf
             self._holding = False
             self._done_sent = False
+            self._held: tuple[Any, Any] | None = None  # the last arm and gripper commands sent
             info = self._episode_info()
             self._active = True
         try:
@@ -323,6 +327,13 @@ class PolicyNode(Node):
                 self._start_stamp, self._start_ns = stamp, stamp_ns
             if stamp < self._last_act + self.period - 1e-6 and not (repeated and stamp > self._last_act):
                 return
+            if self._done_sent:  # done: the policy is not asked again; the arm holds while the task settles
+                self._last_act = stamp
+                if self._held is not None:
+                    self._arm_pub.publish(self._held[0])
+                    self._grip_pub.publish(self._held[1])
+                self._ack_pub.publish(Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec))
+                return
             now = self.get_clock().now().nanoseconds * 1e-9
             stale = self._stale(max(now, stamp))
             if stale:
@@ -367,13 +378,15 @@ class PolicyNode(Node):
             self._fail(err, stamp)
             return
         arm, grip = action_to_messages(action)
+        self._held = (arm, grip)
         self._arm_pub.publish(arm)
         self._grip_pub.publish(grip)
-        self._ack_pub.publish(Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec))
         if not self._done_sent and _policy_done(policy):
+            # Before the ack: a lockstep sim counts the settle period from the observation just answered.
             self._done_sent = True
             self.get_logger().info(f"episode {self._episode} (seed {self._seed}): policy done")
             self._done_pub.publish(UInt64(data=self._seed))
+        self._ack_pub.publish(Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec))
 
     def _lookup(self, frame: str, kind: ObservationKind) -> Any:
         try:

@@ -51,7 +51,8 @@ class EpisodeResult:
         seed: the cell's reset seed.
         episode_index: index given to the policy.
         success: the task succeeded.
-        reason: ``success``, ``timeout``, ``object_dropped``, ``max_steps`` or ``policy_error: ...``.
+        reason: ``success``, a task's failure (``object_dropped``, what is missing, e.g. ``not_settled``),
+            ``timeout`` or ``<missing> (timeout)``, ``<missing> (max_steps)``, or ``policy_error: ...``.
         duration_s: simulated episode length (s).
         wall_s: wall-clock time the episode took (s).
         steps: control steps taken.
@@ -142,7 +143,9 @@ class EpisodeRunner:
             VariationError: the variation cannot be applied to the world.
         """
         if isinstance(cell, str | Path):
-            self.cell: Cell = sim_cell(cell, camera=camera, variation=variation, render_profile=render_profile)
+            self.cell: Cell = sim_cell(
+                cell, camera=camera, variation=variation, render_profile=render_profile
+            )
         elif camera is not None or variation is not None or render_profile is not None:
             raise RunnerError(
                 "EpisodeRunner: camera, variation and render_profile apply to a world, not to a built cell"
@@ -228,9 +231,11 @@ class EpisodeRunner:
     ) -> EpisodeResult:
         """Run one episode of ``policy`` from the cell reset with ``seed``.
 
-        The cell decides when the episode is over (:meth:`Cell.outcome`): in sim the task's success,
-        drop or timeout; on the emulated hardware the policy's ``done``, the timeout, or the step limit,
-        judged then.  A policy error or a refused command ends it as a failure (``policy_error: ...``).
+        Every cell ends an episode by one rule (:class:`r2s2r_sim.task.EpisodeJudge`): once the policy says
+        ``done`` after an action, it is no longer called, the arm holds that last command for the task's
+        settle period and the task judges then; before a done, a success held for that period ends it;
+        otherwise the task's timeout judges (or the step limit, judged then).  A policy error or a refused
+        command ends it as a failure (``policy_error: ...``).
 
         Args:
             policy: the policy; ``reset`` is called first.
@@ -267,30 +272,34 @@ class EpisodeRunner:
         next_frame = 0.0
         reason = ""
         outcome = None
+        acting = True
         try:
             policy.reset(info)
         except Exception as err:  # any policy failure ends the episode as a failure
             reason = f"policy_error: {type(err).__name__}: {err}"
         while not reason:
-            t = cell.time
-            if wants_images and t >= next_frame - 1e-9:
-                images = cell.render(request)
-                next_frame += cam_period * max(1, math.floor((t - next_frame) / cam_period) + 1)
-            try:
-                action = policy.act(self._observation(images))
-                action.check(info)
-            except Exception as err:
-                reason = f"policy_error: {type(err).__name__}: {err}"
-                break
-            check = cell.submit(action.arm_positions, action.gripper)
-            if not check.accepted:
-                reason = f"policy_error: command refused: {check.reason}"
-                break
+            if acting:
+                t = cell.time
+                if wants_images and t >= next_frame - 1e-9:
+                    images = cell.render(request)
+                    next_frame += cam_period * max(1, math.floor((t - next_frame) / cam_period) + 1)
+                try:
+                    action = policy.act(self._observation(images))
+                    action.check(info)
+                    done = bool(policy.done)
+                except Exception as err:
+                    reason = f"policy_error: {type(err).__name__}: {err}"
+                    break
+                check = cell.submit(action.arm_positions, action.gripper)
+                if not check.accepted:
+                    reason = f"policy_error: command refused: {check.reason}"
+                    break
+                if done:  # the last command stands: the arm holds it while the task settles
+                    cell.policy_done()
+                    acting = False
             cell.advance(substeps)
             steps += 1
-            outcome = cell.outcome(
-                policy_done=bool(policy.done), step_limit=max_steps is not None and steps >= max_steps
-            )
+            outcome = cell.outcome(step_limit=max_steps is not None and steps >= max_steps)
             if outcome is not None:
                 reason = outcome.reason
         metrics = outcome.metrics if outcome is not None else cell.metrics()

@@ -8,6 +8,7 @@ the emulated hardware (:class:`r2s2r_sim.emulated_cell.EmulatedCell`) differ onl
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Protocol, Self, runtime_checkable
 
@@ -18,7 +19,7 @@ from r2s2r_sim.closing import Closing
 from r2s2r_sim.errors import RenderError
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.rendering import camera_intrinsics, depth_to_uint16_mm
-from r2s2r_sim.task import Outcome, Task
+from r2s2r_sim.task import Outcome, Task, judge_now
 from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import CameraConfig
 
@@ -91,12 +92,14 @@ class Cell(Protocol):
         (``camera_k`` always describes the last frame returned).
         """
 
-    def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
-        """The outcome if the episode is over now, else None.
+    def policy_done(self) -> None:
+        """The policy says it has finished, now: the task judges one settle period later (the arm holds)."""
+
+    def outcome(self, *, step_limit: bool) -> Outcome | None:
+        """The outcome if the episode is over now, else None (the rule: :class:`r2s2r_sim.task.EpisodeJudge`).
 
         Args:
-            policy_done: the policy says it has finished.
-            step_limit: the runner's step limit has been reached.
+            step_limit: the runner's step limit has been reached (judged now, ``(max_steps)`` appended).
         """
 
     def metrics(self) -> dict[str, float]:
@@ -143,16 +146,44 @@ class CellBase(Closing):
         g = w.set_gripper_command(gripper) if w.gripper_command_range is not None else a
         return combine_checks(a, g)
 
+    def policy_done(self) -> None:
+        """See :meth:`Cell.policy_done`."""
+        self.world.policy_done()
+
+    def outcome(self, *, step_limit: bool) -> Outcome | None:
+        """The world's verdict (with its time); at the step limit without one, the task judged now.
+
+        Every cell ends an episode by the world's one rule (:class:`r2s2r_sim.task.EpisodeJudge`): the
+        emulated hardware's world is judged like the simulated one, only its physics and sensors differ.
+        """
+        verdict = self.world.verdict
+        if verdict is not None:
+            return verdict
+        task = self.world.task
+        if step_limit and task is not None:
+            return dataclasses.replace(judge_now(task, self.world, ended="max_steps"), time_s=self.world.time)
+        return None
+
+    def metrics(self) -> dict[str, float]:
+        """See :meth:`Cell.metrics`."""
+        task = self.world.task
+        return {} if task is None else task.metrics(self.world)
+
 
 class SimCell(CellBase):
     """The simulated world as a cell: a :class:`SimWorld`, its task and an RGB-D renderer.
 
-    The episode ends when the task says so (success, object dropped, timeout) or at the step limit; the
-    policy's own "done" does not end it, as the sim node does not stop for it either.
+    The episode ends by the world's one rule (the policy's done and a settle period, a success held before
+    any done, or the timeout), or at the runner's step limit, as on the emulated hardware.
     """
 
     def __init__(
-        self, world: SimWorld, *, world_dir: Path, camera: str | None = None, render_profile: str | None = None
+        self,
+        world: SimWorld,
+        *,
+        world_dir: Path,
+        camera: str | None = None,
+        render_profile: str | None = None,
     ) -> None:
         """Wrap ``world`` (built from ``world_dir``); ``camera``: a configured camera name, the first if None.
 
@@ -230,16 +261,3 @@ class SimCell(CellBase):
         frame = self._frames.render(self.world.data, request)
         self.camera_k = frame.k
         return frame.rgb, depth_to_uint16_mm(frame.depth)
-
-    def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
-        """The world's verdict (with its time); at the step limit without one, a failure ``max_steps``."""
-        verdict = self.world.verdict
-        if verdict is not None:
-            return verdict
-        if step_limit:
-            return Outcome(False, "max_steps", self.task.metrics(self.world))
-        return None
-
-    def metrics(self) -> dict[str, float]:
-        """See :meth:`Cell.metrics`."""
-        return self.task.metrics(self.world)

@@ -2,8 +2,9 @@
 
 A policy meets what the emulated hardware node would give it over ROS, at full speed: images from the
 profile's distorted camera with its ``K``, the profile's camera extrinsics, noisy joint states, commands
-delayed by the driver latency, and the outcome from the stand-in judge when the policy says it is done or
-at the task's timeout.  Nothing else ends an episode early, as on hardware.
+delayed by the driver latency, and the outcome by the same rule as in sim
+(:class:`r2s2r_sim.task.EpisodeJudge`: the task judges one settle period after the policy says it is done,
+or at the timeout), which needs no more of the truth than a person judging a real cell sees.
 
 An operator's per-episode changes of the cell are a :class:`~r2s2r_sim.variations.Variation` restricted to
 :data:`OPERATOR_AXES`: lighting and clutter are spec edits composed after the profile's, and the object is
@@ -24,7 +25,6 @@ from r2s2r_sim.emulated_camera import DistortedRgbdCamera
 from r2s2r_sim.emulated_hardware import EmulatedArm
 from r2s2r_sim.errors import RenderError
 from r2s2r_sim.hardware_profile import HardwareProfile, load_hardware_profile
-from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import Variation, VariationConfig, VariationError, apply_variation
 from r2s2r_sim.variations.engine import object_pose_of
 from r2s2r_sim.world import SimWorld
@@ -88,7 +88,6 @@ class EmulatedCell(CellBase):
         w = self.world
         if w.task is None or w.config.task is None:
             raise CellError(f"world {w.world_id!r} has no task to evaluate")
-        self.timeout_s: float = float(w.config.task.timeout)
         self._object_pose = None if variation is None else object_pose_of(variation, w.config)
         cam = self.profile.camera
         self.camera: CameraConfig = w.config.camera(cam.name)
@@ -138,26 +137,3 @@ class EmulatedCell(CellBase):
         if self._camera is None:
             raise RenderError("EmulatedCell.render called before open()")
         return self._camera.render(self.world.data)
-
-    def outcome(self, *, policy_done: bool, step_limit: bool) -> Outcome | None:
-        """The judge's verdict once the policy is done, at the task's timeout or at the step limit.
-
-        The reason is the judge's (``success``, ``object_dropped`` or ``not_achieved``), with
-        ``(timeout)`` or ``(max_steps)`` appended to a failure that the timeout or step limit ended.
-        """
-        if policy_done:
-            ended = "done"
-        elif self.time >= self.timeout_s - 1e-9:
-            ended = "timeout"
-        elif step_limit:
-            ended = "max_steps"
-        else:
-            return None
-        verdict = self.arm.judge()
-        if ended == "done" or verdict.success:
-            return verdict
-        return Outcome(False, f"{verdict.reason} ({ended})", verdict.metrics)
-
-    def metrics(self) -> dict[str, float]:
-        """The judge's terms now."""
-        return self.arm.judge().metrics

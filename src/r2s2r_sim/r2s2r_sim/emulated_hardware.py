@@ -33,7 +33,7 @@ from r2s2r_sim.hardware_profile import (
     _mat_to_quat,
 )
 from r2s2r_sim.profile_elements import find_geom, set_servo_gains, spec_servo_scale
-from r2s2r_sim.task import ObjectPose, Outcome
+from r2s2r_sim.task import ObjectPose, Outcome, judge_now
 from r2s2r_sim.world import CommandCheck, SimWorld
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
@@ -325,8 +325,6 @@ class EmulatedArm:
                 self.world.step(1)
                 self.clock += self.dt
                 self._history.append((self.clock, self.world.data.qpos.copy()))
-        if self._task is not None:
-            self._task.evaluate(self.world)  # the judge watches: a task's hold is timed as time passes
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Measured positions, velocities (true + seeded white noise) and efforts (``joint_names`` order)."""
@@ -370,19 +368,13 @@ class EmulatedArm:
 
         ``reason`` is ``"success"``, a failure the task ends episodes on (``"object_dropped"``,
         ``"support_toppled"``), else what the task says is missing (its ``shortfall``, e.g.
-        ``"drawer_not_opened"``) or ``"not_achieved"``; ``metrics`` are the task's named terms.  Holds are
-        timed from the judge's watching: :meth:`advance` shows the task every advanced state.  Without a task:
-        ``Outcome(False, "no_task", {})``.
+        ``"drawer_not_opened"``) or ``"not_achieved"``; ``metrics`` are the task's named terms
+        (:func:`r2s2r_sim.task.judge_now`, as every cell judges).  Holds are timed from the judge's watching:
+        the world shows the task its state as it steps.  Without a task: ``Outcome(False, "no_task", {})``.
         """
         if self._task is None:
             return Outcome(False, "no_task", {})
-        verdict = self._task.evaluate(self.world)
-        metrics = self._task.metrics(self.world)
-        if verdict is not None and verdict.reason != "timeout" and not verdict.reason.endswith("(timeout)"):
-            return Outcome(verdict.success, verdict.reason, metrics)
-        shortfall = getattr(self._task, "shortfall", None)
-        reason = "not_achieved" if shortfall is None else shortfall(self.world, metrics)
-        return Outcome(False, reason, metrics)
+        return judge_now(self._task, self.world)
 
     def judge_json(self) -> str:
         """:meth:`judge` as the JSON message of the ``judge`` service (see the node)."""

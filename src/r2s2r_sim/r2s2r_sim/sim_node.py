@@ -251,6 +251,7 @@ class SimNode(Node):
                 ("arm_command", self._on_arm_command),
                 ("gripper_command", self._on_gripper_command),
                 ("policy_heartbeat", self._on_heartbeat),
+                ("policy_done", self._on_policy_done),
             ),
             subs,
         )
@@ -304,6 +305,10 @@ class SimNode(Node):
 
     def _on_heartbeat(self, msg: Time) -> None:
         self.server.acknowledge(conv.time_to_ns(msg))
+
+    def _on_policy_done(self, msg: Any) -> None:
+        if not self.server.policy_done(int(msg.data)):
+            self.get_logger().info(f"ignored a policy done for seed {msg.data} (not the running episode's)")
 
     def _on_reset(self, request: Any, response: Any) -> Any:
         server = self.server

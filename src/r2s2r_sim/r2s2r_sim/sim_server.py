@@ -159,6 +159,9 @@ class SimServer:
         self._reset_pending = True
         self._reset_done = 0
         self._obs_ns = -1
+        # Lockstep: the stamp of the newest observation, set before it is published (``_obs_ns`` is set
+        # after its images are out, when the policy may already have answered it).
+        self._made_obs_ns = -1
         self._ack_ns = -1
         self._ack_wall = 0.0
         # Lockstep: commands and acks travel on different topics, which DDS does not order, and the
@@ -245,6 +248,26 @@ class SimServer:
                 self._acks += 1
                 self._ack_wall = time.monotonic()
                 self.cv.notify_all()
+
+    def policy_done(self, seed: int) -> bool:
+        """The policy said it is done with episode ``seed``: the world judges one settle period later.
+
+        In lockstep the period counts from the newest observation made (the one the policy said done on:
+        the policy node publishes the done before its ack, and physics makes the next observation only a
+        whole control period after that ack), as the episode runner counts it from that action; otherwise
+        from now.  A done for another seed, or after the outcome, is ignored.
+
+        Returns:
+            whether the done was taken.
+        """
+        with self.cv:
+            if seed != self.episode_seed or self._outcome_sent:
+                return False
+            at = None
+            if self.cfg.lockstep and self._made_obs_ns >= self.episode_start_ns:
+                at = (self._made_obs_ns - self.episode_start_ns) / NS
+            self.world.policy_done(at)
+            return True
 
     def _commands_caught_up(self) -> bool:
         """True once the commands sent before the latest ack have arrived (call with the lock held).
@@ -360,6 +383,7 @@ class SimServer:
                         tick.restart(self.clock_ns)
                     out = self._collect(force=True)
                     observation = True
+                    self._made_obs_ns = out.stamp_ns
                     self._reset_done += 1
                     self.cv.notify_all()
                     pacer.restart()
@@ -407,6 +431,7 @@ class SimServer:
                         if period_end:
                             self._period_steps = 0
                             observation = True
+                            self._made_obs_ns = out.stamp_ns
                             if stepping:
                                 self._step_budget -= 1
                                 self._steps_done += 1

@@ -27,7 +27,9 @@ __all__ = [
     "Outcome",
     "PickPlaceTask",
     "Task",
+    "judge_now",
     "make_task",
+    "settle_period_s",
 ]
 
 SETTLE_SAMPLE_S = 0.01
@@ -58,7 +60,8 @@ class Outcome:
 
     Attributes:
         success: the task was achieved.
-        reason: ``"success"``, ``"timeout"`` or ``"object_dropped"``.
+        reason: ``"success"``, a task's failure (``"object_dropped"``, what is missing), ``"timeout"`` or
+            ``"<missing> (timeout)"``, ``"<missing> (max_steps)"`` (see :func:`judge_now`).
         metrics: named diagnostic terms (see :class:`PickPlaceTask`).
         time_s: simulated time since the reset (s) at which :class:`EpisodeJudge` reached the verdict;
             None for a verdict not taken by it (a judge's call, a lost policy).
@@ -70,31 +73,105 @@ class Outcome:
     time_s: float | None = None
 
 
-class EpisodeJudge:
-    """When an episode ends: the one rule the sim node and the episode runner share.
+def settle_period_s(config: TaskConfig) -> float:
+    """How long (s) an episode runs on after the policy says it is done, before the task is judged.
 
+    The task's own settle period: pick-and-place's ``settle_time``, every other task's ``hold_s``; a
+    success must have held for it, so judging earlier could only fail a settling object.
+    """
+    return float(config.settle_time if config.type is TaskType.PICK_PLACE else config.hold_s)
+
+
+def _timed_out(outcome: Outcome) -> bool:
+    """Whether ``outcome`` is a task's timeout verdict (``timeout`` or ``<shortfall> (timeout)``)."""
+    return outcome.reason == "timeout" or outcome.reason.endswith("(timeout)")
+
+
+def judge_now(
+    task: Task, world: SimWorld, *, ended: str | None = None, verdict: Outcome | None = None
+) -> Outcome:
+    """The task's verdict on the state now, as a judge gives it when an episode ends.
+
+    ``success``, a failure the task ends episodes on (``object_dropped``, ``support_toppled``), else what the
+    task says is missing (its ``shortfall``, e.g. ``drawer_not_opened``) or ``not_achieved``.  The task's own
+    timeout verdict stands only when the timeout ended the episode (``ended="timeout"``); another ending
+    (``"max_steps"``) is appended to a failure as ``(max_steps)``; ``ended=None``: judged on request (the
+    policy said done, or a judge was asked), nothing appended.
+
+    Args:
+        task: the world's task (its holds already timed by the world's samples).
+        world: the world to judge.
+        ended: what ended the episode (``"timeout"``, ``"max_steps"``) or None.
+        verdict: ``task.evaluate(world)`` already taken at this instant (else it is taken here).
+    """
+    if verdict is None:
+        verdict = task.evaluate(world)
+    if verdict is not None and (verdict.success or not _timed_out(verdict) or ended == "timeout"):
+        return verdict
+    metrics = verdict.metrics if verdict is not None else task.metrics(world)
+    shortfall = getattr(task, "shortfall", None)
+    reason = "not_achieved" if shortfall is None else shortfall(world, metrics)
+    return Outcome(False, reason if ended is None else f"{reason} ({ended})", metrics)
+
+
+class EpisodeJudge:
+    """When an episode ends and how it is judged: the one rule every cell, the sim node and the runner share.
+
+    An episode ends in one of three ways:
+
+    * the policy says it is done (:meth:`policy_done` at time ``t``): the episode runs on with the arm holding
+      the policy's last command for the task's settle period (:func:`settle_period_s`), then the task is
+      judged once (:func:`judge_now`): a success must have held through that period;
+    * before any done, a success that has held without a break for the task's settle period ends the
+      episode as a success at once (a policy that never says done, e.g. behaviour cloning, is not run to
+      the timeout after it has succeeded; the task's success condition already is that hold);
+    * otherwise the task's timeout ends it with the task's timeout verdict.
+
+    A failure seen earlier (a drop, a toppled support) does not end the episode (the policy may still redo
+    it), nor does a success that has not held for the settle period.
     The world calls :meth:`sample` every :data:`SETTLE_SAMPLE_S` of simulated time as it steps: the task
-    observes the state (its settle clock, if it has one) and is judged right after; the first verdict is
-    kept, with its time, until the next reset.  Whoever reads :attr:`outcome` (at every physics step, or at
-    the end of a control period) therefore gets the same verdict at the same simulated time, so an episode
-    ends alike through the ROS graph and in process, whatever the control rate or joint-state rate.
+    observes the state (its hold clocks) and the verdict, once due, is kept with its time until the next
+    reset.  Whoever reads :attr:`outcome` (at every physics step, or at the end of a control period) gets
+    the same verdict at the same simulated time, through the ROS graph and in process alike.
     """
 
     def __init__(self) -> None:
         """Start with no verdict."""
         self.outcome: Outcome | None = None
+        self.judge_at: float | None = None
 
     def clear(self) -> None:
-        """Forget the verdict (a new episode)."""
+        """Forget the verdict and the policy's done (a new episode)."""
         self.outcome = None
+        self.judge_at = None
+
+    def policy_done(self, task: Task, at: float) -> None:
+        """The policy said it is done at ``at`` (s of episode time): judge one settle period later.
+
+        Only the first done of an episode counts; a done after the verdict changes nothing.
+        """
+        if self.judge_at is None and self.outcome is None:
+            self.judge_at = at + settle_period_s(task.config)
 
     def sample(self, task: Task, world: SimWorld) -> None:
-        """Show ``task`` the state at this sample instant and keep its first verdict."""
+        """Show ``task`` the state at this sample instant; keep the verdict once the episode has ended."""
         observe = getattr(task, "observe", None)
         if observe is not None:
             observe(world)  # tasks that time a settle period keep their own clock
-        if self.outcome is None and (verdict := task.evaluate(world)) is not None:
-            self.outcome = dataclasses.replace(verdict, time_s=world.time)
+        verdict = task.evaluate(world)  # every sample, so the holds are timed as time passes
+        if self.outcome is not None:
+            return
+        if verdict is not None and verdict.success and self.judge_at is None:
+            ended: str | None = None  # held through the settle period without a done
+        elif verdict is not None and _timed_out(verdict):
+            ended = "timeout"
+        elif self.judge_at is not None and world.time >= self.judge_at - 1e-9:
+            ended = None
+        else:
+            return
+        self.outcome = dataclasses.replace(
+            judge_now(task, world, ended=ended, verdict=verdict), time_s=world.time
+        )
 
 
 class PickPlaceTask:

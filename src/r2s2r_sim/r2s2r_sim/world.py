@@ -461,8 +461,16 @@ class SimWorld:
 
     @property
     def verdict(self) -> Outcome | None:
-        """The task's first verdict since the reset, with its time (see :class:`EpisodeJudge`)."""
+        """The episode's verdict once it has ended, with its time (see :class:`EpisodeJudge`)."""
         return self._judge.outcome
+
+    def policy_done(self, at: float | None = None) -> None:
+        """The policy said it is done at ``at`` (s since the reset; None: now): judge a settle period later.
+
+        See :class:`EpisodeJudge`.  Without a task, there is nothing to judge.
+        """
+        if self.task is not None:
+            self._judge.policy_done(self.task, self.time if at is None else at)
 
     def _physics_steps(self, n: int) -> None:
         hook = self.step_hook
