@@ -171,7 +171,7 @@ class PushPolicy(ScriptedPolicy):
             return
         assert obs.rgb is not None and obs.depth is not None
         assert obs.camera_k is not None and obs.camera_pose is not None
-        centre = flat_marker_centre(obs.rgb, obs.depth, obs.camera_k, obs.camera_pose, colour)
+        centre = flat_marker_centre(blob_points(obs.rgb, obs.depth, obs.camera_k, obs.camera_pose, colour))
         if centre is not None:
             self._target_fixes.append(self._to_model(obs, centre)[:2])
         elif not self._target_fixes and not self._target_unseen_said:

@@ -41,24 +41,16 @@ def blob_points(
     return np.asarray(pts @ camera_pose[:3, :3].T + camera_pose[:3, 3])
 
 
-def flat_marker_centre(
-    rgb: np.ndarray,
-    depth: np.ndarray,
-    k: np.ndarray,
-    camera_pose: np.ndarray,
-    colour: tuple[float, float, float],
-) -> np.ndarray | None:
-    """World centre (x, y, z; m) of a flat marker of ``colour`` lying on the table; None when not seen.
+def flat_marker_centre(points: np.ndarray | None) -> np.ndarray | None:
+    """World centre (x, y, z; m) of a flat marker on the table from its :func:`blob_points`; None if unseen.
 
     A taped disc has no depth of its own: depth gives the table's height under it, colour its outline.
     The centre is the middle of the blob's extent along world x and y, not the mean of its points: pixels
-    are denser on the near half of a tilted view, which would pull a mean towards the camera.  Arguments as
-    :func:`blob_points`.
+    are denser on the near half of a tilted view, which would pull a mean towards the camera.
     """
-    pts = blob_points(rgb, depth, k, camera_pose, colour)
-    if pts is None:
+    if points is None:
         return None
-    pts = pts[np.abs(pts[:, 2] - np.median(pts[:, 2])) <= _FLAT_BAND_M]
+    pts = points[np.abs(points[:, 2] - np.median(points[:, 2])) <= _FLAT_BAND_M]
     if len(pts) < _MIN_PIXELS:
         return None
     lo, hi = np.percentile(pts[:, :2], _EXTENT_PERCENTILES, axis=0)
