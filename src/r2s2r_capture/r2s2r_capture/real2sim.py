@@ -515,9 +515,11 @@ def real2sim(
 
     # A marker target (taped disc) has no depth: it is placed where its colour lies on the table.
     site = tcfg.task.target_site if tcfg.task is not None else ""
-    target_xy = measure_marker(template_dir, site, scene.point_cloud(), seg.table) if site else None
-    if target_xy is not None:
-        say(f"[reconstruction] target marker by its colour at {np.round(target_xy, 4).tolist()} m")
+    on_marker = bool(site) and marker_target(template_dir, site) is not None
+    target_xy = measure_marker(template_dir, site, scene.point_cloud(), seg.table) if on_marker else None
+    if on_marker:
+        found = "not seen, at the template's place" if target_xy is None else f"{np.round(target_xy, 4)} m"
+        say(f"[reconstruction] target marker by its colour: {found}")
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
