@@ -435,7 +435,7 @@ def real2sim(
     from r2s2r_capture.sysid_report import write_identification
     from r2s2r_capture.tsdf import integrate_tsdf
     from r2s2r_capture.world_variations import world_variations, write_world_variations
-    from r2s2r_capture.world_writer import CameraModel, TaskSpec, marker_target, write_world
+    from r2s2r_capture.world_writer import CameraModel, TaskSpec, marker_target, measure_marker, write_world
 
     cfg = config or Real2SimConfig()
     say = progress or (lambda _line: None)
@@ -524,6 +524,14 @@ def real2sim(
         f"{ident.rms_val_after:.5f} rad",
     )
 
+    # A marker target (taped disc) has no depth: it is placed where its colour lies on the table.
+    site = tcfg.task.target_site if tcfg.task is not None else ""
+    on_marker = bool(site) and marker_target(template_dir, site) is not None
+    target_xy = measure_marker(template_dir, site, scene.point_cloud(), seg.table) if on_marker else None
+    if on_marker:
+        found = "not seen, at the template's place" if target_xy is None else f"{np.round(target_xy, 4)} m"
+        say(f"[reconstruction] target marker by its colour: {found}")
+
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -534,7 +542,7 @@ def real2sim(
             table=seg.table,
             objects=seg.objects,
             camera=CameraModel(K=K, width=data.image_size[0], height=data.image_size[1], T_world_camera=T_wc),
-            task=TaskSpec(object=obj_name, target=target_name),
+            task=TaskSpec(object=obj_name, target=target_name, target_xy=target_xy),
             robot_mjcf_dir=robot_mjcf.parent,
             robot_mjcf=robot_mjcf,
             world_id=cfg.world_id,
@@ -581,6 +589,7 @@ def real2sim(
                 "angle_std_rad": camera_std[1],
             },
             "table_top_z": float(seg.table.height),
+            "target_marker_xy": None if target_xy is None else [float(v) for v in target_xy],
             "objects": objects,
             "sysid": sysid_summary,
             **({"articulation": joint.summary()} if joint is not None else {}),

@@ -34,6 +34,7 @@ __all__ = [
     "SceneResult",
     "SegmentConfig",
     "TableEstimate",
+    "find_marker",
     "segment_scene",
 ]
 
@@ -427,3 +428,50 @@ def _fit_object(
         hull_vertices=hull_v,
         hull_triangles=hull_t,
     )
+
+
+# A marker's points: hue within this of the marker's (OpenCV hue, 0..179), saturation at least this fraction
+# of its own, at most this far (m) from the table plane (a taped disc is flush with it).  The same hue
+# window the policies' colour segmentation uses; fused colours are averages, so no brighter floor is needed.
+_MARKER_HUE_TOL = 8
+_MARKER_SAT_FRACTION = 0.6
+_MARKER_BAND_M = 0.006
+_MARKER_MIN_POINTS = 30
+
+
+def find_marker(
+    pcd, table: TableEstimate, colour: tuple[float, float, float], *, radius: float
+) -> np.ndarray | None:  # o3d PointCloud
+    """Centre (x, y, table z; m) of a flat marker of ``colour`` on the table top in a fused cloud, or None.
+
+    A taped disc has no relief for :func:`segment_scene` to cluster: it is found by its colour among the
+    points on the table plane.  Points farther than 1.5 ``radius`` from their median (another thing of that
+    colour) are dropped; the centre is the middle of the rest's extent along x and y.
+
+    Args:
+        pcd: fused point cloud with colours (world frame, z up).
+        table: the table found in it by :func:`segment_scene`.
+        colour: the marker's RGB in [0, 1].
+        radius: the marker's radius (m), e.g. the template's.
+    """
+    import cv2
+
+    pts = np.asarray(pcd.points)
+    cols = np.asarray(pcd.colors)
+    flat = np.abs(pts[:, 2] - table.height) <= _MARKER_BAND_M
+    if not np.any(flat) or len(cols) != len(pts):
+        return None
+    pts, cols = pts[flat], cols[flat]
+    to_hsv = cv2.COLOR_RGB2HSV
+    hsv = cv2.cvtColor(np.clip(cols * 255.0, 0, 255).astype(np.uint8)[None], to_hsv)[0].astype(np.int32)
+    ref = cv2.cvtColor(np.uint8([[np.clip(np.array(colour) * 255.0, 0, 255)]]), to_hsv)[0, 0].astype(np.int32)
+    dh = np.abs(hsv[:, 0] - ref[0])
+    dh = np.minimum(dh, 180 - dh)  # hue is circular
+    xy = pts[(dh <= _MARKER_HUE_TOL) & (hsv[:, 1] >= _MARKER_SAT_FRACTION * ref[1]), :2]
+    if len(xy) < _MARKER_MIN_POINTS:
+        return None
+    xy = xy[np.linalg.norm(xy - np.median(xy, axis=0), axis=1) <= 1.5 * radius]
+    if len(xy) < _MARKER_MIN_POINTS:
+        return None
+    lo, hi = np.percentile(xy, (1.0, 99.0), axis=0)
+    return np.array([*((lo + hi) / 2.0), table.height])

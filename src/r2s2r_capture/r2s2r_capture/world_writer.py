@@ -74,11 +74,12 @@ class TaskSpec:
         object: name of the object to pick (a :class:`ReconstructedObject` name).
         target: name of the object to place it in (usually an open box, the bin); ``None``: the template's
             target is a marker on the table (a taped disc: no depth, see :func:`marker_target`), written
-            at the template's place, since a depth reconstruction cannot see it.
+            at ``target_xy`` (where its colour was seen, :func:`measure_marker`), else at the template's.
         object_body: body name in the written world; ``None`` keeps the template's ``task.object_body``.
         target_site: site name at the target; ``None`` keeps the template's ``task.target_site``.
         keep_pose_range: keep the template's ``object_pose_range`` (randomised resets); by default the
             written world starts from the reconstructed pose.
+        target_xy: the marker target's measured centre (x, y; m, world); ``None``: the template's place.
     """
 
     object: str
@@ -86,6 +87,7 @@ class TaskSpec:
     object_body: str | None = None
     target_site: str | None = None
     keep_pose_range: bool = False
+    target_xy: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.object == self.target:
@@ -368,6 +370,8 @@ def write_world(
             raise ReconstructionError(
                 f"task.target: none given, and the template's target site {target_site!r} is not on a marker"
             )
+        if task.target_xy is not None:
+            marker = (float(task.target_xy[0]), float(task.target_xy[1]), *marker[2:])
     cam_cfg = tcfg.cameras[0] if tcfg.cameras else None
     mjcf_camera = cam_cfg.mjcf_camera if cam_cfg else "camera"
 
@@ -467,19 +471,49 @@ def marker_target(template: str | Path, site: str) -> tuple[float, float, float,
     """``(x, y, site z, radius)`` of the template's target where it is a marker on the table, else None.
 
     A marker is a body whose geoms all lack collision (a taped disc, a painted cross): a depth
-    reconstruction cannot segment it, so the reconstructed world keeps the template's (nominal) place.
+    reconstruction cannot segment it; :func:`measure_marker` finds it by its colour instead.
     """
     from r2s2r_sim.world import SimWorld
 
     world = SimWorld(template)
     model = world.model
-    sid = model.site(site).id if site in {model.site(i).name for i in range(model.nsite)} else -1
-    if sid < 0:
+    geoms = _marker_geoms(model, site)
+    if not geoms:
         return None
-    body = int(model.site_bodyid[sid])
-    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body]
-    if body == 0 or not geoms or any(model.geom_contype[g] or model.geom_conaffinity[g] for g in geoms):
-        return None
-    pos = world.data.site_xpos[sid]
+    pos = world.data.site_xpos[model.site(site).id]
     radius = max(float(model.geom_size[g][0]) for g in geoms)
     return float(pos[0]), float(pos[1]), float(pos[2]), radius
+
+
+def _marker_geoms(model, site: str) -> list[int]:  # mujoco.MjModel
+    """The geoms of the marker body carrying ``site``; empty when ``site`` is not on a marker."""
+    sid = model.site(site).id if site in {model.site(i).name for i in range(model.nsite)} else -1
+    if sid < 0:
+        return []
+    body = int(model.site_bodyid[sid])
+    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body]
+    if body == 0 or any(model.geom_contype[g] or model.geom_conaffinity[g] for g in geoms):
+        return []
+    return geoms
+
+
+def measure_marker(template: str | Path, site: str, pcd, table: TableEstimate) -> tuple[float, float] | None:
+    """Where the template's marker target (see :func:`marker_target`) is, found by its colour in ``pcd``.
+
+    Returns:
+        (x, y) in m, world frame; None when the template's target is no marker or its colour is not seen.
+    """
+    from r2s2r_sim.world import SimWorld
+
+    from r2s2r_capture.reconstruction import find_marker
+
+    model = SimWorld(template).model
+    geoms = _marker_geoms(model, site)
+    if not geoms:
+        return None
+    g = geoms[0]
+    mat = int(model.geom_matid[g])
+    rgba = model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g]
+    colour = (float(rgba[0]), float(rgba[1]), float(rgba[2]))
+    found = find_marker(pcd, table, colour, radius=float(model.geom_size[g][0]))
+    return None if found is None else (float(found[0]), float(found[1]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -13,7 +14,7 @@ import numpy as np
 from r2s2r_eval.policies.push.config import PushParams
 from r2s2r_eval.policies.scripted.base import ScriptedPolicy
 from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
-from r2s2r_eval.policies.scripted.perception import blob_points, geom_colour
+from r2s2r_eval.policies.scripted.perception import blob_points, flat_marker_centre, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
 from r2s2r_eval.policy import (
     Action,
@@ -23,6 +24,8 @@ from r2s2r_eval.policy import (
 )
 
 __all__ = ["PushPhase", "PushPolicy"]
+
+_log = logging.getLogger(__name__)
 
 # Half the thickness of the closed fingers along the push direction (arm6 finger boxes, 2 x 8 mm).
 _FINGER_HALF_M = 0.008
@@ -41,6 +44,9 @@ _TOP_BAND_M = 0.006
 # An estimate this far (m) from the last one is ignored, up to this many frames in a row.
 _MAX_JUMP_M = 0.025
 _MAX_REJECTED = 4
+# Frames whose target-marker fixes are averaged; they are taken before the first push, while the arm and
+# the object are away from the target.
+_TARGET_FRAMES = 3
 
 
 class PushPhase(enum.Enum):
@@ -60,7 +66,8 @@ class _PushScene:
     colour: tuple[float, float, float]
     radius: float  # object's horizontal half extent (m)
     bottom_z: float  # object's resting bottom (m)
-    target: np.ndarray  # target site (m)
+    target: np.ndarray  # target site (m): where the model has the target; used when the marker is unseen
+    target_colour: tuple[float, float, float] | None  # the target marker's colour; None: no marker geom
 
 
 @lru_cache(maxsize=4)
@@ -80,12 +87,16 @@ def _push_scene(world_dir: Path) -> _PushScene:
     g = geoms[0]
     half_height = float(model.geom_size[g][1] if int(model.geom_type[g]) == 5 else model.geom_size[g][2])
     centre_z = float(scene.data.xpos[body][2])
+    # The target's marker: the visual geom on the target site's body (a taped disc), if the world has one.
+    marker_body = int(model.site_bodyid[model.site(task.target_site).id])
+    marker = [m for m in range(model.ngeom) if marker_body and int(model.geom_bodyid[m]) == marker_body]
     return _PushScene(
         arm=scene,
         colour=geom_colour(model, model.geom(g).name),
         radius=float(model.geom_size[g][0]),
         bottom_z=centre_z - half_height,
         target=scene.site(task.target_site),
+        target_colour=geom_colour(model, model.geom(marker[0]).name) if marker else None,
     )
 
 
@@ -96,7 +107,11 @@ class PushPolicy(ScriptedPolicy):
     depth), and the push set-point stays behind it on the line to the target, so the push corrects as the
     object turns away.  A lateral miss beyond 2 cm lifts the tool and approaches again.  Reads only joint
     positions, RGB-D, intrinsics and the camera and base poses, plus static scene knowledge from the world's
-    MJCF (the arm's kinematics, the object's colour and size, the target site).
+    MJCF (the arm's kinematics, the object's colour and size, the target marker's colour).
+
+    The target is where its marker (the disc on the table, segmented by its colour) is seen in the frames
+    before the first push, since a real cell's tape is never exactly where the model has it.  Only when
+    the marker is not seen does the policy push to the model's target site, and it logs that once.
     """
 
     params_type = PushParams
@@ -132,12 +147,47 @@ class PushPolicy(ScriptedPolicy):
         self._dir = np.zeros(2)
         self._yaw = 0.0
         self._back_goal = np.zeros(3)
+        self._target_fixes: list[np.ndarray] = []
+        self._target_unseen_said = False
+        self._pushed = False  # the target is perceived only before the first push
+
+    @property
+    def target(self) -> np.ndarray:
+        """Where the policy pushes to (x, y; m, model world frame): the marker seen, else the model's site."""
+        if self._target_fixes:
+            return np.asarray(np.mean(self._target_fixes, axis=0))
+        return np.asarray(self._scene.target[:2])
+
+    def _to_model(self, obs: Observation, point: np.ndarray) -> np.ndarray:
+        """A point of the observed world frame in the model's world frame (the base poses tie the two)."""
+        if obs.base_pose is None:
+            return point
+        to_model = self._scene.arm.base_pose @ np.linalg.inv(obs.base_pose)
+        return np.asarray(to_model[:3, :3] @ point + to_model[:3, 3])
+
+    def _perceive_target(self, obs: Observation) -> None:
+        colour = self._scene.target_colour
+        if colour is None or len(self._target_fixes) >= _TARGET_FRAMES or self._pushed:
+            return
+        assert obs.rgb is not None and obs.depth is not None
+        assert obs.camera_k is not None and obs.camera_pose is not None
+        centre = flat_marker_centre(blob_points(obs.rgb, obs.depth, obs.camera_k, obs.camera_pose, colour))
+        if centre is not None:
+            self._target_fixes.append(self._to_model(obs, centre)[:2])
+        elif not self._target_fixes and not self._target_unseen_said:
+            self._target_unseen_said = True
+            _log.warning(
+                "push policy: target marker (colour %s) not seen; pushing to the model's target site %s",
+                np.round(colour, 2).tolist(),
+                np.round(self._scene.target[:2], 3).tolist(),
+            )
 
     def _perceive(self, obs: Observation) -> None:
         if obs.rgb is None or obs.depth is None or obs.camera_k is None or obs.camera_pose is None:
             if self._object is None:
                 raise PolicyError("push policy: the first observation lacks rgb, depth, camera_k or pose")
             return
+        self._perceive_target(obs)
         if self._object is not None and not self._p.closed_loop:
             return
         pts = blob_points(obs.rgb, obs.depth, obs.camera_k, obs.camera_pose, self._scene.colour)
@@ -146,10 +196,7 @@ class PushPolicy(ScriptedPolicy):
                 raise PolicyError("push policy: object not found in the colour image")
             return  # occluded: keep the last estimate
         top = pts[pts[:, 2] >= np.percentile(pts[:, 2], 98) - _TOP_BAND_M]
-        centre = np.array([*np.median(top[:, :2], axis=0), 0.0])
-        if obs.base_pose is not None:  # observed world frame -> model world frame
-            to_model = self._scene.arm.base_pose @ np.linalg.inv(obs.base_pose)
-            centre = to_model[:3, :3] @ centre + to_model[:3, 3]
+        centre = self._to_model(obs, np.array([*np.median(top[:, :2], axis=0), 0.0]))
         estimate = centre[:2] + self._bias
         # The fingers hide part of the object while pushing: a jump no push could cause is a bad blob.
         if self._object is not None and np.linalg.norm(estimate - self._object) > _MAX_JUMP_M:
@@ -162,6 +209,7 @@ class PushPolicy(ScriptedPolicy):
     def _advance(self, phase: PushPhase, stamp: float) -> None:
         self._phase = phase
         self._phase_start = stamp
+        self._pushed = self._pushed or phase is PushPhase.PUSH
 
     def act(self, observation: Observation) -> Action:
         """Next arm command (gripper closed: the fingers are the pusher)."""
@@ -176,7 +224,7 @@ class PushPolicy(ScriptedPolicy):
         mover = self._mover
         self._perceive(observation)
         assert self._object is not None
-        obj, target = self._object, scene.target[:2]
+        obj, target = self._object, self.target
         to_target = target - obj
         remaining = float(np.linalg.norm(to_target))
         if self._phase in (PushPhase.APPROACH, PushPhase.DESCEND):

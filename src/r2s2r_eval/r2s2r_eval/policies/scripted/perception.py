@@ -1,4 +1,4 @@
-"""World points of a coloured blob in one RGB-D frame, and a geom's colour from the world's MJCF."""
+"""World points of a coloured blob in one RGB-D frame, a flat marker's centre, and a geom's colour."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ import numpy as np
 
 from r2s2r_eval.policies.reference.perception import segment_colour
 
-__all__ = ["blob_points", "geom_colour"]
+__all__ = ["blob_points", "flat_marker_centre", "geom_colour"]
 
 _MIN_PIXELS = 30
+# Marker points within this height (m) of the blob's median belong to the flat marker (depth noise on a
+# table ~1 m away is a few mm); the extent is taken between these percentiles to ignore stray pixels.
+_FLAT_BAND_M = 0.015
+_EXTENT_PERCENTILES = (1.0, 99.0)
 
 
 def blob_points(
@@ -35,6 +39,22 @@ def blob_points(
     z = depth[v, u].astype(np.float64)
     pts = np.stack([(u - k[0, 2]) * z / k[0, 0], (v - k[1, 2]) * z / k[1, 1], z], axis=1)
     return np.asarray(pts @ camera_pose[:3, :3].T + camera_pose[:3, 3])
+
+
+def flat_marker_centre(points: np.ndarray | None) -> np.ndarray | None:
+    """World centre (x, y, z; m) of a flat marker on the table from its :func:`blob_points`; None if unseen.
+
+    A taped disc has no depth of its own: depth gives the table's height under it, colour its outline.
+    The centre is the middle of the blob's extent along world x and y, not the mean of its points: pixels
+    are denser on the near half of a tilted view, which would pull a mean towards the camera.
+    """
+    if points is None:
+        return None
+    pts = points[np.abs(points[:, 2] - np.median(points[:, 2])) <= _FLAT_BAND_M]
+    if len(pts) < _MIN_PIXELS:
+        return None
+    lo, hi = np.percentile(pts[:, :2], _EXTENT_PERCENTILES, axis=0)
+    return np.array([*((lo + hi) / 2.0), float(np.median(pts[:, 2]))])
 
 
 def geom_colour(model: mujoco.MjModel, geom: str) -> tuple[float, float, float]:
