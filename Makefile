@@ -27,13 +27,13 @@ test-fast: setup
 bench: setup
 	@$(ENV) python -m r2s2r_sim.bench --out out/bench.json
 	@$(ENV) python -m r2s2r_sim.variations.bench
-	@$(ENV) python -m r2s2r_eval.bench_sweep --out out/bench_sweep.json
+	@$(ENV) python -m r2s2r_eval.bench.sweep --out out/bench_sweep.json
 	@$(ENV) python -m r2s2r_capture.bench_recorder --json out/bench_recorder.json
 	@# A barely trained BC checkpoint (20 steps; the network of make transfer) times the BC sweeps.
 	@$(ENV) test -f out/bench_bc/ckpt/policy.pt || (r2s2r demos --out out/bench_bc/demos -n 2 \
 		--variations config/variations.yaml --no-mcap --quiet && r2s2r train --dataset out/bench_bc/demos \
 		--out out/bench_bc/ckpt --steps 20 --channels 32,32,64,64 --chunk 8 --no-head-features --quiet)
-	@$(ENV) python -m r2s2r_eval.bench_render --bc-checkpoint out/bench_bc/ckpt --out out/bench_render.json
+	@$(ENV) python -m r2s2r_eval.bench.render --bc-checkpoint out/bench_bc/ckpt --out out/bench_render.json
 
 # Capture the emulated hardware, real2sim, evaluate 6 policies x 50 trials on the emulator ("real"), in
 # the reconstructed world and in the bundled world, and write the comparison reports (~18 min here).
@@ -51,8 +51,8 @@ transfer: setup
 SIM_MINUTES ?= 120
 REAL_MINUTES ?= 60
 soak: setup
-	@$(ENV) nice python -m r2s2r_eval.soak --modes sim --minutes $(SIM_MINUTES) --out out/soak.json
-	@$(ENV) nice python -m r2s2r_eval.soak --modes real --minutes $(REAL_MINUTES) --out out/soak.json
+	@$(ENV) nice python -m r2s2r_eval.studies.soak --modes sim --minutes $(SIM_MINUTES) --out out/soak.json
+	@$(ENV) nice python -m r2s2r_eval.studies.soak --modes real --minutes $(REAL_MINUTES) --out out/soak.json
 
 lint: setup
 	@$(ENV) ruff check src tests tools launch

@@ -29,16 +29,16 @@ CORE_MODULES = (
     "r2s2r_sim.sim_server",
     "r2s2r_sim.sim_node_config",
     "r2s2r_eval.policy",
-    "r2s2r_eval.sensor_arrays",
-    "r2s2r_eval.runner",
-    "r2s2r_eval.executors",
-    "r2s2r_eval.sweep",
-    "r2s2r_eval.sweep_plan",
-    "r2s2r_eval.results",
-    "r2s2r_eval.metrics",
-    "r2s2r_eval.failure_regions",
-    "r2s2r_eval.failure_tree",
-    "r2s2r_eval.compare",
+    "r2s2r_eval.episodes.sensor_arrays",
+    "r2s2r_eval.episodes.runner",
+    "r2s2r_eval.episodes.executors",
+    "r2s2r_eval.episodes.sweep",
+    "r2s2r_eval.episodes.sweep_plan",
+    "r2s2r_eval.episodes.results",
+    "r2s2r_eval.analysis.metrics",
+    "r2s2r_eval.analysis.failure_regions",
+    "r2s2r_eval.analysis.failure_tree",
+    "r2s2r_eval.analysis.compare",
     "r2s2r_eval.policies.reference.policy",
     "r2s2r_eval.policies.topdown.policy",
 )
@@ -67,7 +67,7 @@ _PROBE = textwrap.dedent(
             found[name] = new
     if len(sys.argv) > 2:
         from r2s2r_eval.policy import load_policy
-        from r2s2r_eval.runner import EpisodeRunner
+        from r2s2r_eval.episodes.runner import EpisodeRunner
         from r2s2r_sim.emulated_cell import EmulatedCell
 
         before = set(sys.modules)

@@ -25,7 +25,7 @@ def test_code_run_from_the_checkout_uses_the_checkouts_files(tmp_path: Path,
 
 def test_sweep_default_variations_come_from_the_package(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from r2s2r_eval.sweep_cli import COMMAND, _config
+    from r2s2r_eval.cli.sweep import COMMAND, _config
 
     monkeypatch.chdir(tmp_path)
     ns = COMMAND.parser().parse_args(["--policy", "reference"])
@@ -144,7 +144,7 @@ def test_register_failures_name_the_file(tmp_path: Path, breakage: str, message:
 
 def test_sweep_takes_a_shipped_hardware_profile_by_name(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from r2s2r_eval.sweep_cli import COMMAND, _config
+    from r2s2r_eval.cli.sweep import COMMAND, _config
 
     monkeypatch.chdir(tmp_path)
     ns = COMMAND.parser().parse_args(["--policy", "reference", "--hardware-profile", "realistic"])

@@ -26,8 +26,8 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "policy_node = r2s2r_eval.policy_node:main",
-            "evaluator_node = r2s2r_eval.evaluator_node:main",
+            "policy_node = r2s2r_eval.nodes.policy_node:main",
+            "evaluator_node = r2s2r_eval.nodes.evaluator_node:main",
         ],
         # Policy plug-ins: name = module:Class (a subclass of r2s2r_eval.policy.Policy).
         "r2s2r.policies": [
@@ -40,13 +40,13 @@ setup(
         ],
         # Subcommands of the `r2s2r` CLI: name = module:register (adds a parser, sets func).
         "r2s2r.commands": [
-            "closed-loop = r2s2r_eval.closed_loop:register",
-            "compare = r2s2r_eval.compare_cli:register",
-            "demos = r2s2r_eval.demos_cli:register",
-            "metrics = r2s2r_eval.metrics_cli:register",
-            "sweep = r2s2r_eval.sweep_cli:register",
-            "train = r2s2r_eval.train_cli:register",
-            "transfer = r2s2r_eval.transfer:register",
+            "closed-loop = r2s2r_eval.studies.closed_loop:register",
+            "compare = r2s2r_eval.cli.compare:register",
+            "demos = r2s2r_eval.cli.demos:register",
+            "metrics = r2s2r_eval.cli.metrics:register",
+            "sweep = r2s2r_eval.cli.sweep:register",
+            "train = r2s2r_eval.cli.train:register",
+            "transfer = r2s2r_eval.studies.transfer:register",
         ],
     },
 )

@@ -132,8 +132,8 @@ def test_capture_without_articulation_phase_is_refused(tmp_path: Path) -> None:
 
 def test_reference_policy_opens_the_reconstructed_drawer(run: dict) -> None:
     # The drawer policy plans its pull along the world's joint axis: the reconstructed joint must carry it.
+    from r2s2r_eval.episodes.runner import EpisodeRunner
     from r2s2r_eval.policies.drawer import DrawerPolicy
-    from r2s2r_eval.runner import EpisodeRunner
 
     with EpisodeRunner(run["world"]) as runner:
         result = runner.run(DrawerPolicy(), 0)

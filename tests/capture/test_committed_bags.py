@@ -17,13 +17,13 @@ import cv2
 import numpy as np
 import pytest
 from r2s2r_capture.bag_reader import BagReader
-from r2s2r_eval.conversions import (
+from r2s2r_eval.episodes.evaluation import outcomes_from_records
+from r2s2r_eval.nodes.conversions import (
     TfTree,
     camera_info_to_k,
     depth_image_to_metres,
     rgb_image_to_array,
 )
-from r2s2r_eval.evaluation import outcomes_from_records
 from r2s2r_eval.policies.reference.perception import estimate_cube
 from r2s2r_eval.policies.reference.policy import _scene_model
 from r2s2r_sim.worlds import world_path

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from r2s2r_eval.closed_loop import ClosedLoopConfig, operator_variations, run_closed_loop
+from r2s2r_eval.episodes.results import ResultsStore
+from r2s2r_eval.episodes.runner import EpisodeRunner
+from r2s2r_eval.episodes.sweep_plan import PolicySpec
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyParams
-from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.runner import EpisodeRunner
-from r2s2r_eval.sweep_plan import PolicySpec
+from r2s2r_eval.studies.closed_loop import ClosedLoopConfig, operator_variations, run_closed_loop
 from r2s2r_sim.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.variations import (
     VariationError,
@@ -220,7 +220,7 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
 def test_studies_are_r2s2r_subcommands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from r2s2r_eval import closed_loop, transfer
+    from r2s2r_eval.studies import closed_loop, transfer
 
     parser = argparse.ArgumentParser(prog="r2s2r")
     sub = parser.add_subparsers(dest="command", required=True)

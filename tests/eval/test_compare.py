@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from r2s2r_eval.compare import CompareSettings, compare
-from r2s2r_eval.compare_data import CompareError, load_episodes
-from r2s2r_eval.compare_page import write_report
-from r2s2r_eval.results import EpisodeRow, ResultsStore, utc_now
-from r2s2r_eval.sweep_export import export_rows
+from r2s2r_eval.analysis.compare import CompareSettings, compare
+from r2s2r_eval.analysis.compare_data import CompareError, load_episodes
+from r2s2r_eval.analysis.compare_page import write_report
+from r2s2r_eval.episodes.results import EpisodeRow, ResultsStore, utc_now
+from r2s2r_eval.episodes.sweep_export import export_rows
 
 from r2s2r_sim import cli
 

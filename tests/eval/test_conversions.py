@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from geometry_msgs.msg import TransformStamped
-from r2s2r_eval.conversions import (
+from r2s2r_eval.nodes.conversions import (
     ConversionError,
     TfTree,
     action_to_messages,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-from r2s2r_eval.demo_expert import PrivilegedExpert
+from r2s2r_eval.episodes.runner import EpisodeRunner
+from r2s2r_eval.learning.demo_expert import PrivilegedExpert
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, Policy
-from r2s2r_eval.runner import EpisodeRunner
 
 WORLD = "tabletop-pick-v1"
 

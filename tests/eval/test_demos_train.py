@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("torch", reason="BC training needs PyTorch (torch==2.13.0 CPU)")
 pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
 
-from r2s2r_eval.demos import DemoConfig, DemoError, attempt_seed, collect_demos  # noqa: E402
-from r2s2r_eval.lerobot_format import read_episode, read_info, validate_lerobot_dataset  # noqa: E402
+from r2s2r_eval.episodes.runner import EpisodeRunner  # noqa: E402
+from r2s2r_eval.learning.demos import DemoConfig, DemoError, attempt_seed, collect_demos  # noqa: E402
+from r2s2r_eval.learning.lerobot_format import read_episode, read_info, validate_lerobot_dataset  # noqa: E402
+from r2s2r_eval.learning.train import TrainConfig, TrainError, train  # noqa: E402
 from r2s2r_eval.policy import PolicyError, available_policies, load_policy  # noqa: E402
-from r2s2r_eval.runner import EpisodeRunner  # noqa: E402
-from r2s2r_eval.train import TrainConfig, TrainError, train  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 VARIATIONS = REPO / "config/variations.yaml"
@@ -72,7 +72,7 @@ def test_environment_state_is_the_cube_pose(demos: Path) -> None:
 
 
 def test_chunked_targets_stay_in_their_episode() -> None:
-    from r2s2r_eval.train import _Data
+    from r2s2r_eval.learning.train import _Data
 
     t = np.arange(10, dtype=np.float32)[:, None]
     d = _Data(
@@ -125,7 +125,7 @@ def test_dart_noise_moves_the_arm_but_not_the_labels(tmp_path: Path) -> None:
 
 def test_failed_first_attempt_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A dataset whose first attempt fails has no meta/ folder yet; the attempt log must still be written.
-    import r2s2r_eval.demos as demos_module
+    import r2s2r_eval.learning.demos as demos_module
 
     class Failing(demos_module.PrivilegedExpert):
         def act(self, observation):
@@ -212,7 +212,8 @@ def test_bc_policy_needs_a_checkpoint(tmp_path: Path) -> None:
 
 
 def test_clis_run(demos: Path, tmp_path: Path) -> None:
-    from r2s2r_eval import demos_cli, train_cli
+    from r2s2r_eval.cli import demos as demos_cli
+    from r2s2r_eval.cli import train as train_cli
 
     assert demos_cli.main(["--out", str(demos), "--variations", str(VARIATIONS), "-n", "2", "--quiet"]) == 0
     assert demos_cli.main(["--out", str(tmp_path / "x"), "-n", "0", "--quiet"]) == 2
@@ -223,7 +224,7 @@ def test_clis_run(demos: Path, tmp_path: Path) -> None:
 
 
 def test_training_adds_perception_frames_to_the_object_head(demos: Path, tmp_path: Path) -> None:
-    from r2s2r_eval.perception_frames import PerceptionFramesConfig, collect_perception_frames
+    from r2s2r_eval.learning.perception_frames import PerceptionFramesConfig, collect_perception_frames
 
     pf = collect_perception_frames(tmp_path / "pf", PerceptionFramesConfig(worlds=1, per_world=4))
     out = tmp_path / "with_pf"

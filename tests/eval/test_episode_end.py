@@ -15,9 +15,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from r2s2r_eval.demo_expert import PrivilegedExpert
+from r2s2r_eval.episodes.runner import EpisodeResult, EpisodeRunner
+from r2s2r_eval.learning.demo_expert import PrivilegedExpert
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy
-from r2s2r_eval.runner import EpisodeResult, EpisodeRunner
 from r2s2r_sim.cell import Cell, SimCell
 from r2s2r_sim.emulated_cell import EmulatedCell
 from r2s2r_sim.task import SETTLE_SAMPLE_S, settle_period_s

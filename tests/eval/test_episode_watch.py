@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from r2s2r_eval.episode_watch import EpisodeEnd, episode_key, wait_episode_end
+from r2s2r_eval.episodes.episode_watch import EpisodeEnd, episode_key, wait_episode_end
 from r2s2r_sim.liveness import Liveness
 
 

@@ -6,9 +6,8 @@ import math
 
 import numpy as np
 import pytest
-
-from r2s2r_eval import failure_regions as fr
-from r2s2r_eval import failure_tree as ft
+from r2s2r_eval.analysis import failure_regions as fr
+from r2s2r_eval.analysis import failure_tree as ft
 
 
 def _threshold_data(n: int = 200, seed: int = 0, thr: float = 0.62) -> tuple[np.ndarray, np.ndarray]:

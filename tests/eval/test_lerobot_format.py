@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
 
-from r2s2r_eval.lerobot_format import (  # noqa: E402
+from r2s2r_eval.learning.lerobot_format import (  # noqa: E402
     CODEBASE_VERSION,
     EpisodeData,
     LeRobotWriter,
@@ -20,7 +20,7 @@ from r2s2r_eval.lerobot_format import (  # noqa: E402
     read_info,
     validate_lerobot_dataset,
 )
-from r2s2r_eval.lerobot_video import DatasetError  # noqa: E402
+from r2s2r_eval.learning.lerobot_video import DatasetError  # noqa: E402
 
 W, H, FPS = 16, 12, 10.0
 FEATURES = {
@@ -167,7 +167,7 @@ def test_corrupted_dataset_fails_validation(dataset: Path, corrupt, message: str
 
 
 def test_video_frame_count_mismatch_is_detected(dataset: Path) -> None:
-    from r2s2r_eval.lerobot_video import encode_video
+    from r2s2r_eval.learning.lerobot_video import encode_video
 
     video = dataset / "videos/chunk-000/observation.images.camera/episode_000000.mp4"
     encode_video(np.zeros((3, H, W, 3), np.uint8), video, FPS)

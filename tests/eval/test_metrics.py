@@ -1,4 +1,4 @@
-"""Unit tests of r2s2r_eval.metrics: known values, edge cases, bounds, batch == element-wise."""
+"""Unit tests of r2s2r_eval.analysis.metrics: known values, edge cases, bounds, batch == element-wise."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from r2s2r_eval.metrics import (
+from r2s2r_eval.analysis.metrics import (
     CROSS_POLICY_METRICS,
     METRIC_BOUNDS,
     bootstrap_intervals,
@@ -401,7 +401,7 @@ def test_trials_bad_input(p1, p2, kwargs, match):
 
 
 def test_module_exports_exist():
-    import r2s2r_eval.metrics as module
+    import r2s2r_eval.analysis.metrics as module
 
     for name in module.__all__:
         assert hasattr(module, name)

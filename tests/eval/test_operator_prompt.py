@@ -6,7 +6,7 @@ import io
 import os
 
 import pytest
-from r2s2r_eval.operator_prompt import OperatorPrompt, OperatorTimeout
+from r2s2r_eval.episodes.operator_prompt import OperatorPrompt, OperatorTimeout
 
 
 def test_answers_are_read_in_order_from_a_pipe_even_when_buffered_together() -> None:

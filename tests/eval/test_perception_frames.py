@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from r2s2r_eval.perception_frames import (
+from r2s2r_eval.learning.perception_frames import (
     PerceptionFramesConfig,
     collect_perception_frames,
     load_perception_frames,

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from r2s2r_eval.episodes.results import ResultsStore
+from r2s2r_eval.episodes.runner import EpisodeResult, EpisodeRunner
+from r2s2r_eval.episodes.sweep import run_sweep
+from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig
 from r2s2r_eval.policies.reference import ReferenceParams, ReferencePolicy
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
 from r2s2r_eval.policies.reference.policy import Phase
 from r2s2r_eval.policy import Action, Observation, ObservationKind
-from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.runner import EpisodeResult, EpisodeRunner
-from r2s2r_eval.sweep import run_sweep
-from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
 from r2s2r_sim.variations import load_variation_config
 
 ROOT = Path(__file__).resolve().parents[2]

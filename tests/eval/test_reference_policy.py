@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from r2s2r_eval.episodes.runner import EpisodeRunner, RunnerError, control_substeps
 from r2s2r_eval.policies.reference import ReferenceParams, ReferencePolicy
 from r2s2r_eval.policy import EpisodeInfo, Observation, PolicyError, load_policy
-from r2s2r_eval.runner import EpisodeRunner, RunnerError, control_substeps
 
 WORLD = "tabletop-pick-v1"
 SEEDS = range(5)

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from r2s2r_eval.results import EpisodeRow, ResultsError, ResultsStore, utc_now
+from r2s2r_eval.episodes.results import EpisodeRow, ResultsError, ResultsStore, utc_now
 
 
 def _row(**kw: object) -> EpisodeRow:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policy import (
     Action,
     EpisodeInfo,
@@ -14,7 +15,6 @@ from r2s2r_eval.policy import (
     Policy,
     PolicyError,
 )
-from r2s2r_eval.runner import EpisodeRunner
 from r2s2r_sim.camera_frames import CameraFrames
 from r2s2r_sim.render_profile import FAST, FULL
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics

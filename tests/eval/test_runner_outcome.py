@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from r2s2r_eval.episodes.runner import EpisodeRunner
+from r2s2r_eval.episodes.sensor_arrays import episode_stamp
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy
-from r2s2r_eval.runner import EpisodeRunner
-from r2s2r_eval.sensor_arrays import episode_stamp
 
 WORLD = "tabletop-pick-v1"
 RATE_HZ = 6.25  # a 0.16 s period: the 30 s timeout falls inside a control period, not at its end

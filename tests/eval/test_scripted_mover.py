@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.drawer import DrawerPolicy
 from r2s2r_eval.policies.push import PushPolicy
 from r2s2r_eval.policies.reference import ReferencePolicy
@@ -14,7 +15,6 @@ from r2s2r_eval.policies.scripted.motion import MAX_STEP_PERIODS, StepClock
 from r2s2r_eval.policies.stack import StackPolicy
 from r2s2r_eval.policies.topdown.policy import TopdownPolicy
 from r2s2r_eval.policy import Action, Observation, Policy
-from r2s2r_eval.runner import EpisodeRunner
 
 # Every scripted policy on the world it is written for.
 POLICIES = [

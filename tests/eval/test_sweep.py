@@ -1,4 +1,4 @@
-"""Sweep runner (r2s2r_eval.sweep, r2s2r sweep): planning, keys, local pool, resume, export, bad input.
+"""Sweep runner (r2s2r_eval.episodes.sweep, r2s2r sweep): planning, keys, local pool, resume, export, bad input.
 
 Episodes are cut to a few control steps (``max_steps``) so the whole file runs in well under a minute.
 """
@@ -19,11 +19,11 @@ from pathlib import Path
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import run_sweep, run_task
-from r2s2r_eval.sweep_cli import main
-from r2s2r_eval.sweep_export import export_rows
-from r2s2r_eval.sweep_plan import (
+from r2s2r_eval.cli.sweep import main
+from r2s2r_eval.episodes.results import ResultsStore
+from r2s2r_eval.episodes.sweep import run_sweep, run_task
+from r2s2r_eval.episodes.sweep_export import export_rows
+from r2s2r_eval.episodes.sweep_plan import (
     PolicySpec,
     SweepConfig,
     SweepError,
@@ -215,7 +215,7 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     args = [
         sys.executable,
         "-m",
-        "r2s2r_eval.sweep_cli",
+        "r2s2r_eval.cli.sweep",
         "--world",
         WORLD,
         "--policy",
@@ -367,7 +367,7 @@ def test_sweep_whose_episodes_all_error_exits_1(tmp_path: Path, capsys) -> None:
 
 
 def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
-    from r2s2r_eval.closed_loop import operator_variations
+    from r2s2r_eval.studies.closed_loop import operator_variations
     from r2s2r_sim.hardware_profile import load_hardware_profile
 
     profile = ROOT / "config/emulated_hardware/ideal_profile.yaml"
@@ -387,7 +387,7 @@ def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
 
 
 def test_an_axis_left_off_at_its_defaults_does_not_change_episode_keys() -> None:
-    from r2s2r_eval.sweep_plan import variations_digest
+    from r2s2r_eval.episodes.sweep_plan import variations_digest
     from r2s2r_sim.variations.config import DynamicsVariationConfig, ParameterRange, VariationConfig
 
     base = VariationConfig()

@@ -4,13 +4,13 @@ world's variation defaults are what a sweep reads."""
 from __future__ import annotations
 
 import pytest
+from r2s2r_eval.cli.sweep import default_variations
+from r2s2r_eval.episodes.runner import EpisodeRunner
+from r2s2r_eval.episodes.sweep_plan import SweepError
 from r2s2r_eval.policies.drawer import DrawerParams, DrawerPolicy
 from r2s2r_eval.policies.push import PushParams, PushPolicy
 from r2s2r_eval.policies.stack import StackParams, StackPolicy
 from r2s2r_eval.policy import PolicyError
-from r2s2r_eval.runner import EpisodeRunner
-from r2s2r_eval.sweep_cli import default_variations
-from r2s2r_eval.sweep_plan import SweepError
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import load_variation_config
 from r2s2r_sim.world_config import load_world_config

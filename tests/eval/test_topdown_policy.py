@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.topdown import TopdownParams, TopdownPolicy
 from r2s2r_eval.policies.topdown.perception import highest_blob
 from r2s2r_eval.policy import ObservationKind, PolicyError, available_policies, load_policy
-from r2s2r_eval.runner import EpisodeRunner
 
 WORLD = "tabletop-pick-v1"
 

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch", reason="BC training needs PyTorch (torch==2.13.0 CPU)")
 pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
 
-from r2s2r_eval.transfer import SMALL, format_report, run_transfer, shard_seed  # noqa: E402
+from r2s2r_eval.studies.transfer import SMALL, format_report, run_transfer, shard_seed  # noqa: E402
 
 
 @pytest.mark.timeout(1800)  # demos, training and three evaluation sides: minutes of CPU on a loaded machine

@@ -10,10 +10,9 @@ import pytest
 
 pytest.importorskip("torch", reason="the transfer study's training needs PyTorch (torch==2.13.0 CPU)")
 
-from r2s2r_eval.demos import DemoConfig, DemoError  # noqa: E402
-from r2s2r_eval.task_studies import task_study  # noqa: E402
-
-from r2s2r_eval import transfer  # noqa: E402
+from r2s2r_eval.learning.demos import DemoConfig, DemoError  # noqa: E402
+from r2s2r_eval.studies import transfer  # noqa: E402
+from r2s2r_eval.studies.task_studies import task_study  # noqa: E402
 
 
 def _parse(*argv: str) -> argparse.Namespace:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from r2s2r_eval.results import ResultsStore
+from r2s2r_eval.episodes.results import ResultsStore
 from ros2_tools import requires_ros2_tools
 
 pytestmark = [

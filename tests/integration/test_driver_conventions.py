@@ -20,7 +20,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run
 urdf = pytest.importorskip("urdf_parser_py.urdf", reason="urdf-parser-py is not installed; run `make setup`")
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from r2s2r_eval.conversions import TfTree  # noqa: E402
+from r2s2r_eval.nodes.conversions import TfTree  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402

@@ -1,8 +1,8 @@
 """Same policy, world and seed: the same episode through the ROS graph and through the in-process runner.
 
 The graph is sim_node (lockstep) + policy_node + evaluator_node as separate processes; the runner is
-:class:`r2s2r_eval.runner.EpisodeRunner`. Lockstep makes the graph deterministic, and both paths end an
-episode by one rule (the world's verdict, judged every ``SETTLE_SAMPLE_S`` of sim time) and give the policy
+:class:`r2s2r_eval.episodes.runner.EpisodeRunner`. Lockstep makes the graph deterministic, and both paths end
+an episode by one rule (the world's verdict, judged every ``SETTLE_SAMPLE_S`` of sim time) and give the policy
 the same time since the episode started, so every episode of one graph run, the first and the later ones,
 must end the same: same outcome, the same end time to the physics step, the same metrics.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from r2s2r_eval.episodes.results import ResultsStore
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policy import load_policy
-from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.runner import EpisodeRunner
 
 pytestmark = pytest.mark.integration
 

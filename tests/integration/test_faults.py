@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from fault_graph import FAST, POLICY, Graph
-from r2s2r_eval.results import ResultsStore
+from r2s2r_eval.episodes.results import ResultsStore
 
 pytestmark = pytest.mark.integration
 

@@ -53,8 +53,8 @@ def test_spin_ends_when_the_signal_wakes_the_executor_before_the_shutdown(
 NODE_MODULES = [
     "r2s2r_sim/r2s2r_sim/sim_node.py",
     "r2s2r_sim/r2s2r_sim/emulated_hardware_node.py",
-    "r2s2r_eval/r2s2r_eval/policy_node.py",
-    "r2s2r_eval/r2s2r_eval/evaluator_node.py",
+    "r2s2r_eval/r2s2r_eval/nodes/policy_node.py",
+    "r2s2r_eval/r2s2r_eval/nodes/evaluator_node.py",
     "r2s2r_capture/r2s2r_capture/recorder_node.py",
     "r2s2r_capture/r2s2r_capture/player_node.py",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from r2s2r_eval.results import ResultsStore
+from r2s2r_eval.episodes.results import ResultsStore
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from r2s2r_eval.results import ResultsStore
+from r2s2r_eval.episodes.results import ResultsStore
 from r2s2r_sim.graph import load_graph
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path

@@ -14,7 +14,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 
-from r2s2r_eval.conversions import TfTree  # noqa: E402
+from r2s2r_eval.nodes.conversions import TfTree  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.ros_qos import interface_class, qos_profile  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402

@@ -1,4 +1,4 @@
-"""The sweep on a local Ray instance gives the same rows as the local process pool (r2s2r_eval.sweep)."""
+"""The sweep on a local Ray instance gives the same rows as the local process pool (r2s2r_eval.episodes.sweep)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from r2s2r_eval.results import ResultsStore
-from r2s2r_eval.sweep import run_sweep
-from r2s2r_eval.sweep_plan import PolicySpec, SweepConfig
+from r2s2r_eval.episodes.results import ResultsStore
+from r2s2r_eval.episodes.sweep import run_sweep
+from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig
 from r2s2r_sim.variations import load_variation_config
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs ray")

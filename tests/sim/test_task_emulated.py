@@ -8,10 +8,10 @@ closed-loop study of the task meaningless, and a profile that silently did not a
 from __future__ import annotations
 
 import pytest
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.drawer import DrawerParams, DrawerPolicy
 from r2s2r_eval.policy import load_policy
-from r2s2r_eval.runner import EpisodeRunner
-from r2s2r_eval.task_studies import TASK_STUDIES, task_study
+from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
 from r2s2r_sim.emulated_cell import EmulatedCell
 from r2s2r_sim.hardware_profile import load_hardware_profile
 from r2s2r_sim.hardware_profiles import profile_path

@@ -16,8 +16,8 @@ import mujoco
 import pytest
 import yaml
 from conftest import SHARED_ROBOTS, edit_yaml
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
-from r2s2r_eval.runner import EpisodeRunner
 from r2s2r_sim.cli import main as r2s2r
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_check import check_world

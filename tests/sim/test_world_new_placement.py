@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import yaml
 from conftest import SHARED_ROBOTS
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
-from r2s2r_eval.runner import EpisodeRunner
 from r2s2r_sim.cli import main as r2s2r
 from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 from r2s2r_sim.world import SimWorld

@@ -78,7 +78,7 @@ class Observation:
 
     Attributes:
         stamp: time of the observation since the episode's first one (s; sim time in sim, the driver's
-            clock on hardware); see :func:`r2s2r_eval.sensor_arrays.episode_stamp`.
+            clock on hardware); see :func:`r2s2r_eval.episodes.sensor_arrays.episode_stamp`.
         joint_names: names as on ``/joint_states``.
         joint_positions: positions (rad or m), float64, one per name.
         joint_velocities: velocities (rad/s or m/s), float64, one per name.

@@ -2,8 +2,8 @@
 
 A cell is what a policy meets through the driver topics, reduced to calls: reset it for an episode, read
 the joints, submit a command, advance the physics, render the camera, and ask whether the episode is over.
-One episode runner (``r2s2r_eval.runner``) drives every cell; the simulated world (:class:`SimCell`) and
-the emulated hardware (:class:`r2s2r_sim.emulated_cell.EmulatedCell`) differ only behind these calls.
+One episode runner (``r2s2r_eval.episodes.runner``) drives every cell; the simulated world (:class:`SimCell`)
+and the emulated hardware (:class:`r2s2r_sim.emulated_cell.EmulatedCell`) differ only behind these calls.
 """
 
 from __future__ import annotations

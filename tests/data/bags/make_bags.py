@@ -42,7 +42,7 @@ import yaml
 from r2s2r_capture.bag_reader import BagReader
 from r2s2r_capture.bag_writer import BagWriter, TopicSpec
 from r2s2r_capture.signature import signature_of_bag
-from r2s2r_eval.evaluation import outcomes_from_records
+from r2s2r_eval.episodes.evaluation import outcomes_from_records
 from r2s2r_sim.graph import load_graph, resolve
 from r2s2r_sim.interface import load_interface
 from r2s2r_sim.launcher import Launcher

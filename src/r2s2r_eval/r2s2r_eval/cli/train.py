@@ -1,0 +1,122 @@
+"""``r2s2r train``: behaviour cloning of the ``bc`` policy from ``r2s2r demos`` datasets (PyTorch CPU).
+
+Example:
+    r2s2r train --dataset out/demos/varied --out out/policies/bc_varied --steps 3000
+    r2s2r sweep --policy bc:checkpoint=out/policies/bc_varied ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from r2s2r_eval.cli.common import Subcommand, bad_input, progress_bar
+from r2s2r_eval.learning.lerobot_video import DatasetError
+from r2s2r_eval.learning.train import TrainConfig, TrainError, train
+
+__all__ = ["COMMAND", "cmd_train", "main", "register"]
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--dataset",
+        required=True,
+        action="append",
+        type=Path,
+        help="LeRobot dataset folder (repeat to train on several)",
+    )
+    p.add_argument("--out", required=True, type=Path, help="checkpoint folder (policy.pt + config.json)")
+    p.add_argument("--steps", type=int, default=3000, help="optimiser steps")
+    p.add_argument("--batch-size", type=int, default=64, help="samples per step")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--seed", type=int, default=0, help="torch and sampling seed")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument(
+        "--relative", action="store_true", help="predict arm targets relative to the measured positions"
+    )
+    p.add_argument("--no-time-input", action="store_true", help="do not feed the episode time to the network")
+    p.add_argument(
+        "--state-noise", type=float, default=TrainConfig.state_noise, help="joint-state input noise std (rad)"
+    )
+    p.add_argument(
+        "--aux-weight",
+        type=float,
+        default=TrainConfig.aux_weight,
+        help="weight of the auxiliary object-state loss (0: none; needs observation.environment_state)",
+    )
+    p.add_argument("--chunk", type=int, default=TrainConfig.chunk, help="actions predicted per step (ACT)")
+    p.add_argument(
+        "--channels",
+        type=lambda v: tuple(int(c) for c in v.split(",")),
+        default=TrainConfig.channels,
+        help="conv widths, comma-separated (e.g. 32,32,64,64)",
+    )
+    p.add_argument(
+        "--shift-px", type=int, default=TrainConfig.shift_px, help="random image shift augmentation (px)"
+    )
+    p.add_argument(
+        "--no-head-features",
+        action="store_true",
+        help="the action head reads only the object state from the auxiliary head and the joint state",
+    )
+    p.add_argument(
+        "--teacher-forcing-m",
+        type=float,
+        default=TrainConfig.teacher_forcing_m,
+        help="with --no-head-features: train the action head on the true object state + this noise (m)",
+    )
+    p.add_argument(
+        "--perception-frames",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra still frames for the object-state head (r2s2r_eval.learning.perception_frames; repeatable)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_train(ns: argparse.Namespace) -> int:
+    """Run the command; 0 on success, 2 on bad input."""
+    try:
+        cfg = TrainConfig(
+            steps=ns.steps,
+            batch_size=ns.batch_size,
+            lr=ns.lr,
+            seed=ns.seed,
+            num_threads=ns.threads,
+            absolute=not ns.relative,
+            time_input=not ns.no_time_input,
+            state_noise=ns.state_noise,
+            aux_weight=ns.aux_weight,
+            chunk=ns.chunk,
+            channels=ns.channels,
+            shift_px=ns.shift_px,
+            head_features=not ns.no_head_features,
+            teacher_forcing_m=ns.teacher_forcing_m,
+            perception_frames=tuple(str(d) for d in ns.perception_frames),
+        )
+    except TrainError as err:
+        return bad_input("train", err)
+    try:
+        with progress_bar(cfg.steps, "train", "step", quiet=ns.quiet) as report:
+            s = train(ns.dataset, ns.out, cfg, progress=lambda step, loss: report(step, loss=f"{loss:.4f}"))
+    except (TrainError, DatasetError) as err:
+        return bad_input("train", err)
+    val = "n/a" if s.val_loss is None else f"{s.val_loss:.4f}"
+    print(
+        f"{s.out}: {s.episodes} episodes, {s.frames} frames, {s.wall_s:.0f} s, "
+        f"train loss {s.train_loss:.4f}, val loss {val}"
+    )
+    print(f"run it with: --policy bc:checkpoint={s.out}")
+    return 0
+
+
+_HELP = "train the bc policy from demonstrations"
+COMMAND = Subcommand("train", _HELP, __doc__.split("\n")[0], _add_arguments, cmd_train, wrap=True)
+register = COMMAND.register
+main = COMMAND.main
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,509 @@
+"""LeRobotDataset v2.1 writer, reader and validator (Parquet + ``meta/``); no lerobot dependency.
+
+Layout (LeRobot ``CODEBASE_VERSION = "v2.1"``)::
+
+    meta/info.json                 schema: fps, path templates, features (dtype, shape, names)
+    meta/episodes.jsonl            {"episode_index", "tasks", "length"} per episode
+    meta/episodes_stats.jsonl      {"episode_index", "stats": {feature: {min, max, mean, std, count}}}
+    meta/tasks.jsonl               {"task_index", "task"}
+    meta/stats.json                dataset-wide stats (the v2.0 file; still read by many tools)
+    data/chunk-000/episode_000000.parquet
+    videos/chunk-000/observation.images.camera/episode_000000.mp4
+
+Vector features are fixed-size ``float32`` lists in Parquet; ``shape == [1]`` features are scalar columns;
+``video`` features live only in the MP4 files (H.264, yuv420p, one frame per Parquet row), written and
+read by :mod:`r2s2r_eval.learning.lerobot_video`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from r2s2r_eval.learning.lerobot_video import DatasetError, count_video_frames, encode_video, read_video
+
+__all__ = [
+    "CHUNKS_SIZE",
+    "CODEBASE_VERSION",
+    "DATA_PATH",
+    "VIDEO_PATH",
+    "EpisodeData",
+    "LeRobotWriter",
+    "read_episode",
+    "read_info",
+    "validate_lerobot_dataset",
+]
+
+CODEBASE_VERSION = "v2.1"
+CHUNKS_SIZE = 1000
+DATA_PATH = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet"
+VIDEO_PATH = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4"
+# Columns every LeRobot dataset has, besides the user features.
+_INDEX_FEATURES: dict[str, dict[str, Any]] = {
+    "timestamp": {"dtype": "float32", "shape": [1], "names": None},
+    "frame_index": {"dtype": "int64", "shape": [1], "names": None},
+    "episode_index": {"dtype": "int64", "shape": [1], "names": None},
+    "index": {"dtype": "int64", "shape": [1], "names": None},
+    "task_index": {"dtype": "int64", "shape": [1], "names": None},
+}
+_ARROW = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
+# A sane bound on a meta file we read (untrusted input).
+_MAX_META_BYTES = 256 << 20
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class EpisodeData:
+    """One episode to write.
+
+    Attributes:
+        task: natural-language task.
+        columns: feature name -> (T, *shape) array, for the non-video features of the writer's schema.
+        videos: video feature name -> (T, H, W, 3) uint8 RGB frames.
+        extra: JSON-able episode metadata kept in ``episodes.jsonl`` next to the standard keys.
+    """
+
+    task: str
+    columns: Mapping[str, np.ndarray]
+    videos: Mapping[str, np.ndarray]
+    extra: Mapping[str, Any]
+
+    @property
+    def length(self) -> int:
+        """Number of frames."""
+        return (
+            len(next(iter(self.videos.values()))) if self.videos else len(next(iter(self.columns.values())))
+        )
+
+
+def _stats(values: np.ndarray) -> dict[str, Any]:
+    """min/max/mean/std/count over axis 0 (per channel for images, normalised to [0, 1], shape C x 1 x 1)."""
+    if values.ndim == 4:  # T x H x W x C images
+        v = values.astype(np.float64) / 255.0
+        per = lambda f: f(v, axis=(0, 1, 2)).reshape(-1, 1, 1).tolist()  # noqa: E731
+        return {
+            "min": per(np.min),
+            "max": per(np.max),
+            "mean": per(np.mean),
+            "std": per(np.std),
+            "count": [len(values)],
+        }
+    v = values.astype(np.float64).reshape(len(values), -1)
+    return {
+        "min": v.min(0).tolist(),
+        "max": v.max(0).tolist(),
+        "mean": v.mean(0).tolist(),
+        "std": v.std(0).tolist(),
+        "count": [len(values)],
+    }
+
+
+def _aggregate(stats: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Pooled min/max/mean/std/count of per-episode stats (as LeRobot's ``aggregate_stats``)."""
+    n = np.array([s["count"][0] for s in stats], dtype=np.float64)
+    means = [np.asarray(s["mean"], dtype=np.float64) for s in stats]
+    stds = [np.asarray(s["std"], dtype=np.float64) for s in stats]
+    total = n.sum()
+    mean = sum(w * m for w, m in zip(n, means, strict=True)) / total
+    var = sum(w * (s**2 + (m - mean) ** 2) for w, s, m in zip(n, stds, means, strict=True)) / total
+    return {
+        "min": np.min([np.asarray(s["min"]) for s in stats], axis=0).tolist(),
+        "max": np.max([np.asarray(s["max"]) for s in stats], axis=0).tolist(),
+        "mean": mean.tolist(),
+        "std": np.sqrt(var).tolist(),
+        "count": [int(total)],
+    }
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise DatasetError(f"{path}: missing")
+    if path.stat().st_size > _MAX_META_BYTES:
+        raise DatasetError(f"{path}: larger than {_MAX_META_BYTES} bytes, not a dataset meta file")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DatasetError(f"{path}: not valid JSON: {err}") from None
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    if path.stat().st_size > _MAX_META_BYTES:
+        raise DatasetError(f"{path}: larger than {_MAX_META_BYTES} bytes, not a dataset meta file")
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise DatasetError(f"{path}:{i}: not valid JSON: {err}") from None
+    return out
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_info(root: str | Path) -> dict[str, Any]:
+    """``meta/info.json`` of the dataset at ``root``."""
+    info = _read_json(Path(root) / "meta/info.json")
+    if not isinstance(info, dict):
+        raise DatasetError(f"{root}/meta/info.json: must be a JSON object")
+    return info
+
+
+class LeRobotWriter:
+    """Writes a LeRobot v2.1 dataset one episode at a time; reopening an existing folder appends (resume).
+
+    The schema (``features``) is fixed at creation; reopening checks it against ``meta/info.json`` and
+    refuses a different one rather than overwriting.  Each episode's Parquet and MP4 files are written
+    first, then its ``episodes.jsonl`` line: a crash leaves at most one orphan file, rewritten on resume.
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        fps: float,
+        features: Mapping[str, Mapping[str, Any]],
+        robot_type: str = "arm6",
+    ) -> None:
+        """Open (creating if needed) the dataset at ``root`` with the user ``features``.
+
+        Raises:
+            DatasetError: ``root`` holds a dataset with another schema, fps or version.
+        """
+        self.root = Path(root)
+        self.fps = float(fps)
+        self.robot_type = robot_type
+        self.features: dict[str, dict[str, Any]] = {k: dict(v) for k, v in features.items()}
+        for key, spec in self.features.items():
+            if spec["dtype"] != "video" and spec["dtype"] not in _ARROW:
+                raise DatasetError(
+                    f"feature {key!r}: dtype {spec['dtype']!r} not in {sorted(_ARROW)} or video"
+                )
+        self.features.update({k: dict(v) for k, v in _INDEX_FEATURES.items()})
+        meta = self.root / "meta"
+        self.episodes = _read_jsonl(meta / "episodes.jsonl")
+        self.episode_stats = _read_jsonl(meta / "episodes_stats.jsonl")
+        self.tasks = {t["task"]: int(t["task_index"]) for t in _read_jsonl(meta / "tasks.jsonl")}
+        if (meta / "info.json").exists():
+            info = read_info(self.root)
+            if info.get("codebase_version") != CODEBASE_VERSION:
+                raise DatasetError(
+                    f"{meta / 'info.json'}: codebase_version {info.get('codebase_version')!r}, this writer "
+                    f"appends only to {CODEBASE_VERSION!r}"
+                )
+            if info.get("features") != self.features or float(info.get("fps", -1)) != self.fps:
+                raise DatasetError(
+                    f"{meta / 'info.json'}: existing dataset has other features or fps; not overwriting "
+                    "(choose another output folder)"
+                )
+        meta.mkdir(parents=True, exist_ok=True)
+        self.total_frames = sum(int(e["length"]) for e in self.episodes)
+
+    @property
+    def video_keys(self) -> list[str]:
+        """Names of the video features."""
+        return [k for k, v in self.features.items() if v["dtype"] == "video"]
+
+    @property
+    def num_episodes(self) -> int:
+        """Episodes written so far."""
+        return len(self.episodes)
+
+    def add_episode(self, episode: EpisodeData) -> int:
+        """Write one episode (Parquet, MP4s, meta lines, info/stats); returns its index.
+
+        Raises:
+            DatasetError: a column or video is missing, has the wrong shape, or lengths differ.
+        """
+        index = len(self.episodes)
+        chunk = index // CHUNKS_SIZE
+        n = episode.length
+        if n == 0:
+            raise DatasetError(f"episode {index}: has no frames")
+        task_index = self.tasks.setdefault(episode.task, len(self.tasks))
+        arrays: dict[str, pa.Array] = {}
+        stats: dict[str, Any] = {}
+        for key, spec in self.features.items():
+            if spec["dtype"] == "video" or key in _INDEX_FEATURES:
+                continue
+            if key not in episode.columns:
+                raise DatasetError(f"episode {index}: column {key!r} missing")
+            value = np.asarray(episode.columns[key])
+            shape = tuple(spec["shape"])
+            if value.shape != (n, *shape):
+                raise DatasetError(
+                    f"episode {index}: column {key!r} has shape {value.shape}, want {(n, *shape)}"
+                )
+            arrays[key] = _to_arrow(value, spec)
+            stats[key] = _stats(value)
+        for key in self.video_keys:
+            frames = episode.videos.get(key)
+            h, w, c = self.features[key]["shape"]
+            if frames is None or frames.shape != (n, h, w, c):
+                got = None if frames is None else frames.shape
+                raise DatasetError(f"episode {index}: video {key!r} has shape {got}, want {(n, h, w, c)}")
+            encode_video(
+                frames,
+                self.root / VIDEO_PATH.format(episode_chunk=chunk, video_key=key, episode_index=index),
+                self.fps,
+            )
+            stats[key] = _stats(frames)
+        frame_index = np.arange(n, dtype=np.int64)
+        index_cols = {
+            "timestamp": (frame_index / self.fps).astype(np.float32),
+            "frame_index": frame_index,
+            "episode_index": np.full(n, index, dtype=np.int64),
+            "index": self.total_frames + frame_index,
+            "task_index": np.full(n, task_index, dtype=np.int64),
+        }
+        for key, value in index_cols.items():
+            arrays[key] = pa.array(value)
+            stats[key] = _stats(value.reshape(n, 1))
+        data_path = self.root / DATA_PATH.format(episode_chunk=chunk, episode_index=index)
+        data_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = data_path.with_name(data_path.name + ".tmp")
+        pq.write_table(pa.table(arrays), tmp)
+        os.replace(tmp, data_path)
+        record = {"episode_index": index, "tasks": [episode.task], "length": n, **dict(episode.extra)}
+        self.episodes.append(record)
+        self.episode_stats.append({"episode_index": index, "stats": stats})
+        self.total_frames += n
+        meta = self.root / "meta"
+        with (meta / "episodes_stats.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"episode_index": index, "stats": stats}) + "\n")
+        _write_atomic(
+            meta / "tasks.jsonl",
+            "".join(json.dumps({"task_index": i, "task": t}) + "\n" for t, i in self.tasks.items()),
+        )
+        with (meta / "episodes.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        self.write_info()
+        return index
+
+    def write_info(self) -> None:
+        """(Re)write ``meta/info.json`` and ``meta/stats.json`` from the episodes written so far."""
+        n_eps = len(self.episodes)
+        info = {
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": self.robot_type,
+            "total_episodes": n_eps,
+            "total_frames": self.total_frames,
+            "total_tasks": len(self.tasks),
+            "total_videos": n_eps * len(self.video_keys),
+            "total_chunks": (n_eps + CHUNKS_SIZE - 1) // CHUNKS_SIZE,
+            "chunks_size": CHUNKS_SIZE,
+            "fps": self.fps,
+            "splits": {"train": f"0:{n_eps}"},
+            "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH if self.video_keys else None,
+            "features": self.features,
+        }
+        meta = self.root / "meta"
+        _write_atomic(meta / "info.json", json.dumps(info, indent=4))
+        if self.episode_stats:
+            keys = self.episode_stats[0]["stats"].keys()
+            agg = {k: _aggregate([e["stats"][k] for e in self.episode_stats]) for k in keys}
+            _write_atomic(meta / "stats.json", json.dumps(agg, indent=4))
+
+
+def _to_arrow(value: np.ndarray, spec: Mapping[str, Any]) -> pa.Array:
+    dtype = _ARROW[spec["dtype"]]
+    shape = tuple(spec["shape"])
+    if shape == (1,):
+        return pa.array(value.reshape(-1).astype(spec["dtype"]), type=dtype)
+    flat = pa.array(value.reshape(-1).astype(spec["dtype"]), type=dtype)
+    return pa.FixedSizeListArray.from_arrays(flat, int(math.prod(shape)))
+
+
+def read_episode(root: str | Path, episode_index: int, *, videos: bool = True) -> dict[str, np.ndarray]:
+    """Columns (as ``(T, *shape)`` arrays) and, with ``videos``, decoded frames of one episode."""
+    root = Path(root)
+    info = read_info(root)
+    chunk = episode_index // int(info["chunks_size"])
+    table = pq.read_table(root / info["data_path"].format(episode_chunk=chunk, episode_index=episode_index))
+    out: dict[str, np.ndarray] = {}
+    for key, spec in info["features"].items():
+        if spec["dtype"] == "video":
+            if videos:
+                path = root / info["video_path"].format(
+                    episode_chunk=chunk, video_key=key, episode_index=episode_index
+                )
+                out[key] = read_video(path)
+            continue
+        col = table.column(key).combine_chunks()
+        if isinstance(col.type, pa.FixedSizeListType | pa.ListType):
+            arr = np.asarray(col.flatten().to_numpy(zero_copy_only=False)).reshape(len(col), *spec["shape"])
+        else:
+            arr = col.to_numpy(zero_copy_only=False)
+        out[key] = arr
+    return out
+
+
+# ------------------------------------------------------------------------------------------- validation
+
+
+def _problems(root: Path, *, check_videos: bool) -> Iterator[str]:
+    try:
+        info = read_info(root)
+    except DatasetError as err:
+        yield str(err)
+        return
+    required = (
+        "codebase_version",
+        "fps",
+        "features",
+        "data_path",
+        "total_episodes",
+        "total_frames",
+        "chunks_size",
+        "total_tasks",
+    )
+    missing = [k for k in required if k not in info]
+    if missing:
+        yield f"{root}/meta/info.json: missing keys {missing}"
+        return
+    if info["codebase_version"] != CODEBASE_VERSION:
+        got = info["codebase_version"]
+        yield f"{root}/meta/info.json: codebase_version {got!r}, want {CODEBASE_VERSION!r}"
+    features = info["features"]
+    for key in _INDEX_FEATURES:
+        if key not in features:
+            yield f"{root}/meta/info.json: features lacks the index feature {key!r}"
+    for key, spec in features.items():
+        if not isinstance(spec, dict) or not {"dtype", "shape"} <= spec.keys():
+            yield f"{root}/meta/info.json: features.{key}: needs dtype and shape"
+            return
+        if spec["dtype"] == "video":
+            if len(spec["shape"]) != 3 or "video_path" not in info or info["video_path"] is None:
+                yield f"{root}/meta/info.json: features.{key}: a video needs shape [H, W, C] and video_path"
+        elif spec["dtype"] not in _ARROW:
+            yield f"{root}/meta/info.json: features.{key}: dtype {spec['dtype']!r} not in {sorted(_ARROW)}"
+    try:
+        episodes = _read_jsonl(root / "meta/episodes.jsonl")
+        tasks = _read_jsonl(root / "meta/tasks.jsonl")
+        ep_stats = _read_jsonl(root / "meta/episodes_stats.jsonl")
+    except DatasetError as err:
+        yield str(err)
+        return
+    if len(episodes) != info["total_episodes"]:
+        yield (
+            f"{root}/meta/episodes.jsonl: {len(episodes)} episodes, "
+            f"info.json total_episodes {info['total_episodes']}"
+        )
+    if [e.get("episode_index") for e in episodes] != list(range(len(episodes))):
+        yield f"{root}/meta/episodes.jsonl: episode_index must run 0..{len(episodes) - 1} in order"
+    if len(ep_stats) != len(episodes):
+        yield f"{root}/meta/episodes_stats.jsonl: {len(ep_stats)} lines for {len(episodes)} episodes"
+    if len(tasks) != info["total_tasks"] or sorted(t.get("task_index") for t in tasks) != list(
+        range(len(tasks))
+    ):
+        yield f"{root}/meta/tasks.jsonl: task_index must run 0..{info['total_tasks'] - 1}"
+    task_names = {t.get("task_index"): t.get("task") for t in tasks}
+    if not (root / "meta/stats.json").is_file() and episodes:
+        yield f"{root}/meta/stats.json: missing"
+    fps = float(info["fps"])
+    total = 0
+    for ep in episodes:
+        i = ep.get("episode_index")
+        if not isinstance(i, int):
+            continue
+        chunk = i // int(info["chunks_size"])
+        path = root / info["data_path"].format(episode_chunk=chunk, episode_index=i)
+        where = path.relative_to(root)
+        if not path.is_file():
+            yield f"{where}: data file missing"
+            continue
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as err:
+            yield f"{where}: not a readable Parquet file: {err}"
+            continue
+        n = table.num_rows
+        if n != ep.get("length"):
+            yield f"{where}: {n} rows, episodes.jsonl length {ep.get('length')}"
+        cols = set(table.column_names)
+        want = {k for k, s in features.items() if s["dtype"] != "video"}
+        if cols != want:
+            yield f"{where}: columns {sorted(cols)} differ from info.json features {sorted(want)}"
+        for key in sorted(want & cols):
+            spec = features[key]
+            col = table.column(key).combine_chunks()
+            shape = tuple(spec["shape"])
+            arrow = _ARROW.get(spec["dtype"])
+            if shape == (1,):
+                if col.type != arrow:
+                    dt = spec["dtype"]
+                    yield f"{where}: column {key!r} has type {col.type}, info.json says {dt} scalar"
+                continue
+            if not isinstance(col.type, pa.FixedSizeListType | pa.ListType) or col.type.value_type != arrow:
+                yield f"{where}: column {key!r} has type {col.type}, info.json says list<{spec['dtype']}>"
+                continue
+            lengths = np.unique(col.value_lengths().to_numpy(zero_copy_only=False)) if len(col) else []
+            if len(lengths) and (len(lengths) != 1 or int(lengths[0]) != math.prod(shape)):
+                got = [int(x) for x in lengths]
+                yield f"{where}: column {key!r} rows have {got} values, shape {list(shape)}"
+        if {"frame_index", "episode_index", "index", "timestamp", "task_index"} <= cols:
+            fi = table.column("frame_index").to_numpy()
+            if not np.array_equal(fi, np.arange(n)):
+                yield f"{where}: frame_index must run 0..{n - 1}"
+            if not np.all(table.column("episode_index").to_numpy() == i):
+                yield f"{where}: episode_index must be {i} in every row"
+            if not np.array_equal(table.column("index").to_numpy(), total + np.arange(n)):
+                yield f"{where}: index must run {total}..{total + n - 1} (global frame index)"
+            ts = table.column("timestamp").to_numpy().astype(np.float64)
+            if not np.allclose(ts, np.arange(n) / fps, atol=1e-4):
+                yield f"{where}: timestamp must be frame_index / fps ({fps})"
+            for t in np.unique(table.column("task_index").to_numpy()):
+                if int(t) not in task_names:
+                    yield f"{where}: task_index {int(t)} not in tasks.jsonl"
+                elif task_names[int(t)] not in ep.get("tasks", []):
+                    yield f"{where}: task {task_names[int(t)]!r} not in the episode's tasks"
+        total += n
+        for key, spec in features.items():
+            if spec["dtype"] != "video":
+                continue
+            vpath = root / info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=i)
+            vwhere = vpath.relative_to(root)
+            if not vpath.is_file():
+                yield f"{vwhere}: video file missing"
+                continue
+            if not check_videos:
+                continue
+            try:
+                frames, w, h = count_video_frames(vpath)
+            except DatasetError as err:
+                yield str(err)
+                continue
+            hh, ww, _ = spec["shape"]
+            if (h, w) != (hh, ww):
+                yield f"{vwhere}: {w}x{h} pixels, info.json shape says {ww}x{hh}"
+            if frames != n:
+                yield f"{vwhere}: {frames} frames, the episode has {n} rows"
+    if total != info["total_frames"]:
+        yield f"{root}/meta/info.json: total_frames {info['total_frames']}, the data files hold {total}"
+
+
+def validate_lerobot_dataset(path: str | Path, *, check_videos: bool = True) -> list[str]:
+    """Check a dataset against the LeRobot v2.1 schema; returns the problems found (empty: valid).
+
+    Checks: ``info.json`` keys, version and features; ``episodes.jsonl``/``tasks.jsonl``/
+    ``episodes_stats.jsonl`` consistency; per episode the Parquet columns against the features (names,
+    dtypes, shapes), ``frame_index``/``episode_index``/``index``/``timestamp``/``task_index``; each video's
+    presence, size and frame count (decoded, with ``check_videos``); totals.
+    """
+    return list(_problems(Path(path), check_videos=check_videos))

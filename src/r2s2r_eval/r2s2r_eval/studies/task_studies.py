@@ -1,0 +1,145 @@
+"""Per-task settings of the studies: the bundled world, its policy family and its variation defaults.
+
+Each task names what a closed-loop or transfer study needs to run it: the bundled world (and so the task),
+a family of at least six policies of clearly different quality (the reference policy with degraded
+parameters, and other designs where there are some), a smaller family for CI, the variation defaults and
+the emulated hardware profile written for that world, where one exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.paths import config_dir
+from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
+
+from r2s2r_eval.episodes.sweep_plan import PolicySpec
+
+__all__ = ["TASK_STUDIES", "TaskStudy", "task_study"]
+
+# Targets as ``module:Class``: they resolve whether or not the package's entry points are installed.
+_PUSH = "r2s2r_eval.policies.push.policy:PushPolicy"
+_STACK = "r2s2r_eval.policies.stack.policy:StackPolicy"
+_DRAWER = "r2s2r_eval.policies.drawer.policy:DrawerPolicy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskStudy:
+    """What a study of one task runs.
+
+    Attributes:
+        task: task name (``--task``).
+        world: bundled world id (the baseline sim world).
+        family: the evaluated policies, strongest first by design.
+        small_family: a subset for CI-sized runs.
+        profile: emulated hardware profile written for ``world``; None where none exists yet.
+        max_steps: control steps (10 Hz) before a study gives a trial up, on every side: short enough
+            to cut failures short, long enough for the slowest policy's success on the (emulated)
+            hardware, where latency and friction make a push or a drawer slower than in sim.
+    """
+
+    task: str
+    world: str
+    family: tuple[PolicySpec, ...]
+    small_family: tuple[PolicySpec, ...]
+    profile: Path | None
+    max_steps: int = 300  # the bundled worlds' 30 s timeout
+
+    def __post_init__(self) -> None:
+        if len(self.family) < 6:
+            raise ValueError(f"task {self.task!r}: family needs at least 6 policies, got {len(self.family)}")
+        if not all(spec in self.family for spec in self.small_family):
+            raise ValueError(f"task {self.task!r}: small_family must be taken from family")
+
+    @property
+    def variations(self) -> Path:
+        """The world's own variation defaults, else the package's."""
+        own = world_path(self.world) / WORLD_VARIATIONS_FILE
+        return own if own.is_file() else config_dir() / "variations.yaml"
+
+
+def _family(name: str, *params: dict[str, object]) -> tuple[PolicySpec, ...]:
+    return tuple(PolicySpec(name=name, params=p) for p in params)
+
+
+_PICK_FAMILY = (
+    PolicySpec(name="reference"),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.01}),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.02}),
+    PolicySpec(name="topdown"),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.04}),
+    PolicySpec(name="reference", params={"perception_noise_m": 0.08}),
+    PolicySpec(name="reference", params={"assume_camera_of": "tabletop-pick-v1"}),
+)
+
+_PUSH_FAMILY = _family(
+    _PUSH,
+    {},
+    {"perception_noise_m": 0.01},
+    {"perception_noise_m": 0.025},
+    {"stop_tolerance_m": 0.04},  # stops at the region's edge
+    {"closed_loop": False},  # sees the puck once: cannot correct a push that turns it away
+    {"perception_noise_m": 0.05},
+    {"push_speed_m_s": 0.3},  # strikes the puck: it slides on past the target
+)
+
+_STACK_FAMILY = _family(
+    _STACK,
+    {},
+    {"perception_noise_m": 0.004},
+    {"perception_noise_m": 0.008},
+    {"perception_noise_m": 0.015},
+    {"release_height_m": 0.05},  # drops the block 5 cm onto the support
+    {"perception_noise_m": 0.03},
+    {"assume_camera_of": "tabletop-stack-v1"},  # the nominal camera, not the calibrated one
+)
+
+_DRAWER_FAMILY = _family(
+    _DRAWER,
+    {},
+    {"perception_noise_m": 0.005},
+    {"perception_noise_m": 0.01},
+    {"open_to_m": 0.125},  # barely past the 0.12 m threshold
+    {"perception_noise_m": 0.02},
+    {"hook_depth_m": -0.025},  # fingertips above the bar's centre: they slip over it
+    {"perception_noise_m": 0.04},
+)
+
+
+def _study(
+    task: str, family: tuple[PolicySpec, ...], small: tuple[int, ...], *, max_steps: int = 300
+) -> TaskStudy:
+    """The study of ``task`` on its bundled world; ``small`` indexes the CI subset in ``family``.
+
+    Every task runs under the default (realistic) hardware profile: its worlds section covers them all.
+    """
+    return TaskStudy(
+        task=task,
+        world=f"tabletop-{task}-v1",
+        family=family,
+        small_family=tuple(family[i] for i in small),
+        profile=profile_path(),
+        max_steps=max_steps,
+    )
+
+
+TASK_STUDIES: dict[str, TaskStudy] = {
+    "pick": _study("pick", _PICK_FAMILY, (0, 3, 4), max_steps=200),  # both pick policies succeed in ~12 s
+    "push": _study("push", _PUSH_FAMILY, (0, 4, 5)),
+    "stack": _study("stack", _STACK_FAMILY, (0, 3, 5)),
+    "drawer": _study("drawer", _DRAWER_FAMILY, (0, 4, 6)),
+}
+"""Task name -> study settings; ``r2s2r closed-loop --task`` picks an entry."""
+
+
+def task_study(name: str) -> TaskStudy:
+    """The study settings of task ``name``.
+
+    Raises:
+        ValueError: an unknown task; the message lists the known ones.
+    """
+    if name not in TASK_STUDIES:
+        raise ValueError(f"unknown task {name!r} (tasks: {sorted(TASK_STUDIES)})")
+    return TASK_STUDIES[name]

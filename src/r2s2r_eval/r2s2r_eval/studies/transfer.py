@@ -1,0 +1,485 @@
+"""Sim-to-"real" transfer of the BC policy: demos -> train -> evaluate on the emulated hardware and in sim.
+
+    r2s2r transfer --out out/transfer [--task pick|push|stack|drawer] [--small]
+
+The task (:mod:`r2s2r_eval.studies.task_studies`, default ``pick``) gives the bundled world, its variation
+defaults, real2sim's template and the reference row's policy.  Ablations (each: demonstrations by the
+privileged state-feedback expert of :mod:`r2s2r_eval.learning.demo_expert`, a pick-and-place one, or by the
+task's reference policy with ``--expert reference``; then ``r2s2r train``):
+
+* ``no_variation``: the bundled world (e.g. ``tabletop-pick-v1``) without variations (object pose from
+  the seed);
+* ``six_axes``: the bundled world with the six variation axes of its variation defaults;
+* ``real2sim``: the world identified by ``r2s2r real2sim`` from a capture of the emulated hardware (the
+  capture procedure only: ChArUco views, a scene scan and an excitation, no task demonstration), with the
+  six axes (colour targets renamed to the reconstructed geoms).
+
+Each policy runs ``--real-episodes`` episodes on the emulated hardware (default profile: never seen in
+training), as captured and again with an operator's changes between trials (object pose, lighting,
+clutter), and ``--sim-episodes`` in the bundled world with variations and in its own training world and
+variations (held-out seeds), plus the expert as a reference row.  Success rates get 95 % Wilson
+intervals.  Every stage is skipped when its output exists, so a rerun resumes.  Writes ``report.json``
+and ``report.md`` under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.paths import config_dir
+
+from r2s2r_eval.cli.common import Subcommand, bad_input
+from r2s2r_eval.learning.demos import DemoConfig, collect_demos
+from r2s2r_eval.learning.lerobot_format import validate_lerobot_dataset
+from r2s2r_eval.learning.perception_frames import (
+    FRAMES_FILE,
+    PerceptionFramesConfig,
+    collect_perception_frames,
+)
+from r2s2r_eval.learning.train import TrainConfig, train
+from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
+from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
+from r2s2r_eval.studies.transfer_eval import evaluate_policy, in_pool
+
+__all__ = [
+    "COMMAND",
+    "ABLATIONS",
+    "TransferConfig",
+    "cmd_transfer",
+    "make_real2sim_world",
+    "register",
+    "run_transfer",
+]
+
+DEFAULT_PROFILE = profile_path()
+DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
+ABLATIONS = ("no_variation", "six_axes", "real2sim")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferConfig:
+    """Sizes of a transfer run (``--small``: the CI-sized one).
+
+    Attributes:
+        demos: successful demonstrations per ablation, split over ``workers`` dataset shards.
+        expert: the demonstrating expert (``privileged`` or ``reference``; see :class:`DemoConfig`).
+        action_noise: DART noise of the demonstrations (rad; see
+            :class:`~r2s2r_eval.learning.demos.DemoConfig`).
+        perception_worlds, perception_per_world: still frames for the object-state head per ablation
+            (:mod:`r2s2r_eval.learning.perception_frames`), in the ablation's world and variations, ``worlds``
+            split over ``workers`` shards; 0 worlds: none.
+        steps, chunk, aux_weight, state_noise, channels, shift_px, time_input, head_features,
+            teacher_forcing_m: training (see :class:`~r2s2r_eval.learning.train.TrainConfig`).
+        real_episodes, sim_episodes: evaluation episodes per policy on the emulated hardware / in each sim
+            (the bundled world with the six axes, and the policy's own training world and variations).
+        max_steps: control steps before an evaluation episode is cut off.
+        seed: base seed; shard ``k`` of the demonstrations uses ``100 * (seed + 1) + k``.
+        workers: processes for demonstrations and evaluations (each with one torch thread).
+        threads: torch CPU threads for training.
+        task: the studied task (a :data:`~r2s2r_eval.studies.task_studies.TASK_STUDIES` name).
+    """
+
+    demos: int = 160
+    expert: str = "privileged"
+    action_noise: float = 0.02
+    perception_worlds: int = 240
+    perception_per_world: int = 20
+    steps: int = 6000
+    chunk: int = 8
+    aux_weight: float = 1.0
+    state_noise: float = 0.0
+    channels: tuple[int, ...] = (32, 32, 64, 64)
+    shift_px: int = 0
+    time_input: bool = False
+    head_features: bool = False
+    teacher_forcing_m: float = 0.01
+    real_episodes: int = 50
+    sim_episodes: int = 20
+    max_steps: int = 250
+    seed: int = 0
+    ablations: tuple[str, ...] = ABLATIONS
+    reference_row: bool = True
+    workers: int = 2
+    threads: int = 2
+    task: str = "pick"
+
+    def __post_init__(self) -> None:
+        study = task_study(self.task)  # ValueError naming the known tasks
+        if self.expert == "privileged" and study.task != "pick":
+            raise ValueError(
+                f"task {self.task!r}: the privileged expert demonstrates pick-and-place only; "
+                "use expert 'reference' (the task's reference policy)"
+            )
+
+
+SMALL = TransferConfig(
+    demos=2,
+    steps=20,
+    real_episodes=1,
+    sim_episodes=1,
+    max_steps=60,
+    reference_row=False,
+    workers=1,
+    channels=(16, 32, 32),
+    perception_worlds=2,
+    perception_per_world=10,
+)
+
+
+def shard_seed(seed: int, shard: int) -> int:
+    """Demonstration seed of dataset shard ``shard`` of a run with base seed ``seed``."""
+    return 100 * (seed + 1) + shard
+
+
+def perception_seed(seed: int, shard: int) -> int:
+    """Seed of perception-frame shard ``shard`` of a run with base seed ``seed`` (apart from the demos')."""
+    return 200 * (seed + 1) + shard
+
+
+def make_real2sim_world(
+    work: Path,
+    profile: Path,
+    progress: Callable[[str], None] = print,
+    *,
+    template: str = "tabletop-pick-v1",
+) -> Path:
+    """Capture the emulated hardware in ``template``'s scene, identify a world with ``real2sim``.
+
+    Skipped if ``work/world`` exists.
+    """
+    world, _ = reconstruct_emulated_world(
+        work, profile=profile, world=template, intrinsics_views=8, progress=progress
+    )
+    return world
+
+
+def real2sim_variations(world: Path, out: Path, base: Path = DEFAULT_VARIATIONS) -> Path:
+    """``base`` variations for a real2sim world: existing colour targets, a wider bin keep-out."""
+    from r2s2r_sim.world import SimWorld
+
+    doc = yaml.safe_load(base.read_text(encoding="utf-8"))
+    model = SimWorld(world).model
+    geoms = {model.geom(i).name for i in range(model.ngeom)}
+    mats = {model.material(i).name for i in range(model.nmat)}
+    wanted = ["cube_geom", "table_mat", "table_top", "bin_mat", "object_0_floor"]
+    doc["appearance"]["color_targets"] = [t for t in wanted if t in geoms | mats]
+    textures = doc["appearance"].get("texture_targets", [])
+    doc["appearance"]["texture_targets"] = [t for t in textures if t in mats]
+    # The camera is calibrated (ChArUco extrinsics: ~1 mm and ~0.1 deg on the emulated hardware), so its
+    # viewpoint axis spans a few times that uncertainty, not the bundled world's +-2 cm / +-1.7 deg, which
+    # stands for a camera nobody calibrated.  A policy then need not infer the viewpoint from the scene.
+    doc["camera"].update(position_jitter=0.005, rotation_jitter=0.005, fovy_jitter=0.5)
+    # The reconstructed bin sits within a few cm of the bundled one: widen its keep-out rectangle.
+    for rect in doc.get("clutter", {}).get("keep_out", []):
+        if rect["name"] == "bin":
+            rect["x"], rect["y"] = [0.14, 0.38], [0.25, 0.50]
+    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def collect_sharded(
+    data: Path, demo_cfg: DemoConfig, *, seed: int, workers: int, log: Callable[[str], None]
+) -> list[Path]:
+    """``demo_cfg.episodes`` demonstrations as ``workers`` dataset shards ``data/shard_<k>``, in parallel."""
+    counts = [demo_cfg.episodes // workers + (k < demo_cfg.episodes % workers) for k in range(workers)]
+    shards = [data / f"shard_{k}" for k in range(workers) if counts[k]]
+    cfgs = [replace(demo_cfg, episodes=counts[k], seed=shard_seed(seed, k)) for k in range(len(shards))]
+    if len(shards) == 1:
+        summaries = [collect_demos(shards[0], cfgs[0])]
+    else:
+        summaries = in_pool(collect_demos, list(zip(shards, cfgs, strict=True)), len(shards))
+    for d, s in zip(shards, summaries, strict=True):
+        log(f"  {d}: {s.episodes} episodes, {s.frames} frames, {s.attempts} attempts")
+    return shards
+
+
+def render_sharded(
+    folder: Path, pf_cfg: PerceptionFramesConfig, *, seed: int, workers: int, log: Callable[[str], None]
+) -> list[Path]:
+    """``pf_cfg.worlds`` worlds of perception frames as ``workers`` shards ``folder/shard_<k>``, in parallel.
+
+    A shard whose frames exist is kept (resume).
+    """
+    counts = [pf_cfg.worlds // workers + (k < pf_cfg.worlds % workers) for k in range(workers)]
+    shards = [folder / f"shard_{k}" for k in range(workers) if counts[k]]
+    todo = [
+        (d, replace(pf_cfg, worlds=counts[k], seed=perception_seed(seed, k)))
+        for k, d in enumerate(shards)
+        if not (d / FRAMES_FILE).is_file()
+    ]
+    if len(todo) == 1:
+        collect_perception_frames(*todo[0])
+    elif todo:
+        in_pool(collect_perception_frames, todo, len(todo))
+    log(f"  {folder}: {pf_cfg.worlds * pf_cfg.per_world} perception frames in {len(shards)} shards")
+    return shards
+
+
+def run_transfer(
+    out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Run (or resume) the whole study; returns the report also written to ``out/report.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()},
+        "profile": str(profile),
+        "ablations": {},
+    }
+    report_path = out / "report.json"
+    if report_path.is_file():
+        old = json.loads(report_path.read_text(encoding="utf-8"))
+        if old.get("config") == report["config"]:
+            report = old
+    timings = report.setdefault("wall_s", {})
+
+    def save() -> None:
+        report_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+        (out / "report.md").write_text(format_report(report), encoding="utf-8")
+
+    # Every evaluation, of a trained policy or the reference expert, runs under the same limits.
+    evaluate = functools.partial(
+        evaluate_policy, max_steps=cfg.max_steps, profile=profile, workers=cfg.workers, log=log
+    )
+    study = task_study(cfg.task)
+    bundled, bundled_variations = study.world, study.variations
+    worlds: dict[str, tuple[str, Path | None]] = {
+        "no_variation": (bundled, None),
+        "six_axes": (bundled, bundled_variations),
+    }
+    if "real2sim" in cfg.ablations:
+        t0 = time.perf_counter()
+        world = make_real2sim_world(out / "real2sim", profile, progress=log, template=bundled)
+        own = real2sim_variations(world, out / "real2sim" / "variations.yaml", base=bundled_variations)
+        worlds["real2sim"] = (str(world), own)
+        timings.setdefault("real2sim", time.perf_counter() - t0)
+    for name in cfg.ablations:
+        world, variations = worlds[name]
+        entry = report["ablations"].setdefault(name, {"world": world, "variations": str(variations)})
+        data, ckpt = out / "demos" / name, out / "policies" / name
+        if "dataset" not in entry:
+            log(f"[{name}] demonstrations: {cfg.demos} in {world} ({cfg.workers} shards)")
+            t0 = time.perf_counter()
+            demo_cfg = DemoConfig(
+                world=world,
+                variations=variations,
+                episodes=cfg.demos,
+                action_noise=cfg.action_noise,
+                expert_kind=cfg.expert,
+                expert_policy=None if study.task == "pick" else study.family[0].name,
+                mcap=False,
+            )
+            shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
+            infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
+            problems = [p for d in shards for p in validate_lerobot_dataset(d)]
+            entry["dataset"] = {
+                "paths": [str(d) for d in shards],
+                "episodes": sum(i["total_episodes"] for i in infos),
+                "frames": sum(i["total_frames"] for i in infos),
+                "attempts": sum(
+                    len((d / "meta/r2s2r_attempts.jsonl").read_text(encoding="utf-8").splitlines())
+                    for d in shards
+                ),
+                "action_noise": cfg.action_noise,
+                "valid": not problems,
+                "problems": problems[:5],
+                "wall_s": time.perf_counter() - t0,
+            }
+            save()
+        if cfg.perception_worlds and "perception" not in entry:
+            log(f"[{name}] perception frames: {cfg.perception_worlds} worlds x {cfg.perception_per_world}")
+            t0 = time.perf_counter()
+            pf_cfg = PerceptionFramesConfig(
+                world=world,
+                variations=variations,
+                worlds=cfg.perception_worlds,
+                per_world=cfg.perception_per_world,
+            )
+            pf_dir = out / "perception" / name
+            pf = render_sharded(pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
+            entry["perception"] = {
+                "paths": [str(d) for d in pf],
+                "frames": cfg.perception_worlds * cfg.perception_per_world,
+                "wall_s": time.perf_counter() - t0,
+            }
+            save()
+        if "train" not in entry:
+            log(f"[{name}] training: {cfg.steps} steps")
+            if (ckpt / "policy.pt").exists():
+                cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
+                entry["train"] = cfg_json["result"]
+            else:
+                train(
+                    [Path(p) for p in entry["dataset"]["paths"]],
+                    ckpt,
+                    TrainConfig(
+                        steps=cfg.steps,
+                        seed=cfg.seed,
+                        num_threads=cfg.threads,
+                        chunk=cfg.chunk,
+                        aux_weight=cfg.aux_weight,
+                        state_noise=cfg.state_noise,
+                        channels=cfg.channels,
+                        shift_px=cfg.shift_px,
+                        time_input=cfg.time_input,
+                        head_features=cfg.head_features,
+                        teacher_forcing_m=cfg.teacher_forcing_m,
+                        perception_frames=tuple(entry.get("perception", {}).get("paths", ())),
+                    ),
+                    progress=lambda k, loss: log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
+                )
+                cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
+                entry["train"] = cfg_json["result"]
+            save()
+        # Where each policy is scored: the emulated hardware as captured, and with an operator's changes
+        # between trials (object pose, lighting, clutter, as in `make closed-loop`); the bundled world with
+        # the six axes (one yardstick for every ablation); and its own training world and variations on
+        # held-out seeds (what sim alone would have promised it).
+        evaluations = (
+            ("real", "real", bundled, None, cfg.real_episodes),
+            ("real_operator", "real", bundled, bundled_variations, cfg.real_episodes),
+            ("sim", "sim", bundled, bundled_variations, cfg.sim_episodes),
+            ("sim_own", "sim", world, variations, cfg.sim_episodes),
+        )
+        for key, where, eval_world, eval_variations, n in evaluations:
+            if key in entry or n == 0:
+                continue
+            same = next(
+                (
+                    k
+                    for k, w, ew, ev, _ in evaluations
+                    if k != key and k in entry and w == where and (ew, ev) == (eval_world, eval_variations)
+                ),
+                None,
+            )
+            if same is not None:
+                entry[key] = {**entry[same], "same_as": same}
+                save()
+                continue
+            log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
+            bc = ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads})
+            entry[key] = evaluate(bc, where=where, world=str(eval_world), n=n, variations=eval_variations)
+            save()
+    if cfg.reference_row:
+        entry = report.setdefault("reference", {})
+        for key, where, eval_variations, n in (
+            ("real", "real", None, cfg.real_episodes),
+            ("real_operator", "real", bundled_variations, cfg.real_episodes),
+            ("sim", "sim", bundled_variations, cfg.sim_episodes),
+        ):
+            if key not in entry and n:
+                log(f"[reference expert] evaluation {key}: {n} episodes")
+                expert = (study.family[0].name, dict(study.family[0].params))
+                entry[key] = evaluate(expert, where=where, world=bundled, n=n, variations=eval_variations)
+                save()
+    save()
+    return report
+
+
+def _cell(r: dict[str, Any] | None) -> str:
+    if not r:
+        return "-"
+    lo, hi = r["ci95"]
+    return f"{r['successes']}/{r['n']} = {100 * r['rate']:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Markdown table of the report."""
+    lines = [
+        "| policy | demos (episodes/frames) | train (s) | emulated hardware | hardware, operator changes | "
+        "sim, own world | sim, bundled + six axes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, e in report.get("ablations", {}).items():
+        d, t = e.get("dataset", {}), e.get("train", {})
+        lines.append(
+            f"| bc/{name} | {d.get('episodes', '-')}/{d.get('frames', '-')} | "
+            f"{t.get('wall_s', float('nan')):.0f} | {_cell(e.get('real'))} | "
+            f"{_cell(e.get('real_operator'))} | {_cell(e.get('sim_own'))} | {_cell(e.get('sim'))} |"
+        )
+    if "reference" in report:
+        r = report["reference"]
+        lines.append(
+            f"| reference expert | - | - | {_cell(r.get('real'))} | {_cell(r.get('real_operator'))} | - | "
+            f"{_cell(r.get('sim'))} |"
+        )
+    lines.append("\nSuccesses / episodes = rate [95 % Wilson interval].")
+    return "\n".join(lines) + "\n"
+
+
+def _add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--out", type=Path, default=Path("out/transfer"), help="output folder (resumed)")
+    ap.add_argument("--small", action="store_true", help="tiny sizes (CI smoke run)")
+    ap.add_argument(
+        "--task",
+        default="pick",
+        choices=sorted(TASK_STUDIES),
+        help="task studied: its bundled world, variations and reference policy (default pick; the others "
+        "need --expert reference)",
+    )
+    ap.add_argument("--demos", type=int, help="demonstrations per ablation")
+    ap.add_argument("--steps", type=int, help="training steps per ablation")
+    ap.add_argument("--real-episodes", type=int, help="episodes on the emulated hardware per policy")
+    ap.add_argument("--sim-episodes", type=int, help="sim episodes per policy")
+    ap.add_argument("--max-steps", type=int, help="control steps before an evaluation episode is cut off")
+    ap.add_argument("--threads", type=int, help="torch CPU threads for training")
+    ap.add_argument("--workers", type=int, help="processes for demonstrations and evaluations")
+    ap.add_argument("--chunk", type=int, help="actions predicted per step (action chunking)")
+    ap.add_argument("--action-noise", type=float, help="DART noise of the demonstrations (rad)")
+    ap.add_argument("--expert", choices=("privileged", "reference"), help="the demonstrating expert")
+    ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
+    ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
+    ap.add_argument(
+        "--profile",
+        type=profile_path,
+        default=DEFAULT_PROFILE,
+        help="hardware profile of the emulator: realistic (default), ideal or a YAML path",
+    )
+
+
+def cmd_transfer(ns: argparse.Namespace) -> int:
+    """Run (or resume) the transfer study of ``ns``; 0 when it finished, 2 on bad input."""
+    base = SMALL if ns.small else TransferConfig()
+    over = {
+        k: v
+        for k, v in {
+            "demos": ns.demos,
+            "steps": ns.steps,
+            "real_episodes": ns.real_episodes,
+            "sim_episodes": ns.sim_episodes,
+            "max_steps": ns.max_steps,
+            "threads": ns.threads,
+            "workers": ns.workers,
+            "chunk": ns.chunk,
+            "action_noise": ns.action_noise,
+            "expert": ns.expert,
+            "task": ns.task,
+        }.items()
+        if v is not None
+    }
+    if ns.no_reference:
+        over["reference_row"] = False
+    if ns.ablation:
+        over["ablations"] = tuple(ns.ablation)
+    try:
+        cfg = replace(base, **over)
+    except ValueError as err:
+        return bad_input("transfer", err)
+    t0 = time.perf_counter()
+    report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
+    print(format_report(report))
+    print(f"wrote {ns.out / 'report.json'} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+_HELP = "demonstrations, behaviour cloning and transfer to the emulated hardware"
+COMMAND = Subcommand("transfer", _HELP, __doc__, _add_arguments, cmd_transfer)
+register = COMMAND.register
