@@ -1,4 +1,4 @@
-"""Sweep runner (r2s2r_eval.episodes.sweep, r2s2r sweep): planning, keys, local pool, resume, export, bad input.
+"""Sweep runner (r2s2r_eval.episodes.sweep, r2s2r sweep): plan, keys, local pool, resume, export, bad input.
 
 Episodes are cut to a few control steps (``max_steps``) so the whole file runs in well under a minute.
 """

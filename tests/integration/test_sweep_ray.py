@@ -1,4 +1,4 @@
-"""The sweep on a local Ray instance gives the same rows as the local process pool (r2s2r_eval.episodes.sweep)."""
+"""The sweep on a local Ray instance gives the same rows as the local process pool (episodes.sweep)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-r"""``r2s2r sweep``: policies x variations x repeats, headless, resumable; see :mod:`r2s2r_eval.episodes.sweep`.
+r"""``r2s2r sweep``: policies x variations x repeats, headless, resumable (:mod:`r2s2r_eval.episodes.sweep`).
 
 Example:
     r2s2r sweep --world tabletop-pick-v1 --policy reference --policy reference:grasp_offset_m=0.01 \\

@@ -244,7 +244,7 @@ def _pairs(store: Path, keys: set[str]) -> list[tuple[str, int, bool]]:
 
 
 def _planned(table: Any, keys: set[str]) -> Any:
-    """The episodes of ``table`` (an :class:`~r2s2r_eval.analysis.compare_data.EpisodeTable`) keyed in ``keys``."""
+    """The episodes of ``table`` (a :class:`~r2s2r_eval.analysis.compare_data.EpisodeTable`) in ``keys``."""
     keep = np.array([k in keys for k in table.key], dtype=bool)
     per_episode = {
         f.name: getattr(table, f.name)[keep]
