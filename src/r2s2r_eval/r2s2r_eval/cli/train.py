@@ -71,7 +71,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="extra still frames for the object-state head (learning.perception_frames; repeatable)",
+        help="extra still frames for the object-state head "
+        "(r2s2r_eval.learning.perception_frames; repeatable)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
