@@ -44,7 +44,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip==26.3" 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
       -r requirements/requirements.txt -c requirements/constraints.txt 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/python" -m pip check >/dev/null || { "$VENV/bin/python" -m pip check; exit 1; }
+  bash tools/pip_check.sh "$VENV"
   "$VENV/bin/python" -c 'import rclpy, mujoco, cv2, rosbags, transforms3d, scipy, yaml' \
       || { say "the Python packages did not install; see the pip output above"; exit 1; }
   echo "$want" >"$stamp"

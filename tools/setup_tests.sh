@@ -63,11 +63,7 @@ done
 say "installing ${#dirs[@]} packages (launch, launch_ros, ros2launch, launch_pytest, ros2cli and verbs, ...)"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
     "${dirs[@]}" >build/pip-ros2-tools.out 2>&1 || { cat build/pip-ros2-tools.out; exit 1; }
-# launch_ros and ros2launch require the distribution `ament_index_python`; the Jazzy wheels ship that module
-# as `ros-jazzy-ament-index-python`, so pip check names it although it imports (checked below).
-problems=$("$VENV/bin/python" -m pip check 2>&1 | grep -v 'requires ament[-_]index[-_]python, which is not installed' \
-           | grep -v '^No broken requirements' || true)
-if [ -n "$problems" ]; then printf '%s\n' "$problems"; say "pip check failed"; exit 1; fi
+bash tools/pip_check.sh "$VENV"
 
 # 3. composition_interfaces (needed by launch_ros) is an interface package: colcon, as tools/setup.sh
 #    builds r2s2r_msgs, into the same install/ that env.sh overlays.
