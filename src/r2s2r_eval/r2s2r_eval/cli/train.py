@@ -74,6 +74,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="extra still frames for the object-state head "
         "(r2s2r_eval.learning.perception_frames; repeatable)",
     )
+    p.add_argument(
+        "--save-every",
+        type=int,
+        default=TrainConfig.save_every,
+        help="steps between resume states kept in --out until the checkpoint is written; the same command "
+        "run again goes on from the last one (0: none)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -96,6 +103,7 @@ def cmd_train(ns: argparse.Namespace) -> int:
             head_features=not ns.no_head_features,
             teacher_forcing_m=ns.teacher_forcing_m,
             perception_frames=tuple(str(d) for d in ns.perception_frames),
+            save_every=ns.save_every,
         )
     except TrainError as err:
         return bad_input("train", err)

@@ -15,7 +15,10 @@ import numpy as np
 
 from r2s2r_eval.learning.lerobot_format import read_episode, read_info
 
-__all__ = ["TrainConfig", "TrainError", "TrainSummary", "load_demonstrations", "train"]
+__all__ = ["TRAIN_STATE", "TrainConfig", "TrainError", "TrainSummary", "load_demonstrations", "train"]
+
+TRAIN_STATE = "train_state.pt"
+"""The resume state a training keeps in its output folder until the checkpoint is written."""
 
 IMAGE_KEY = "observation.images.camera"
 ENV_KEY = "observation.environment_state"
@@ -65,6 +68,9 @@ class TrainConfig:
             :func:`~r2s2r_eval.learning.perception_frames.collect_perception_frames`: still frames with the
             object at many more poses than the demonstrations show; each step adds ``batch_size`` of them to
             the auxiliary loss only (needs ``aux_weight > 0``).
+        save_every: steps between resume states (``train_state.pt`` in the output folder: network,
+            optimiser, schedule and random generators), so a training stopped part-way goes on from its
+            last state with the same result as one uninterrupted run; 0: none.
     """
 
     steps: int = 3000
@@ -86,6 +92,7 @@ class TrainConfig:
     head_features: bool = True
     teacher_forcing_m: float = 0.0
     perception_frames: tuple[str, ...] = ()
+    save_every: int = 500
 
     def __post_init__(self) -> None:
         checks = (
@@ -98,6 +105,7 @@ class TrainConfig:
             ("val_fraction", 0 <= self.val_fraction < 0.5, "in [0, 0.5)"),
             ("seed", self.seed >= 0, ">= 0"),
             ("num_threads", self.num_threads >= 1, ">= 1"),
+            ("save_every", self.save_every >= 0, ">= 0"),
             ("state_noise", math.isfinite(self.state_noise) and self.state_noise >= 0, ">= 0"),
             ("aux_weight", math.isfinite(self.aux_weight) and self.aux_weight >= 0, ">= 0"),
             ("chunk", 1 <= self.chunk <= 100, "in [1, 100]"),
@@ -219,6 +227,50 @@ def load_demonstrations(
     )
 
 
+class _Resume:
+    """The resume state of one training: written atomically, read back only for the same settings and data."""
+
+    def __init__(self, path: Path, cfg: TrainConfig, datasets: Sequence[str | Path]) -> None:
+        self.path = path
+        settings = {**asdict(cfg), "save_every": None, "num_threads": None}  # neither changes the result
+        self.fingerprint = json.dumps(
+            {"train": settings, "datasets": [os.fspath(Path(d).resolve()) for d in datasets]},
+            sort_keys=True,
+            default=str,
+        )
+
+    def load(self) -> dict[str, Any] | None:
+        """The saved state, or None when there is none.
+
+        Raises:
+            TrainError: a state left by a training with other settings or data (names the file).
+        """
+        import torch
+
+        if not self.path.exists():
+            return None
+        try:
+            state = torch.load(self.path, map_location="cpu", weights_only=True)
+        except Exception as err:  # a torn or foreign file: say which, keep it for inspection
+            raise TrainError(
+                f"{self.path}: not a readable training state ({err}); delete it to start over"
+            ) from err
+        if state.get("fingerprint") != self.fingerprint:
+            raise TrainError(
+                f"{self.path}: left by a training with other settings or datasets; "
+                "rerun with those, or delete it to start over"
+            )
+        return state
+
+    def save(self, **state: Any) -> None:
+        import torch
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        torch.save({"fingerprint": self.fingerprint, **state}, tmp)
+        os.replace(tmp, self.path)
+
+
 def train(
     datasets: Sequence[str | Path],
     out: str | Path,
@@ -230,7 +282,8 @@ def train(
 
     Args:
         datasets: LeRobot dataset folders written by ``r2s2r demos`` (same joints and image size).
-        out: checkpoint folder; must not hold a checkpoint already.
+        out: checkpoint folder; must not hold a checkpoint already. A ``train_state.pt`` left there by a
+            training with the same settings and data that stopped part-way is resumed.
         cfg: training settings.
         progress: called with ``(step, loss)`` every 100 steps.
 
@@ -369,9 +422,19 @@ def train(
             loss = loss + cfg.aux_weight * F.smooth_l1_loss(aux, e, beta=0.1)
         return loss
 
-    model.train()
+    resume = _Resume(out / TRAIN_STATE, cfg, datasets)
     losses: list[float] = []
-    for step in range(1, cfg.steps + 1):
+    first = 1
+    if (state := resume.load()) is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["schedule"])
+        rng.bit_generator.state = state["numpy_rng"]
+        gen.set_state(state["torch_gen"])
+        torch.set_rng_state(state["torch_rng"])
+        losses, first = list(state["losses"]), int(state["step"]) + 1
+    model.train()
+    for step in range(first, cfg.steps + 1):
         idx = train_idx[rng.integers(0, len(train_idx), cfg.batch_size)]
         loss = loss_of(*batch(idx, augment=True), forced=True)
         if p_img_t is not None and p_env_t is not None:
@@ -385,6 +448,17 @@ def train(
         losses.append(loss.item())
         if progress is not None and (step % 100 == 0 or step == cfg.steps):
             progress(step, float(np.mean(losses[-100:])))
+        if cfg.save_every and step % cfg.save_every == 0 and step < cfg.steps:
+            resume.save(
+                step=step,
+                model=model.state_dict(),
+                optimizer=opt.state_dict(),
+                schedule=sched.state_dict(),
+                numpy_rng=rng.bit_generator.state,
+                torch_gen=gen.get_state(),
+                torch_rng=torch.get_rng_state(),
+                losses=losses[-100:],
+            )
     model.eval()
     val_loss = None
     val_object: dict[str, float] | None = None
@@ -457,6 +531,7 @@ def train(
     torch.save(model.state_dict(), tmp)
     (out / CHECKPOINT_CONFIG).write_text(json.dumps(config, indent=2), encoding="utf-8")
     os.replace(tmp, out / CHECKPOINT_WEIGHTS)
+    resume.path.unlink(missing_ok=True)
     return TrainSummary(
         out=out,
         episodes=n_eps,
