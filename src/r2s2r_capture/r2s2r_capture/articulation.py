@@ -112,7 +112,8 @@ def _read(bags: Sequence[Path], color: str, depth: str, arm_joints: Sequence[str
 
 def _read_bag(bag: Path, color: str, depth: str, arm_joints: Sequence[str], out: _Phase) -> None:
     from r2s2r_capture.bag_reader import BagReader
-    from r2s2r_capture.real2sim import ARM_COMMAND, JOINT_STATES, PHASE_TOPIC, _depth_m, _image
+    from r2s2r_capture.joint_motion import ARM_COMMAND, JOINT_STATES
+    from r2s2r_capture.real2sim import PHASE_TOPIC, _depth_m, _image
 
     part: dict[str, Any] | None = None
     pending: np.ndarray | None = None

@@ -53,21 +53,18 @@ from r2s2r_capture.errors import (
     ReconstructionError,
     refuse_existing,
 )
+from r2s2r_capture.joint_motion import JointMotion, read_joint_motion
 from r2s2r_capture.template_robot import base_radius, robot_with_fit, template_robot_spec
 
 __all__ = [
     "CaptureData",
-    "JointMotion",
     "Real2SimConfig",
     "Real2SimResult",
     "read_capture",
-    "read_joint_motion",
     "real2sim",
 ]
 
 PHASE_TOPIC = "/r2s2r/capture/phase"
-JOINT_STATES = "/joint_states"
-ARM_COMMAND = "/forward_position_controller/commands"
 DEFAULT_FIT_KINDS = ("armature", "frictionloss", "kp", "kv")
 
 
@@ -113,25 +110,6 @@ class Real2SimConfig:
                 f"min_board_views >= 3, min_scene_frames >= 1 and sample_stride >= 1 required: got "
                 f"{self.min_board_views}, {self.min_scene_frames} and {self.sample_stride}"
             )
-
-
-@dataclasses.dataclass(frozen=True)
-class JointMotion:
-    """Arm motion from a bag: joint-state times (s, bag clock), measured q, qd and the commands in effect.
-
-    ``q_cmd[i]`` is the latest command stamped at or before ``t[i]``; ``cmd_t``/``cmd_q`` are the raw
-    commands (s, rad).  Columns follow ``joint_names``.  ``effort``: the reported efforts, or ``None`` when
-    the driver does not fill ``JointState.effort`` for every joint.
-    """
-
-    t: np.ndarray
-    q: np.ndarray
-    qd: np.ndarray
-    q_cmd: np.ndarray
-    cmd_t: np.ndarray
-    cmd_q: np.ndarray
-    joint_names: tuple[str, ...]
-    effort: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,70 +180,6 @@ def _image(msg: Any, what: str) -> np.ndarray:
 
 def _depth_m(img: np.ndarray) -> np.ndarray:
     return img.astype(np.float64) / 1000.0 if img.dtype == np.uint16 else img.astype(np.float64)
-
-
-def _stamp_s(msg: Any, fallback_ns: int) -> float:
-    stamp = getattr(getattr(msg, "header", None), "stamp", None)
-    if stamp is None or (stamp.sec == 0 and stamp.nanosec == 0):
-        return fallback_ns * 1e-9
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
-def read_joint_motion(
-    bag: str | Path, arm_joints: Sequence[str], *, window: tuple[float, float] | None = None
-) -> JointMotion | None:
-    """Joint states and arm commands of a bag (optionally only within ``window``, s); None without commands.
-
-    Raises:
-        BagError: unreadable bag, or joint states lacking an arm joint.
-    """
-    from r2s2r_capture.bag_reader import BagReader
-
-    ts, qs, qds, efs, cts, cqs = [], [], [], [], [], []
-    idx: list[int] | None = None
-    with BagReader(bag) as reader:
-        for m in reader.messages([JOINT_STATES, ARM_COMMAND]):
-            msg = reader.deserialize(m)
-            if m.topic == ARM_COMMAND:
-                t = m.timestamp_ns * 1e-9
-                if window and not window[0] <= t <= window[1]:
-                    continue
-                cts.append(t)
-                cqs.append(np.asarray(msg.data, dtype=np.float64))
-                continue
-            t = _stamp_s(msg, m.timestamp_ns)
-            if window and not window[0] <= t <= window[1]:
-                continue
-            names = list(msg.name)
-            if idx is None or len(names) != len(idx):
-                missing = [n for n in arm_joints if n not in names]
-                if missing:
-                    raise BagError(f"bag {bag}: {JOINT_STATES} lacks arm joints {missing} (has {names})")
-                idx = [names.index(n) for n in arm_joints]
-            pos, vel, eff = np.asarray(msg.position), np.asarray(msg.velocity), np.asarray(msg.effort)
-            efs.append(eff[idx] if eff.size == len(names) else None)
-            ts.append(t)
-            qs.append(pos[idx])
-            qds.append(vel[idx] if vel.size == len(names) else np.zeros(len(idx)))
-    if not cts or len(ts) < 2:
-        return None
-    bad = [i for i, c in enumerate(cqs) if c.shape != (len(arm_joints),)]
-    if bad:
-        raise BagError(
-            f"bag {bag}: {ARM_COMMAND} message {bad[0]} has {cqs[bad[0]].size} values, expected "
-            f"{len(arm_joints)} ({list(arm_joints)})"
-        )
-    t = np.array(ts)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    keep = np.concatenate([[True], np.diff(t) > 0])
-    t, q, qd = t[keep], np.array(qs)[order][keep], np.array(qds)[order][keep]
-    effort = None if any(e is None for e in efs) else np.array(efs)[order][keep]
-    cmd_t, cmd_q = np.array(cts), np.array(cqs)
-    k = np.searchsorted(cmd_t, t + 1e-9, side="right") - 1
-    q_cmd = cmd_q[np.clip(k, 0, None)]
-    q_cmd[k < 0] = q[k < 0]  # before the first command the arm holds where it is
-    return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints), effort)
 
 
 def read_capture(

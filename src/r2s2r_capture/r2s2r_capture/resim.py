@@ -114,7 +114,7 @@ def resim(
     from r2s2r_sim.world import SimWorld
     from r2s2r_sim.worlds import world_path
 
-    from r2s2r_capture.real2sim import read_joint_motion
+    from r2s2r_capture.joint_motion import read_joint_motion
 
     world = SimWorld(world_path(world_dir))
     names = tuple(world.arm_joint_names)

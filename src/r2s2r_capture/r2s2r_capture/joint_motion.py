@@ -1,0 +1,104 @@
+"""The arm's motion in a capture bag: joint states and the position commands in effect at each of them.
+
+Identification (:mod:`r2s2r_capture.real2sim`), the drawer's force fit (:mod:`r2s2r_capture.articulation`)
+and re-simulation (:mod:`r2s2r_capture.resim`) all read the arm this one way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from r2s2r_capture.errors import BagError
+
+__all__ = ["ARM_COMMAND", "JOINT_STATES", "JointMotion", "read_joint_motion"]
+
+JOINT_STATES = "/joint_states"
+ARM_COMMAND = "/forward_position_controller/commands"
+
+
+@dataclasses.dataclass(frozen=True)
+class JointMotion:
+    """Arm motion from a bag: joint-state times (s, bag clock), measured q, qd and the commands in effect.
+
+    ``q_cmd[i]`` is the latest command stamped at or before ``t[i]``; ``cmd_t``/``cmd_q`` are the raw
+    commands (s, rad).  Columns follow ``joint_names``.  ``effort``: the reported efforts, or ``None`` when
+    the driver does not fill ``JointState.effort`` for every joint.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    q_cmd: np.ndarray
+    cmd_t: np.ndarray
+    cmd_q: np.ndarray
+    joint_names: tuple[str, ...]
+    effort: np.ndarray | None = None
+
+
+def _stamp_s(msg: Any, fallback_ns: int) -> float:
+    stamp = getattr(getattr(msg, "header", None), "stamp", None)
+    if stamp is None or (stamp.sec == 0 and stamp.nanosec == 0):
+        return fallback_ns * 1e-9
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def read_joint_motion(
+    bag: str | Path, arm_joints: Sequence[str], *, window: tuple[float, float] | None = None
+) -> JointMotion | None:
+    """Joint states and arm commands of a bag (optionally only within ``window``, s); None without commands.
+
+    Raises:
+        BagError: unreadable bag, or joint states lacking an arm joint.
+    """
+    from r2s2r_capture.bag_reader import BagReader
+
+    ts, qs, qds, efs, cts, cqs = [], [], [], [], [], []
+    idx: list[int] | None = None
+    with BagReader(bag) as reader:
+        for m in reader.messages([JOINT_STATES, ARM_COMMAND]):
+            msg = reader.deserialize(m)
+            if m.topic == ARM_COMMAND:
+                t = m.timestamp_ns * 1e-9
+                if window and not window[0] <= t <= window[1]:
+                    continue
+                cts.append(t)
+                cqs.append(np.asarray(msg.data, dtype=np.float64))
+                continue
+            t = _stamp_s(msg, m.timestamp_ns)
+            if window and not window[0] <= t <= window[1]:
+                continue
+            names = list(msg.name)
+            if idx is None or len(names) != len(idx):
+                missing = [n for n in arm_joints if n not in names]
+                if missing:
+                    raise BagError(f"bag {bag}: {JOINT_STATES} lacks arm joints {missing} (has {names})")
+                idx = [names.index(n) for n in arm_joints]
+            pos, vel, eff = np.asarray(msg.position), np.asarray(msg.velocity), np.asarray(msg.effort)
+            efs.append(eff[idx] if eff.size == len(names) else None)
+            ts.append(t)
+            qs.append(pos[idx])
+            qds.append(vel[idx] if vel.size == len(names) else np.zeros(len(idx)))
+    if not cts or len(ts) < 2:
+        return None
+    bad = [i for i, c in enumerate(cqs) if c.shape != (len(arm_joints),)]
+    if bad:
+        raise BagError(
+            f"bag {bag}: {ARM_COMMAND} message {bad[0]} has {cqs[bad[0]].size} values, expected "
+            f"{len(arm_joints)} ({list(arm_joints)})"
+        )
+    t = np.array(ts)
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    keep = np.concatenate([[True], np.diff(t) > 0])
+    t, q, qd = t[keep], np.array(qs)[order][keep], np.array(qds)[order][keep]
+    effort = None if any(e is None for e in efs) else np.array(efs)[order][keep]
+    cmd_t, cmd_q = np.array(cts), np.array(cqs)
+    k = np.searchsorted(cmd_t, t + 1e-9, side="right") - 1
+    q_cmd = cmd_q[np.clip(k, 0, None)]
+    q_cmd[k < 0] = q[k < 0]  # before the first command the arm holds where it is
+    return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints), effort)
