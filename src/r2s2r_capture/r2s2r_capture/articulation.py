@@ -103,23 +103,26 @@ class _Phase:
     stop_q: list[np.ndarray] = dataclasses.field(default_factory=list)
 
 
-def _read(bags: Sequence[Path], color: str, depth: str, arm_joints: Sequence[str]) -> _Phase:
+def _read(bags: Sequence[Path], names: dict[str, tuple[str, str]], arm_joints: Sequence[str]) -> _Phase:
     out = _Phase({"closed_view": [], "open_view": []}, {}, [])
     for bag in bags:
-        _read_bag(bag, color, depth, arm_joints, out)
+        _read_bag(bag, names, arm_joints, out)
     return out
 
 
-def _read_bag(bag: Path, color: str, depth: str, arm_joints: Sequence[str], out: _Phase) -> None:
+def _read_bag(bag: Path, names: dict[str, tuple[str, str]], arm_joints: Sequence[str], out: _Phase) -> None:
+    """One bag's articulation phase; ``names``: the capture's topics (``capture.topic_names``)."""
     from r2s2r_capture.bag_reader import BagReader
-    from r2s2r_capture.joint_motion import ARM_COMMAND, JOINT_STATES
     from r2s2r_capture.real2sim import PHASE_TOPIC, _depth_m, _image
+
+    color, depth = names["color_image"][0], names["depth_image"][0]
+    joint_states, arm_command = names["joint_states"][0], names["arm_command"][0]
 
     part: dict[str, Any] | None = None
     pending: np.ndarray | None = None
     idx: list[int] | None = None
     with BagReader(bag) as reader:
-        for m in reader.messages([PHASE_TOPIC, color, depth, JOINT_STATES, ARM_COMMAND]):
+        for m in reader.messages([PHASE_TOPIC, color, depth, joint_states, arm_command]):
             msg = reader.deserialize(m)
             if m.topic == PHASE_TOPIC:
                 mark = json.loads(msg.data)
@@ -136,16 +139,16 @@ def _read_bag(bag: Path, color: str, depth: str, arm_joints: Sequence[str], out:
                 elif pending is not None:
                     out.frames[name].append((pending, _depth_m(img)))
                     pending = None
-            elif name == "stop_pull" and m.topic == ARM_COMMAND:
+            elif name == "stop_pull" and m.topic == arm_command:
                 out.stop_cmds.append(np.asarray(msg.data, dtype=np.float64))
-            elif name == "stop_pull" and m.topic == JOINT_STATES and idx is not None:
+            elif name == "stop_pull" and m.topic == joint_states and idx is not None:
                 out.stop_q.append(np.asarray(msg.position)[idx])
-            elif name in ("hooked", "free") and m.topic == JOINT_STATES:
+            elif name in ("hooked", "free") and m.topic == joint_states:
                 names = list(msg.name)
                 if idx is None:
                     missing = [n for n in arm_joints if n not in names]
                     if missing:
-                        raise BagError(f"bag {bag}: {JOINT_STATES} lacks arm joints {missing}")
+                        raise BagError(f"bag {bag}: {joint_states} lacks arm joints {missing}")
                     idx = [names.index(n) for n in arm_joints]
                 rec = out.passes.setdefault(
                     (name, int(part["index"])),
@@ -154,7 +157,7 @@ def _read_bag(bag: Path, color: str, depth: str, arm_joints: Sequence[str], out:
                 eff = np.asarray(msg.effort)
                 if eff.size != len(names):
                     raise IdentificationError(
-                        f"bag {bag}: {JOINT_STATES} carries no efforts; the drawer's damping and friction "
+                        f"bag {bag}: {joint_states} carries no efforts; the drawer's damping and friction "
                         "are measured from the arm's joint efforts"
                     )
                 rec["q"].append(np.asarray(msg.position)[idx])
@@ -305,9 +308,7 @@ def estimate_articulation(
     cfg = world.config
     prefix = cfg.robot.prefix
     names = topic_names(camera, interface)
-    phase = _read(
-        [Path(b) for b in bags], names["color_image"][0], names["depth_image"][0], cfg.robot.arm_joints
-    )
+    phase = _read([Path(b) for b in bags], names, cfg.robot.arm_joints)
     views = phase.frames
     bag = ", ".join(str(b) for b in bags)
     if not views["closed_view"] or not views["open_view"] or not phase.passes:

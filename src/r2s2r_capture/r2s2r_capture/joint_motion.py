@@ -15,10 +15,7 @@ import numpy as np
 
 from r2s2r_capture.errors import BagError
 
-__all__ = ["ARM_COMMAND", "JOINT_STATES", "JointMotion", "read_joint_motion"]
-
-JOINT_STATES = "/joint_states"
-ARM_COMMAND = "/forward_position_controller/commands"
+__all__ = ["JointMotion", "arm_topics", "read_joint_motion"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,22 +44,42 @@ def _stamp_s(msg: Any, fallback_ns: int) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
+def arm_topics(interface: str = "") -> tuple[str, str]:
+    """The joint-state and arm-command topic names of an ``interface`` profile or file (empty: the default).
+
+    Raises:
+        InterfaceError: unknown profile or unreadable interface file.
+    """
+    from r2s2r_sim.interface import load_interface
+
+    iface = load_interface(interface)
+    return iface.topic("joint_states"), iface.topic("arm_command")
+
+
 def read_joint_motion(
-    bag: str | Path, arm_joints: Sequence[str], *, window: tuple[float, float] | None = None
+    bag: str | Path,
+    arm_joints: Sequence[str],
+    *,
+    window: tuple[float, float] | None = None,
+    interface: str = "",
 ) -> JointMotion | None:
     """Joint states and arm commands of a bag (optionally only within ``window``, s); None without commands.
+
+    ``interface`` names the topic interface the bag follows (empty: the default profile).
 
     Raises:
         BagError: unreadable bag, or joint states lacking an arm joint.
     """
     from r2s2r_capture.bag_reader import BagReader
 
+    joint_states, arm_command = arm_topics(interface)
+
     ts, qs, qds, efs, cts, cqs = [], [], [], [], [], []
     idx: list[int] | None = None
     with BagReader(bag) as reader:
-        for m in reader.messages([JOINT_STATES, ARM_COMMAND]):
+        for m in reader.messages([joint_states, arm_command]):
             msg = reader.deserialize(m)
-            if m.topic == ARM_COMMAND:
+            if m.topic == arm_command:
                 t = m.timestamp_ns * 1e-9
                 if window and not window[0] <= t <= window[1]:
                     continue
@@ -76,7 +93,7 @@ def read_joint_motion(
             if idx is None or len(names) != len(idx):
                 missing = [n for n in arm_joints if n not in names]
                 if missing:
-                    raise BagError(f"bag {bag}: {JOINT_STATES} lacks arm joints {missing} (has {names})")
+                    raise BagError(f"bag {bag}: {joint_states} lacks arm joints {missing} (has {names})")
                 idx = [names.index(n) for n in arm_joints]
             pos, vel, eff = np.asarray(msg.position), np.asarray(msg.velocity), np.asarray(msg.effort)
             efs.append(eff[idx] if eff.size == len(names) else None)
@@ -88,7 +105,7 @@ def read_joint_motion(
     bad = [i for i, c in enumerate(cqs) if c.shape != (len(arm_joints),)]
     if bad:
         raise BagError(
-            f"bag {bag}: {ARM_COMMAND} message {bad[0]} has {cqs[bad[0]].size} values, expected "
+            f"bag {bag}: {arm_command} message {bad[0]} has {cqs[bad[0]].size} values, expected "
             f"{len(arm_joints)} ({list(arm_joints)})"
         )
     t = np.array(ts)

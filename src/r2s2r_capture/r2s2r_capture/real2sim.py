@@ -245,7 +245,9 @@ def read_capture(
                 "r2s2r_capture.capture for the phases)"
             )
         if len(excitation) >= 2 and motion is None:
-            motion = read_joint_motion(bag, arm_joints, window=(excitation[0], excitation[-1]))
+            motion = read_joint_motion(
+                bag, arm_joints, window=(excitation[0], excitation[-1]), interface=cfg.interface
+            )
     if size is None and views:
         size = (views[0][1].shape[1], views[0][1].shape[0])
     return CaptureData(board, views, known, scene, size or (0, 0), motion)
@@ -411,7 +413,9 @@ def real2sim(
     if tcfg.task is not None and tcfg.task.type.value == "drawer":  # articulated: joint from the capture
         from r2s2r_capture.articulation import estimate_articulation, kept_objects
 
-        joint = estimate_articulation(bags, template_dir, K=K, D=D, T_world_camera=T_wc, camera=cfg.camera)
+        joint = estimate_articulation(
+            bags, template_dir, K=K, D=D, T_world_camera=T_wc, camera=cfg.camera, interface=cfg.interface
+        )
         seg = dataclasses.replace(seg, objects=kept_objects(seg.objects, joint))
         obj_name, target_name = tcfg.task.object_body, None
     else:
