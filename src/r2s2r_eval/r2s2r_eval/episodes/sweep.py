@@ -203,7 +203,8 @@ class SweepSummary:
         succeeded: of ``ran``, how many succeeded.
         errors: of ``ran``, how many ended with a variation, episode or worker error.
         wall_s: wall time of the run (s, without setup).
-        keys: every episode key of the sweep, in plan order.
+        keys: every episode key of the sweep, in plan order; an episode resumed from a row stored under
+            one of its ``key_aliases`` is listed under that alias (the key its row has).
     """
 
     total: int
@@ -310,7 +311,8 @@ def run_sweep(
             raise SweepError(f"--results: {err}") from None
         with contextlib.closing(store):  # entered above, so that a bad file is a SweepError
             done = store.episode_keys()
-            pending = [t for t in tasks if t.key not in done]
+            stored = {t.key: _stored_key(t, done) for t in tasks}
+            pending = [t for t in tasks if stored[t.key] not in done]
             counts = {"ok": 0, "err": 0}
             bar = _progress(len(tasks), len(tasks) - len(pending), enabled=progress)
 
@@ -346,11 +348,16 @@ def run_sweep(
         succeeded=counts["ok"],
         errors=counts["err"],
         wall_s=wall,
-        keys=tuple(t.key for t in tasks),
+        keys=tuple(stored[t.key] for t in tasks),
     )
 
 
 _ERROR_REASONS = ("variation_error", "episode_error", "worker_crashed")
+
+
+def _stored_key(task: EpisodeTask, done: set[str]) -> str:
+    """The key ``task``'s row is stored under in a store holding ``done``: an alias only if it is there."""
+    return next((k for k in task.key_aliases if k in done and task.key not in done), task.key)
 
 
 def _progress(total: int, initial: int, *, enabled: bool) -> Any:
