@@ -95,6 +95,32 @@ def declare_parameters(
     return values
 
 
+def declare_driver_parameters(
+    node: Node,
+    defaults: Mapping[str, Any],
+    specs: ParamSpecs,
+    *,
+    error: type[Exception],
+    wall_clock_why: str,
+    param_error: ErrorFactory = _plain_error,
+    state_range: bool = False,
+) -> dict[str, Any]:
+    """Declare the parameters of a node that serves the driver topics (see :func:`declare_parameters`).
+
+    Such a node keeps wall-clock time, so ``use_sim_time`` is refused (``wall_clock_why`` says why to the
+    user), and it needs a ``world``.
+
+    Raises:
+        error: ``use_sim_time`` is set, or ``world`` is empty; the message names the parameter.
+    """
+    if node.get_parameter("use_sim_time").value:
+        raise error(f"parameter use_sim_time: got true, allowed: false — {wall_clock_why}")
+    values = declare_parameters(node, defaults, specs, error=param_error, state_range=state_range)
+    if not values["world"]:
+        raise error("parameter world: got '', allowed: a bundled world id or a world folder path")
+    return values
+
+
 # How long one executor wait may block before the loop re-checks the context (see spin_until_shutdown).
 SHUTDOWN_POLL_S = 0.2
 
