@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_eval.policies.drawer.config import DrawerParams
-from r2s2r_eval.policies.scripted.base import ScriptedPolicy
+from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
 from r2s2r_eval.policies.scripted.motion import LINEAR_SPEED, CartesianMover, StepClock
 from r2s2r_eval.policies.scripted.perception import blob_points, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
@@ -42,7 +42,7 @@ class DrawerPhase(enum.Enum):
     PULL = "pull"
     RELEASE = "release"
     LIFT = "lift"
-    DONE = "done"
+    DONE = "done"  # the fingers have let go of the open drawer and lifted
 
 
 _ORDER = list(DrawerPhase)
@@ -92,7 +92,7 @@ def _drawer_scene(world_dir: Path) -> _DrawerScene:
     )
 
 
-class DrawerPolicy(ScriptedPolicy):
+class DrawerPolicy(ScriptedPolicy, PhasedPolicy):
     """Scripted drawer opening: see the handle once, hook the closed fingers behind its bar, pull, let go.
 
     The handle is segmented by colour and back-projected with depth; its bar's centre is the highest,
@@ -111,16 +111,6 @@ class DrawerPolicy(ScriptedPolicy):
         self._p: DrawerParams = self.params  # type: ignore[assignment]
         self._info: EpisodeInfo | None = None
         self._phase = DrawerPhase.PERCEIVE
-
-    @property
-    def phase(self) -> DrawerPhase:
-        """The current phase."""
-        return self._phase
-
-    @property
-    def done(self) -> bool:
-        """True once the fingers have let go of the open drawer and lifted."""
-        return self._phase is DrawerPhase.DONE
 
     @property
     def handle(self) -> np.ndarray | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r_eval.policies.push.config import PushParams
-from r2s2r_eval.policies.scripted.base import ScriptedPolicy
+from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
 from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
 from r2s2r_eval.policies.scripted.perception import blob_points, flat_marker_centre, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
@@ -57,7 +57,7 @@ class PushPhase(enum.Enum):
     PUSH = "push"
     RETREAT = "retreat"
     LIFT = "lift"
-    DONE = "done"
+    DONE = "done"  # the tool has backed off and lifted after the push
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def _push_scene(world_dir: Path) -> _PushScene:
     )
 
 
-class PushPolicy(ScriptedPolicy):
+class PushPolicy(ScriptedPolicy, PhasedPolicy):
     """Scripted push: approach behind the object, lower the closed fingers, push it to the target, back off.
 
     The object is re-estimated from every frame (its top face, segmented by colour, back-projected with
@@ -122,16 +122,6 @@ class PushPolicy(ScriptedPolicy):
         self._p: PushParams = self.params  # type: ignore[assignment]
         self._info: EpisodeInfo | None = None
         self._phase = PushPhase.APPROACH
-
-    @property
-    def phase(self) -> PushPhase:
-        """The current phase."""
-        return self._phase
-
-    @property
-    def done(self) -> bool:
-        """True once the tool has backed off and lifted after the push."""
-        return self._phase is PushPhase.DONE
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception bias."""

@@ -15,9 +15,10 @@ from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
+from r2s2r_eval.policies.scripted.base import PhasedPolicy
 from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
 from r2s2r_eval.policies.scripted.scene import arm_scene
-from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
+from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, PolicyError
 
 __all__ = ["Phase", "ReferencePolicy", "SceneModel"]
 
@@ -61,7 +62,7 @@ class Phase(enum.Enum):
     LOWER = "lower"
     OPEN = "open"
     RETREAT = "retreat"
-    DONE = "done"
+    DONE = "done"  # released and retreated, or given up
     RECOVER = "recover"
 
 
@@ -172,7 +173,7 @@ def _nearest_equivalent_yaw(yaw: float, reference: float) -> float:
     return yaw + k * math.pi / 2
 
 
-class ReferencePolicy(Policy):
+class ReferencePolicy(PhasedPolicy):
     """Scripted pick-and-place for any arm with a tool frame and a parallel gripper.
 
     See the cube, approach, descend, close, check the grasp, lift a little and watch the grip, lift, carry,
@@ -213,16 +214,6 @@ class ReferencePolicy(Policy):
     def control_rate_hz(self) -> float:
         """Rate (Hz) the policy asks to be called at."""
         return self._p.control_rate_hz
-
-    @property
-    def phase(self) -> Phase:
-        """The current phase."""
-        return self._phase
-
-    @property
-    def done(self) -> bool:
-        """True once the cube has been released and the arm has retreated, or the policy gave up."""
-        return self._phase is Phase.DONE
 
     @property
     def estimate(self) -> CubeEstimate | None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import enum
+from typing import Any
+
 from r2s2r_eval.policies.scripted.config import FrameParams
 from r2s2r_eval.policy import ImageRequest, ObservationKind, Policy
 
-__all__ = ["HARDWARE_OBSERVATIONS", "ScriptedPolicy"]
+__all__ = ["HARDWARE_OBSERVATIONS", "PhasedPolicy", "ScriptedPolicy"]
 
 # What a real cell gives a policy: joint positions, RGB-D with its intrinsics, the camera's pose (TF).
 HARDWARE_OBSERVATIONS = frozenset(
@@ -36,3 +39,23 @@ class ScriptedPolicy(Policy, base=True):
         """The frames the policy reads (:meth:`FrameParams.image_request`)."""
         params: FrameParams = self.params  # type: ignore[assignment]
         return params.image_request()
+
+
+class PhasedPolicy(Policy, base=True):
+    """A policy scripted as a sequence of phases, the members of an enum with a ``DONE`` member.
+
+    The subclass keeps the current phase in ``_phase`` (set in ``reset``, moved on in ``act``); the
+    policy is :attr:`done` once it reaches ``DONE`` (the subclass's script says when).
+    """
+
+    _phase: enum.Enum
+
+    @property
+    def phase(self) -> Any:
+        """The current phase."""
+        return self._phase
+
+    @property
+    def done(self) -> bool:
+        """True once the script has reached its ``DONE`` phase."""
+        return self._phase is type(self._phase).DONE  # type: ignore[attr-defined]
