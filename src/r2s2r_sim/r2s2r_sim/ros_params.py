@@ -12,7 +12,7 @@ from __future__ import annotations
 import faulthandler
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
@@ -29,10 +29,15 @@ from rclpy.node import Node
 Bounds = tuple[float, float]
 ParamSpecs = Mapping[str, tuple[str, Bounds | None]]
 ErrorFactory = Callable[[str, Any, Exception], Exception]
+T = TypeVar("T")
 
 
-def _plain_error(name: str, default: Any, err: Exception) -> Exception:
-    return ValueError(f"parameter {name}: {err}")
+def parameter_error(error: type[Exception]) -> ErrorFactory:
+    """An ``ErrorFactory`` raising ``error("parameter <name>: <what ROS said of the value>")``."""
+    return lambda name, _default, err: error(f"parameter {name}: {err}")
+
+
+_plain_error = parameter_error(ValueError)
 
 
 def rclpy_error(name: str, default: Any, err: Exception) -> Exception:
@@ -93,6 +98,18 @@ def declare_parameters(
         except (InvalidParameterTypeException, InvalidParameterValueException) as err:
             raise error(name, default, err) from None
     return values
+
+
+def read_node_config(
+    node: Node,
+    cls: type[T],
+    specs: ParamSpecs,
+    *,
+    error: ErrorFactory = _plain_error,
+    constraints: Mapping[str, str] | None = None,
+) -> T:
+    """Declare ``specs`` with the defaults of the config dataclass ``cls`` and build it from the values."""
+    return cls(**declare_parameters(node, vars(cls()), specs, error=error, constraints=constraints))
 
 
 def declare_driver_parameters(
