@@ -13,7 +13,7 @@ import numpy as np
 
 from r2s2r_eval.policies.drawer.config import DrawerParams
 from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
-from r2s2r_eval.policies.scripted.motion import LINEAR_SPEED, CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.motion import LINEAR_SPEED, CartesianMover
 from r2s2r_eval.policies.scripted.perception import blob_points, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
 from r2s2r_eval.policy import (
@@ -119,13 +119,9 @@ class DrawerPolicy(ScriptedPolicy, PhasedPolicy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception bias."""
-        self._info = info
+        self._start_script(info, DrawerPhase.PERCEIVE)
         self._scene = _drawer_scene(Path(info.world_dir))
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=3)
-        self._phase = DrawerPhase.PERCEIVE
-        self._phase_start = 0.0
-        self._clock = StepClock(info.control_period)
-        self._mover: CartesianMover | None = None
         self._handle: np.ndarray | None = None
         self._goals: dict[DrawerPhase, np.ndarray] = {}
         self._yaw = 0.0

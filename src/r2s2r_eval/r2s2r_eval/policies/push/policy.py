@@ -13,7 +13,7 @@ import numpy as np
 
 from r2s2r_eval.policies.push.config import PushParams
 from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
-from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.motion import CartesianMover
 from r2s2r_eval.policies.scripted.perception import blob_points, flat_marker_centre, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
 from r2s2r_eval.policy import (
@@ -125,13 +125,9 @@ class PushPolicy(ScriptedPolicy, PhasedPolicy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception bias."""
-        self._info = info
+        self._start_script(info, PushPhase.APPROACH)
         self._scene = _push_scene(Path(info.world_dir))
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=2)
-        self._phase = PushPhase.APPROACH
-        self._phase_start = 0.0
-        self._clock = StepClock(info.control_period)
-        self._mover: CartesianMover | None = None
         self._object: np.ndarray | None = None
         self._rejected = 0
         self._dir = np.zeros(2)

@@ -16,7 +16,7 @@ from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
 from r2s2r_eval.policies.scripted.base import PhasedPolicy
-from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.motion import CartesianMover
 from r2s2r_eval.policies.scripted.scene import arm_scene
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, PolicyError
 
@@ -237,15 +237,11 @@ class ReferencePolicy(PhasedPolicy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception noise."""
-        self._info = info
+        self._start_script(info, Phase.PERCEIVE, phase_start=math.nan)
         self._scene = _scene_model(Path(info.world_dir))
         self._rng = info.rng()
         self._noise = self._rng.normal(0.0, self._p.perception_noise_m, size=2)
-        self._phase = Phase.PERCEIVE
-        self._phase_start = math.nan
         self._estimate: CubeEstimate | None = None
-        self._clock = StepClock(info.control_period)
-        self._mover: CartesianMover | None = None
         self._grasp_yaw = 0.0
         self._sag = np.zeros(3)
         self._gripper = info.gripper_command_range[0]

@@ -6,7 +6,8 @@ import enum
 from typing import Any
 
 from r2s2r_eval.policies.scripted.config import FrameParams
-from r2s2r_eval.policy import ImageRequest, ObservationKind, Policy
+from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
+from r2s2r_eval.policy import EpisodeInfo, ImageRequest, ObservationKind, Policy
 
 __all__ = ["HARDWARE_OBSERVATIONS", "PhasedPolicy", "ScriptedPolicy"]
 
@@ -49,6 +50,16 @@ class PhasedPolicy(Policy, base=True):
     """
 
     _phase: enum.Enum
+    _info: EpisodeInfo | None
+    _mover: CartesianMover | None
+
+    def _start_script(self, info: EpisodeInfo, first: enum.Enum, *, phase_start: float = 0.0) -> None:
+        """Begin an episode at phase ``first``: no motion planned, the step clock at the episode's period."""
+        self._info = info
+        self._phase = first
+        self._phase_start = phase_start
+        self._clock = StepClock(info.control_period)
+        self._mover = None
 
     @property
     def phase(self) -> Any:
