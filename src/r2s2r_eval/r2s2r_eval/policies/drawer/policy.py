@@ -59,12 +59,8 @@ class _DrawerScene:
 
 @lru_cache(maxsize=4)
 def _drawer_scene(world_dir: Path) -> _DrawerScene:
-    from r2s2r_sim.world_config import load_world_config
-
     scene = arm_scene(world_dir)
-    model = scene.model
-    task = load_world_config(world_dir).task
-    assert task is not None  # arm_scene checked it
+    model, task = scene.model, scene.task
     body = model.body(task.object_body).id
     jnt = int(model.body_jntadr[body])
     if jnt < 0 or int(model.jnt_type[jnt]) != int(mujoco.mjtJoint.mjJNT_SLIDE):

@@ -72,12 +72,10 @@ class _PushScene:
 
 @lru_cache(maxsize=4)
 def _push_scene(world_dir: Path) -> _PushScene:
-    scene = arm_scene(world_dir)
-    model = scene.model
-    from r2s2r_sim.world_config import TaskType, load_world_config
+    from r2s2r_sim.world_config import TaskType
 
-    task = load_world_config(world_dir).task
-    assert task is not None  # arm_scene checked it
+    scene = arm_scene(world_dir)
+    model, task = scene.model, scene.task
     if task.type is not TaskType.PUSH:
         raise PolicyError(f"push policy: world {world_dir} has a {task.type.value!r} task, not 'push'")
     body = model.body(task.object_body).id

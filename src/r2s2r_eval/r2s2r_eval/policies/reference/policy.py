@@ -123,16 +123,13 @@ def _nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray,
 
 @lru_cache(maxsize=4)
 def _scene_model(world_dir: Path) -> SceneModel:
-    from r2s2r_sim.world_config import load_world_config
-
     scene = arm_scene(world_dir, "reference")
-    cfg = load_world_config(world_dir)
-    assert cfg.task is not None  # arm_scene checked it
+    cfg, task = scene.config, scene.task
     model, data, arm, base = scene.model, scene.data, scene.arm, scene.base_pose
-    obj = model.body(cfg.task.object_body).id
+    obj = model.body(task.object_body).id
     geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == obj]
     if not geoms:
-        raise PolicyError(f"reference policy: object body {cfg.task.object_body!r} has no geom")
+        raise PolicyError(f"reference policy: object body {task.object_body!r} has no geom")
     geom = geoms[0]
     rgba = model.geom_rgba[geom]
     if int(model.geom_matid[geom]) >= 0:
@@ -142,7 +139,7 @@ def _scene_model(world_dir: Path) -> SceneModel:
         base_pose=base,
         cube_colour=(float(rgba[0]), float(rgba[1]), float(rgba[2])),
         cube_half_size=float(model.geom_size[geom][2]),
-        target=data.site_xpos[model.site(cfg.task.target_site).id].copy(),
+        target=data.site_xpos[model.site(task.target_site).id].copy(),
         gripper_joint=None if cfg.robot.gripper is None else cfg.robot.gripper.joints[0],
         robot_bodies=scene.robot_bodies,
         joint_qpos_adr=tuple(
