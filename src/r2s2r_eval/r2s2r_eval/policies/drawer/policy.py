@@ -100,13 +100,12 @@ class DrawerPolicy(ScriptedPolicy, PhasedPolicy):
     """
 
     params_type = DrawerParams
+    first_phase = DrawerPhase.PERCEIVE
 
     def __init__(self, params: DrawerParams | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""
         super().__init__(params)
         self._p: DrawerParams = self.params  # type: ignore[assignment]
-        self._info: EpisodeInfo | None = None
-        self._phase = DrawerPhase.PERCEIVE
 
     @property
     def handle(self) -> np.ndarray | None:
@@ -115,7 +114,7 @@ class DrawerPolicy(ScriptedPolicy, PhasedPolicy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception bias."""
-        self._start_script(info, DrawerPhase.PERCEIVE)
+        self._start_script(info)
         self._scene = _drawer_scene(Path(info.world_dir))
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=3)
         self._handle: np.ndarray | None = None

@@ -113,17 +113,16 @@ class PushPolicy(ScriptedPolicy, PhasedPolicy):
     """
 
     params_type = PushParams
+    first_phase = PushPhase.APPROACH
 
     def __init__(self, params: PushParams | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""
         super().__init__(params)
         self._p: PushParams = self.params  # type: ignore[assignment]
-        self._info: EpisodeInfo | None = None
-        self._phase = PushPhase.APPROACH
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception bias."""
-        self._start_script(info, PushPhase.APPROACH)
+        self._start_script(info)
         self._scene = _push_scene(Path(info.world_dir))
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=2)
         self._object: np.ndarray | None = None

@@ -188,6 +188,7 @@ class ReferencePolicy(PhasedPolicy):
     """
 
     params_type = ReferenceParams
+    first_phase = Phase.PERCEIVE
     # Tool centre heights (m) above the target: carrying, and releasing (a subclass may place lower).
     carry_height_m = _CARRY_Z_ABOVE_TARGET
     release_height_m = _RELEASE_HEIGHT
@@ -206,7 +207,6 @@ class ReferencePolicy(PhasedPolicy):
         super().__init__(params)
         self._p: ReferenceParams = self.params  # type: ignore[assignment]
         self._grip = grip if grip is not None else GripMonitor()
-        self._info: EpisodeInfo | None = None
 
     def control_rate_hz(self) -> float:
         """Rate (Hz) the policy asks to be called at."""
@@ -234,7 +234,7 @@ class ReferencePolicy(PhasedPolicy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception noise."""
-        self._start_script(info, Phase.PERCEIVE, phase_start=math.nan)
+        self._start_script(info, phase_start=math.nan)
         self._scene = _scene_model(Path(info.world_dir))
         self._rng = info.rng()
         self._noise = self._rng.normal(0.0, self._p.perception_noise_m, size=2)

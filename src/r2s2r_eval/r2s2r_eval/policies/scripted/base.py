@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, ClassVar
 
 from r2s2r_eval.policies.scripted.config import FrameParams
 from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
-from r2s2r_eval.policy import EpisodeInfo, ImageRequest, ObservationKind, Policy
+from r2s2r_eval.policy import EpisodeInfo, ImageRequest, ObservationKind, Policy, PolicyParams
 
 __all__ = ["HARDWARE_OBSERVATIONS", "PhasedPolicy", "ScriptedPolicy"]
 
@@ -45,18 +45,24 @@ class ScriptedPolicy(Policy, base=True):
 class PhasedPolicy(Policy, base=True):
     """A policy scripted as a sequence of phases, the members of an enum with a ``DONE`` member.
 
-    The subclass keeps the current phase in ``_phase`` (set in ``reset``, moved on in ``act``); the
-    policy is :attr:`done` once it reaches ``DONE`` (the subclass's script says when).
+    The subclass names its ``first_phase``, starts each episode there with :meth:`_start_script` and moves
+    ``_phase`` on in ``act``; the policy is :attr:`done` once it reaches ``DONE`` (the subclass's script
+    says when).
     """
 
-    _phase: enum.Enum
-    _info: EpisodeInfo | None
+    first_phase: ClassVar[enum.Enum]
     _mover: CartesianMover | None
 
-    def _start_script(self, info: EpisodeInfo, first: enum.Enum, *, phase_start: float = 0.0) -> None:
-        """Begin an episode at phase ``first``: no motion planned, the step clock at the episode's period."""
+    def __init__(self, params: PolicyParams | None = None) -> None:
+        """Build the policy, before its first episode (in ``first_phase``, no episode info yet)."""
+        super().__init__(params)
+        self._info: EpisodeInfo | None = None
+        self._phase = self.first_phase
+
+    def _start_script(self, info: EpisodeInfo, *, phase_start: float = 0.0) -> None:
+        """Begin an episode at ``first_phase``: no motion planned, the step clock at the episode's period."""
         self._info = info
-        self._phase = first
+        self._phase = self.first_phase
         self._phase_start = phase_start
         self._clock = StepClock(info.control_period)
         self._mover = None
