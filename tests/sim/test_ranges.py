@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 from r2s2r_sim.ranges import Interval, check_fields, field_interval, within
 
@@ -45,6 +46,7 @@ def test_interval_membership_ends_and_non_finite() -> None:
     iv = Interval.parse("(0, 1]")
     assert 1.0 in iv and 0.5 in iv and 0.0 not in iv and 1.5 not in iv
     assert math.nan not in iv and math.inf not in Interval.parse(">= 0") and "1" not in iv
+    assert np.float32(0.5) in iv and np.int64(1) in iv and np.int64(2) not in iv
 
 
 @pytest.mark.parametrize("text", ["0..1", "[1, 2", "in [0, 1]", ">= x", ""])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,7 @@ class Interval:
         return cls(text, -math.inf, bound, True, op == "<")
 
     def __contains__(self, value: object) -> bool:
-        if not isinstance(value, int | float) or not math.isfinite(value):
+        if not isinstance(value, numbers.Real) or not math.isfinite(value):  # numpy numbers too
             return False
         above = value > self.low if self.low_open else value >= self.low
         below = value < self.high if self.high_open else value <= self.high
