@@ -66,6 +66,8 @@ def test_check_fields_names_the_field_its_range_and_the_value() -> None:
         _Base(offset=0.5)
     with pytest.raises(KeyError, match=r"base\.count: must be >= 1, got 0"):
         _Base(count=0)
+    with pytest.raises(KeyError, match=r"base\.count: must be >= 1, got None"):
+        _Base(count=None)  # type: ignore[arg-type]  # only a field that defaults to None may be None
 
 
 def test_a_subclass_that_changes_a_default_keeps_the_range() -> None:

@@ -65,7 +65,7 @@ class Interval:
 def within(default: Any, interval: str) -> Any:
     """A dataclass field with ``default`` whose values must lie in ``interval`` (see :class:`Interval`).
 
-    ``None`` is always allowed (an optional field that is off).
+    With a ``None`` default the field is optional: ``None`` (off) passes :func:`check_fields`.
     """
     return dataclasses.field(default=default, metadata={_KEY: Interval.parse(interval)})
 
@@ -92,5 +92,7 @@ def check_fields(obj: Any, *, error: type[Exception] = ValueError, prefix: str =
     for fld in dataclasses.fields(obj):
         interval = field_interval(type(obj), fld.name)
         value = getattr(obj, fld.name)
-        if interval is not None and value is not None and value not in interval:
+        if interval is None or (value is None and fld.default is None):
+            continue
+        if value not in interval:
             raise error(f"{prefix}{fld.name}: must be {interval.text}, got {value}")
