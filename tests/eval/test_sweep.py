@@ -399,3 +399,50 @@ def test_an_axis_left_off_at_its_defaults_does_not_change_episode_keys() -> None
     assert variations_digest(dataclasses.replace(base, dynamics=used)) != without
     off_but_set = dataclasses.replace(used, enabled=False)
     assert variations_digest(dataclasses.replace(base, dynamics=off_but_set)) != without
+
+
+def test_variations_digest_depends_on_content_not_on_the_files_folder(tmp_path: Path) -> None:
+    from r2s2r_eval.episodes.sweep_plan import path_variations_digest, variations_digest
+
+    copies = []
+    for folder in ("a", "b/c"):
+        (tmp_path / folder).mkdir(parents=True)
+        copy = tmp_path / folder / "variations.yaml"
+        copy.write_bytes(VARIATIONS.read_bytes())
+        copies.append(load_variation_config(copy))
+    assert copies[0].source != copies[1].source
+    assert variations_digest(copies[0]) == variations_digest(copies[1])
+    # The same content built without a file has the same digest too.
+    assert variations_digest(dataclasses.replace(copies[0], source=None)) == variations_digest(copies[0])
+    # The path-including digest differs by folder, and exists only for a config read from a file.
+    assert path_variations_digest(copies[0]) != path_variations_digest(copies[1])
+    assert path_variations_digest(dataclasses.replace(copies[0], source=None)) is None
+
+
+def test_a_store_keyed_with_the_path_including_digest_still_resumes(tmp_path: Path, variations) -> None:
+    from r2s2r_eval.episodes.sweep_plan import path_variations_digest
+
+    cfg = _cfg(variations, n=2)
+    base_hash = SimWorld(world_path(WORLD)).world_hash
+    plan = plan_sweep(cfg, world_dir=world_path(WORLD), world_id=WORLD, world_hash=base_hash)
+    old_key = episode_key(
+        policy=plan[0].policy,
+        world_hash=base_hash,
+        variations=path_variations_digest(variations),
+        method="sobol",
+        seed=3,
+        index=0,
+        repeat=0,
+        camera_rate_hz=15.0,
+        max_steps=STEPS,
+    )
+    assert plan[0].key_aliases == (old_key,) and old_key != plan[0].key
+    # A store whose first episode was written under the old key, as such stores were.
+    store = tmp_path / "old.sqlite"
+    with ResultsStore(store) as s:
+        s.add(dataclasses.replace(run_task(plan[0]), episode_key=old_key))
+    summary = run_sweep(cfg, store, workers=1, progress=False)
+    assert (summary.total, summary.skipped, summary.ran) == (2, 1, 1)
+    assert summary.keys == (old_key, plan[1].key)  # each episode under the key its row has
+    with ResultsStore(store) as s:
+        assert {r.episode_key for r in s.rows()} == set(summary.keys)

@@ -88,3 +88,52 @@ def test_run_transfer_uses_the_tasks_world(monkeypatch: pytest.MonkeyPatch, tmp_
     study = task_study("push")
     assert seen[0].world == study.world and seen[0].variations == study.variations
     assert seen[0].expert_policy == study.family[0].name
+
+
+def test_each_stage_stores_its_results_and_wall_time_and_resumes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Demonstrations and perception frames are stored with their wall time and not run again on resume."""
+    import json
+
+    calls: list[str] = []
+
+    def fake_collect(data: Path, demo_cfg: DemoConfig, **kw: Any) -> list[Path]:
+        calls.append("demos")
+        shard = data / "shard-0"
+        (shard / "meta").mkdir(parents=True)
+        (shard / "meta/info.json").write_text('{"total_episodes": 3, "total_frames": 30}', encoding="utf-8")
+        (shard / "meta/r2s2r_attempts.jsonl").write_text("{}\n{}\n{}\n{}\n", encoding="utf-8")
+        return [shard]
+
+    def fake_render(out: Path, pf_cfg: Any, **kw: Any) -> list[Path]:
+        calls.append("frames")
+        return [out / "shard-0"]
+
+    def stop(*args: Any, **kw: Any) -> None:
+        raise SystemExit(0)
+
+    monkeypatch.setattr(transfer, "collect_sharded", fake_collect)
+    monkeypatch.setattr(transfer, "render_sharded", fake_render)
+    monkeypatch.setattr(transfer, "validate_lerobot_dataset", lambda d: [])
+    monkeypatch.setattr(transfer, "train", stop)
+    cfg = transfer.TransferConfig(ablations=("six_axes",), perception_worlds=2, perception_per_world=3)
+    for _ in range(2):
+        with pytest.raises(SystemExit):
+            transfer.run_transfer(tmp_path, cfg, log=lambda _m: None)
+    assert calls == ["demos", "frames"]  # the second run resumed both stages from the report
+    entry = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["ablations"]["six_axes"]
+    dataset, frames = entry["dataset"], entry["perception"]
+    assert list(dataset) == [
+        "paths",
+        "episodes",
+        "frames",
+        "attempts",
+        "action_noise",
+        "valid",
+        "problems",
+        "wall_s",
+    ]
+    assert (dataset["episodes"], dataset["frames"], dataset["attempts"], dataset["valid"]) == (3, 30, 4, True)
+    assert list(frames) == ["paths", "frames", "wall_s"] and frames["frames"] == 6
+    assert dataset["wall_s"] >= 0 and frames["wall_s"] >= 0

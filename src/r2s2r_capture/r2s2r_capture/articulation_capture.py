@@ -29,6 +29,7 @@ from typing import Any
 
 import mujoco
 import numpy as np
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.errors import CaptureError
 
@@ -60,13 +61,13 @@ class ArticulationConfig:
     """
 
     speeds_m_s: tuple[float, ...] = (0.02, 0.04, 0.06)
-    stroke_m: float = 0.08
+    stroke_m: float = within(0.08, "(0, 0.5]")
     overpull_m: float = 0.015
-    accel_m_s2: float = 0.4
+    accel_m_s2: float = within(0.4, "> 0")
     hook_offset_m: float = 0.025
     hook_depth_m: float = 0.003
     command_rate_hz: float = 100.0
-    n_frames: int = 2
+    n_frames: int = within(2, ">= 1")
 
     def __post_init__(self) -> None:
         """Validate (errors name the field)."""
@@ -74,11 +75,7 @@ class ArticulationConfig:
             raise CaptureError(
                 f"articulation.speeds_m_s: two or more speeds in (0, 0.3] m/s, got {self.speeds_m_s}"
             )
-        if not 0 < self.stroke_m <= 0.5 or not self.accel_m_s2 > 0 or self.n_frames < 1:
-            raise CaptureError(
-                "articulation: stroke_m in (0, 0.5], accel_m_s2 > 0 and n_frames >= 1 required: got "
-                f"{self.stroke_m}, {self.accel_m_s2} and {self.n_frames}"
-            )
+        check_fields(self, error=CaptureError, prefix="articulation.")
 
 
 def _profile(distance: float, speed: float, accel: float, rate: float) -> np.ndarray:

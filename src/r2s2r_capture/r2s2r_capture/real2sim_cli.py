@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from r2s2r_sim.cli import bad_input
+from r2s2r_sim.cli import bad_input, config_from_args
 from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.interface import InterfaceError
 
@@ -39,11 +39,12 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         )
         return 2
     try:
-        cfg = CaptureConfig(
+        cfg = config_from_args(
+            CaptureConfig,
+            ns,
+            ("seed", "interface"),
             n_intrinsics_views=ns.board_views,
             n_scene_frames=ns.scene_frames,
-            seed=ns.seed,
-            interface=ns.interface,
         )
         profile = profile_path(ns.profile)
         summary = capture_emulated(ns.output, profile=profile, world=ns.world, config=cfg, progress=print)
@@ -60,13 +61,8 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
 
     try:
         refuse_existing(ns.output, ReconstructionError)
-        cfg = Real2SimConfig(
-            camera=ns.camera,
-            interface=ns.interface,
-            max_iters=ns.max_iters,
-            report=not ns.no_report,
-            world_id=ns.world_id,
-        )
+        same = ("camera", "interface", "max_iters", "world_id")
+        cfg = config_from_args(Real2SimConfig, ns, same, report=not ns.no_report)
         result = real2sim(ns.bags, ns.output, template=ns.template, config=cfg, progress=print)
     except _ERRORS as err:
         print(f"r2s2r real2sim: {err}", file=sys.stderr)

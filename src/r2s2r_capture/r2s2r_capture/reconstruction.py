@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.errors import ReconstructionError
 from r2s2r_capture.tsdf import _o3d
@@ -100,35 +101,27 @@ class SegmentConfig:
         seed: seed of Open3D's RANSAC.
     """
 
-    voxel: float = 0.004
-    plane_distance: float = 0.005
-    max_planes: int = 4
-    max_tilt_deg: float = 10.0
-    min_height: float = 0.008
-    max_height: float = 0.5
+    voxel: float = within(0.004, "> 0")
+    plane_distance: float = within(0.005, "> 0")
+    max_planes: int = within(4, ">= 1")
+    max_tilt_deg: float = within(10.0, "> 0")
+    min_height: float = within(0.008, "> 0")
+    max_height: float = within(0.5, "> 0")
     table_margin: float = 0.02
-    cluster_eps: float = 0.012
-    cluster_min_points: int = 10
-    min_object_points: int = 60
+    cluster_eps: float = within(0.012, "> 0")
+    cluster_min_points: int = within(10, ">= 1")
+    min_object_points: int = within(60, ">= 1")
     box_fit_tol: float | None = None
-    box_fit_fraction: float = 0.9
+    box_fit_fraction: float = within(0.9, "(0, 1]")
     keepout: RobotKeepOut | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("voxel", "plane_distance", "min_height", "max_height", "cluster_eps", "max_tilt_deg"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ReconstructionError(f"{name}: must be > 0, got {value}")
+        check_fields(self, error=ReconstructionError)
         if self.max_height <= self.min_height:
             raise ReconstructionError(
                 f"max_height must exceed min_height: got {self.max_height} and {self.min_height}"
             )
-        if not 0 < self.box_fit_fraction <= 1:
-            raise ReconstructionError(f"box_fit_fraction: must be in (0, 1], got {self.box_fit_fraction}")
-        for name in ("max_planes", "cluster_min_points", "min_object_points"):
-            if getattr(self, name) < 1:
-                raise ReconstructionError(f"{name}: must be >= 1, got {getattr(self, name)}")
 
     @property
     def fit_tol(self) -> float:

@@ -17,6 +17,7 @@ from typing import Any
 import mujoco
 import numpy as np
 from mujoco import sysid
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.errors import IdentificationError
 from r2s2r_capture.fit_uncertainty import after_effort_correction, regression_std, standard_errors
@@ -69,11 +70,11 @@ class SysidConfig:
     kinds: tuple[str, ...] = PARAM_KINDS
     fit_delay: bool = True
     scale_range: tuple[float, float] = (0.2, 5.0)
-    frictionloss_max: float = 5.0
+    frictionloss_max: float = within(5.0, "> 0")
     armature_max: float = 1.0
-    delay_max_s: float = 0.1
-    validation_fraction: float = 0.25
-    max_iters: int = 30
+    delay_max_s: float = within(0.1, "> 0")
+    validation_fraction: float = within(0.25, "(0, 0.9)")
+    max_iters: int = within(30, ">= 1")
     n_threads: int | None = None
     use_effort: bool = True
     effort_smoothing_s: float = 0.03
@@ -90,17 +91,7 @@ class SysidConfig:
             raise IdentificationError(
                 f"sysid scale_range must satisfy 0 < lo < 1 < hi: got {self.scale_range}"
             )
-        if not self.frictionloss_max > 0 or not self.delay_max_s > 0:
-            raise IdentificationError(
-                f"sysid frictionloss_max and delay_max_s must be > 0: got {self.frictionloss_max} and "
-                f"{self.delay_max_s}"
-            )
-        if not 0 < self.validation_fraction < 0.9:
-            raise IdentificationError(
-                f"sysid validation_fraction must be in (0, 0.9): got {self.validation_fraction}"
-            )
-        if self.max_iters < 1:
-            raise IdentificationError(f"sysid max_iters must be >= 1: got {self.max_iters}")
+        check_fields(self, error=IdentificationError, prefix="sysid.")
 
 
 def _actuator_for_joint(model: mujoco.MjModel, jid: int) -> int:

@@ -9,7 +9,7 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+from r2s2r_sim.ranges import check_fields
 from r2s2r_sim.yaml_files import parse_yaml
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
     "PolicyError",
     "PolicyParams",
     "available_policies",
-    "check_ranges",
     "load_policy",
     "params_from_dict",
     "resolve_policy",
@@ -250,20 +250,15 @@ class ImageRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class PolicyParams:
-    """Base of the typed parameter dataclasses of policies (frozen, keyword-only)."""
+    """Base of the typed parameter dataclasses of policies (frozen, keyword-only).
 
-
-def check_ranges(checks: Iterable[tuple[str, float, bool, str]]) -> None:
-    """Refuse the first parameter out of its range; each check is ``(name, value, in_range, expected)``.
-
-    A NaN or infinite value is out of every range, whatever ``in_range`` says.
-
-    Raises:
-        ValueError: ``"<name>: must be <expected>, got <value>"``.
+    A field declared with :func:`~r2s2r_sim.ranges.within` is checked against its range when the
+    parameters are built (``ValueError`` naming the field); a subclass with cross-field rules extends
+    ``__post_init__`` and calls ``super().__post_init__()``.
     """
-    for name, value, ok, expected in checks:
-        if not (math.isfinite(value) and ok):
-            raise ValueError(f"{name}: must be {expected}, got {value}")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 class Policy:

@@ -22,6 +22,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from r2s2r_sim.ranges import within
 from r2s2r_sim.sensor_effects import read_numbers
 
 __all__ = ["ArmEffects", "ArmEffectsState", "JointEffects", "read_arm_effects"]
@@ -43,15 +44,15 @@ class JointEffects:
         gear_damping: damping across the compliance (N m s/rad).
     """
 
-    torque_limit: float | None = None
-    static_friction: float = 0.0
-    coulomb_friction: float = 0.0
-    stribeck_velocity: float = 0.05
-    viscous_friction: float = 0.0
-    backlash: float = 0.0
-    stiffness: float | None = None
-    motor_inertia: float = 0.05
-    gear_damping: float = 1.0
+    torque_limit: float | None = within(None, "(0, 1e5]")
+    static_friction: float = within(0.0, "[0, 1e4]")
+    coulomb_friction: float = within(0.0, "[0, 1e4]")
+    stribeck_velocity: float = within(0.05, "(0, 100]")
+    viscous_friction: float = within(0.0, "[0, 1e4]")
+    backlash: float = within(0.0, "[0, 0.5]")
+    stiffness: float | None = within(None, "(0, 1e7]")
+    motor_inertia: float = within(0.05, "(0, 100]")
+    gear_damping: float = within(1.0, "[0, 1e4]")
 
     def __post_init__(self) -> None:
         if self.coulomb_friction > self.static_friction:
@@ -97,19 +98,6 @@ class ArmEffects:
         )
 
 
-_JOINT_FIELDS = {
-    "torque_limit": (0.0, 1e5, True),
-    "static_friction": (0.0, 1e4, False),
-    "coulomb_friction": (0.0, 1e4, False),
-    "stribeck_velocity": (0.0, 100.0, True),
-    "viscous_friction": (0.0, 1e4, False),
-    "backlash": (0.0, 0.5, False),
-    "stiffness": (0.0, 1e7, True),
-    "motor_inertia": (0.0, 100.0, True),
-    "gear_damping": (0.0, 1e4, False),
-}
-
-
 def read_arm_effects(r: Any, top: Mapping[str, Any]) -> ArmEffects:
     """The optional ``arm_effects`` section of a hardware profile (``r``: the profile's field reader).
 
@@ -134,7 +122,7 @@ def read_arm_effects(r: Any, top: Mapping[str, Any]) -> ArmEffects:
     joints: dict[str, JointEffects] = {}
     for name, jvalue in r.mapping(data.get("joints") or {}, "arm_effects.joints").items():
         fld = f"arm_effects.joints.{name}"
-        values = read_numbers(r, jvalue, fld, _JOINT_FIELDS)
+        values = read_numbers(r, jvalue, fld, JointEffects)
         try:
             joints[str(name)] = JointEffects(**values)
         except ValueError as err:

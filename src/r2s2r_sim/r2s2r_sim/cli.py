@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 from r2s2r_sim.graph import Graph, GraphError, load_graph, parse_arguments, resolve
 from r2s2r_sim.launcher import EXIT_NOT_STARTED, Launcher
+
+T = TypeVar("T")
 
 DEMO_ARGS = ("mode:=sim", "episodes:=3", "seed:=0", "results:=out/demo.sqlite")
 
@@ -72,6 +74,22 @@ def bad_input(command: str, err: object) -> int:
     """Say on stderr what was wrong with the input of ``r2s2r COMMAND``; returns ``EXIT_BAD_INPUT``."""
     print(f"r2s2r {command}: {err}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+def config_from_args(cls: type[T], ns: argparse.Namespace, same: Iterable[str], **fields: Any) -> T:
+    """Build the config dataclass ``cls`` from the parsed options of a command.
+
+    Args:
+        cls: the config dataclass.
+        ns: the parsed options.
+        same: fields given by the option of the same ``dest`` (``"max_attempts"`` for ``--max-attempts``).
+        fields: the other fields given (``image_width=ns.width``, ``mcap=not ns.no_mcap``); the rest keep
+            their defaults.
+
+    Raises:
+        Whatever ``cls`` raises for a bad value (the command reports it as bad input).
+    """
+    return cls(**{name: getattr(ns, name) for name in same}, **fields)
 
 
 def add_command_group(subparsers: Any, name: str, help: str, description: str | None) -> Any:

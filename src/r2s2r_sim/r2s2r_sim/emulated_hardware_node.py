@@ -62,7 +62,7 @@ from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profi
 from r2s2r_sim.hardware_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, static_messages
-from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
+from r2s2r_sim.ros_params import declare_driver_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.serving import NS, RenderJob, RenderWorker, ServingThreads, Ticker, WallPacer, variation_hash
 
@@ -185,11 +185,6 @@ class EmulatedHardwareNode(Node):
     # ---------------------------------------------------------------------------------- configuration
 
     def _read_parameters(self) -> EmulatedHardwareConfig:
-        if self.get_parameter("use_sim_time").value:
-            raise EmulatedHardwareError(
-                "parameter use_sim_time: got true, allowed: false — emulated hardware runs on wall-clock "
-                "time like a real robot (no /clock)"
-            )
         specs = {
             "world": ("Bundled world id or world folder path the emulated cell is built from.", None),
             "profile": (
@@ -204,9 +199,14 @@ class EmulatedHardwareNode(Node):
                 None,
             ),
         }
-        values = declare_parameters(self, vars(EmulatedHardwareConfig()), specs, error=_param_error)
-        if not values["world"]:
-            raise EmulatedHardwareError("parameter world: got '', allowed: a bundled world id or folder path")
+        values = declare_driver_parameters(
+            self,
+            vars(EmulatedHardwareConfig()),
+            specs,
+            error=EmulatedHardwareError,
+            wall_clock_why="emulated hardware runs on wall-clock time like a real robot (no /clock)",
+            param_error=_param_error,
+        )
         return EmulatedHardwareConfig(**values)
 
     def _pub(self, key: str, camera: str | None = None) -> Any:

@@ -23,7 +23,7 @@ from rclpy.node import Node
 from rosbags.typesys import Stores, get_typestore
 
 from r2s2r_sim.interface import Durability, Interface
-from r2s2r_sim.ros_params import declare_parameters, node_help, run_node, spin_single
+from r2s2r_sim.ros_params import declare_parameters, node_help, parameter_error, run_node, spin_single
 from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
@@ -81,7 +81,7 @@ class FoxgloveNode(Node):
         iface = declare_interface(self)
         values = declare_parameters(
             self, {"world": "tabletop-pick-v1", "host": "127.0.0.1", "port": 8765}, _PARAMS,
-            error=lambda name, _default, err: FoxgloveNodeError(f"parameter {name}: {err}"), state_range=True,
+            error=parameter_error(FoxgloveNodeError), state_range=True,
         )
         world, host, port = values["world"], values["host"], values["port"]
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import faulthandler
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
@@ -29,10 +29,15 @@ from rclpy.node import Node
 Bounds = tuple[float, float]
 ParamSpecs = Mapping[str, tuple[str, Bounds | None]]
 ErrorFactory = Callable[[str, Any, Exception], Exception]
+T = TypeVar("T")
 
 
-def _plain_error(name: str, default: Any, err: Exception) -> Exception:
-    return ValueError(f"parameter {name}: {err}")
+def parameter_error(error: type[Exception]) -> ErrorFactory:
+    """An ``ErrorFactory`` raising ``error("parameter <name>: <what ROS said of the value>")``."""
+    return lambda name, _default, err: error(f"parameter {name}: {err}")
+
+
+_plain_error = parameter_error(ValueError)
 
 
 def rclpy_error(name: str, default: Any, err: Exception) -> Exception:
@@ -92,6 +97,44 @@ def declare_parameters(
             values[name] = node.declare_parameter(name, default, desc).value
         except (InvalidParameterTypeException, InvalidParameterValueException) as err:
             raise error(name, default, err) from None
+    return values
+
+
+def read_node_config(
+    node: Node,
+    cls: type[T],
+    specs: ParamSpecs,
+    *,
+    error: ErrorFactory = _plain_error,
+    constraints: Mapping[str, str] | None = None,
+) -> T:
+    """Declare ``specs`` with the defaults of the config dataclass ``cls`` and build it from the values."""
+    return cls(**declare_parameters(node, vars(cls()), specs, error=error, constraints=constraints))
+
+
+def declare_driver_parameters(
+    node: Node,
+    defaults: Mapping[str, Any],
+    specs: ParamSpecs,
+    *,
+    error: type[Exception],
+    wall_clock_why: str,
+    param_error: ErrorFactory = _plain_error,
+    state_range: bool = False,
+) -> dict[str, Any]:
+    """Declare the parameters of a node that serves the driver topics (see :func:`declare_parameters`).
+
+    Such a node keeps wall-clock time, so ``use_sim_time`` is refused (``wall_clock_why`` says why to the
+    user), and it needs a ``world``.
+
+    Raises:
+        error: ``use_sim_time`` is set, or ``world`` is empty; the message names the parameter.
+    """
+    if node.get_parameter("use_sim_time").value:
+        raise error(f"parameter use_sim_time: got true, allowed: false — {wall_clock_why}")
+    values = declare_parameters(node, defaults, specs, error=param_error, state_range=state_range)
+    if not values["world"]:
+        raise error("parameter world: got '', allowed: a bundled world id or a world folder path")
     return values
 
 

@@ -22,12 +22,15 @@ episode (a log-normal gain per episode, one per channel for white balance); the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+
+from r2s2r_sim.ranges import field_interval, within
 
 __all__ = [
     "ColorSensor",
@@ -55,14 +58,14 @@ class DepthSensor:
             origin), or ``None`` to ignore the projector's shadow.
     """
 
-    subpixel_px: float = 0.08
-    baseline_m: float = 0.050
-    depth_unit_m: float = 0.001
-    min_range_m: float = 0.17
-    max_range_m: float = 10.0
-    temporal_fraction: float = 0.5
-    edge_jump: float = 0.04
-    projector_offset_m: float | None = None
+    subpixel_px: float = within(0.08, "[0, 5]")
+    baseline_m: float = within(0.050, "(0, 1]")
+    depth_unit_m: float = within(0.001, "(0, 0.1]")
+    min_range_m: float = within(0.17, "[0, 100]")
+    max_range_m: float = within(10.0, "(0, 100]")
+    temporal_fraction: float = within(0.5, "[0, 1]")
+    edge_jump: float = within(0.04, "(0, 10]")
+    projector_offset_m: float | None = within(None, "[-1, 1]")
 
     def __post_init__(self) -> None:
         if not self.min_range_m < self.max_range_m:
@@ -89,13 +92,13 @@ class ColorSensor:
         motion_blur_samples: renders averaged over the exposure when something moved (0 or 1: no blur).
     """
 
-    full_well_e: float = 6000.0
-    read_noise_e: float = 2.5
-    exposure_drift: float = 0.08
-    white_balance_drift: float = 0.03
-    vignetting: float = 0.25
-    exposure_s: float = 0.0
-    motion_blur_samples: int = 0
+    full_well_e: float = within(6000.0, "[1, 1e7]")
+    read_noise_e: float = within(2.5, "[0, 1e4]")
+    exposure_drift: float = within(0.08, "[0, 2]")
+    white_balance_drift: float = within(0.03, "[0, 2]")
+    vignetting: float = within(0.25, "[0, 0.95]")
+    exposure_s: float = within(0.0, "[0, 0.5]")
+    motion_blur_samples: int = within(0, "[0, 16]")
 
     @property
     def blurs(self) -> bool:
@@ -112,8 +115,8 @@ class FrameTiming:
         drop_probability: chance that a frame is never published (USB/driver drops).
     """
 
-    stamp_jitter_std_s: float = 0.0
-    drop_probability: float = 0.0
+    stamp_jitter_std_s: float = within(0.0, "[0, 1]")
+    drop_probability: float = within(0.0, "[0, 0.99]")
 
 
 class _Reader(Protocol):
@@ -125,42 +128,21 @@ class _Reader(Protocol):
     ) -> float: ...
 
 
-# (field, low, high, low_open) of every number a section may hold.
-_DEPTH_FIELDS = {
-    "subpixel_px": (0.0, 5.0, False),
-    "baseline_m": (0.0, 1.0, True),
-    "depth_unit_m": (0.0, 0.1, True),
-    "min_range_m": (0.0, 100.0, False),
-    "max_range_m": (0.0, 100.0, True),
-    "temporal_fraction": (0.0, 1.0, False),
-    "edge_jump": (0.0, 10.0, True),
-    "projector_offset_m": (-1.0, 1.0, False),
-}
-_COLOR_FIELDS = {
-    "full_well_e": (1.0, 1e7, False),
-    "read_noise_e": (0.0, 1e4, False),
-    "exposure_drift": (0.0, 2.0, False),
-    "white_balance_drift": (0.0, 2.0, False),
-    "vignetting": (0.0, 0.95, False),
-    "exposure_s": (0.0, 0.5, False),
-    "motion_blur_samples": (0.0, 16.0, False),
-}
-_TIMING_FIELDS = {
-    "stamp_jitter_std_s": (0.0, 1.0, False),
-    "drop_probability": (0.0, 0.99, False),
-}
 SECTIONS = frozenset({"depth_sensor", "color_sensor", "frame_timing"})
 
 
-def read_numbers(
-    r: _Reader, value: Any, name: str, fields: Mapping[str, tuple[float, float, bool]]
-) -> dict[str, float]:
-    """The numbers of a profile section, each checked against its ``(low, high, low_open)``."""
+def read_numbers(r: _Reader, value: Any, name: str, cls: type) -> dict[str, float]:
+    """The numbers of a profile section, each checked against the range its field of ``cls`` declares.
+
+    The section may hold only those fields; a declared range must be closed at its high end.
+    """
     data = r.mapping(value, name)
-    r.only(data, set(fields), name)
+    ranges = {f.name: field_interval(cls, f.name) for f in dataclasses.fields(cls)}
+    ranges = {key: interval for key, interval in ranges.items() if interval is not None}
+    r.only(data, set(ranges), name)
     return {
-        key: r.number(data[key], f"{name}.{key}", low, high, low_open=low_open)
-        for key, (low, high, low_open) in fields.items()
+        key: r.number(data[key], f"{name}.{key}", iv.low, iv.high, low_open=iv.low_open)
+        for key, iv in ranges.items()
         if key in data and data[key] is not None
     }
 
@@ -173,19 +155,19 @@ def read_sensor_sections(r: _Reader, top: Mapping[str, Any]) -> SensorEffects:
     """
     depth = color = timing = None
     if top.get("depth_sensor") is not None:
-        values = read_numbers(r, top["depth_sensor"], "depth_sensor", _DEPTH_FIELDS)
+        values = read_numbers(r, top["depth_sensor"], "depth_sensor", DepthSensor)
         try:
             depth = DepthSensor(**values)
         except ValueError as err:
             raise r.fail("depth_sensor", str(err)) from None
     if top.get("color_sensor") is not None:
-        values = read_numbers(r, top["color_sensor"], "color_sensor", _COLOR_FIELDS)
+        values = read_numbers(r, top["color_sensor"], "color_sensor", ColorSensor)
         samples = values.pop("motion_blur_samples", 0.0)
         if samples != int(samples):
             raise r.fail("color_sensor.motion_blur_samples", f"must be a whole number, got {samples}")
         color = ColorSensor(**values, motion_blur_samples=int(samples))
     if top.get("frame_timing") is not None:
-        timing = FrameTiming(**read_numbers(r, top["frame_timing"], "frame_timing", _TIMING_FIELDS))
+        timing = FrameTiming(**read_numbers(r, top["frame_timing"], "frame_timing", FrameTiming))
     return SensorEffects(depth=depth, color=color, timing=timing)
 
 

@@ -78,7 +78,7 @@ from r2s2r_sim.driver_io import (
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.robot_description import RobotDescriptionError
 from r2s2r_sim.robot_state import RobotState, camera_transforms, static_messages
-from r2s2r_sim.ros_params import declare_parameters, node_help, run_node
+from r2s2r_sim.ros_params import declare_driver_parameters, node_help, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class
 from r2s2r_sim.serving import NS, RenderJob, RenderWorker, ServingThreads, variation_hash
 from r2s2r_sim.sim_node_config import (
@@ -190,15 +190,16 @@ class SimNode(Node):
     # ---------------------------------------------------------------------------------- configuration
 
     def _read_parameters(self) -> SimNodeConfig:
-        defaults = SimNodeConfig()
-        if self.get_parameter("use_sim_time").value:
-            raise SimNodeError(
-                "parameter use_sim_time: got true, allowed: false — the sim node produces /clock and runs on "
-                "wall time; set use_sim_time only on the other nodes"
-            )
-        values = declare_parameters(self, vars(defaults), PARAMS, error=param_error, state_range=True)
-        if not values["world"]:
-            raise SimNodeError("parameter world: got '', allowed: a bundled world id or a world folder path")
+        values = declare_driver_parameters(
+            self,
+            vars(SimNodeConfig()),
+            PARAMS,
+            error=SimNodeError,
+            wall_clock_why="the sim node produces /clock and runs on wall time; set use_sim_time only on the "
+            "other nodes",
+            param_error=param_error,
+            state_range=True,
+        )
         return SimNodeConfig(**values)
 
     def _pub(self, key: str, camera: str | None = None) -> Publisher:

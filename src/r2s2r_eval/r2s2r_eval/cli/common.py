@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2s2r_sim.cli import EXIT_BAD_INPUT, bad_input
+from r2s2r_sim.cli import EXIT_BAD_INPUT, bad_input, config_from_args
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -17,6 +17,7 @@ __all__ = [
     "add_bootstrap_options",
     "add_mmrv_option",
     "bad_input",
+    "config_from_args",
     "open_unit",
     "positive_int",
     "progress_bar",

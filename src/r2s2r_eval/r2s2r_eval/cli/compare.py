@@ -17,7 +17,14 @@ from pathlib import Path
 from r2s2r_eval.analysis.compare import CompareSettings, compare
 from r2s2r_eval.analysis.compare_data import CompareError, load_episodes
 from r2s2r_eval.analysis.compare_page import format_summary, write_report
-from r2s2r_eval.cli.common import Subcommand, add_bootstrap_options, add_mmrv_option, bad_input, positive_int
+from r2s2r_eval.cli.common import (
+    Subcommand,
+    add_bootstrap_options,
+    add_mmrv_option,
+    bad_input,
+    config_from_args,
+    positive_int,
+)
 
 __all__ = ["COMMAND", "cmd_compare", "register"]
 
@@ -25,15 +32,8 @@ __all__ = ["COMMAND", "cmd_compare", "register"]
 def cmd_compare(ns: argparse.Namespace) -> int:
     """Run ``r2s2r compare``; 0 on success, 2 on bad input."""
     try:
-        settings = CompareSettings(
-            confidence=ns.confidence,
-            resamples=ns.resamples,
-            seed=ns.seed,
-            n_bins=ns.bins,
-            max_depth=ns.max_depth,
-            mmrv_comparison=ns.mmrv_comparison,
-            allow_different_worlds=ns.allow_different_worlds,
-        )
+        same = ("confidence", "resamples", "seed", "max_depth", "mmrv_comparison", "allow_different_worlds")
+        settings = config_from_args(CompareSettings, ns, same, n_bins=ns.bins)
         if Path(ns.out).exists():  # fail before the work, not after
             raise CompareError(
                 f"{ns.out}: already exists; refusing to overwrite (choose a new output folder)"

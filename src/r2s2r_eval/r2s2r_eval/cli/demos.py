@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_eval.cli.common import Subcommand, bad_input, progress_bar
+from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args, progress_bar
 from r2s2r_eval.learning.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
 from r2s2r_eval.learning.lerobot_format import validate_lerobot_dataset
 from r2s2r_eval.learning.lerobot_video import DatasetError
@@ -52,16 +52,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_demos(ns: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 on bad input, 1 if the written dataset fails validation."""
     try:
-        cfg = DemoConfig(
-            world=ns.world,
-            variations=ns.variations,
-            episodes=ns.episodes,
-            max_attempts=ns.max_attempts,
-            seed=ns.seed,
+        cfg = config_from_args(
+            DemoConfig,
+            ns,
+            ("world", "variations", "episodes", "max_attempts", "seed", "action_noise"),
             image_width=ns.width,
             image_height=ns.height,
             mcap=not ns.no_mcap,
-            action_noise=ns.action_noise,
             expert_kind=ns.expert,
         )
     except DemoError as err:

@@ -26,7 +26,7 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
-from r2s2r_eval.cli.common import Subcommand, bad_input
+from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args
 from r2s2r_eval.episodes.results import ResultsError
 from r2s2r_eval.episodes.sweep import run_sweep
 from r2s2r_eval.episodes.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
@@ -53,18 +53,13 @@ def _config(ns: argparse.Namespace) -> SweepConfig:
         raise SweepError(f"--variations: {err} (world {ns.world})") from None
     except WorldError as err:
         raise SweepError(f"--world: {err}") from None
-    return SweepConfig(
-        world=ns.world,
+    return config_from_args(
+        SweepConfig,
+        ns,
+        ("world", "n", "method", "seed", "repeats", "camera_rate_hz", "max_steps", "render_profile"),
         policies=tuple(parse_policy_spec(p) for p in ns.policy),
         variations=variations,
-        n=ns.n,
-        method=ns.method,
-        seed=ns.seed,
-        repeats=ns.repeats,
-        camera_rate_hz=ns.camera_rate_hz,
-        max_steps=ns.max_steps,
         hardware_profile=None if ns.hardware_profile is None else str(profile_path(ns.hardware_profile)),
-        render_profile=ns.render_profile,
         policy_images=ns.images == "policy",
     )
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_eval.cli.common import Subcommand, bad_input, progress_bar
+from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args, progress_bar
 from r2s2r_eval.learning.lerobot_video import DatasetError
 from r2s2r_eval.learning.train import TrainConfig, TrainError, train
 
@@ -84,26 +84,34 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+# TrainConfig fields given by the option of the same name.
+_SAME_AS_OPTIONS = (
+    "steps",
+    "batch_size",
+    "lr",
+    "seed",
+    "state_noise",
+    "aux_weight",
+    "chunk",
+    "channels",
+    "shift_px",
+    "teacher_forcing_m",
+    "save_every",
+)
+
+
 def cmd_train(ns: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 on bad input."""
     try:
-        cfg = TrainConfig(
-            steps=ns.steps,
-            batch_size=ns.batch_size,
-            lr=ns.lr,
-            seed=ns.seed,
+        cfg = config_from_args(
+            TrainConfig,
+            ns,
+            _SAME_AS_OPTIONS,
             num_threads=ns.threads,
             absolute=not ns.relative,
             time_input=not ns.no_time_input,
-            state_noise=ns.state_noise,
-            aux_weight=ns.aux_weight,
-            chunk=ns.chunk,
-            channels=ns.channels,
-            shift_px=ns.shift_px,
             head_features=not ns.no_head_features,
-            teacher_forcing_m=ns.teacher_forcing_m,
             perception_frames=tuple(str(d) for d in ns.perception_frames),
-            save_every=ns.save_every,
         )
     except TrainError as err:
         return bad_input("train", err)

@@ -30,7 +30,6 @@ __all__ = [
     "EpisodeRunner",
     "RunnerError",
     "control_substeps",
-    "run_episode",
     "sim_cell",
 ]
 
@@ -316,26 +315,4 @@ class EpisodeRunner:
             wall_s=time.perf_counter() - wall0,
             steps=steps,
             metrics={k: float(v) for k, v in metrics.items()},
-        )
-
-
-def run_episode(
-    world: str | Path,
-    policy: Policy,
-    seed: int,
-    *,
-    episode_index: int = 0,
-    control_rate_hz: float | None = None,
-    camera_rate_hz: float | None = None,
-    max_steps: int | None = None,
-) -> EpisodeResult:
-    """Run one episode in a fresh :class:`EpisodeRunner` (see :meth:`EpisodeRunner.run`)."""
-    with EpisodeRunner(world) as runner:
-        return runner.run(
-            policy,
-            seed,
-            episode_index=episode_index,
-            control_rate_hz=control_rate_hz,
-            camera_rate_hz=camera_rate_hz,
-            max_steps=max_steps,
         )

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.variations import Variation, VariationError, sweep_variation
@@ -48,6 +48,9 @@ from r2s2r_eval.episodes.sweep_plan import (
     plan_sweep,
 )
 from r2s2r_eval.policy import Policy, PolicyError, load_policy
+
+if TYPE_CHECKING:
+    from r2s2r_eval.episodes.runner import EpisodeResult
 
 __all__ = [
     "SweepSummary",
@@ -81,17 +84,28 @@ def _variation_record(task: EpisodeTask, variation: Variation | None) -> dict[st
     return record
 
 
-def _failed_row(task: EpisodeTask, reason: str, variation: Variation | None, started_at: str) -> EpisodeRow:
+def _row(
+    task: EpisodeTask,
+    variation: Variation | None,
+    started_at: str,
+    *,
+    result: EpisodeResult | None = None,
+    failure: str = "",
+) -> EpisodeRow:
+    """The stored row of ``task``: its episode's ``result``, or without one a failure for ``failure``.
+
+    A failed episode has no varied world to name, so its row carries the base world's id and hash.
+    """
     return EpisodeRow(
         policy=task.policy.name,
         parameters=dict(task.policy.params),
-        world_id=task.world_id,
-        world_hash=task.world_hash,
+        world_id=task.world_id if result is None else result.world_id,
+        world_hash=task.world_hash if result is None else result.world_hash,
         seed=task.seed,
-        success=False,
-        reason=reason,
-        duration_s=0.0,
-        metrics={},
+        success=result is not None and result.success,
+        reason=failure if result is None else result.reason,
+        duration_s=0.0 if result is None else result.duration_s,
+        metrics={} if result is None else dict(result.metrics),
         started_at=started_at,
         episode_key=task.key,
         variation=_variation_record(task, variation),
@@ -113,7 +127,10 @@ def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
         _worker_runner = None
     if task.hardware_profile is None:
         runner = EpisodeRunner(
-            task.world, variation=variation, render_profile=task.render_profile, policy_images=task.policy_images
+            task.world,
+            variation=variation,
+            render_profile=task.render_profile,
+            policy_images=task.policy_images,
         ).__enter__()
     else:
         from r2s2r_sim.emulated_cell import EmulatedCell
@@ -138,9 +155,9 @@ def run_task(task: EpisodeTask) -> EpisodeRow:
         )
         runner = _runner_for(task, variation)
     except (VariationError, WorldError) as err:
-        return _failed_row(task, f"variation_error: {_error(err)}", variation, started_at)
+        return _row(task, variation, started_at, failure=f"variation_error: {_error(err)}")
     except Exception as err:  # one episode's failure must not end the sweep
-        return _failed_row(task, f"episode_error: {_error(err)}", variation, started_at)
+        return _row(task, variation, started_at, failure=f"episode_error: {_error(err)}")
     try:
         canonical = task.policy.canonical()
         policy = _worker_policies.get(canonical)
@@ -154,21 +171,8 @@ def run_task(task: EpisodeTask) -> EpisodeRow:
             max_steps=task.max_steps,
         )
     except Exception as err:
-        return _failed_row(task, f"episode_error: {_error(err)}", variation, started_at)
-    return EpisodeRow(
-        policy=task.policy.name,
-        parameters=dict(task.policy.params),
-        world_id=result.world_id,
-        world_hash=result.world_hash,
-        seed=task.seed,
-        success=result.success,
-        reason=result.reason,
-        duration_s=result.duration_s,
-        metrics=dict(result.metrics),
-        started_at=started_at,
-        episode_key=task.key,
-        variation=_variation_record(task, variation),
-    )
+        return _row(task, variation, started_at, failure=f"episode_error: {_error(err)}")
+    return _row(task, variation, started_at, result=result)
 
 
 def run_batch(tasks: Sequence[EpisodeTask]) -> list[EpisodeRow]:
@@ -203,7 +207,8 @@ class SweepSummary:
         succeeded: of ``ran``, how many succeeded.
         errors: of ``ran``, how many ended with a variation, episode or worker error.
         wall_s: wall time of the run (s, without setup).
-        keys: every episode key of the sweep, in plan order.
+        keys: every episode key of the sweep, in plan order; an episode resumed from a row stored under
+            one of its ``key_aliases`` is listed under that alias (the key its row has).
     """
 
     total: int
@@ -310,7 +315,8 @@ def run_sweep(
             raise SweepError(f"--results: {err}") from None
         with contextlib.closing(store):  # entered above, so that a bad file is a SweepError
             done = store.episode_keys()
-            pending = [t for t in tasks if t.key not in done]
+            stored = {t.key: _stored_key(t, done) for t in tasks}
+            pending = [t for t in tasks if stored[t.key] not in done]
             counts = {"ok": 0, "err": 0}
             bar = _progress(len(tasks), len(tasks) - len(pending), enabled=progress)
 
@@ -322,7 +328,7 @@ def run_sweep(
                     bar.update(1)
 
             def on_crash(job: Sequence[EpisodeTask], reason: str) -> None:
-                on_rows(job, [_failed_row(t, reason, None, utc_now()) for t in job])
+                on_rows(job, [_row(t, None, utc_now(), failure=reason) for t in job])
 
             t0 = time.perf_counter()
             try:
@@ -346,11 +352,16 @@ def run_sweep(
         succeeded=counts["ok"],
         errors=counts["err"],
         wall_s=wall,
-        keys=tuple(t.key for t in tasks),
+        keys=tuple(stored[t.key] for t in tasks),
     )
 
 
 _ERROR_REASONS = ("variation_error", "episode_error", "worker_crashed")
+
+
+def _stored_key(task: EpisodeTask, done: set[str]) -> str:
+    """The key ``task``'s row is stored under in a store holding ``done``: an alias only if it is there."""
+    return next((k for k in task.key_aliases if k in done and task.key not in done), task.key)
 
 
 def _progress(total: int, initial: int, *, enabled: bool) -> Any:

@@ -30,6 +30,7 @@ __all__ = [
     "episode_key",
     "episode_seed",
     "parse_policy_spec",
+    "path_variations_digest",
     "plan_sweep",
     "variations_digest",
 ]
@@ -158,16 +159,35 @@ class SweepConfig:
 
 
 def variations_digest(config: VariationConfig) -> str:
-    """sha256 of the variation config's content (independent of the file it was read from).
+    """sha256 of the variation config's content, the same wherever its file lies.
 
     An axis that is off and at its defaults is left out, so that an axis a config does not use (e.g.
-    ``dynamics``, off by default) does not change the keys of the episodes of configs without it.
+    ``dynamics``, off by default) does not change the keys of the episodes of configs without it.  The
+    hashed document keeps a ``source`` entry, always null, so that a config built in code and one read
+    from a file with the same content share a digest (and configs built in code keep their keys).
     """
+    return _digest(config, source=None)
+
+
+def path_variations_digest(config: VariationConfig) -> str | None:
+    """The digest that also hashes the path of the file ``config`` was read from; None without a file.
+
+    Results stores written with that digest key their episodes with it, so a sweep resumed from the same
+    file accepts those keys as aliases (:attr:`EpisodeTask.key_aliases`).  A store written from another
+    folder cannot be matched this way: the old path is not recorded in it.
+    """
+    if config.source is None:
+        return None
+    return _digest(config, source=str(config.source))
+
+
+def _digest(config: VariationConfig, *, source: str | None) -> str:
     doc = dataclasses.asdict(config)
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         if dataclasses.is_dataclass(value) and not value.enabled and value == type(value)():
             del doc[f.name]
+    doc["source"] = source
     text = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -224,6 +244,8 @@ class EpisodeTask:
 
     Attributes:
         key: :func:`episode_key`.
+        key_aliases: keys a stored row of this episode may carry instead of ``key``: the key made with
+            :func:`path_variations_digest` when the config was read from a file.
         world: the world folder.
         world_id: the world's id.
         world_hash: hash of the base (unvaried) world.
@@ -259,6 +281,7 @@ class EpisodeTask:
     profile_sha256: str | None = None
     render_profile: str | None = None
     policy_images: bool = True
+    key_aliases: tuple[str, ...] = ()
 
 
 def plan_sweep(
@@ -276,27 +299,31 @@ def plan_sweep(
     if (cfg.hardware_profile is None) != (profile_sha256 is None):
         raise SweepError("plan_sweep: profile_sha256 is needed exactly when hardware_profile is set")
     digest = variations_digest(cfg.variations)
+    alias_digests = [d for d in (path_variations_digest(cfg.variations),) if d is not None and d != digest]
+
+    def key(variations: str, policy: PolicySpec, index: int, repeat: int) -> str:
+        return episode_key(
+            policy=policy,
+            world_hash=world_hash,
+            variations=variations,
+            method=cfg.method,
+            seed=cfg.seed,
+            index=index,
+            repeat=repeat,
+            camera_rate_hz=cfg.camera_rate_hz,
+            max_steps=cfg.max_steps,
+            profile_sha256=profile_sha256,
+            render_profile=cfg.render_profile,
+            policy_images=cfg.policy_images,
+        )
+
     tasks = []
     for index in range(cfg.n):
         for policy in cfg.policies:
             for repeat in range(cfg.repeats):
-                key = episode_key(
-                    policy=policy,
-                    world_hash=world_hash,
-                    variations=digest,
-                    method=cfg.method,
-                    seed=cfg.seed,
-                    index=index,
-                    repeat=repeat,
-                    camera_rate_hz=cfg.camera_rate_hz,
-                    max_steps=cfg.max_steps,
-                    profile_sha256=profile_sha256,
-                    render_profile=cfg.render_profile,
-                    policy_images=cfg.policy_images,
-                )
                 tasks.append(
                     EpisodeTask(
-                        key=key,
+                        key=key(digest, policy, index, repeat),
                         world=str(world_dir),
                         world_id=world_id,
                         world_hash=world_hash,
@@ -315,6 +342,7 @@ def plan_sweep(
                         profile_sha256=profile_sha256,
                         render_profile=cfg.render_profile,
                         policy_images=cfg.policy_images,
+                        key_aliases=tuple(key(d, policy, index, repeat) for d in alias_digests),
                     )
                 )
     return tasks

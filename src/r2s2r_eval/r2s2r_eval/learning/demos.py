@@ -26,6 +26,7 @@ from typing import Any
 
 import cv2
 import numpy as np
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.learning.demo_expert import PrivilegedExpert
@@ -93,16 +94,16 @@ class DemoConfig:
 
     world: str = "tabletop-pick-v1"
     variations: Path | None = None
-    episodes: int = 20
+    episodes: int = within(20, ">= 1")
     max_attempts: int | None = None
-    seed: int = 0
+    seed: int = within(0, ">= 0")
     image_width: int = 96
     image_height: int = 72
-    render_scale: int = 2
-    control_rate_hz: float = 10.0
+    render_scale: int = within(2, "[1, 8]")
+    control_rate_hz: float = within(10.0, "(0, 100]")
     task: str = DEFAULT_TASK
     mcap: bool = True
-    action_noise: float = 0.0
+    action_noise: float = within(0.0, "[0, 0.5] rad")
     expert_kind: str = "privileged"
     expert: ReferenceParams = field(default_factory=ReferenceParams)
     expert_policy: str | None = None
@@ -115,22 +116,13 @@ class DemoConfig:
                 f"expert_policy: {self.expert_policy!r} demonstrates as the 'reference' expert, but "
                 f"expert_kind is {self.expert_kind!r} (the privileged expert does pick-and-place only)"
             )
-        if self.episodes < 1:
-            raise DemoError(f"episodes: must be >= 1, got {self.episodes}")
+        check_fields(self, error=DemoError)
         if self.max_attempts is not None and self.max_attempts < self.episodes:
             raise DemoError(f"max_attempts must be >= episodes: got {self.max_attempts} and {self.episodes}")
-        if self.seed < 0:
-            raise DemoError(f"seed: must be >= 0, got {self.seed}")
         for name in ("image_width", "image_height"):
             v = getattr(self, name)
             if v < 8 or v % 2:
                 raise DemoError(f"{name}: must be an even number >= 8 (px), got {v}")
-        if not 1 <= self.render_scale <= 8:
-            raise DemoError(f"render_scale: must be in [1, 8], got {self.render_scale}")
-        if not (math.isfinite(self.action_noise) and 0 <= self.action_noise <= 0.5):
-            raise DemoError(f"action_noise: must be in [0, 0.5] rad, got {self.action_noise}")
-        if not 0 < self.control_rate_hz <= 100:
-            raise DemoError(f"control_rate_hz: must be in (0, 100], got {self.control_rate_hz}")
 
     @property
     def attempts(self) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_eval.learning.demos import ENV_STATE_NAMES, attempt_seed, downscale
 
@@ -52,20 +53,16 @@ class PerceptionFramesConfig:
 
     world: str = "tabletop-pick-v1"
     variations: Path | None = None
-    worlds: int = 100
-    per_world: int = 20
+    worlds: int = within(100, ">= 1")
+    per_world: int = within(20, ">= 1")
     seed: int = 0
-    image_width: int = 96
-    image_height: int = 72
-    render_scale: int = 2
-    arm_at_start: float = 0.3
+    image_width: int = within(96, ">= 1")
+    image_height: int = within(72, ">= 1")
+    render_scale: int = within(2, ">= 1")
+    arm_at_start: float = within(0.3, "[0, 1]")
 
     def __post_init__(self) -> None:
-        for name in ("worlds", "per_world", "image_width", "image_height", "render_scale"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.arm_at_start <= 1.0:
-            raise ValueError(f"arm_at_start: must be in [0, 1], got {self.arm_at_start}")
+        check_fields(self)
 
 
 def collect_perception_frames(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_eval.learning.lerobot_format import read_episode, read_info
 
@@ -73,42 +74,30 @@ class TrainConfig:
             last state with the same result as one uninterrupted run; 0: none.
     """
 
-    steps: int = 3000
-    batch_size: int = 64
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    shift_px: int = 4
-    color_jitter: float = 0.1
-    val_fraction: float = 0.05
-    seed: int = 0
-    num_threads: int = 2
+    steps: int = within(3000, ">= 1")
+    batch_size: int = within(64, ">= 1")
+    lr: float = within(1e-3, "> 0")
+    weight_decay: float = within(1e-4, ">= 0")
+    shift_px: int = within(4, ">= 0")
+    color_jitter: float = within(0.1, "[0, 1)")
+    val_fraction: float = within(0.05, "[0, 0.5)")
+    seed: int = within(0, ">= 0")
+    num_threads: int = within(2, ">= 1")
     channels: tuple[int, ...] = (16, 32, 32)
     hidden: int = 256
     absolute: bool = True
     time_input: bool = True
-    state_noise: float = 0.0
-    aux_weight: float = 1.0
-    chunk: int = 1
+    state_noise: float = within(0.0, ">= 0")
+    aux_weight: float = within(1.0, ">= 0")
+    chunk: int = within(1, "[1, 100]")
     head_features: bool = True
     teacher_forcing_m: float = 0.0
     perception_frames: tuple[str, ...] = ()
-    save_every: int = 500
+    save_every: int = within(500, ">= 0")
 
     def __post_init__(self) -> None:
+        check_fields(self, error=TrainError)
         checks = (
-            ("steps", self.steps >= 1, ">= 1"),
-            ("batch_size", self.batch_size >= 1, ">= 1"),
-            ("lr", math.isfinite(self.lr) and self.lr > 0, "> 0"),
-            ("weight_decay", self.weight_decay >= 0, ">= 0"),
-            ("shift_px", self.shift_px >= 0, ">= 0"),
-            ("color_jitter", 0 <= self.color_jitter < 1, "in [0, 1)"),
-            ("val_fraction", 0 <= self.val_fraction < 0.5, "in [0, 0.5)"),
-            ("seed", self.seed >= 0, ">= 0"),
-            ("num_threads", self.num_threads >= 1, ">= 1"),
-            ("save_every", self.save_every >= 0, ">= 0"),
-            ("state_noise", math.isfinite(self.state_noise) and self.state_noise >= 0, ">= 0"),
-            ("aux_weight", math.isfinite(self.aux_weight) and self.aux_weight >= 0, ">= 0"),
-            ("chunk", 1 <= self.chunk <= 100, "in [1, 100]"),
             ("head_features", self.head_features or self.aux_weight > 0, "True unless aux_weight > 0"),
             (
                 "teacher_forcing_m",

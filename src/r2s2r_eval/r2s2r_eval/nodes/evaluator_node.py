@@ -46,7 +46,7 @@ from typing import Any, TextIO
 
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
 from r2s2r_sim.liveness import Liveness
-from r2s2r_sim.ros_params import declare_parameters, run_node
+from r2s2r_sim.ros_params import parameter_error, read_node_config, run_node
 from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
@@ -87,17 +87,6 @@ __all__ = [
 ]
 
 
-def _read_config(node: Node) -> EvaluatorConfig:
-    values = declare_parameters(
-        node,
-        vars(EvaluatorConfig()),
-        PARAMETER_DESCRIPTIONS,
-        error=lambda name, _default, err: EvaluatorError(f"parameter {name}: {err}"),
-        constraints=PARAMETER_CONSTRAINTS,
-    )
-    return EvaluatorConfig(**values)
-
-
 class EvaluatorNode(Node):
     """Sequences episodes; the executor runs in a background thread while :meth:`run` waits on futures."""
 
@@ -110,7 +99,13 @@ class EvaluatorNode(Node):
             EvaluatorError: an invalid parameter, or a ``prompt`` hook in real mode without a terminal.
         """
         super().__init__("evaluator_node", **kwargs)
-        cfg = self.config = _read_config(self)
+        cfg = self.config = read_node_config(
+            self,
+            EvaluatorConfig,
+            PARAMETER_DESCRIPTIONS,
+            error=parameter_error(EvaluatorError),
+            constraints=PARAMETER_CONSTRAINTS,
+        )
         self._operator = OperatorPrompt(stdin if stdin is not None else sys.stdin, cfg.operator_timeout_s)
         self.reset_hook = parse_hook(cfg.reset_hook, "reset_hook")
         self.judge_hook = parse_hook(cfg.judge_hook, "judge_hook")

@@ -36,7 +36,7 @@ from typing import Any
 
 from builtin_interfaces.msg import Time
 from r2s2r_sim.dds import use_large_data_transport
-from r2s2r_sim.ros_params import declare_parameters, run_node, spin_single
+from r2s2r_sim.ros_params import parameter_error, read_node_config, run_node, spin_single
 from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
@@ -114,16 +114,6 @@ _DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
 }
 
 
-def _read_config(node: Node) -> PolicyNodeConfig:
-    values = declare_parameters(
-        node,
-        vars(PolicyNodeConfig()),
-        _DESCRIPTIONS,
-        error=lambda name, _default, err: PolicyNodeError(f"parameter {name}: {err}"),
-    )
-    return PolicyNodeConfig(**values)
-
-
 class PolicyNode(Node):
     """Thin adapter: messages in, :class:`Policy` called at the control rate, commands out."""
 
@@ -134,7 +124,9 @@ class PolicyNode(Node):
             PolicyNodeError: an invalid parameter (unknown policy, bad YAML, bad rate, unknown world/camera).
         """
         super().__init__("policy_node", **kwargs)
-        cfg = self.config = _read_config(self)
+        cfg = self.config = read_node_config(
+            self, PolicyNodeConfig, _DESCRIPTIONS, error=parameter_error(PolicyNodeError)
+        )
         params = policy_params_from_yaml(cfg.policy_params, PolicyNodeError)
         try:
             self.policy: Policy = load_policy(cfg.policy, params)

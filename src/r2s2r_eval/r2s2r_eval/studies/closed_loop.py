@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 from r2s2r_sim.hardware_profiles import profile_path
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.variations import with_world_axes
 
 from r2s2r_eval.analysis import failure_regions as fr
@@ -115,26 +116,19 @@ class ClosedLoopConfig:
     world: str = BUNDLED_WORLD
     variations: Path = DEFAULT_VARIATIONS
     policies: tuple[PolicySpec, ...] = FAMILY
-    trials: int = 50
-    camera_rate_hz: float = 1.0
-    max_steps: int = 200
-    workers: int = 2
+    trials: int = within(50, ">= 1")
+    camera_rate_hz: float = within(1.0, "> 0")
+    max_steps: int = within(200, ">= 1")
+    workers: int = within(2, ">= 1")
     real_seed: int = 1
     sim_seed: int = 0
     quick_capture: bool = False
     randomise: bool = True
 
     def __post_init__(self) -> None:
-        if self.trials < 1:
-            raise ValueError(f"trials: must be >= 1, got {self.trials}")
-        if self.workers < 1:
-            raise ValueError(f"workers: must be >= 1, got {self.workers}")
-        if self.max_steps < 1:
-            raise ValueError(f"max_steps: must be >= 1, got {self.max_steps}")
+        check_fields(self)
         if len(self.policies) < 2:
             raise ValueError(f"policies: the comparison needs at least 2, got {len(self.policies)}")
-        if not (math.isfinite(self.camera_rate_hz) and self.camera_rate_hz > 0):
-            raise ValueError(f"camera_rate_hz: must be > 0, got {self.camera_rate_hz}")
 
 
 def operator_variations(path: str | Path) -> Any:

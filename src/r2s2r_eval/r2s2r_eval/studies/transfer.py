@@ -25,10 +25,11 @@ and ``report.md`` under ``--out``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,16 @@ def run_transfer(
         report_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
         (out / "report.md").write_text(format_report(report), encoding="utf-8")
 
+    @contextlib.contextmanager
+    def stage(entry: dict[str, Any], key: str, what: str) -> Iterator[dict[str, Any]]:
+        """One resumable stage: say ``what``, then store what it fills in, with its wall time, and save."""
+        log(what)
+        t0 = time.perf_counter()
+        result: dict[str, Any] = {}
+        yield result
+        entry[key] = {**result, "wall_s": time.perf_counter() - t0}
+        save()
+
     # Every evaluation, of a trained policy or the reference expert, runs under the same limits.
     evaluate = functools.partial(
         evaluate_policy, max_steps=cfg.max_steps, profile=profile, workers=cfg.workers, log=log
@@ -266,51 +277,41 @@ def run_transfer(
         entry = report["ablations"].setdefault(name, {"world": world, "variations": str(variations)})
         data, ckpt = out / "demos" / name, out / "policies" / name
         if "dataset" not in entry:
-            log(f"[{name}] demonstrations: {cfg.demos} in {world} ({cfg.workers} shards)")
-            t0 = time.perf_counter()
-            demo_cfg = DemoConfig(
-                world=world,
-                variations=variations,
-                episodes=cfg.demos,
-                action_noise=cfg.action_noise,
-                expert_kind=cfg.expert,
-                expert_policy=None if study.task == "pick" else study.family[0].name,
-                mcap=False,
-            )
-            shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
-            infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
-            problems = [p for d in shards for p in validate_lerobot_dataset(d)]
-            entry["dataset"] = {
-                "paths": [str(d) for d in shards],
-                "episodes": sum(i["total_episodes"] for i in infos),
-                "frames": sum(i["total_frames"] for i in infos),
-                "attempts": sum(
-                    len((d / "meta/r2s2r_attempts.jsonl").read_text(encoding="utf-8").splitlines())
-                    for d in shards
-                ),
-                "action_noise": cfg.action_noise,
-                "valid": not problems,
-                "problems": problems[:5],
-                "wall_s": time.perf_counter() - t0,
-            }
-            save()
+            what = f"[{name}] demonstrations: {cfg.demos} in {world} ({cfg.workers} shards)"
+            with stage(entry, "dataset", what) as dataset:
+                demo_cfg = DemoConfig(
+                    world=world,
+                    variations=variations,
+                    episodes=cfg.demos,
+                    action_noise=cfg.action_noise,
+                    expert_kind=cfg.expert,
+                    expert_policy=None if study.task == "pick" else study.family[0].name,
+                    mcap=False,
+                )
+                shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
+                infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
+                problems = [p for d in shards for p in validate_lerobot_dataset(d)]
+                dataset["paths"] = [str(d) for d in shards]
+                dataset["episodes"] = sum(i["total_episodes"] for i in infos)
+                dataset["frames"] = sum(i["total_frames"] for i in infos)
+                attempts = [d / "meta/r2s2r_attempts.jsonl" for d in shards]
+                dataset["attempts"] = sum(len(a.read_text(encoding="utf-8").splitlines()) for a in attempts)
+                dataset["action_noise"] = cfg.action_noise
+                dataset["valid"] = not problems
+                dataset["problems"] = problems[:5]
         if cfg.perception_worlds and "perception" not in entry:
-            log(f"[{name}] perception frames: {cfg.perception_worlds} worlds x {cfg.perception_per_world}")
-            t0 = time.perf_counter()
-            pf_cfg = PerceptionFramesConfig(
-                world=world,
-                variations=variations,
-                worlds=cfg.perception_worlds,
-                per_world=cfg.perception_per_world,
-            )
-            pf_dir = out / "perception" / name
-            pf = render_sharded(pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
-            entry["perception"] = {
-                "paths": [str(d) for d in pf],
-                "frames": cfg.perception_worlds * cfg.perception_per_world,
-                "wall_s": time.perf_counter() - t0,
-            }
-            save()
+            what = f"[{name}] perception frames: {cfg.perception_worlds} worlds x {cfg.perception_per_world}"
+            with stage(entry, "perception", what) as perception:
+                pf_cfg = PerceptionFramesConfig(
+                    world=world,
+                    variations=variations,
+                    worlds=cfg.perception_worlds,
+                    per_world=cfg.perception_per_world,
+                )
+                pf_dir = out / "perception" / name
+                pf = render_sharded(pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
+                perception["paths"] = [str(d) for d in pf]
+                perception["frames"] = cfg.perception_worlds * cfg.perception_per_world
         if "train" not in entry:
             log(f"[{name}] training: {cfg.steps} steps")
             if (ckpt / "policy.pt").exists():

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from r2s2r_sim.ranges import within
+
 from r2s2r_eval.policies.scripted.config import FrameParams
-from r2s2r_eval.policy import check_ranges
 
 __all__ = ["DrawerParams"]
 
@@ -29,23 +30,10 @@ class DrawerParams(FrameParams):
             once, at the start).
     """
 
-    perception_noise_m: float = 0.0
-    hook_offset_m: float = 0.025
-    hook_depth_m: float = 0.003
-    open_to_m: float = 0.15
-    pull_speed_m_s: float = 0.08
-    speed: float = 1.0
-    control_rate_hz: float = 10.0
-
-    def __post_init__(self) -> None:
-        checks = (
-            ("perception_noise_m", self.perception_noise_m, 0.0 <= self.perception_noise_m, ">= 0"),
-            ("hook_offset_m", self.hook_offset_m, 0.0 <= self.hook_offset_m <= 0.1, "in [0, 0.1]"),
-            ("hook_depth_m", self.hook_depth_m, -0.05 <= self.hook_depth_m <= 0.1, "in [-0.05, 0.1]"),
-            ("open_to_m", self.open_to_m, 0.0 < self.open_to_m <= 1.0, "in (0, 1]"),
-            ("pull_speed_m_s", self.pull_speed_m_s, 0.0 < self.pull_speed_m_s <= 0.5, "in (0, 0.5]"),
-            ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
-            ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
-            *self.frame_checks(),
-        )
-        check_ranges(checks)
+    perception_noise_m: float = within(0.0, ">= 0")
+    hook_offset_m: float = within(0.025, "[0, 0.1]")
+    hook_depth_m: float = within(0.003, "[-0.05, 0.1]")
+    open_to_m: float = within(0.15, "(0, 1]")
+    pull_speed_m_s: float = within(0.08, "(0, 0.5]")
+    speed: float = within(1.0, "(0, 10]")
+    control_rate_hz: float = within(10.0, "(0, 1000]")

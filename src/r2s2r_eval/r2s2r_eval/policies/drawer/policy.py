@@ -12,8 +12,8 @@ import mujoco
 import numpy as np
 
 from r2s2r_eval.policies.drawer.config import DrawerParams
-from r2s2r_eval.policies.scripted.base import ScriptedPolicy
-from r2s2r_eval.policies.scripted.motion import LINEAR_SPEED, CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
+from r2s2r_eval.policies.scripted.motion import LINEAR_SPEED, CartesianMover
 from r2s2r_eval.policies.scripted.perception import blob_points, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
 from r2s2r_eval.policy import (
@@ -42,7 +42,7 @@ class DrawerPhase(enum.Enum):
     PULL = "pull"
     RELEASE = "release"
     LIFT = "lift"
-    DONE = "done"
+    DONE = "done"  # the fingers have let go of the open drawer and lifted
 
 
 _ORDER = list(DrawerPhase)
@@ -59,12 +59,8 @@ class _DrawerScene:
 
 @lru_cache(maxsize=4)
 def _drawer_scene(world_dir: Path) -> _DrawerScene:
-    from r2s2r_sim.world_config import load_world_config
-
     scene = arm_scene(world_dir)
-    model = scene.model
-    task = load_world_config(world_dir).task
-    assert task is not None  # arm_scene checked it
+    model, task = scene.model, scene.task
     body = model.body(task.object_body).id
     jnt = int(model.body_jntadr[body])
     if jnt < 0 or int(model.jnt_type[jnt]) != int(mujoco.mjtJoint.mjJNT_SLIDE):
@@ -92,7 +88,7 @@ def _drawer_scene(world_dir: Path) -> _DrawerScene:
     )
 
 
-class DrawerPolicy(ScriptedPolicy):
+class DrawerPolicy(ScriptedPolicy, PhasedPolicy):
     """Scripted drawer opening: see the handle once, hook the closed fingers behind its bar, pull, let go.
 
     The handle is segmented by colour and back-projected with depth; its bar's centre is the highest,
@@ -104,23 +100,12 @@ class DrawerPolicy(ScriptedPolicy):
     """
 
     params_type = DrawerParams
+    first_phase = DrawerPhase.PERCEIVE
 
     def __init__(self, params: DrawerParams | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""
         super().__init__(params)
         self._p: DrawerParams = self.params  # type: ignore[assignment]
-        self._info: EpisodeInfo | None = None
-        self._phase = DrawerPhase.PERCEIVE
-
-    @property
-    def phase(self) -> DrawerPhase:
-        """The current phase."""
-        return self._phase
-
-    @property
-    def done(self) -> bool:
-        """True once the fingers have let go of the open drawer and lifted."""
-        return self._phase is DrawerPhase.DONE
 
     @property
     def handle(self) -> np.ndarray | None:
@@ -129,13 +114,9 @@ class DrawerPolicy(ScriptedPolicy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception bias."""
-        self._info = info
+        self._start_script(info)
         self._scene = _drawer_scene(Path(info.world_dir))
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=3)
-        self._phase = DrawerPhase.PERCEIVE
-        self._phase_start = 0.0
-        self._clock = StepClock(info.control_period)
-        self._mover: CartesianMover | None = None
         self._handle: np.ndarray | None = None
         self._goals: dict[DrawerPhase, np.ndarray] = {}
         self._yaw = 0.0

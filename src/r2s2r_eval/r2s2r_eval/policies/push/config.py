@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from r2s2r_sim.ranges import within
+
 from r2s2r_eval.policies.scripted.config import FrameParams
-from r2s2r_eval.policy import check_ranges
 
 __all__ = ["PushParams"]
 
@@ -29,25 +30,13 @@ class PushParams(FrameParams):
             at 5 Hz, to follow the object as it moves.
     """
 
-    perception_noise_m: float = 0.0
-    push_speed_m_s: float = 0.06
-    stop_tolerance_m: float = 0.012
-    push_height_m: float = 0.02
-    speed: float = 1.0
+    perception_noise_m: float = within(0.0, ">= 0")
+    push_speed_m_s: float = within(0.06, "(0, 0.5]")
+    stop_tolerance_m: float = within(0.012, "(0, 0.1]")
+    push_height_m: float = within(0.02, "[0, 0.1]")
+    speed: float = within(1.0, "(0, 10]")
     closed_loop: bool = True
-    control_rate_hz: float = 10.0
+    control_rate_hz: float = within(10.0, "(0, 1000]")
     image_width: int = 320
     image_height: int = 240
     image_rate_hz: float = 5.0
-
-    def __post_init__(self) -> None:
-        checks = (
-            ("perception_noise_m", self.perception_noise_m, 0.0 <= self.perception_noise_m, ">= 0"),
-            ("push_speed_m_s", self.push_speed_m_s, 0.0 < self.push_speed_m_s <= 0.5, "in (0, 0.5]"),
-            ("stop_tolerance_m", self.stop_tolerance_m, 0.0 < self.stop_tolerance_m <= 0.1, "in (0, 0.1]"),
-            ("push_height_m", self.push_height_m, 0.0 <= self.push_height_m <= 0.1, "in [0, 0.1]"),
-            ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
-            ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
-            *self.frame_checks(),
-        )
-        check_ranges(checks)

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r_eval.policies.push.config import PushParams
-from r2s2r_eval.policies.scripted.base import ScriptedPolicy
-from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
+from r2s2r_eval.policies.scripted.motion import CartesianMover
 from r2s2r_eval.policies.scripted.perception import blob_points, flat_marker_centre, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
 from r2s2r_eval.policy import (
@@ -57,7 +57,7 @@ class PushPhase(enum.Enum):
     PUSH = "push"
     RETREAT = "retreat"
     LIFT = "lift"
-    DONE = "done"
+    DONE = "done"  # the tool has backed off and lifted after the push
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,10 @@ class _PushScene:
 
 @lru_cache(maxsize=4)
 def _push_scene(world_dir: Path) -> _PushScene:
-    scene = arm_scene(world_dir)
-    model = scene.model
-    from r2s2r_sim.world_config import TaskType, load_world_config
+    from r2s2r_sim.world_config import TaskType
 
-    task = load_world_config(world_dir).task
-    assert task is not None  # arm_scene checked it
+    scene = arm_scene(world_dir)
+    model, task = scene.model, scene.task
     if task.type is not TaskType.PUSH:
         raise PolicyError(f"push policy: world {world_dir} has a {task.type.value!r} task, not 'push'")
     body = model.body(task.object_body).id
@@ -100,7 +98,7 @@ def _push_scene(world_dir: Path) -> _PushScene:
     )
 
 
-class PushPolicy(ScriptedPolicy):
+class PushPolicy(ScriptedPolicy, PhasedPolicy):
     """Scripted push: approach behind the object, lower the closed fingers, push it to the target, back off.
 
     The object is re-estimated from every frame (its top face, segmented by colour, back-projected with
@@ -115,33 +113,18 @@ class PushPolicy(ScriptedPolicy):
     """
 
     params_type = PushParams
+    first_phase = PushPhase.APPROACH
 
     def __init__(self, params: PushParams | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""
         super().__init__(params)
         self._p: PushParams = self.params  # type: ignore[assignment]
-        self._info: EpisodeInfo | None = None
-        self._phase = PushPhase.APPROACH
-
-    @property
-    def phase(self) -> PushPhase:
-        """The current phase."""
-        return self._phase
-
-    @property
-    def done(self) -> bool:
-        """True once the tool has backed off and lifted after the push."""
-        return self._phase is PushPhase.DONE
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception bias."""
-        self._info = info
+        self._start_script(info)
         self._scene = _push_scene(Path(info.world_dir))
         self._bias = info.rng().normal(0.0, self._p.perception_noise_m, size=2)
-        self._phase = PushPhase.APPROACH
-        self._phase_start = 0.0
-        self._clock = StepClock(info.control_period)
-        self._mover: CartesianMover | None = None
         self._object: np.ndarray | None = None
         self._rejected = 0
         self._dir = np.zeros(2)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from r2s2r_eval.policy import PolicyParams, check_ranges
+from r2s2r_sim.ranges import within
+
+from r2s2r_eval.policy import PolicyParams
 
 __all__ = ["ReferenceParams"]
 
@@ -30,23 +32,15 @@ class ReferenceParams(PolicyParams):
             [0, 10].
     """
 
-    perception_noise_m: float = 0.0
-    grasp_offset_m: float = 0.0
-    speed: float = 1.0
-    control_rate_hz: float = 10.0
+    perception_noise_m: float = within(0.0, ">= 0")
+    grasp_offset_m: float = within(0.0, "[-0.05, 0.1]")
+    speed: float = within(1.0, "(0, 10]")
+    control_rate_hz: float = within(10.0, "(0, 1000]")
     assume_camera_of: str = ""
-    weak_grip_speed: float = 0.35
-    max_regrasps: int = 3
+    weak_grip_speed: float = within(0.35, "(0, 1]")
+    max_regrasps: int = within(3, "[0, 10]")
 
     def __post_init__(self) -> None:
         if isinstance(self.max_regrasps, bool) or not isinstance(self.max_regrasps, int):
             raise ValueError(f"max_regrasps: must be an integer in [0, 10], got {self.max_regrasps!r}")
-        checks = (
-            ("perception_noise_m", self.perception_noise_m, 0.0 <= self.perception_noise_m, ">= 0"),
-            ("grasp_offset_m", self.grasp_offset_m, -0.05 <= self.grasp_offset_m <= 0.1, "in [-0.05, 0.1]"),
-            ("speed", self.speed, 0.0 < self.speed <= 10.0, "in (0, 10]"),
-            ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
-            ("weak_grip_speed", self.weak_grip_speed, 0.0 < self.weak_grip_speed <= 1.0, "in (0, 1]"),
-            ("max_regrasps", self.max_regrasps, 0 <= self.max_regrasps <= 10, "in [0, 10]"),
-        )
-        check_ranges(checks)
+        super().__post_init__()

@@ -15,9 +15,10 @@ from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
-from r2s2r_eval.policies.scripted.motion import CartesianMover, StepClock
+from r2s2r_eval.policies.scripted.base import PhasedPolicy
+from r2s2r_eval.policies.scripted.motion import CartesianMover
 from r2s2r_eval.policies.scripted.scene import arm_scene
-from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
+from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, PolicyError
 
 __all__ = ["Phase", "ReferencePolicy", "SceneModel"]
 
@@ -61,7 +62,7 @@ class Phase(enum.Enum):
     LOWER = "lower"
     OPEN = "open"
     RETREAT = "retreat"
-    DONE = "done"
+    DONE = "done"  # released and retreated, or given up
     RECOVER = "recover"
 
 
@@ -122,16 +123,13 @@ def _nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray,
 
 @lru_cache(maxsize=4)
 def _scene_model(world_dir: Path) -> SceneModel:
-    from r2s2r_sim.world_config import load_world_config
-
     scene = arm_scene(world_dir, "reference")
-    cfg = load_world_config(world_dir)
-    assert cfg.task is not None  # arm_scene checked it
+    cfg, task = scene.config, scene.task
     model, data, arm, base = scene.model, scene.data, scene.arm, scene.base_pose
-    obj = model.body(cfg.task.object_body).id
+    obj = model.body(task.object_body).id
     geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == obj]
     if not geoms:
-        raise PolicyError(f"reference policy: object body {cfg.task.object_body!r} has no geom")
+        raise PolicyError(f"reference policy: object body {task.object_body!r} has no geom")
     geom = geoms[0]
     rgba = model.geom_rgba[geom]
     if int(model.geom_matid[geom]) >= 0:
@@ -141,7 +139,7 @@ def _scene_model(world_dir: Path) -> SceneModel:
         base_pose=base,
         cube_colour=(float(rgba[0]), float(rgba[1]), float(rgba[2])),
         cube_half_size=float(model.geom_size[geom][2]),
-        target=data.site_xpos[model.site(cfg.task.target_site).id].copy(),
+        target=data.site_xpos[model.site(task.target_site).id].copy(),
         gripper_joint=None if cfg.robot.gripper is None else cfg.robot.gripper.joints[0],
         robot_bodies=scene.robot_bodies,
         joint_qpos_adr=tuple(
@@ -172,7 +170,7 @@ def _nearest_equivalent_yaw(yaw: float, reference: float) -> float:
     return yaw + k * math.pi / 2
 
 
-class ReferencePolicy(Policy):
+class ReferencePolicy(PhasedPolicy):
     """Scripted pick-and-place for any arm with a tool frame and a parallel gripper.
 
     See the cube, approach, descend, close, check the grasp, lift a little and watch the grip, lift, carry,
@@ -190,6 +188,7 @@ class ReferencePolicy(Policy):
     """
 
     params_type = ReferenceParams
+    first_phase = Phase.PERCEIVE
     # Tool centre heights (m) above the target: carrying, and releasing (a subclass may place lower).
     carry_height_m = _CARRY_Z_ABOVE_TARGET
     release_height_m = _RELEASE_HEIGHT
@@ -208,21 +207,10 @@ class ReferencePolicy(Policy):
         super().__init__(params)
         self._p: ReferenceParams = self.params  # type: ignore[assignment]
         self._grip = grip if grip is not None else GripMonitor()
-        self._info: EpisodeInfo | None = None
 
     def control_rate_hz(self) -> float:
         """Rate (Hz) the policy asks to be called at."""
         return self._p.control_rate_hz
-
-    @property
-    def phase(self) -> Phase:
-        """The current phase."""
-        return self._phase
-
-    @property
-    def done(self) -> bool:
-        """True once the cube has been released and the arm has retreated, or the policy gave up."""
-        return self._phase is Phase.DONE
 
     @property
     def estimate(self) -> CubeEstimate | None:
@@ -246,15 +234,11 @@ class ReferencePolicy(Policy):
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception noise."""
-        self._info = info
+        self._start_script(info, phase_start=math.nan)
         self._scene = _scene_model(Path(info.world_dir))
         self._rng = info.rng()
         self._noise = self._rng.normal(0.0, self._p.perception_noise_m, size=2)
-        self._phase = Phase.PERCEIVE
-        self._phase_start = math.nan
         self._estimate: CubeEstimate | None = None
-        self._clock = StepClock(info.control_period)
-        self._mover: CartesianMover | None = None
         self._grasp_yaw = 0.0
         self._sag = np.zeros(3)
         self._gripper = info.gripper_command_range[0]

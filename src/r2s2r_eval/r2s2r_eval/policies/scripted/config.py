@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from r2s2r_sim.ranges import within
+
 from r2s2r_eval.policy import ImageRequest, PolicyParams
 
 __all__ = ["FrameParams"]
@@ -19,17 +21,9 @@ class FrameParams(PolicyParams):
             1 Hz) suit a policy that looks once, at the start.
     """
 
-    image_width: int = 640
-    image_height: int = 480
-    image_rate_hz: float = 1.0
-
-    def frame_checks(self) -> tuple[tuple[str, float, bool, str], ...]:
-        """The range checks of the frame fields, for the subclass's ``check_ranges``."""
-        return (
-            ("image_width", self.image_width, self.image_width >= 32, ">= 32"),
-            ("image_height", self.image_height, self.image_height >= 32, ">= 32"),
-            ("image_rate_hz", self.image_rate_hz, 0.0 < self.image_rate_hz <= 100.0, "in (0, 100]"),
-        )
+    image_width: int = within(640, ">= 32")
+    image_height: int = within(480, ">= 32")
+    image_rate_hz: float = within(1.0, "(0, 100]")
 
     def image_request(self) -> ImageRequest:
         """The frames the policy reads: ``image_width`` x ``image_height`` at ``image_rate_hz``."""

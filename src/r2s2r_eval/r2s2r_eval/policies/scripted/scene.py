@@ -9,6 +9,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 from r2s2r_sim.kinematics import KinematicArm
+from r2s2r_sim.world_config import TaskConfig, WorldConfig
 
 from r2s2r_eval.policy import PolicyError
 
@@ -27,6 +28,8 @@ class ArmScene:
         robot_bodies: ids of the robot's bodies (what the camera may see of the arm itself).
         joint_names: the robot's joint names as the driver publishes them (unprefixed).
         prefix: the robot's name prefix in the compiled model.
+        config: the world's configuration (``world.yaml``).
+        task: its task (an arm scene needs one).
     """
 
     arm: KinematicArm
@@ -36,6 +39,8 @@ class ArmScene:
     robot_bodies: frozenset[int]
     joint_names: tuple[str, ...]
     prefix: str
+    config: WorldConfig
+    task: TaskConfig
 
     def site(self, name: str) -> np.ndarray:
         """World position (m) of a site at ``qpos0``."""
@@ -78,4 +83,6 @@ def arm_scene(world_dir: Path, policy: str = "scripted") -> ArmScene:
         robot_bodies=frozenset(world.robot_body_ids),
         joint_names=tuple(world.joint_names),
         prefix=prefix,
+        config=cfg,
+        task=cfg.task,
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from r2s2r_sim.ranges import within
+
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.scripted.config import FrameParams
-from r2s2r_eval.policy import check_ranges
 
 __all__ = ["StackParams"]
 
@@ -22,12 +23,4 @@ class StackParams(ReferenceParams, FrameParams):
             once, at the start).
     """
 
-    release_height_m: float = 0.008
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        checks = (
-            ("release_height_m", self.release_height_m, 0.0 <= self.release_height_m <= 0.1, "in [0, 0.1]"),
-            *self.frame_checks(),
-        )
-        check_ranges(checks)
+    release_height_m: float = within(0.008, "[0, 0.1]")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from r2s2r_eval.policy import PolicyParams, check_ranges
+from r2s2r_sim.ranges import within
+
+from r2s2r_eval.policy import PolicyParams
 
 __all__ = ["TopdownParams"]
 
@@ -25,23 +27,8 @@ class TopdownParams(PolicyParams):
         control_rate_hz: rate (Hz) the policy asks to be called at; in (0, 1000].
     """
 
-    speed: float = 0.15
-    grasp_depth_m: float = 0.02
-    settle_s: float = 0.3
-    min_blob_height_m: float = 0.01
-    control_rate_hz: float = 10.0
-
-    def __post_init__(self) -> None:
-        checks = (
-            ("speed", self.speed, 0.0 < self.speed <= 1.0, "in (0, 1] m/s"),
-            ("grasp_depth_m", self.grasp_depth_m, 0.0 <= self.grasp_depth_m <= 0.05, "in [0, 0.05]"),
-            ("settle_s", self.settle_s, 0.0 <= self.settle_s <= 5.0, "in [0, 5] s"),
-            (
-                "min_blob_height_m",
-                self.min_blob_height_m,
-                0.0 < self.min_blob_height_m <= 0.05,
-                "in (0, 0.05]",
-            ),
-            ("control_rate_hz", self.control_rate_hz, 0.0 < self.control_rate_hz <= 1000.0, "in (0, 1000]"),
-        )
-        check_ranges(checks)
+    speed: float = within(0.15, "(0, 1] m/s")
+    grasp_depth_m: float = within(0.02, "[0, 0.05]")
+    settle_s: float = within(0.3, "[0, 5] s")
+    min_blob_height_m: float = within(0.01, "(0, 0.05]")
+    control_rate_hz: float = within(10.0, "(0, 1000]")

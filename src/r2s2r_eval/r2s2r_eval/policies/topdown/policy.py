@@ -49,12 +49,8 @@ class _Scene:
 
 @lru_cache(maxsize=4)
 def _scene(world_dir: Path) -> _Scene:
-    from r2s2r_sim.world_config import load_world_config
-
     scene = arm_scene(world_dir, "topdown")
-    task = load_world_config(world_dir).task
-    assert task is not None  # arm_scene checked it
-    return _Scene(arm=scene.arm, base_pose=scene.base_pose, target=scene.site(task.target_site))
+    return _Scene(arm=scene.arm, base_pose=scene.base_pose, target=scene.site(scene.task.target_site))
 
 
 class TopdownPolicy(Policy):
