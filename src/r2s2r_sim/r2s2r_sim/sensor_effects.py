@@ -30,10 +30,13 @@ from typing import Any, Protocol
 import numpy as np
 
 __all__ = [
+    "COLOR_FIELDS",
+    "DEPTH_FIELDS",
     "ColorSensor",
     "DepthSensor",
     "FrameTiming",
     "SensorEffects",
+    "SensorState",
     "read_sensor_sections",
 ]
 
@@ -126,7 +129,7 @@ class _Reader(Protocol):
 
 
 # (field, low, high, low_open) of every number a section may hold.
-_DEPTH_FIELDS = {
+DEPTH_FIELDS = {
     "subpixel_px": (0.0, 5.0, False),
     "baseline_m": (0.0, 1.0, True),
     "depth_unit_m": (0.0, 0.1, True),
@@ -136,7 +139,7 @@ _DEPTH_FIELDS = {
     "edge_jump": (0.0, 10.0, True),
     "projector_offset_m": (-1.0, 1.0, False),
 }
-_COLOR_FIELDS = {
+COLOR_FIELDS = {
     "full_well_e": (1.0, 1e7, False),
     "read_noise_e": (0.0, 1e4, False),
     "exposure_drift": (0.0, 2.0, False),
@@ -173,13 +176,13 @@ def read_sensor_sections(r: _Reader, top: Mapping[str, Any]) -> SensorEffects:
     """
     depth = color = timing = None
     if top.get("depth_sensor") is not None:
-        values = read_numbers(r, top["depth_sensor"], "depth_sensor", _DEPTH_FIELDS)
+        values = read_numbers(r, top["depth_sensor"], "depth_sensor", DEPTH_FIELDS)
         try:
             depth = DepthSensor(**values)
         except ValueError as err:
             raise r.fail("depth_sensor", str(err)) from None
     if top.get("color_sensor") is not None:
-        values = read_numbers(r, top["color_sensor"], "color_sensor", _COLOR_FIELDS)
+        values = read_numbers(r, top["color_sensor"], "color_sensor", COLOR_FIELDS)
         samples = values.pop("motion_blur_samples", 0.0)
         if samples != int(samples):
             raise r.fail("color_sensor.motion_blur_samples", f"must be a whole number, got {samples}")
@@ -290,6 +293,25 @@ class SensorState:
             self.start_episode(0)
         self.frame += 1
         return np.random.default_rng([int(self.seed or 0), self.frame])
+
+    def begin_frame(self, seed: int, index: int | None = None) -> np.random.Generator:
+        """The generator of frame ``index`` (None: the next one) of episode ``seed``.
+
+        A new seed starts that episode first.  A server that may drop frames passes the index (its frame
+        count since the episode started), so a frame's noise does not depend on what was dropped before.
+        """
+        if self.seed is None or int(seed) != self.seed:
+            self.start_episode(seed)
+        if index is None:
+            return self.next_frame()
+        self.frame = int(index)
+        return np.random.default_rng([int(self.seed or 0), self.frame])
+
+    def apply(
+        self, rgb: np.ndarray, depth_m: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Colour (uint8 HxWx3) and depth (float m, 0 = no data) of one frame as the sensor delivers them."""
+        return self.color(rgb, rng), self.depth(depth_m, rng)
 
     def drop(self, rng: np.random.Generator) -> bool:
         """Whether this frame is lost by the driver."""
