@@ -171,11 +171,15 @@ def test_colour_gets_noise_and_vignetting(ideal) -> None:  # type: ignore[no-unt
     a, b = rgb.astype(np.float64), frame.rgb.astype(np.float64)
     h, w = a.shape[:2]
     centre = (slice(h // 2 - 30, h // 2 + 30), slice(w // 2 - 30, w // 2 + 30))
-    corner = (slice(0, 40), slice(0, 40))
+    corners = [
+        (rows, cols) for rows in (slice(0, 30), slice(h - 30, h)) for cols in (slice(0, 30), slice(w - 30, w))
+    ]
+    corner = max(corners, key=lambda c: a[c].mean())  # the brightest (the background renders black)
+    assert a[corner].mean() > 20
     ratio_centre = b[centre].mean() / a[centre].mean()
     ratio_corner = b[corner].mean() / a[corner].mean()
     assert ratio_centre == pytest.approx(1.0, abs=0.05)
-    assert ratio_corner == pytest.approx(0.7, abs=0.08)
+    assert ratio_corner == pytest.approx(0.72, abs=0.06)  # 1 - 0.3 r^2, r^2 from 0.9 to 1 in the patch
     assert np.abs(b[centre] - a[centre]).mean() > 0.3  # shot and read noise
 
 
