@@ -11,41 +11,20 @@ from r2s2r_eval.episodes.results import ResultsStore
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.episodes.sweep import run_sweep, run_task
 from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig, plan_sweep
-from r2s2r_eval.policy import Action, EpisodeInfo, ImageRequest, Observation, ObservationKind, Policy
+from r2s2r_eval.policy import ImageRequest, Observation
 from r2s2r_sim.variations import VariationConfig, sample_variation
 from r2s2r_sim.variations.config import SensorVariationConfig
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.worlds import world_path
+from test_runner_images import _Watcher
 
 WORLD = "tabletop-pick-v1"
 SENSOR = dataclasses.replace(VariationConfig().only(), sensor=SensorVariationConfig(enabled=True))
 
 
-class _Watcher(Policy):
-    """Holds the arm still and records what it sees (small images, so the test stays cheap)."""
-
-    requires = frozenset({ObservationKind.JOINT_STATE, ObservationKind.RGB, ObservationKind.DEPTH})
-
-    def control_rate_hz(self) -> float:
-        return 10.0
-
-    def image_request(self) -> ImageRequest | None:
-        return ImageRequest(width=160, height=120, rate_hz=10.0)
-
-    def reset(self, info: EpisodeInfo) -> None:
-        self.info = info
-        self.seen: list[Observation] = []
-
-    def act(self, observation: Observation) -> Action:
-        self.seen.append(observation)
-        return Action(
-            arm_positions=observation.positions(self.info.arm_joint_names),
-            gripper=self.info.gripper_command_range[0],
-        )
-
-
 def _watch(variation_seed: int | None, seed: int) -> list[Observation]:
     policy = _Watcher()
+    policy.request = ImageRequest(width=160, height=120, rate_hz=10.0)  # small, so the test stays cheap
     variation = None if variation_seed is None else sample_variation(SENSOR, variation_seed)
     with EpisodeRunner(WORLD, variation=variation) as runner:
         runner.run(policy, seed=seed, max_steps=3)
