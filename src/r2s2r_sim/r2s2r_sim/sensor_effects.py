@@ -1,8 +1,10 @@
 """What a real RGB-D sensor adds to an ideal render: stereo depth error and holes, colour noise, drift.
 
-Part of the EMULATED HARDWARE (a stand-in for a RealSense D4xx): MuJoCo renders perfect images, a real
-camera does not.  Each effect is a section of the hardware profile and is off when its section is absent,
-so a profile without these sections (the ``ideal`` one) gives exactly MuJoCo's images.
+Used by the EMULATED HARDWARE (a stand-in for a RealSense D4xx) and by the sim's ``sensor`` variation axis
+(``r2s2r_sim.variations.sensor``): MuJoCo renders perfect images, a real camera does not.  In the emulator
+each effect is a section of the hardware profile and is off when its section is absent, so a profile
+without these sections (the ``ideal`` one) gives exactly MuJoCo's images; in the sim the axis draws the
+same parameters per variation (off by default).
 
 Depth follows the active-stereo model of Intel's D400 tuning white paper (Grunnet-Jepsen, Sweetser,
 Woodfill, "Best-Known-Methods for Tuning Intel RealSense D400 Depth Cameras", 2018): depth comes from
