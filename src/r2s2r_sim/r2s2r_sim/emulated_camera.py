@@ -111,7 +111,9 @@ class DistortedRgbdCamera:
         self._sensor = (
             None
             if sensors is None or sensors.ideal
-            else SensorState(sensors, (camera.height, camera.width), camera.intrinsics.fx, camera.intrinsics.k())
+            else SensorState(
+                sensors, (camera.height, camera.width), camera.intrinsics.fx, camera.intrinsics.k()
+            )
         )
         self._episode_seed = episode_seed
         self._history = history
@@ -162,7 +164,9 @@ class DistortedRgbdCamera:
             out_rgb, out_depth = self._sensor.apply(out_rgb, out_depth, rng)
         return out_rgb, depth_to_uint16_mm(out_depth)
 
-    def _blurred(self, data: mujoco.MjData, start: np.ndarray, end_rgb: np.ndarray, samples: int) -> np.ndarray:
+    def _blurred(
+        self, data: mujoco.MjData, start: np.ndarray, end_rgb: np.ndarray, samples: int
+    ) -> np.ndarray:
         """The colour image averaged over ``samples`` states from ``start`` to ``data`` (the exposure).
 
         Depth is left sharp: the depth imagers' global shutter exposes for a fraction of a millisecond.
