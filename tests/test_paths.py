@@ -109,6 +109,26 @@ def test_register_lays_out_what_colcon_would(tmp_path: Path) -> None:
     assert reg.register(package, prefix, bin_dir) == []  # idempotent
 
 
+def test_register_reads_a_package_declared_in_setup_cfg(tmp_path: Path) -> None:
+    # The r2s2r packages declare everything in setup.cfg (data file globs included); setup.py calls setup().
+    src = _package(tmp_path)
+    (src / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (src / "setup.cfg").write_text(
+        "[metadata]\nname = demo_pkg\n"
+        "[options.data_files]\n"
+        "share/ament_index/resource_index/packages = resource/demo_pkg\n"
+        "share/demo_pkg = package.xml\n"
+        "share/demo_pkg/launch = ../../launch/*.*\n"
+        "[options.entry_points]\nconsole_scripts =\n    demo_node = demo_pkg.node:main\n"
+    )
+    package = reg.read_package(src)
+    assert package.name == "demo_pkg" and package.executables == ("demo_node",)
+    assert dict(package.data_files)["share/demo_pkg/launch"] == (tmp_path / "repo/launch/a.launch.py",)
+    prefix = tmp_path / "prefix"
+    assert len(reg.register(package, prefix, _bin(tmp_path))) == 4  # marker, package.xml, launch, node
+    assert (prefix / "share/demo_pkg/launch/a.launch.py").resolve() == tmp_path / "repo/launch/a.launch.py"
+
+
 def test_register_removes_what_setup_py_no_longer_lists(tmp_path: Path) -> None:
     bin_dir, prefix = _bin(tmp_path), tmp_path / "prefix"
     reg.register(reg.read_package(_package(tmp_path)), prefix, bin_dir)

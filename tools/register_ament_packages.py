@@ -7,13 +7,14 @@ executables. This lays out, under a prefix on ``AMENT_PREFIX_PATH`` (the venv, w
 there), what ``colcon build --symlink-install`` would:
 
 - ``share/ament_index/resource_index/packages/<pkg>`` and every other ``data_files`` entry of the
-  package's own ``setup.py`` (``package.xml``, ``launch/``, ``config/``), as symlinks to the checkout,
-  so an edited config file is live at once;
+  package's own ``setup.cfg`` (``package.xml``, ``launch/``, ``config/``), as symlinks to the checkout, so
+  an edited config file is live at once;
 - ``lib/<pkg>/<executable>`` for each console script, as symlinks to the one pip wrote in ``bin/``
   (where ``ros2 run`` and ``launch_ros`` look).
 
-``setup.py`` stays the only list of installed files: colcon installs the same ``data_files``.
-Re-running is idempotent; files an earlier run registered but ``setup.py`` no longer lists are removed.
+The package's setup (``setup.cfg``, read through ``setup.py`` as colcon reads it) stays the only list of
+installed files: colcon installs the same ``data_files``. Re-running is idempotent; files an earlier run
+registered but the setup no longer lists are removed.
 A non-symlink in the way (a regular install of the package in the same prefix) is an error, never
 overwritten.
 
@@ -24,14 +25,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import runpy
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import setuptools
+import setuptools  # noqa: F401  (first: from Python 3.12 on it is what provides distutils)
 
 INDEX = Path("share/ament_index/resource_index/packages")
 
@@ -42,7 +41,7 @@ class RegisterError(RuntimeError):
 
 @dataclass(frozen=True, kw_only=True)
 class Package:
-    """What ``setup.py`` of an ament_python package installs: its name, data files and executables."""
+    """What the setup of an ament_python package installs: its name, data files and executables."""
 
     name: str
     source: Path
@@ -51,27 +50,26 @@ class Package:
 
 
 def read_package(source: Path) -> Package:
-    """Run ``source/setup.py`` with ``setuptools.setup`` replaced by a recorder (nothing is built)."""
+    """Read what ``source/setup.py`` and its ``setup.cfg`` configure, as colcon does (nothing is built)."""
+    from distutils.core import run_setup  # setuptools' own (imported above), as setup.py uses it
+
     setup_py = source / "setup.py"
     if not setup_py.is_file():
         raise RegisterError(f"{setup_py}: not found (an ament_python package needs a setup.py)")
-    recorded: dict[str, Any] = {}
-    real_setup, cwd = setuptools.setup, Path.cwd()
-    setuptools.setup = lambda **kwargs: recorded.update(kwargs)  # type: ignore[assignment]
+    cwd = Path.cwd()
     try:
-        os.chdir(source)  # setup.py files name their data files relative to their own folder
-        runpy.run_path(str(setup_py), run_name="__main__")
+        os.chdir(source)  # setup.cfg and setup.py name their data files relative to their own folder
+        dist = run_setup(str(setup_py), stop_after="config")
     finally:
-        setuptools.setup = real_setup  # type: ignore[assignment]
         os.chdir(cwd)
-    if "name" not in recorded:
-        raise RegisterError(f"{setup_py}: did not call setuptools.setup(name=...)")
-    name = str(recorded["name"])
+    if not dist.metadata.name:
+        raise RegisterError(f"{setup_py}: names no package (setup(name=...) or setup.cfg [metadata] name)")
+    name = str(dist.metadata.name)
     data_files = tuple(
         (dest, tuple((source / src).resolve() for src in files))
-        for dest, files in recorded.get("data_files", [])
+        for dest, files in dist.data_files or []
     )
-    scripts = recorded.get("entry_points", {}).get("console_scripts", [])
+    scripts = (dist.entry_points or {}).get("console_scripts", [])
     executables = tuple(entry.split("=", 1)[0].strip() for entry in scripts)
     if not any(Path(dest) == INDEX for dest, _ in data_files):
         raise RegisterError(f"{setup_py}: data_files has no {INDEX} marker for package '{name}'")

@@ -75,7 +75,7 @@ colcon --log-base build/log build --paths "${paths[@]}" --build-base build --ins
   || { tail -40 build/colcon.out; say "colcon build failed; full output in build/colcon.out"; exit 1; }
 
 # 5. The Python packages, editable, so their console scripts (the nodes and `r2s2r`) are on PATH.
-#    Re-installed when setup.py changes, since entry points (nodes, subcommands, policies) live there.
+#    Re-installed when setup.cfg changes, since entry points (nodes, subcommands, policies) live there.
 for pkg in r2s2r_sim r2s2r_eval r2s2r_capture; do
   pstamp=$VENV/.r2s2r-$pkg
   pwant=$(cat "src/$pkg/setup.py" "src/$pkg/setup.cfg" | sha256sum | cut -c1-16)

@@ -177,6 +177,19 @@ def test_bad_capture_is_refused_and_nothing_written(
     assert list(out.parent.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"min_board_views": 2}, r"min_board_views: must be >= 3, got 2"),
+        ({"min_scene_frames": 0}, r"min_scene_frames: must be >= 1, got 0"),
+        ({"sample_stride": 0}, r"sample_stride: must be >= 1, got 0"),
+    ],
+)
+def test_config_refuses_too_few_views_frames_or_samples(change: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        Real2SimConfig(**change)
+
+
 def test_capture_bag_offers_the_driver_qos(tmp_path: Path) -> None:
     """A capture replays like a recording of the drivers: the QoS of config/interface.yaml is in the bag."""
     from r2s2r_capture.bag_reader import BagReader

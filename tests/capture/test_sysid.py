@@ -68,7 +68,7 @@ def test_excitation_within_limits_and_seeded() -> None:
     assert np.all(np.ptp(q, axis=0) > 0.3)  # every joint moves
     with pytest.raises(IdentificationError, match="joint 'nope' not in the model"):
         excitation_trajectory(model, ["nope"], seed=0)
-    with pytest.raises(IdentificationError, match="max_velocity must be > 0"):
+    with pytest.raises(IdentificationError, match=r"excitation\.max_velocity: must be > 0, got 0\.0"):
         ExcitationConfig(max_velocity=0.0)
 
 

@@ -243,3 +243,17 @@ def test_metrics_reproduce_simpler_published_values(capsys, comparison):
     # The published values, to the three decimals SIMPLER prints.
     assert round(m["pearson"]["value"], 3) == 0.975
     assert round(m["mmrv"]["value"], 3) == 0.031
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"confidence": 1.0}, r"confidence: must be in \(0, 1\), got 1\.0"),
+        ({"resamples": 0}, r"resamples: must be >= 1, got 0"),
+        ({"max_depth": 4}, r"max_depth: must be in \[0, 3\], got 4"),
+        ({"mmrv_comparison": "more"}, r"mmrv_comparison must be 'less' or 'greater': got 'more'"),
+    ],
+)
+def test_settings_refuse_values_out_of_range(change: dict, match: str) -> None:
+    with pytest.raises(CompareError, match=match):
+        CompareSettings(**change)

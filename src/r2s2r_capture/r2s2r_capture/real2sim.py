@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.calibration import extrinsics_from_known_poses
 from r2s2r_capture.errors import (
@@ -91,25 +92,21 @@ class Real2SimConfig:
 
     camera: str = "camera"
     interface: str = ""
-    min_board_views: int = 5
-    min_scene_frames: int = 1
+    min_board_views: int = within(5, ">= 3")
+    min_scene_frames: int = within(1, ">= 1")
     calib_flags: int = 0
     voxel: float = 0.004
     max_object_height: float = 0.3
     fit_kinds: tuple[str, ...] = DEFAULT_FIT_KINDS
     validation_fraction: float = 0.25
     max_iters: int = 30
-    sample_stride: int = 1
+    sample_stride: int = within(1, ">= 1")
     report: bool = True
     world_id: str = "real2sim-v1"
 
     def __post_init__(self) -> None:
         """Validate counts (errors name the field)."""
-        if self.min_board_views < 3 or self.min_scene_frames < 1 or self.sample_stride < 1:
-            raise ValueError(
-                f"min_board_views >= 3, min_scene_frames >= 1 and sample_stride >= 1 required: got "
-                f"{self.min_board_views}, {self.min_scene_frames} and {self.sample_stride}"
-            )
+        check_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.errors import IdentificationError, refuse_existing
 
@@ -130,26 +131,17 @@ class ExcitationConfig:
         ramp_s: smooth start from rest at the centre (s).
     """
 
-    duration_s: float = 20.0
-    rate_hz: float = 100.0
-    base_freq_hz: float = 0.1
-    n_harmonics: int = 5
-    range_fraction: float = 0.5
-    max_velocity: float = 1.0
+    duration_s: float = within(20.0, "> 0")
+    rate_hz: float = within(100.0, "> 0")
+    base_freq_hz: float = within(0.1, "> 0")
+    n_harmonics: int = within(5, ">= 1")
+    range_fraction: float = within(0.5, "(0, 1]")
+    max_velocity: float = within(1.0, "> 0")
     ramp_s: float = 1.0
 
     def __post_init__(self) -> None:
-        """Validate positivity and ranges (errors name the field)."""
-        for name in ("duration_s", "rate_hz", "base_freq_hz", "max_velocity"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise IdentificationError(f"excitation {name} must be > 0: got {value}")
-        if self.n_harmonics < 1:
-            raise IdentificationError(f"excitation n_harmonics must be >= 1: got {self.n_harmonics}")
-        if not 0 < self.range_fraction <= 1:
-            raise IdentificationError(
-                f"excitation range_fraction must be in (0, 1]: got {self.range_fraction}"
-            )
+        """Validate ranges (errors name the field); the ramp must end before the trajectory does."""
+        check_fields(self, error=IdentificationError, prefix="excitation.")
         if not 0 <= self.ramp_s < self.duration_s:
             raise IdentificationError(
                 f"excitation ramp_s must be in [0, duration_s): got {self.ramp_s} and {self.duration_s}"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_eval.analysis import failure_regions as fr
 from r2s2r_eval.analysis import failure_tree as ft
@@ -61,27 +62,21 @@ class CompareSettings:
         allow_different_worlds: compare sides whose world ids differ (a warning instead of an error).
     """
 
-    confidence: float = 0.95
-    resamples: int = 2000
+    confidence: float = within(0.95, "(0, 1)")
+    resamples: int = within(2000, ">= 1")
     seed: int = 0
-    n_bins: int = 5
-    max_depth: int = 2
-    min_leaf: int = 3
-    k: int = 5
-    top_axes: int = 6
-    top_trials: int = 10
+    n_bins: int = within(5, ">= 1")
+    max_depth: int = within(2, f"[0, {ft.MAX_DEPTH}]")
+    min_leaf: int = within(3, ">= 1")
+    k: int = within(5, ">= 1")
+    top_axes: int = within(6, ">= 1")
+    top_trials: int = within(10, ">= 1")
     mmrv_comparison: str = "less"
     allow_different_worlds: bool = False
 
     def __post_init__(self) -> None:
         """Check ranges; the message names the field."""
-        if not 0.0 < self.confidence < 1.0:
-            raise CompareError(f"confidence must be in (0, 1): got {self.confidence}")
-        for name in ("resamples", "n_bins", "min_leaf", "k", "top_axes", "top_trials"):
-            if getattr(self, name) < 1:
-                raise CompareError(f"{name} must be >= 1: got {getattr(self, name)}")
-        if not 0 <= self.max_depth <= ft.MAX_DEPTH:
-            raise CompareError(f"max_depth must be in [0, {ft.MAX_DEPTH}]: got {self.max_depth}")
+        check_fields(self, error=CompareError)
         if self.mmrv_comparison not in ("less", "greater"):
             raise CompareError(f"mmrv_comparison must be 'less' or 'greater': got {self.mmrv_comparison!r}")
 

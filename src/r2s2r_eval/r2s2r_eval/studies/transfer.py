@@ -314,10 +314,7 @@ def run_transfer(
                 perception["frames"] = cfg.perception_worlds * cfg.perception_per_world
         if "train" not in entry:
             log(f"[{name}] training: {cfg.steps} steps")
-            if (ckpt / "policy.pt").exists():
-                cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
-                entry["train"] = cfg_json["result"]
-            else:
+            if not (ckpt / "policy.pt").exists():  # an earlier run's checkpoint is reused (resuming)
                 train(
                     [Path(p) for p in entry["dataset"]["paths"]],
                     ckpt,
@@ -337,8 +334,7 @@ def run_transfer(
                     ),
                     progress=lambda k, loss: log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
                 )
-                cfg_json = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))
-                entry["train"] = cfg_json["result"]
+            entry["train"] = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))["result"]
             save()
         # Where each policy is scored: the emulated hardware as captured, and with an operator's changes
         # between trials (object pose, lighting, clutter, as in `make closed-loop`); the bundled world with
