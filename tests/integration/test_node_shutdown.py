@@ -14,10 +14,13 @@ from typing import Any
 
 import pytest
 import rclpy
+from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ros_params import spin_until_shutdown
+from r2s2r_sim.ros_qos import interface_class, qos_profile
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
+from ros_probe import RosProbe, open_probe, wait_for
 
 
 @pytest.mark.parametrize("executor_type", [MultiThreadedExecutor, SingleThreadedExecutor])
@@ -120,3 +123,75 @@ def test_sim_node_started_with_sigint_ignored_stops_on_a_sigint_during_start_up(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ------------------------------------------------------------- SIGINT while the policy node spins
+
+
+def _feed_joint_states(probe: RosProbe, stop: threading.Event) -> None:
+    """Publish joint states at about 500 Hz: the node is nearly always taking one when a signal lands."""
+    spec = probe.iface.topic_spec("joint_states")
+    pub = probe.node.create_publisher(
+        interface_class(spec.type), probe.iface.topic("joint_states"), qos_profile(spec.qos)
+    )
+    msg = interface_class(spec.type)(name=["shoulder_pan"], position=[0.0])
+    while not stop.is_set() and probe.context.ok():
+        msg.header.stamp = probe.node.get_clock().now().to_msg()
+        pub.publish(msg)
+        stop.wait(0.002)  # pacing (about 500 Hz), not a wait for anything
+
+
+@pytest.mark.parametrize("signals", [1, 2, 5])
+def test_policy_node_exits_0_without_traceback_on_sigint(
+    processes: Any, ros_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, signals: int
+) -> None:
+    """SIGINT once the node spins: one (the launcher's), two or a burst.
+
+    Two reach a node when a terminal's Ctrl-C goes to the launcher and the node, which the launcher then
+    signals. Spinning, the node takes joint states: Python's ``KeyboardInterrupt`` inside rclpy's pybind11
+    ``take_message`` came out as ``RuntimeError`` (exit 1), and a second one in ``destroy_node`` (exit -2).
+    """
+    import signal
+    import subprocess
+
+    probe_gen = open_probe(lambda d: RosProbe(d, "sigint_probe", load_interface()), ros_env, monkeypatch)
+    probe = next(probe_gen)
+    stop = threading.Event()
+    feeder = threading.Thread(target=_feed_joint_states, args=(probe, stop), daemon=True)
+    try:
+        started = threading.Event()
+        proc = processes.start(["policy_node", "--ros-args", "-p", "autostart:=true"])
+        lines: list[str] = []
+
+        def read() -> None:
+            for line in proc.stdout:
+                lines.append(line)
+                if "autostart seed" in line:  # constructed: it spins next
+                    started.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        feeder.start()
+        assert started.wait(timeout=120.0), f"policy_node did not start within 120 s:\n{''.join(lines)}"
+        # The joint-state subscription matched the feeder: the node is taking messages.
+        wait_for(lambda: probe.node.count_subscribers(probe.iface.topic("joint_states")) > 0, 60.0,
+                 "policy_node's joint_states subscription")
+        for _ in range(signals):
+            if proc.poll() is not None:
+                break
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=0.02)  # the next signal lands wherever the shutdown has got to
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            proc.wait(timeout=60.0)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"policy_node still running 60 s after SIGINT:\n{''.join(lines)}")
+        reader.join(timeout=10.0)
+        out = "".join(lines)
+        assert proc.returncode == 0 and "Traceback" not in out, (proc.returncode, out)
+    finally:
+        stop.set()
+        feeder.join(timeout=5.0)
+        next(probe_gen, None)

@@ -10,7 +10,9 @@ the nodes' console scripts.
 from __future__ import annotations
 
 import faulthandler
+import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -193,18 +195,34 @@ def shut_down_executor(executor: Executor, timeout_s: float = EXECUTOR_SHUTDOWN_
         pool.shutdown(wait=finished, cancel_futures=True)
 
 
-def spin_multithreaded(node: Node) -> None:
-    """Spin ``node`` on a two-thread ``MultiThreadedExecutor`` until shutdown (see spin_until_shutdown)."""
-    executor = MultiThreadedExecutor(num_threads=2, context=node.context)
+def _spin_new_executor(node: Node, make: Callable[[], Executor]) -> None:
+    """Build an executor with ``make`` and spin ``node`` on it, unless a signal already shut the context down.
+
+    Why the check first: an executor's guard condition cannot be created on a shut-down context, and the
+    half-built executor's ``__del__`` then prints a traceback ("no attribute '_sigint_gc'") to stderr. A
+    signal landing between the check and the creation still fails the same way; that is taken as the
+    shutdown it is.
+    """
+    if not node.context.ok():
+        return
+    try:
+        executor = make()
+    except RCLError:
+        if node.context.ok():
+            raise
+        return
     executor.add_node(node)
     spin_until_shutdown(executor)
+
+
+def spin_multithreaded(node: Node) -> None:
+    """Spin ``node`` on a two-thread ``MultiThreadedExecutor`` until shutdown (see spin_until_shutdown)."""
+    _spin_new_executor(node, lambda: MultiThreadedExecutor(num_threads=2, context=node.context))
 
 
 def spin_single(node: Node) -> None:
     """Spin ``node`` on a ``SingleThreadedExecutor`` until shutdown; ``rclpy.spin`` with the bounded wait."""
-    executor = SingleThreadedExecutor(context=node.context)
-    executor.add_node(node)
-    spin_until_shutdown(executor)
+    _spin_new_executor(node, lambda: SingleThreadedExecutor(context=node.context))
 
 
 def node_help(
@@ -250,6 +268,7 @@ def run_node(
     spin: Callable[[Any], int | None] = spin_multithreaded,
     errors: tuple[type[BaseException], ...] = (ValueError, RuntimeError),
     help_text: Callable[[], str] | None = None,
+    quiet_sigint: bool = False,
 ) -> int:
     """Init rclpy, build the node, ``spin(node)`` and shut down; return the exit code.
 
@@ -257,6 +276,10 @@ def run_node(
     ``spin`` returns (None: 0). Ctrl-C and an external shutdown end the run quietly (0), also when the
     signal lands while the node is being built: rclpy then fails with ``RCLError`` (a ``RuntimeError``:
     "the given context is not valid") in whatever the constructor or the executor was creating.
+
+    ``quiet_sigint`` (for a ``spin`` that ends when the context shuts down, as :func:`spin_single` and
+    :func:`spin_multithreaded` do): SIGINT only shuts the context down, as rclpy's handler does, and
+    raises no ``KeyboardInterrupt`` (see :func:`_stop_on_sigint`).
     """
     if help_requested(args):
         # Answer --help with the parameters instead of starting the node.
@@ -266,12 +289,15 @@ def run_node(
     # that dies on its way out.
     if not faulthandler.is_enabled():
         faulthandler.enable()
+    interrupted = _stop_on_sigint() if quiet_sigint else None
     # Jazzy's rclpy.init() returns None (the context-manager form arrived in Kilted), hence try/finally.
     rclpy.init(args=args)
     context = rclpy.get_default_context()
     code = 0
     node: Node | None = None
     try:
+        if interrupted is not None and interrupted.is_set():
+            return 0  # Ctrl-C before rclpy's handler was there to shut the context down
         try:
             node = factory()
         except errors as err:
@@ -291,4 +317,25 @@ def run_node(
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        if interrupted is not None:
+            # Nothing is left to stop: a late Ctrl-C (a terminal's, after the launcher's) must not kill
+            # the exiting interpreter, which puts SIGINT back to SIG_DFL but leaves an ignored one ignored.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
+
+
+def _stop_on_sigint() -> threading.Event:
+    """Make SIGINT set the returned event instead of raising ``KeyboardInterrupt``; before ``rclpy.init``.
+
+    Why: rclpy's SIGINT handler shuts the context down (which ends the spin) and then calls the handler it
+    found, Python's, which raises ``KeyboardInterrupt`` wherever the main thread is. Inside a pybind11 call
+    (``take_message`` converting a message to Python) that exception is lost and becomes ``RuntimeError:
+    Unable to convert call argument '0' to Python object``: exit 1 with a traceback. A second SIGINT (a
+    terminal's Ctrl-C reaches both the launcher and the node, which the launcher then signals) raised it
+    again in ``destroy_node``. With this handler installed first, rclpy chains to it and the context's
+    shutdown alone ends the run; SIGTERM, then SIGKILL, stop a node stuck in a callback.
+    """
+    interrupted = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda _signum, _frame: interrupted.set())
+    return interrupted

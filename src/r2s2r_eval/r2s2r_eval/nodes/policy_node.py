@@ -400,4 +400,11 @@ def _policy_done(policy: Policy) -> bool:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the policy node until interrupted; returns 1 on a configuration error."""
     use_large_data_transport()  # before init: Fast DDS reads the profile at participant creation
-    return run_node(PolicyNode, args, "policy_node", spin=spin_single, errors=(PolicyNodeError, ValueError))
+    return run_node(
+        PolicyNode,
+        args,
+        "policy_node",
+        spin=spin_single,
+        errors=(PolicyNodeError, ValueError),
+        quiet_sigint=True,
+    )
