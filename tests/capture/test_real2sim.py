@@ -27,6 +27,7 @@ from r2s2r_sim.variations import (  # noqa: E402
     make_world,
     sample_variation,
 )
+from r2s2r_sim.variations.config import SensorVariationConfig  # noqa: E402
 from r2s2r_sim.world import SimWorld  # noqa: E402
 
 from r2s2r_capture import bench_real2sim as B  # noqa: E402
@@ -108,7 +109,8 @@ def _check_world_variations(run: dict) -> None:
     """The world's variation defaults: every identified parameter over a range around its fit, seeded."""
     world_dir = run["result"].world_dir
     cfg = for_world(load_variation_config(world_dir / "variations.yaml"), world_dir)
-    assert cfg.enabled_axes() == ("physics", "camera", "dynamics")
+    assert cfg.enabled_axes() == ("physics", "camera", "dynamics", "sensor")
+    assert cfg.sensor == SensorVariationConfig(enabled=True)  # a camera's noise is not identified
     fitted, std = run["result"].sysid["fitted"], run["result"].sysid["std"]
     ranges = {p.name: p.range for p in cfg.dynamics.parameters}
     assert set(ranges) == set(fitted)

@@ -5,13 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 
+from r2s2r_sim.camera_frames import CameraFrames  # noqa: E402
+from r2s2r_sim.rendering import depth_to_uint16_mm  # noqa: E402
 from r2s2r_sim.sim_node import variation_hash  # noqa: E402
-from r2s2r_sim.variations import AXES, load_variation_config, make_world, sample_variation  # noqa: E402
+from r2s2r_sim.variations import (  # noqa: E402
+    AXES,
+    load_variation_config,
+    make_world,
+    parse_variation_text,
+    sample_variation,
+)
 from r2s2r_sim.world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 from test_sim_interface import (  # noqa: E402
@@ -25,6 +34,8 @@ from test_sim_interface import (  # noqa: E402
     stop,
     wait_for,
 )
+
+from r2s2r_sim import ros_conversions as conv  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +65,7 @@ def test_reset_rebuilds_the_varied_world(processes: Any, probe: Probe, tmp_path:
     # Lockstep without a policy: the node holds each observation (cheap), services keep working.
     out = start_sim(processes, f"world:={WORLD}", "lockstep:=true", "control_rate_hz:=10.0")
     color = probe.subscribe("color_image", CAMERA, keep=2)
+    depth = probe.subscribe("depth_image", CAMERA, keep=2)
     info = probe.subscribe("color_info", CAMERA)
     wait_for(lambda: probe.count(info), STARTUP_S, "the first camera info")
 
@@ -71,11 +83,36 @@ def test_reset_rebuilds_the_varied_world(processes: Any, probe: Probe, tmp_path:
         wait_for(lambda: any(stamp_ns(m) == stamp_ns(first) for _, m in probe.msgs(color)), 10, "its image")
         return resp, first
 
+    def depth_mm(cam_info: Any) -> np.ndarray:
+        stamp = stamp_ns(cam_info)
+        msg = wait_for(
+            lambda: next((m for _, m in probe.msgs(depth) if stamp_ns(m) == stamp), None),
+            10,
+            "its depth image",
+        )
+        return conv.image_to_numpy(msg)
+
     base_hash = SimWorld(world_path(WORLD)).world_hash
     base, base_info = reset(3)
     assert base.success, base.message
     assert base.world_hash == base_hash
     assert base.variation_hash == variation_hash(base_hash, "", 3)
+    ideal = depth_mm(base_info)
+
+    # The sensor axis keeps the model and gives the frames D4xx depth effects, drawn as in process: the
+    # node renders through the runner's CameraFrames (the reset observation is frame 0 of episode 3).
+    sensed, sensed_info = reset(3, only("sensor"))
+    assert sensed.success and sensed.world_hash == base_hash, sensed.message
+    noisy = depth_mm(sensed_info)
+    assert np.count_nonzero(noisy == 0) > np.count_nonzero(ideal == 0)
+    world = make_world(world_path(WORLD), sample_variation(parse_variation_text(only("sensor")), 3))
+    world.reset(3)
+    cam = world.config.cameras[0]
+    mjcf = world.model.camera(world.camera_id(cam.name)).name
+    profile = world.config.render_profile(cam, None)
+    with CameraFrames(world.model, mjcf, cam, profile, sensors=world.sensors) as frames:
+        expected = depth_to_uint16_mm(frames.render(world.data, episode=(3, 0)).depth)
+    assert np.mean(noisy == expected) > 0.99
 
     for axis, seed in (("physics", 3), ("camera", 5)):
         text = only(axis)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import textwrap
+import threading
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -129,6 +135,60 @@ def test_renderer_errors() -> None:
         renderer.render(w.data, "realsense")
     with pytest.raises(RenderError, match="entered twice"):
         renderer.__enter__()
+
+
+def test_renderer_refuses_another_thread() -> None:
+    """A GL context is made current, used and freed on the thread that entered the renderer."""
+    w = SimWorld(BUNDLED)
+    errors: list[BaseException] = []
+
+    def elsewhere(call: Any) -> None:
+        try:
+            call()
+        except BaseException as err:  # noqa: BLE001 - handed back to the test thread
+            errors.append(err)
+
+    with RgbdRenderer(w.model, 64, 48) as renderer:
+        for call in (lambda: renderer.render(w.data, "realsense"), renderer.close):
+            thread = threading.Thread(target=elsewhere, args=(call,))
+            thread.start()
+            thread.join(timeout=30)
+            assert not thread.is_alive(), "the other thread did not return within 30 s"
+        rgb, _ = renderer.render(w.data, "realsense")  # still open and usable on its own thread
+        assert rgb.shape == (48, 64, 3)
+    assert len(errors) == 2
+    for err in errors:
+        assert isinstance(err, RenderError)
+        assert re.search(r"called on thread \d+, but its GL context belongs to thread \d+", str(err))
+    with pytest.raises(RenderError, match="after close"):
+        renderer.render(w.data, "realsense")
+
+
+def test_renderer_left_open_is_closed_before_the_display_goes(tmp_path: Path) -> None:
+    """A renderer never closed is freed at exit on its thread, before MuJoCo terminates the EGL display."""
+    script = tmp_path / "leak.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import atexit
+            state = {{}}
+            # Registered first, so it runs last: after the renderers' exit hook and MuJoCo's display teardown.
+            atexit.register(lambda: print("closed at exit:", state["r"]._gl is None, flush=True))
+            from r2s2r_sim.rendering import RgbdRenderer
+            from r2s2r_sim.world import SimWorld
+            w = SimWorld({str(BUNDLED)!r})
+            state["r"] = RgbdRenderer(w.model, 64, 48).__enter__()
+            state["r"].render(w.data, "realsense")
+            """
+        ),
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-X", "faulthandler", str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "closed at exit: True" in proc.stdout, proc.stdout + proc.stderr
+    assert "Exception ignored" not in proc.stderr, proc.stderr
 
 
 def test_depth_to_uint16_mm() -> None:

@@ -33,6 +33,7 @@ from r2s2r_sim.variations.config import (
     ClutterShape,
     DynamicsVariationConfig,
     ParameterRange,
+    SensorVariationConfig,
 )
 from r2s2r_sim.variations.engine import dimension_names, sobol_points
 from r2s2r_sim.world import SimWorld
@@ -53,7 +54,10 @@ DYNAMICS = DynamicsVariationConfig(
     ),
 )
 CONFIG_NONEMPTY = dataclasses.replace(
-    CONFIG, clutter=dataclasses.replace(CONFIG.clutter, count=(1, 4)), dynamics=DYNAMICS
+    CONFIG,
+    clutter=dataclasses.replace(CONFIG.clutter, count=(1, 4)),
+    dynamics=DYNAMICS,
+    sensor=SensorVariationConfig(enabled=True),
 )
 
 
@@ -72,9 +76,9 @@ def _finite_rollout(world: SimWorld, steps: int = 100) -> None:
 
 
 def test_registry_holds_every_axis_and_applies_them_in_config_order() -> None:
-    order = ("appearance", "objects", "clutter", "physics", "robot_state", "camera", "dynamics")
+    order = ("appearance", "objects", "clutter", "physics", "robot_state", "camera", "dynamics", "sensor")
     assert set(AXES) == set(AXIS_NAMES) and AXIS_NAMES == order
-    assert CONFIG.enabled_axes() == order[:-1]  # dynamics is off unless a config turns it on
+    assert CONFIG.enabled_axes() == order[:-2]  # dynamics and sensor are off unless a config turns them on
     assert CONFIG_NONEMPTY.enabled_axes() == order
     assert tuple(n.split(".")[0] for n in dimension_names(CONFIG_NONEMPTY)) == tuple(
         a for a in order for _ in AXES[a].dims(CONFIG_NONEMPTY.axis(a))
@@ -114,7 +118,11 @@ def test_axis_alone_is_deterministic_and_changes_the_world(axis: str, base_world
 
     wa, wa_again, wb = make_world(BUNDLED, a), make_world(BUNDLED, a_again), make_world(BUNDLED, b)
     assert wa.world_hash == wa_again.world_hash
-    if axis == "robot_state":  # start offsets act at reset, the model stays the base one
+    if axis == "sensor":  # the effects act on rendered frames, the model stays the base one
+        assert wa.world_hash == base_world.world_hash == wb.world_hash
+        assert wa.sensors is not None and wa.sensors == wa_again.sensors != wb.sensors
+        assert base_world.sensors is None
+    elif axis == "robot_state":  # start offsets act at reset, the model stays the base one
         assert wa.world_hash == base_world.world_hash
         base_world.reset(0)
         wa.reset(0)

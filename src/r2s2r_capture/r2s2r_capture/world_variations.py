@@ -16,10 +16,14 @@ clutter) are a study's own axes and stay off here:
 - **physics** (priors; the capture measures neither): the task object's and table's friction scale
   :data:`FRICTION_PRIOR` and the task object's mass scale :data:`MASS_PRIOR`.  Servo gains and joint
   damping are left to the dynamics axis (scale 1).
+- **sensor** (documented ranges; a capture does not identify a camera's noise): the sim's camera frames
+  get D4xx depth noise and holes and a colour imager's noise, exposure and white balance drawn from the
+  axis's default ranges (:func:`sensor_ranges`, the spread of public datasheets).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +39,7 @@ __all__ = [
     "MASS_PRIOR",
     "Z95",
     "parameter_range",
+    "sensor_ranges",
     "world_variations",
     "write_world_variations",
 ]
@@ -55,6 +60,14 @@ def parameter_range(value: float, std: float, bounds: tuple[float, float]) -> tu
     if not math.isfinite(std):
         return float(lo), float(hi)
     return float(max(lo, value - Z95 * std)), float(min(hi, value + Z95 * std))
+
+
+def sensor_ranges() -> dict[str, Any]:
+    """The ``sensor`` axis, on, with every default range written out (what the world's file documents)."""
+    from r2s2r_sim.variations.config import SensorVariationConfig
+
+    doc = dataclasses.asdict(SensorVariationConfig(enabled=True))
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in doc.items()}
 
 
 def _fovy_std_deg(fy: float, height: int, std_fy: float) -> float:
@@ -118,6 +131,7 @@ def world_variations(
             "fovy_jitter": Z95 * _fovy_std_deg(fy, height, intrinsics.std_fx_fy_px[1]),
         },
         "dynamics": {"enabled": True, "parameters": parameters},
+        "sensor": sensor_ranges(),
     }
 
 
@@ -126,7 +140,9 @@ _HEADER = """\
 # pin down (schema: config/variations.yaml).  dynamics: each identified parameter over its fitted value
 # +- 1.96 standard errors of the identification (identification/sysid.yaml), clipped to the fit's bounds.
 # camera: +- 1.96 standard errors of the calibration.  physics: priors (friction and mass are not measured
-# by the capture; +-30 %).  An operator's changes (object poses, lighting, clutter) are a study's axes.
+# by the capture; +-30 %).  sensor: a camera's noise is not identified, so the sim's frames get D4xx depth
+# and colour-imager effects drawn from documented ranges (docs/world_variations.md).  An operator's changes
+# (object poses, lighting, clutter) are a study's axes.
 """
 
 

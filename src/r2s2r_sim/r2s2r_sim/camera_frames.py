@@ -1,4 +1,10 @@
-"""Camera frames for in-process runs: drawn with the run's render profile at the size the policy reads."""
+"""Camera frames of the sim: drawn with a render profile at the size the consumer reads, with sensor effects.
+
+The one place the simulated world's camera frames are made, for the in-process runner (and sweeps) and for
+the sim node alike.  A world drawn with the ``sensor`` variation axis gets its effects here, after the
+render (and the supersampling), with the noise of each frame drawn from the episode's seed and the
+frame's index in the episode (``r2s2r_sim.sensor_effects.SensorState``).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import numpy as np
 from r2s2r_sim.closing import Closing
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics
+from r2s2r_sim.sensor_effects import SensorEffects, SensorState
 from r2s2r_sim.world_config import CameraConfig
 
 __all__ = ["CameraFrames", "Frame", "ImageSize", "frame_size"]
@@ -76,16 +83,34 @@ class CameraFrames(Closing):
     """
 
     def __init__(
-        self, model: mujoco.MjModel, mjcf_camera: str, camera: CameraConfig, profile: RenderProfile
+        self,
+        model: mujoco.MjModel,
+        mjcf_camera: str,
+        camera: CameraConfig,
+        profile: RenderProfile,
+        *,
+        sensors: SensorEffects | None = None,
     ) -> None:
-        """Remember what to draw; no GL resources are made until the first :meth:`render`."""
+        """Remember what to draw; no GL resources are made until the first :meth:`render`.
+
+        ``sensors``: the effects every frame gets (None or ideal: MuJoCo's images, untouched).
+        """
         self._model = model
         self._mjcf_camera = mjcf_camera
         self.camera = camera
         self.profile = profile
+        self.sensors = None if sensors is None or sensors.ideal else sensors
         self._renderers: dict[tuple[int, int], RgbdRenderer] = {}
         self._k: dict[tuple[int, int], np.ndarray] = {}
+        self._sensor_states: dict[tuple[int, int], SensorState] = {}
+        self._seed = 0
         self.renders = 0
+
+    def start_episode(self, seed: int) -> None:
+        """Start the sensor's episode ``seed``: its exposure, white balance and fixed depth pattern."""
+        self._seed = int(seed)
+        for state in self._sensor_states.values():
+            state.start_episode(self._seed)
 
     def close(self) -> None:
         """Release the GL contexts."""
@@ -101,12 +126,29 @@ class CameraFrames(Closing):
             self._renderers[key] = renderer
         return renderer
 
-    def render(self, data: mujoco.MjData, request: ImageSize | None = None) -> Frame:
+    def prepare(self, request: ImageSize | None = None) -> None:
+        """Make the renderer of ``request``'s size now (on the rendering thread), so a bad size fails early.
+
+        Raises:
+            WorldError: the drawn size exceeds the model's offscreen buffer.
+        """
+        width, height = frame_size(self.camera, self.profile, request)
+        s = 1 if request is None else request.supersample
+        self._renderer(width * s, height * s)
+
+    def render(
+        self,
+        data: mujoco.MjData,
+        request: ImageSize | None = None,
+        *,
+        episode: tuple[int, int] | None = None,
+    ) -> Frame:
         """Draw the camera from ``data`` at the requested size (see :func:`frame_size`).
 
         With ``request.supersample`` = s > 1 the frame is drawn at s times the size; colour is
         area-downscaled and depth takes the nearest drawn pixel (averaging depth would invent surfaces
-        at edges).
+        at edges).  The sensor effects (if any) apply at the delivered size, with the noise of
+        ``episode`` = (seed, frame index), or of the next frame of the episode :meth:`start_episode` began.
 
         Raises:
             WorldError: the drawn size exceeds the model's offscreen buffer.
@@ -123,4 +165,13 @@ class CameraFrames(Closing):
         k = self._k.get((width, height))
         if k is None:
             k = self._k[(width, height)] = camera_intrinsics(self._model, self._mjcf_camera, width, height)
+        if self.sensors is not None:
+            state = self._sensor_states.get((width, height))
+            if state is None:
+                state = SensorState(self.sensors, (height, width), k[0, 0], k)
+                self._sensor_states[(width, height)] = state
+                state.start_episode(self._seed)
+            rng = state.begin_frame(*episode) if episode is not None else state.next_frame()
+            rgb, depth_m = state.apply(rgb, depth, rng)
+            depth = depth_m.astype(np.float32)
         return Frame(rgb, depth, k)

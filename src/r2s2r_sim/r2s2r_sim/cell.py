@@ -173,6 +173,9 @@ class CellBase(Closing):
 class SimCell(CellBase):
     """The simulated world as a cell: a :class:`SimWorld`, its task and an RGB-D renderer.
 
+    Its frames are ideal MuJoCo renders unless the world carries sensor effects (a world varied with the
+    ``sensor`` axis): then each episode's noise, exposure and white balance follow the reset seed.
+
     The episode ends by the world's one rule (the policy's done and a settle period, a success held before
     any done, or the timeout), or at the runner's step limit, as on the emulated hardware.
     """
@@ -212,11 +215,18 @@ class SimCell(CellBase):
         )
         self.profile: RenderProfile = cfg.render_profile(self.camera, render_profile)
         self._frames: CameraFrames | None = None
+        self._seed = 0
 
     def open(self) -> None:
-        """Prepare the renderers (their GL contexts open on first use, one per drawn size)."""
+        """Prepare the renderers (their GL contexts open on first use, one per drawn size).
+
+        The frames get the world's sensor effects (the ``sensor`` variation axis), if any.
+        """
         if self._frames is None:
-            self._frames = CameraFrames(self.world.model, self._mjcf_camera, self.camera, self.profile)
+            self._frames = CameraFrames(
+                self.world.model, self._mjcf_camera, self.camera, self.profile, sensors=self.world.sensors
+            )
+            self._frames.start_episode(self._seed)
 
     def close(self) -> None:
         """Free the renderers."""
@@ -230,8 +240,11 @@ class SimCell(CellBase):
         return 0 if self._frames is None else self._frames.renders
 
     def reset(self, seed: int) -> None:
-        """See :meth:`Cell.reset`."""
+        """See :meth:`Cell.reset`; the camera's sensor noise starts that episode too."""
         self.world.reset(seed)
+        self._seed = int(seed)
+        if self._frames is not None:
+            self._frames.start_episode(self._seed)
 
     @property
     def time(self) -> float:

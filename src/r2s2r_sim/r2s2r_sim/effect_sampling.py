@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_sim.variations.sensor_config import SensorVariationConfig
+
 __all__ = ["random_effect_sections"]
 
 
@@ -56,24 +58,27 @@ def random_effect_sections(
     def u(lo: float, hi: float) -> float:
         return float(rng.uniform(lo, hi))
 
+    # The sensor ranges are the sim's sensor variation axis's defaults (one documented source); the
+    # baseline is one of the two cameras', not a value between them.
+    s = SensorVariationConfig()
     side = 1.0 if rng.random() < 0.5 else -1.0
     sections: dict[str, Any] = {
         "depth_sensor": {
-            "subpixel_px": u(0.05, 0.12),
-            "baseline_m": float(rng.choice([0.050, 0.055])),
-            "depth_unit_m": 0.001,
-            "min_range_m": u(0.15, 0.3),
-            "max_range_m": 10.0,
-            "temporal_fraction": u(0.3, 0.7),
-            "edge_jump": u(0.02, 0.06),
-            "projector_offset_m": side * u(0.015, 0.03),
+            "subpixel_px": u(*s.subpixel_px),
+            "baseline_m": float(rng.choice(list(s.baseline_m))),
+            "depth_unit_m": s.depth_unit_m,
+            "min_range_m": u(*s.min_range_m),
+            "max_range_m": s.max_range_m,
+            "temporal_fraction": u(*s.temporal_fraction),
+            "edge_jump": u(*s.edge_jump),
+            "projector_offset_m": side * u(*s.projector_offset_m),
         },
         "color_sensor": {
-            "full_well_e": u(4000, 10000),
-            "read_noise_e": u(1.5, 4.0),
-            "exposure_drift": u(0.03, 0.12),
-            "white_balance_drift": u(0.01, 0.05),
-            "vignetting": u(0.1, 0.35),
+            "full_well_e": u(*s.full_well_e),
+            "read_noise_e": u(*s.read_noise_e),
+            "exposure_drift": u(*s.exposure_drift),
+            "white_balance_drift": u(*s.white_balance_drift),
+            "vignetting": u(*s.vignetting),
             "exposure_s": u(0.005, 0.03),
             "motion_blur_samples": 3,
         },

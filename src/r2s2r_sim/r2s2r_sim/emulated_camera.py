@@ -111,7 +111,9 @@ class DistortedRgbdCamera:
         self._sensor = (
             None
             if sensors is None or sensors.ideal
-            else SensorState(sensors, (camera.height, camera.width), camera.intrinsics.fx, camera.intrinsics.k())
+            else SensorState(
+                sensors, (camera.height, camera.width), camera.intrinsics.fx, camera.intrinsics.k()
+            )
         )
         self._episode_seed = episode_seed
         self._history = history
@@ -156,17 +158,15 @@ class DistortedRgbdCamera:
             depth, self.map_x, self.map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0
         )
         if self._sensor is not None:
-            seed = self._episode_seed() if self._episode_seed is not None else 0
-            if seed != self._sensor.seed:
-                self._sensor.start_episode(seed)
-            rng = self._sensor.next_frame()
+            rng = self._sensor.begin_frame(self._episode_seed() if self._episode_seed is not None else 0)
             self.dropped = self._sensor.drop(rng)
             self.stamp_offset_s = self._sensor.stamp_offset(rng)
-            out_rgb = self._sensor.color(out_rgb, rng)
-            out_depth = self._sensor.depth(out_depth, rng)
+            out_rgb, out_depth = self._sensor.apply(out_rgb, out_depth, rng)
         return out_rgb, depth_to_uint16_mm(out_depth)
 
-    def _blurred(self, data: mujoco.MjData, start: np.ndarray, end_rgb: np.ndarray, samples: int) -> np.ndarray:
+    def _blurred(
+        self, data: mujoco.MjData, start: np.ndarray, end_rgb: np.ndarray, samples: int
+    ) -> np.ndarray:
         """The colour image averaged over ``samples`` states from ``start`` to ``data`` (the exposure).
 
         Depth is left sharp: the depth imagers' global shutter exposes for a fraction of a millisecond.

@@ -7,8 +7,11 @@ import os
 # MuJoCo picks its GL backend when first imported; headless EGL is the only one that works here.
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import atexit  # noqa: E402
 import contextlib  # noqa: E402
 import math  # noqa: E402
+import threading  # noqa: E402
+import weakref  # noqa: E402
 from collections.abc import Iterator, Sequence  # noqa: E402
 from types import TracebackType  # noqa: E402
 
@@ -85,8 +88,33 @@ def _context_settings(
         q.shadowsize, q.offsamples, g.offwidth, g.offheight = saved
 
 
+# Renderers whose GL context is open, for the exit hook below.
+_OPEN: weakref.WeakSet[_Renderer] = weakref.WeakSet()
+_exit_hook_registered = False
+
+
+def _close_at_exit() -> None:
+    """Close the renderers the exiting thread still holds, while the EGL display is still initialised.
+
+    Registered when the first GL context is made, which is after MuJoCo registers its own hook that
+    terminates the EGL display (on its first context), so it runs before that one.  A renderer left to
+    the garbage collector would otherwise free its contexts after that teardown, in whatever order the
+    interpreter finalises objects.  Renderers of other threads are left alone: a context may only be
+    made current, and freed, on the thread that owns it (their owners must close them before exiting).
+    """
+    me = threading.get_ident()
+    for renderer in list(_OPEN):
+        if renderer._owner == me:
+            renderer.close()
+
+
 class _Renderer:
-    """A GL context, one MuJoCo render context and a scene, drawn with a render profile."""
+    """A GL context, one MuJoCo render context and a scene, drawn with a render profile.
+
+    The thread that enters the renderer owns its GL context: :meth:`render` and :meth:`close` refuse
+    any other thread, since making a context current on a second thread (while the first still has it
+    current) fails in EGL, and freeing it there leaves its GL objects behind.
+    """
 
     def __init__(
         self, model: mujoco.MjModel, width: int, height: int, profile: RenderProfile | None, max_geom: int
@@ -98,6 +126,7 @@ class _Renderer:
         self._gl: mujoco.GLContext | None = None
         self._ctx: mujoco.MjrContext | None = None
         self._closed = False
+        self._owner: int | None = None  # ident of the thread that made the GL context
         self._scene = mujoco.MjvScene(model, maxgeom=max_geom)
         flags = self._scene.flags
         flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.profile.shadows
@@ -125,18 +154,29 @@ class _Renderer:
         """Create the GL context and the MuJoCo render context (with the profile's shadow map and samples)."""
         if self._closed or self._gl is not None:
             raise RenderError(f"{type(self).__name__} cannot be entered twice; make a new one")
+        global _exit_hook_registered
         gl = mujoco.GLContext(self._width, self._height)
-        gl.make_current()
+        if not _exit_hook_registered:  # after MuJoCo's display teardown hook, so it runs first
+            atexit.register(_close_at_exit)
+            _exit_hook_registered = True
         try:
+            gl.make_current()
             with _context_settings(self._model, self.profile, self._width, self._height):
                 self._ctx = mujoco.MjrContext(self._model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
             mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, self._ctx)
             # Reversed-Z depth: 1 at znear, 0 at zfar (what _metric_depth undoes).
             self._ctx.readDepthMap = mujoco.mjtDepthMap.mjDEPTH_ZEROFAR
-        except Exception:
+        except BaseException:
+            # Nothing half-made is left for the garbage collector (it could free it on another thread).
+            if self._ctx is not None:
+                self._ctx.free()
+                self._ctx = None
             gl.free()
+            self._closed = True
             raise
         self._gl = gl
+        self._owner = threading.get_ident()
+        _OPEN.add(self)
         return self
 
     def __exit__(
@@ -149,20 +189,37 @@ class _Renderer:
         self.close()
 
     def close(self) -> None:
-        """Release GL resources; the renderer cannot be used afterwards."""
+        """Release GL resources on the owning thread; the renderer cannot be used afterwards.
+
+        Raises:
+            RenderError: called on another thread than the one that entered it (nothing is freed).
+        """
         if self._gl is not None:
-            self._gl.make_current()
-            if self._ctx is not None:
-                self._ctx.free()
-            self._gl.free()
-        self._ctx = None
-        self._gl = None
+            self._check_thread("close")
+            try:
+                self._gl.make_current()
+                if self._ctx is not None:
+                    self._ctx.free()
+            finally:
+                self._gl.free()  # the context goes even if the render context could not be freed
+                self._ctx = None
+                self._gl = None
+                _OPEN.discard(self)
         self._closed = True
+
+    def _check_thread(self, what: str) -> None:
+        me = threading.get_ident()
+        if self._owner is not None and self._owner != me:
+            raise RenderError(
+                f"{type(self).__name__}.{what} called on thread {me}, but its GL context belongs to thread "
+                f"{self._owner}: a renderer is entered, used and closed on one thread"
+            )
 
     def _check_open(self, what: str) -> None:
         if self._gl is None or self._ctx is None:
             state = "after close" if self._closed else "outside its with-block"
             raise RenderError(f"{type(self).__name__}.{what} called {state}")
+        self._check_thread(what)
 
     def _draw(
         self, model: mujoco.MjModel, data: mujoco.MjData, camera_name: str, rect: mujoco.MjrRect

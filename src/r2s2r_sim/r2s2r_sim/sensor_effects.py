@@ -1,8 +1,10 @@
 """What a real RGB-D sensor adds to an ideal render: stereo depth error and holes, colour noise, drift.
 
-Part of the EMULATED HARDWARE (a stand-in for a RealSense D4xx): MuJoCo renders perfect images, a real
-camera does not.  Each effect is a section of the hardware profile and is off when its section is absent,
-so a profile without these sections (the ``ideal`` one) gives exactly MuJoCo's images.
+Used by the EMULATED HARDWARE (a stand-in for a RealSense D4xx) and by the sim's ``sensor`` variation axis
+(``r2s2r_sim.variations.sensor``): MuJoCo renders perfect images, a real camera does not.  In the emulator
+each effect is a section of the hardware profile and is off when its section is absent, so a profile
+without these sections (the ``ideal`` one) gives exactly MuJoCo's images; in the sim the axis draws the
+same parameters per variation (off by default).
 
 Depth follows the active-stereo model of Intel's D400 tuning white paper (Grunnet-Jepsen, Sweetser,
 Woodfill, "Best-Known-Methods for Tuning Intel RealSense D400 Depth Cameras", 2018): depth comes from
@@ -37,6 +39,7 @@ __all__ = [
     "DepthSensor",
     "FrameTiming",
     "SensorEffects",
+    "SensorState",
     "read_sensor_sections",
 ]
 
@@ -272,6 +275,25 @@ class SensorState:
             self.start_episode(0)
         self.frame += 1
         return np.random.default_rng([int(self.seed or 0), self.frame])
+
+    def begin_frame(self, seed: int, index: int | None = None) -> np.random.Generator:
+        """The generator of frame ``index`` (None: the next one) of episode ``seed``.
+
+        A new seed starts that episode first.  A server that may drop frames passes the index (its frame
+        count since the episode started), so a frame's noise does not depend on what was dropped before.
+        """
+        if self.seed is None or int(seed) != self.seed:
+            self.start_episode(seed)
+        if index is None:
+            return self.next_frame()
+        self.frame = int(index)
+        return np.random.default_rng([int(self.seed or 0), self.frame])
+
+    def apply(
+        self, rgb: np.ndarray, depth_m: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Colour (uint8 HxWx3) and depth (float m, 0 = no data) of one frame as the sensor delivers them."""
+        return self.color(rgb, rng), self.depth(depth_m, rng)
 
     def drop(self, rng: np.random.Generator) -> bool:
         """Whether this frame is lost by the driver."""

@@ -12,12 +12,13 @@ module only translates parameters, messages and services):
   /clock (at ``joint_state_rate_hz``), /tf (``tf_rate_hz``) and the episode outcome, and hands camera
   ticks to the render thread as snapshots (qpos, mocap). With ``real_time`` it sleeps to keep sim time on
   wall time; if it falls more than 0.25 s behind it re-anchors and warns (the real-time factor is then < 1).
-* render (if cameras are on): owns the GL context, a private ``MjData`` and the renderer; renders colour and
-  aligned depth of each due camera in one pass and publishes both images and their camera infos with the
-  snapshot's stamp. In ``real_time`` mode a frame that finds the renderer busy with the previous one waits
-  at most one frame (one pending slot); older pending frames are dropped and counted, so rendering never
-  stalls physics. Otherwise (as fast as possible, or lockstep) physics waits for the renderer instead, so
-  every camera tick is rendered at its sim time.
+* render (if cameras are on): owns the GL contexts, a private ``MjData`` and each camera's
+  :class:`~r2s2r_sim.camera_frames.CameraFrames` (the in-process runner's frames, with the world's sensor
+  effects if its variation has them); renders colour and aligned depth of each due camera and publishes
+  both images and their camera infos with the snapshot's stamp. In ``real_time`` mode a frame that finds
+  the renderer busy with the previous one waits at most one frame (one pending slot); older pending frames
+  are dropped and counted, so rendering never stalls physics. Otherwise (as fast as possible, or lockstep)
+  physics waits for the renderer instead, so every camera tick is rendered at its sim time.
 * executor (main thread): command subscriptions, the policy heartbeat and the services.
 
 Lockstep handshake (``lockstep:=true``): physics advances in control periods of ``1 / control_rate_hz``
@@ -413,36 +414,33 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------------------------- rendering
 
-    def _open_renderers(self, model: Any, payload: Any) -> dict[tuple[int, int, str], Any]:
-        """One renderer per (size, profile) of the cameras (the job's, or the served ones at start)."""
-        from r2s2r_sim.rendering import RgbdRenderer
+    def _open_renderers(self, model: Any, payload: Any) -> dict[str, Any]:
+        """A :class:`CameraFrames` per camera (the job's, or the served ones at start), renderers made now."""
+        from r2s2r_sim.camera_frames import CameraFrames
 
         cameras: Sequence[CameraSpec] = payload[1] if payload is not None else self.server.cameras
-        renderers: dict[tuple[int, int, str], Any] = {}
+        frames: dict[str, Any] = {}
         try:
             for cam in cameras:
-                key = (cam.width, cam.height, cam.profile.name)
-                if key not in renderers:
-                    renderers[key] = RgbdRenderer(
-                        model, cam.width, cam.height, profile=cam.profile
-                    ).__enter__()
+                frames[cam.name] = CameraFrames(
+                    model, cam.mjcf_camera, cam.camera, cam.profile, sensors=cam.sensors
+                )
+                frames[cam.name].prepare()
         except BaseException:
-            _close_renderers(renderers)
+            _close_renderers(frames)
             raise
-        return renderers
+        return frames
 
-    def _draw(self, renderers: dict[tuple[int, int, str], Any], data: Any, job: RenderJob) -> int:
+    def _draw(self, frames: dict[str, Any], data: Any, job: RenderJob) -> int:
         """Render colour and aligned depth of each due camera and publish them with the job's stamp."""
         from r2s2r_sim.rendering import depth_to_uint16_mm
 
-        due, cameras = job.payload
+        due, cameras, seed, since_start_ns = job.payload
         stamp = conv.time_msg(job.stamp)
         for index in due:
             cam = cameras[index]
-            rgb, depth = renderers[(cam.width, cam.height, cam.profile.name)].render(
-                data, cam.mjcf_camera, depth_range=cam.depth_range
-            )
-            self._publish_frame(cam, rgb, depth_to_uint16_mm(depth), stamp)
+            frame = frames[cam.name].render(data, episode=(seed, round(since_start_ns * cam.rate_hz / NS)))
+            self._publish_frame(cam, frame.rgb, depth_to_uint16_mm(frame.depth), stamp)
         return len(due)
 
     def _publish_frame(self, cam: CameraSpec, rgb: Any, depth_mm: Any, stamp: Time) -> None:

@@ -22,11 +22,13 @@ import numpy as np
 
 from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.render_profile import RenderProfile
+from r2s2r_sim.sensor_effects import SensorEffects
 from r2s2r_sim.serving import NS, Logger, RenderJob, ServingThreads, Ticker, WallPacer
 from r2s2r_sim.sim_node_config import SimNodeConfig, SimNodeError, parse_variation_config
 from r2s2r_sim.task import Outcome
 from r2s2r_sim.variations import VariationError, for_world, make_world, sample_variation
 from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_config import CameraConfig
 
 __all__ = ["POLICY_LOST", "CameraSpec", "SimServer", "SimSink", "StepOutput", "camera_specs"]
 
@@ -50,6 +52,8 @@ class CameraSpec:
     static: bool  # fixed in the world: its mount goes on /tf_static, else on /tf
     profile: RenderProfile
     rate_hz: float
+    camera: CameraConfig  # the world's camera (what ``CameraFrames`` draws)
+    sensors: SensorEffects | None  # the world's sensor effects (``sensor`` variation axis); None: ideal
 
 
 def camera_specs(world: SimWorld, cfg: SimNodeConfig) -> list[CameraSpec]:
@@ -76,6 +80,8 @@ def camera_specs(world: SimWorld, cfg: SimNodeConfig) -> list[CameraSpec]:
                 and int(model.cam_mode[cid]) == int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED),
                 profile=profile,
                 rate_hz=cfg.camera_rate_hz if cfg.camera_rate_hz > 0 else cam.rate_hz,
+                camera=cam,
+                sensors=world.sensors,
             )
         )
     return specs
@@ -91,7 +97,7 @@ class StepOutput:
     link_qpos: np.ndarray | None = None  # qpos the robot's link transforms are computed from
     robot: Any = None  # the node's robot of that qpos (a reset may swap the world before publishing)
     dynamic_cameras: list[tuple[CameraSpec, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
-    render: RenderJob | None = None  # payload: (indices of the due cameras, the cameras of that world)
+    render: RenderJob | None = None  # payload: see SimServer._collect
     outcome: Outcome | None = None
 
 
@@ -357,7 +363,14 @@ class SimServer:
                     out.dynamic_cameras.append((cam, *self.world.camera_pose(cam.name)))
         due = tuple(i for i, tick in enumerate(self._cam_ticks) if tick.due(now) or force)
         if due:
-            out.render = RenderJob.of(now, self.world.model, self.world.data, (due, tuple(self.cameras)))
+            # The due cameras, the cameras of that world, the episode seed and the time into the episode
+            # (ns): a frame's sensor noise follows its episode and index, whatever frames were dropped.
+            out.render = RenderJob.of(
+                now,
+                self.world.model,
+                self.world.data,
+                (due, tuple(self.cameras), self.episode_seed, now - self.episode_start_ns),
+            )
         return out
 
     def run_physics(self) -> None:

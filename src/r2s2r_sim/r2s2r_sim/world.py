@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 
 from r2s2r_sim.errors import WorldError  # noqa: E402
 from r2s2r_sim.kinematics import subtree_bodies  # noqa: E402
+from r2s2r_sim.sensor_effects import SensorEffects  # noqa: E402
 from r2s2r_sim.task import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task  # noqa: E402
 from r2s2r_sim.world_compose import command_delay, compose_world  # noqa: E402
 from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
@@ -111,6 +112,8 @@ class SimWorld:
         # What a hardware stand-in adds around every physics step (``r2s2r_sim.arm_effects``): it gates when
         # queued commands reach the actuators and edits the state before each step.  ``None`` in the sim.
         self.step_hook: StepHook | None = None
+        # Sensor effects of its rendered camera frames (the ``sensor`` variation axis); None: ideal images.
+        self.sensors: SensorEffects | None = None
         self._pending: collections.deque[tuple[float, str, np.ndarray, float | None]] = collections.deque()
         self._judge = EpisodeJudge()
         self.reset(0)

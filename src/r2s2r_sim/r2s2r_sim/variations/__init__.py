@@ -1,8 +1,10 @@
 """Variation engine: one world, many controlled variations (pure Python over ``MjSpec``; no ROS).
 
-Seven axes, registered in :data:`AXES` and applied in this order: ``appearance``, ``objects``, ``clutter``,
-``physics``, ``robot_state``, ``camera``, ``dynamics`` (off unless a config enables it: a reconstructed
-world's own ``variations.yaml`` does).  Settings live in ``config/variations.yaml``.
+Eight axes, registered in :data:`AXES` and applied in this order: ``appearance``, ``objects``, ``clutter``,
+``physics``, ``robot_state``, ``camera``, ``dynamics`` and ``sensor`` (the last two off unless a config
+enables them: a reconstructed world's own ``variations.yaml`` does).  Settings live in
+``config/variations.yaml``.  ``sensor`` leaves the model alone: it gives the world's rendered frames
+their sensor effects (:func:`sensor_effects`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from r2s2r_sim.variations import (  # noqa: F401
     objects,
     physics,
     robot_state,
+    sensor,
 )
 from r2s2r_sim.variations.config import (
     AXES,
@@ -36,6 +39,7 @@ from r2s2r_sim.variations.engine import (
     sweep_variation,
     with_world_axes,
 )
+from r2s2r_sim.variations.sensor import sensor_effects
 
 __all__ = [
     "AXES",
@@ -51,6 +55,7 @@ __all__ = [
     "parse_variation_text",
     "sample_sweep",
     "sample_variation",
+    "sensor_effects",
     "sweep_variation",
     "with_world_axes",
 ]

@@ -1,10 +1,10 @@
 """Typed configuration of the variation engine, its YAML loader, its error and the axis registry.
 
 A :class:`VariationConfig` holds one frozen config per axis (``appearance``, ``objects``, ``clutter``,
-``physics``, ``robot_state``, ``camera``, ``dynamics``).  Each axis is implemented by an :class:`Axis`
-subclass in its own module, registered in :data:`AXES` under the name of its config field.  Every config
-is validated where it is built; :func:`load_variation_config` reads ``config/variations.yaml`` and
-prefixes each error with the file and the field at fault.
+``physics``, ``robot_state``, ``camera``, ``dynamics``, ``sensor``).  Each axis is implemented by an
+:class:`Axis` subclass in its own module, registered in :data:`AXES` under the name of its config
+field.  Every config is validated where it is built; :func:`load_variation_config` reads
+``config/variations.yaml`` and prefixes each error with the file and the field at fault.
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ from typing import Any, ClassVar
 
 import mujoco
 
+from r2s2r_sim.variations._checks import Range, VariationError
+from r2s2r_sim.variations._checks import check_names as _check_names
+from r2s2r_sim.variations._checks import check_nonneg as _check_nonneg
+from r2s2r_sim.variations._checks import check_range as _check_range
+from r2s2r_sim.variations._checks import fail as _fail
+from r2s2r_sim.variations.sensor_config import SensorVariationConfig
 from r2s2r_sim.yaml_files import parse_yaml, read_yaml
 
 __all__ = [
@@ -37,56 +43,14 @@ __all__ = [
     "ParameterRange",
     "PhysicsVariationConfig",
     "RobotStateConfig",
+    "SensorVariationConfig",
     "VariationConfig",
     "VariationError",
     "load_variation_config",
     "parse_variation_text",
 ]
 
-Range = tuple[float, float]
-
-
-class VariationError(ValueError):
-    """A variation config, or a variation applied to a world, is invalid.
-
-    The message names the file (when there is one) and the field at fault, e.g.
-    ``"config/variations.yaml: physics.mass_scale: must be > 0, got [0.0, 1.2]"``.
-    """
-
-
-# ------------------------------------------------------------------------------------------ validation
-
-
-def _fail(field: str, msg: str) -> VariationError:
-    return VariationError(f"{field}: {msg}")
-
-
-def _check_range(field: str, value: Range, *, positive: bool = False, nonneg: bool = False) -> None:
-    if len(value) != 2 or not all(math.isfinite(v) for v in value):
-        raise _fail(field, f"must be [low, high] with finite numbers, got {list(value)}")
-    if value[0] > value[1]:
-        raise _fail(field, f"must be [low, high] with low <= high, got {list(value)}")
-    if positive and value[0] <= 0:
-        raise _fail(field, f"scales must be > 0, got {list(value)}")
-    if nonneg and value[0] < 0:
-        raise _fail(field, f"must be >= 0, got {list(value)}")
-
-
-def _check_nonneg(field: str, value: float) -> None:
-    if not math.isfinite(value) or value < 0:
-        raise _fail(field, f"must be a finite number >= 0, got {value}")
-
-
 TEXTURE_CHOICES = ("none", "checker", "gradient", "flat")
-
-
-def _check_names(field: str, names: tuple[str, ...], *, allow_empty: bool = True) -> None:
-    if not allow_empty and not names:
-        raise _fail(field, "must name at least one element")
-    if len(set(names)) != len(names):
-        raise _fail(field, f"duplicate names in {list(names)}")
-    if any(not n for n in names):
-        raise _fail(field, f"names must be non-empty, got {list(names)}")
 
 
 # ------------------------------------------------------------------------------------------ axis configs
@@ -389,7 +353,7 @@ class DynamicsVariationConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class VariationConfig:
-    """The seven axes; a disabled axis contributes no parameter and leaves the model as the base world.
+    """The eight axes; a disabled axis contributes no parameter and leaves the model as the base world.
 
     Attributes:
         appearance: colours and lighting.
@@ -399,6 +363,7 @@ class VariationConfig:
         robot_state: arm start offsets.
         camera: camera extrinsics and intrinsics.
         dynamics: arm dynamics around an identification (off by default).
+        sensor: sensor effects on the rendered RGB-D frames (off by default).
         source: the YAML file this was read from (for messages), if any.
     """
 
@@ -409,6 +374,7 @@ class VariationConfig:
     robot_state: RobotStateConfig = dataclasses.field(default_factory=RobotStateConfig)
     camera: CameraJitterConfig = dataclasses.field(default_factory=CameraJitterConfig)
     dynamics: DynamicsVariationConfig = dataclasses.field(default_factory=DynamicsVariationConfig)
+    sensor: SensorVariationConfig = dataclasses.field(default_factory=SensorVariationConfig)
     source: Path | None = dataclasses.field(default=None, compare=False)
 
     def axis(self, name: str) -> Any:

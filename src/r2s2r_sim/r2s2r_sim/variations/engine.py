@@ -29,6 +29,7 @@ from r2s2r_sim.variations.config import (
     VariationError,
     load_variation_config,
 )
+from r2s2r_sim.variations.sensor import sensor_effects
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_config import WorldConfig, load_world_config
 
@@ -223,7 +224,8 @@ class VariedWorld(SimWorld):
 
     At reset the task object starts at the variation's pose (``objects`` axis; otherwise ``world.yaml``'s
     randomisation with the reset seed) and the arm at home plus the ``robot_state`` offsets, clipped to the
-    joint limits, with the servos commanded there.
+    joint limits, with the servos commanded there.  Its camera frames get the ``sensor`` axis's effects
+    (:attr:`sensors`).
     """
 
     def __init__(
@@ -242,6 +244,7 @@ class VariedWorld(SimWorld):
                 )
         self._offsets = np.array([offsets.get(j, 0.0) for j in cfg.robot.arm_joints])
         super().__init__(world_dir, config=cfg, spec_editor=partial(apply_variation, variation=variation))
+        self.sensors = sensor_effects(variation)
 
     def reset(self, seed: int, *, object_pose: ObjectPose | None = None) -> None:
         """Reset as :meth:`SimWorld.reset` (the object at the variation's pose), then offset the arm."""
