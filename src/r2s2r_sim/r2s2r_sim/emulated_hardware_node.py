@@ -362,7 +362,7 @@ def main(args: Sequence[str] | None = None) -> int:
     """Run the emulated hardware until interrupted; 1 on a configuration error."""
     use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
     return run_node(EmulatedHardwareNode, args, "emulated_hardware",
-                    help_text=lambda: node_help("emulated_hardware_node"))
+                    help_text=lambda: node_help("emulated_hardware_node"), quiet_sigint=True)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -137,7 +137,7 @@ def main(args: Sequence[str] | None = None) -> int:
     """Serve until interrupted; exit 1 on a configuration error."""
     return run_node(
         FoxgloveNode, args, "foxglove_server", spin=spin_single, errors=(FoxgloveNodeError, ValueError),
-        help_text=lambda: node_help("foxglove_node", _PARAMS),
+        help_text=lambda: node_help("foxglove_node", _PARAMS), quiet_sigint=True,
     )
 
 

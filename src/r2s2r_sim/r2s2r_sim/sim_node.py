@@ -478,7 +478,7 @@ def main(args: Sequence[str] | None = None) -> int:
     """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
     use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
     return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError),
-                    help_text=lambda: node_help("sim_node", PARAMS, vars(SimNodeConfig())))
+                    help_text=lambda: node_help("sim_node", PARAMS, vars(SimNodeConfig())), quiet_sigint=True)
 
 if __name__ == "__main__":
     sys.exit(main())
