@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 
 import mujoco
@@ -70,6 +71,22 @@ def test_excitation_within_limits_and_seeded() -> None:
         excitation_trajectory(model, ["nope"], seed=0)
     with pytest.raises(IdentificationError, match=r"excitation\.max_velocity: must be > 0, got 0\.0"):
         ExcitationConfig(max_velocity=0.0)
+
+
+def test_excitation_of_a_continuous_joint_centres_where_it_starts() -> None:
+    """A continuous joint whose home is at or past pi (e.g. Kinova Gen3 joint_3) gets half a turn each way."""
+    model = mujoco.MjModel.from_xml_path(str(ARM))
+    assert not model.jnt_limited[model.joint("wrist_3").id]
+    cfg = ExcitationConfig(duration_s=10.0, range_fraction=0.5, max_velocity=5.0)
+    center = (model.jnt_range[:6].sum(axis=1) / 2) * [1, 1, 1, 1, 1, 0] + [0, 0, 0, 0, 0, math.pi + 1e-4]
+    t, q = excitation_trajectory(model, ALL, cfg, seed=7, center=center)
+    assert q[0, 5] == pytest.approx(center[5], abs=1e-12)
+    swing = np.abs(q[:, 5] - center[5])
+    assert 0.3 < swing.max() <= 0.5 * math.pi + 1e-9  # range_fraction of the half turn around the centre
+    limited = center.copy()
+    limited[0] = model.jnt_range[model.joint("shoulder_pan").id, 1] + 0.1
+    with pytest.raises(IdentificationError, match="must lie strictly inside the joint limits"):
+        excitation_trajectory(model, ALL, cfg, seed=7, center=limited)
 
 
 def test_identification_recovers_truth(result: IdentificationResult) -> None:
