@@ -195,3 +195,26 @@ def test_cli_sysid_and_board(
         == 2
     )
     assert "1 of 1 views have >= 8 board corners; need 5" in capsys.readouterr().err
+
+
+def test_effort_correction_keeps_the_damping_of_a_world_without_any() -> None:
+    """A world with no joint damping (many robot files): the damping the efforts find is not clipped away.
+
+    The effort correction moves viscous friction from the servo's kv into joint damping; the sum, which
+    positions fit, must be kept whatever the world's nominal damping was.
+    """
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    spec.joint("elbow").damping = [0.0, 0.0, 0.0]
+    model = spec.compile()
+    t = np.arange(50) * 0.01
+    q = np.tile(np.linspace(0.0, 0.5, 50)[:, None], (1, 3))
+    rec = JointRecording(t, q, q, np.zeros_like(q), FIT, effort=np.zeros_like(q))
+    cfg = S.SysidConfig(kinds=("kp", "kv", "armature", "frictionloss"), fit_delay=False)
+    params = S._build_params(spec, model, S._Problem(model, rec), cfg)
+    kv = -float(model.actuator("elbow").biasprm[2])
+    assert params["elbow/damping"].nominal[0] == 0.0 and params["elbow/damping"].frozen
+    beta = 0.15 * kv  # the profile's damping where a world has none: kv x U(0.05, 0.2)
+    applied = S._apply_effort_correction(params, FIT, np.ones(3), np.array([0.0, 0.0, beta]))
+    assert applied["elbow"] == (1.0, pytest.approx(beta))
+    assert params["elbow/damping"].value[0] == pytest.approx(beta)
+    assert params["elbow/kv"].value[0] + params["elbow/damping"].value[0] == pytest.approx(kv)
