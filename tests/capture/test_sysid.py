@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 
 import mujoco
@@ -70,6 +71,22 @@ def test_excitation_within_limits_and_seeded() -> None:
         excitation_trajectory(model, ["nope"], seed=0)
     with pytest.raises(IdentificationError, match=r"excitation\.max_velocity: must be > 0, got 0\.0"):
         ExcitationConfig(max_velocity=0.0)
+
+
+def test_excitation_of_a_continuous_joint_centres_where_it_starts() -> None:
+    """A continuous joint whose home is at or past pi (e.g. Kinova Gen3 joint_3) gets half a turn each way."""
+    model = mujoco.MjModel.from_xml_path(str(ARM))
+    assert not model.jnt_limited[model.joint("wrist_3").id]
+    cfg = ExcitationConfig(duration_s=10.0, range_fraction=0.5, max_velocity=5.0)
+    center = (model.jnt_range[:6].sum(axis=1) / 2) * [1, 1, 1, 1, 1, 0] + [0, 0, 0, 0, 0, math.pi + 1e-4]
+    t, q = excitation_trajectory(model, ALL, cfg, seed=7, center=center)
+    assert q[0, 5] == pytest.approx(center[5], abs=1e-12)
+    swing = np.abs(q[:, 5] - center[5])
+    assert 0.3 < swing.max() <= 0.5 * math.pi + 1e-9  # range_fraction of the half turn around the centre
+    limited = center.copy()
+    limited[0] = model.jnt_range[model.joint("shoulder_pan").id, 1] + 0.1
+    with pytest.raises(IdentificationError, match="must lie strictly inside the joint limits"):
+        excitation_trajectory(model, ALL, cfg, seed=7, center=limited)
 
 
 def test_identification_recovers_truth(result: IdentificationResult) -> None:
@@ -178,3 +195,26 @@ def test_cli_sysid_and_board(
         == 2
     )
     assert "1 of 1 views have >= 8 board corners; need 5" in capsys.readouterr().err
+
+
+def test_effort_correction_keeps_the_damping_of_a_world_without_any() -> None:
+    """A world with no joint damping (many robot files): the damping the efforts find is not clipped away.
+
+    The effort correction moves viscous friction from the servo's kv into joint damping; the sum, which
+    positions fit, must be kept whatever the world's nominal damping was.
+    """
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    spec.joint("elbow").damping = [0.0, 0.0, 0.0]
+    model = spec.compile()
+    t = np.arange(50) * 0.01
+    q = np.tile(np.linspace(0.0, 0.5, 50)[:, None], (1, 3))
+    rec = JointRecording(t, q, q, np.zeros_like(q), FIT, effort=np.zeros_like(q))
+    cfg = S.SysidConfig(kinds=("kp", "kv", "armature", "frictionloss"), fit_delay=False)
+    params = S._build_params(spec, model, S._Problem(model, rec), cfg)
+    kv = -float(model.actuator("elbow").biasprm[2])
+    assert params["elbow/damping"].nominal[0] == 0.0 and params["elbow/damping"].frozen
+    beta = 0.15 * kv  # the profile's damping where a world has none: kv x U(0.05, 0.2)
+    applied = S._apply_effort_correction(params, FIT, np.ones(3), np.array([0.0, 0.0, beta]))
+    assert applied["elbow"] == (1.0, pytest.approx(beta))
+    assert params["elbow/damping"].value[0] == pytest.approx(beta)
+    assert params["elbow/kv"].value[0] + params["elbow/damping"].value[0] == pytest.approx(kv)

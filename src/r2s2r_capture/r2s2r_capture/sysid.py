@@ -257,14 +257,17 @@ def _build_params(
             and "kv" in cfg.kinds
             and "damping" not in cfg.kinds
         ):
-            # Not optimised (positions see only kv + damping); set from the efforts after the fit.
+            # Not optimised (positions see only kv + damping); set from the efforts after the fit.  Its
+            # bound scales with the servo's kv: a world with no damping (e.g. Kinova Gen3's file) would
+            # otherwise clip the damping the efforts find at a fixed number and lose it from the sum.
             nominal = float(model.dof_damping[dof])
+            kv_nominal = -float(model.actuator_biasprm[aid, 2])
             params.add(
                 sysid.Parameter(
                     f"{joint}/damping",
                     nominal,
                     0.0,
-                    max(hi * nominal, 1.0),
+                    max(hi * nominal, hi * kv_nominal, 1.0),
                     frozen=True,
                     modifier=_set_joint_attr("damping", joint),
                 )

@@ -171,7 +171,8 @@ def excitation_trajectory(
 
     Each joint gets ``n_harmonics`` sines with random amplitudes and phases, scaled so that the
     trajectory stays within ``range_fraction`` of the room between ``center`` and the nearer limit
-    (unlimited joints: +-pi) and within ``max_velocity``; it starts at rest at ``center`` (smooth ramp).
+    (unlimited joints: +-pi around the centre, wherever it is) and within ``max_velocity``; it starts at
+    rest at ``center`` (smooth ramp).
 
     Args:
         model: model giving the joint limits.
@@ -189,9 +190,15 @@ def excitation_trajectory(
     cfg = config or ExcitationConfig()
     rng = np.random.default_rng(seed)
     ids = [joint_id(model, n) for n in joint_names]
+    limited = np.array([bool(model.jnt_limited[j]) for j in ids])
     lo = np.array([model.jnt_range[j, 0] if model.jnt_limited[j] else -math.pi for j in ids])
     hi = np.array([model.jnt_range[j, 1] if model.jnt_limited[j] else math.pi for j in ids])
     c = (lo + hi) / 2 if center is None else np.asarray(center, dtype=np.float64)
+    if c.shape == lo.shape:
+        # A continuous joint has no limit to keep clear of: half a turn either side of wherever it starts
+        # (a home pose at pi, as on a Kinova Gen3's joint_3, is as good a centre as 0).
+        lo = np.where(limited, lo, c - math.pi)
+        hi = np.where(limited, hi, c + math.pi)
     if c.shape != lo.shape or np.any(c <= lo) or np.any(c >= hi):
         raise IdentificationError(
             f"excitation center {c} must lie strictly inside the joint limits {lo}..{hi}"
