@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from r2s2r_sim.ranges import check_fields, field_interval, within
 from r2s2r_sim.task import settle_period_s
 from r2s2r_sim.world_config import load_world_config
 from r2s2r_sim.worlds import world_path
@@ -160,35 +161,32 @@ ON_POLICY_LOST = ("stop", "continue")
 class EvaluatorConfig:
     """The evaluator's parameters (see ``config/evaluator_node.yaml``)."""
 
-    episodes: int = 10
-    seed0: int = 0
+    episodes: int = within(10, "[1, 1000000]")
+    seed0: int = within(0, "[0, 4611686018427387904]")
     results: str = "out/results.sqlite"
     policy: str = "reference"
     policy_params: str = "{}"
     policy_reset_service: str = "/policy_node/reset_episode"
-    episode_timeout_s: float = 120.0
-    service_timeout_s: float = 60.0
-    startup_delay_s: float = 2.0
+    episode_timeout_s: float = within(120.0, "[0.1, 86400] s")
+    service_timeout_s: float = within(60.0, "[0.1, 86400] s")
+    startup_delay_s: float = within(2.0, "[0, 600] s")
     mode: str = "sim"
     world: str = "tabletop-pick-v1"
     reset_hook: str = "prompt"
     judge_hook: str = "prompt"
     policy_done_topic: str = "/policy_node/episode_done"
-    policy_timeout_s: float = 10.0
+    policy_timeout_s: float = within(10.0, "[0, 3600] s")  # 0: never
     on_policy_lost: str = "stop"
-    world_probe_timeout_s: float = 3.0
-    operator_timeout_s: float = 900.0
+    world_probe_timeout_s: float = within(3.0, "[0.1, 86400] s")
+    operator_timeout_s: float = within(900.0, "[0.1, 86400] s")
 
     def __post_init__(self) -> None:
+        check_fields(self, error=EvaluatorError, prefix="parameter ")
         if self.mode not in MODES:
             raise EvaluatorError(f"parameter mode: got {self.mode!r}; allowed: {', '.join(MODES)}")
         if self.on_policy_lost not in ON_POLICY_LOST:
             raise EvaluatorError(
                 f"parameter on_policy_lost: got {self.on_policy_lost!r}; allowed: {', '.join(ON_POLICY_LOST)}"
-            )
-        if not 0.0 <= self.policy_timeout_s <= 3600.0:
-            raise EvaluatorError(
-                f"parameter policy_timeout_s: got {self.policy_timeout_s}; allowed: 0 (never) or (0, 3600] s"
             )
         parse_hook(self.reset_hook, "reset_hook")
         parse_hook(self.judge_hook, "judge_hook")
@@ -196,33 +194,36 @@ class EvaluatorConfig:
             raise EvaluatorError(
                 f"parameter policy_done_topic: got {self.policy_done_topic!r}; allowed: an absolute name"
             )
-        if self.episodes < 1:
-            raise EvaluatorError(f"parameter episodes: got {self.episodes}; allowed: an integer >= 1")
         if not self.results:
             raise EvaluatorError("parameter results: must name an SQLite file, got ''")
-        if not 0.0 <= self.startup_delay_s <= 600.0:
-            raise EvaluatorError(
-                f"parameter startup_delay_s: got {self.startup_delay_s}; allowed: [0, 600] s"
-            )
-        for name in ("episode_timeout_s", "service_timeout_s", "world_probe_timeout_s", "operator_timeout_s"):
-            value = getattr(self, name)
-            if not 0.1 <= value <= 86400.0:
-                raise EvaluatorError(f"parameter {name}: got {value}; allowed: [0.1, 86400] s")
+
+
+def _bounds(name: str) -> tuple[float, float]:
+    """The range declared on ``EvaluatorConfig.<name>``, for the parameter's ROS descriptor."""
+    interval = field_interval(EvaluatorConfig, name)
+    assert interval is not None, name
+    return interval.low, interval.high
 
 
 PARAMETER_DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
-    "episodes": ("Number of episodes N.", (1, 1_000_000)),
-    "seed0": ("Seed of the first episode; episode i uses seed0 + i.", (0, 2**62)),
+    "episodes": ("Number of episodes N.", _bounds("episodes")),
+    "seed0": ("Seed of the first episode; episode i uses seed0 + i.", _bounds("seed0")),
     "results": ("SQLite results file (created if missing; must be an r2s2r results database).", None),
     "policy": ("Policy name recorded in each row (as given to the policy node).", None),
     "policy_params": ("YAML mapping of the policy's parameters, recorded in each row.", None),
     "policy_reset_service": ("The policy node's ResetEpisode service; empty: do not call one.", None),
-    "episode_timeout_s": ("Wall-clock limit (s) to wait for an episode's outcome.", (0.1, 86400.0)),
-    "service_timeout_s": ("Wall-clock limit (s) for each service to appear and answer.", (0.1, 86400.0)),
+    "episode_timeout_s": (
+        "Wall-clock limit (s) to wait for an episode's outcome.",
+        _bounds("episode_timeout_s"),
+    ),
+    "service_timeout_s": (
+        "Wall-clock limit (s) for each service to appear and answer.",
+        _bounds("service_timeout_s"),
+    ),
     "startup_delay_s": (
         "Wall time (s) to let DDS discovery settle after the services appear, before the "
         "first reset (best-effort images published before the policy subscribes are lost).",
-        (0.0, 600.0),
+        _bounds("startup_delay_s"),
     ),
     "mode": ("sim: reset and outcome come from the sim node; real: from reset_hook and judge_hook.", None),
     "world": ("World id recorded in real-mode rows when the reset hook does not report one.", None),
@@ -245,7 +246,7 @@ PARAMETER_DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
     "policy_timeout_s": (
         "Wall time (s) without an acknowledgement from the policy (policy_heartbeat) during an episode "
         "after which the policy counts as lost: the episode fails with reason policy_lost; 0: never.",
-        (0.0, 3600.0),
+        _bounds("policy_timeout_s"),
     ),
     "on_policy_lost": (
         "After a lost policy: stop (exit 1 with a message) or continue (wait up to service_timeout_s "
@@ -256,12 +257,12 @@ PARAMETER_DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "Wall time (s) a probed node has to answer a parameter request: the joint-state publisher (sim "
         "node or driver) when the policy is silent or an episode timed out (no answer: the world is lost, "
         "exit 1), and a silent policy (no answer: policy_lost; an answer: it is holding, the wait goes on).",
-        (0.1, 86400.0),
+        _bounds("world_probe_timeout_s"),
     ),
     "operator_timeout_s": (
         "Real mode with prompt hooks: wall time (s) the operator has to answer each question; then the "
         "episode is recorded with reason operator_timeout (a missing judgement) and the run stops (exit 1).",
-        (0.1, 86400.0),
+        _bounds("operator_timeout_s"),
     ),
 }
 PARAMETER_CONSTRAINTS = {
