@@ -9,7 +9,8 @@ store, so a rerun resumes.  The report gives each arm's success rate with its 95
 episodes changed outcome against the first arm (the baseline), whether the intervals overlap, and the
 per-pixel colour differences of each arm's first frame against the baseline's over the first
 ``--image-episodes`` episodes' reset states.  An arm is called equivalent only when no episode changed
-outcome or, if some did, its success rate lies inside the baseline's interval and vice versa.
+outcome: success rates inside each other's intervals are reported too, but a profile that turns some
+successes into failures (and others back) is not offered as a stand-in for the baseline.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from r2s2r_eval.episodes.sweep import run_sweep
 from r2s2r_eval.episodes.sweep_plan import SweepConfig, episode_seed, parse_policy_spec
 from r2s2r_eval.policy import load_policy
 
-__all__ = ["Arm", "image_differences", "main", "parse_arm", "run_fidelity"]
+__all__ = ["Arm", "compare_to_baseline", "image_differences", "main", "parse_arm", "run_fidelity"]
 
 
 
@@ -134,14 +135,7 @@ def run_fidelity(
         print(f"{arm.label:16} {k}/{n} = {k / n:.1%} [{low:.1%}, {high:.1%}]", file=sys.stderr)
     base = outcomes[arms[0].label]
     for arm in arms[1:]:
-        o = outcomes[arm.label]
-        changed = int(np.sum(np.array(o["success_by_episode"]) != np.array(base["success_by_episode"])))
-        inside = base["wilson95"][0] <= o["rate"] <= base["wilson95"][1] and (
-            o["wilson95"][0] <= base["rate"] <= o["wilson95"][1]
-        )
-        o["changed_outcomes"] = changed
-        o["rates_within_each_others_interval"] = bool(inside)
-        o["equivalent"] = bool(changed == 0 or inside)
+        outcomes[arm.label].update(compare_to_baseline(base, outcomes[arm.label]))
     pixels = image_differences(cfg, arms, image_episodes) if image_episodes > 0 else {}
     return {
         "world": cfg.world,
@@ -151,6 +145,23 @@ def run_fidelity(
         "baseline": arms[0].label,
         "arms": outcomes,
         "pixel_differences_vs_baseline": pixels,
+    }
+
+
+def compare_to_baseline(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
+    """Episodes whose outcome changed, whether the rates lie in each other's interval, and equivalence.
+
+    ``base`` and ``arm`` are outcome entries of the report (``success_by_episode``, ``rate``, ``wilson95``),
+    episode for episode the same seeds.
+    """
+    changed = int(np.sum(np.array(arm["success_by_episode"]) != np.array(base["success_by_episode"])))
+    inside = base["wilson95"][0] <= arm["rate"] <= base["wilson95"][1] and (
+        arm["wilson95"][0] <= base["rate"] <= arm["wilson95"][1]
+    )
+    return {
+        "changed_outcomes": changed,
+        "rates_within_each_others_interval": bool(inside),
+        "equivalent": changed == 0,
     }
 
 
@@ -206,6 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg, arms, ns.out / "results.sqlite", workers=ns.workers, image_episodes=ns.image_episodes
         )
     (ns.out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    for label, o in report.get("arms", {}).items():
+        if "changed_outcomes" in o:
+            verdict = "equivalent" if o["equivalent"] else "not equivalent"
+            print(f"{label:16} {o['changed_outcomes']} outcomes changed: {verdict}", file=sys.stderr)
     for label, px in report["pixel_differences_vs_baseline"].items():
         print(f"{label:16} pixels vs {report['baseline']}: mean {px['mean']:.2f}, p99 {px['p99']:.0f}, "
               f"> 16 levels {px['fraction_over_16']:.2%}", file=sys.stderr)
