@@ -35,28 +35,24 @@ profile is changed: it is applied to the variant exactly as to the original worl
 
 from __future__ import annotations
 
-import os
+import dataclasses
+import json
+import math
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import mujoco
+import numpy as np
 
-import dataclasses  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from r2s2r_capture.articulation_capture import ARTICULATION_PHASE, ArticulationConfig  # noqa: E402
-from r2s2r_capture.bag_messages import BagMessages  # noqa: E402
-from r2s2r_capture.bag_writer import BagWriter, offered_qos  # noqa: E402
-from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png  # noqa: E402
-from r2s2r_capture.errors import CaptureError, refuse_existing  # noqa: E402
-from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory  # noqa: E402
+from r2s2r_capture.articulation_capture import ARTICULATION_PHASE, ArticulationConfig
+from r2s2r_capture.bag_messages import BagMessages
+from r2s2r_capture.bag_writer import BagWriter, offered_qos
+from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png
+from r2s2r_capture.errors import CaptureError, refuse_existing
+from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory
 
 __all__ = [
     "CAPTURE_BOARD",

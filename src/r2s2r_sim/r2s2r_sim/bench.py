@@ -34,14 +34,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import mujoco
+import numpy as np
 
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from r2s2r_sim.bench_out import add_out_option, write_results  # noqa: E402
-from r2s2r_sim.world import SimWorld  # noqa: E402
-from r2s2r_sim.worlds import world_path  # noqa: E402
+from r2s2r_sim.bench_out import add_out_option, write_results
+from r2s2r_sim.world import SimWorld
+from r2s2r_sim.worlds import world_path
 
 WORLD = "tabletop-pick-v1"
 _NS = 1_000_000_000

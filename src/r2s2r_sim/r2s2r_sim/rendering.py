@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import os
+import atexit
+import contextlib
+import math
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from types import TracebackType
 
-# MuJoCo picks its GL backend when first imported; headless EGL is the only one that works here.
-os.environ.setdefault("MUJOCO_GL", "egl")
+import mujoco
+import numpy as np
 
-import atexit  # noqa: E402
-import contextlib  # noqa: E402
-import math  # noqa: E402
-import threading  # noqa: E402
-import weakref  # noqa: E402
-from collections.abc import Iterator, Sequence  # noqa: E402
-from types import TracebackType  # noqa: E402
-
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from r2s2r_sim.errors import RenderError, WorldError  # noqa: E402
-from r2s2r_sim.render_profile import FULL, RenderProfile  # noqa: E402
+from r2s2r_sim.errors import RenderError, WorldError
+from r2s2r_sim.render_profile import FULL, RenderProfile
 
 __all__ = ["RgbdRenderer", "TiledRenderer", "View", "camera_intrinsics", "depth_to_uint16_mm", "tile_grid"]
 

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import os
+import collections
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
-# MuJoCo picks its GL backend when first imported; headless EGL is the only one that works here.
-os.environ.setdefault("MUJOCO_GL", "egl")
+import mujoco
+import numpy as np
 
-import collections  # noqa: E402
-import hashlib  # noqa: E402
-import math  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Protocol  # noqa: E402
-
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from r2s2r_sim.errors import WorldError  # noqa: E402
-from r2s2r_sim.kinematics import subtree_bodies  # noqa: E402
-from r2s2r_sim.sensor_effects import SensorEffects  # noqa: E402
-from r2s2r_sim.task import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task  # noqa: E402
-from r2s2r_sim.world_compose import command_delay, compose_world  # noqa: E402
-from r2s2r_sim.world_config import WorldConfig, load_world_config  # noqa: E402
+from r2s2r_sim.errors import WorldError
+from r2s2r_sim.kinematics import subtree_bodies
+from r2s2r_sim.sensor_effects import SensorEffects
+from r2s2r_sim.task import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task
+from r2s2r_sim.world_compose import command_delay, compose_world
+from r2s2r_sim.world_config import WorldConfig, load_world_config
 
 __all__ = ["CommandCheck", "SimWorld"]
 

@@ -8,19 +8,15 @@ that cannot hold the task object, servos that limit-cycle, a grasp-slipping fric
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+import mujoco
+import numpy as np
 
-from dataclasses import dataclass, field  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING  # noqa: E402
-
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-
-from r2s2r_sim.errors import WorldError  # noqa: E402
-from r2s2r_sim.grasp_fit import (  # noqa: E402
+from r2s2r_sim.errors import WorldError
+from r2s2r_sim.grasp_fit import (
     GRASP_IMPRATIO,
     HOLD_LOADS_G,
     STABLE_DAMPING_RATIO,
@@ -30,7 +26,7 @@ from r2s2r_sim.grasp_fit import (  # noqa: E402
     subtree,
     tip_depth,
 )
-from r2s2r_sim.rendering import camera_intrinsics  # noqa: E402
+from r2s2r_sim.rendering import camera_intrinsics
 
 if TYPE_CHECKING:
     from r2s2r_sim.world import SimWorld
