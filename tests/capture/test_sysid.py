@@ -113,6 +113,24 @@ def test_identification_recovers_truth(result: IdentificationResult) -> None:
     assert result.n_train + result.n_val == 601 and result.n_val == 150
 
 
+def test_residual_weights_ignore_where_each_joint_zero_is() -> None:
+    """With the weights, mujoco.sysid's normalised residual is the same whatever a joint's offset."""
+    rng = np.random.default_rng(3)
+    swing = rng.normal(size=(200, 4)) * [0.2, 0.5, 0.05, 1.0]
+    error = rng.normal(size=(200, 4)) * 1e-3
+    normalised = []
+    for offset in ([0, 0, 0, 0], [3.0, -2.2, 1.0, 0.0]):
+        measured = swing + offset
+        res = mjsysid.weighted_diff(predicted_data=measured - error, measured_data=measured)
+        res = res * S.centred_weights(measured)
+        normalised.append(mjsysid.normalize_residual(res, measured))
+    np.testing.assert_allclose(normalised[0], normalised[1], rtol=1e-9)
+    excitation = np.linalg.norm(swing - swing.mean(axis=0), axis=0) / math.sqrt(2)
+    np.testing.assert_allclose(normalised[1], error / excitation, rtol=1e-9)
+    # A constant column (a joint that never moved) gets a large but finite weight, not a division by zero.
+    assert np.all(np.isfinite(S.centred_weights(np.ones((10, 2)))))
+
+
 def test_write_identification(result: IdentificationResult, tmp_path: Path) -> None:
     paths = write_identification(result, tmp_path / "out")
     model = mujoco.MjModel.from_xml_path(str(paths["mjcf"]))

@@ -295,6 +295,20 @@ def _x_scale(params: sysid.ParameterDict, cfg: SysidConfig) -> np.ndarray:
     return np.array(scale)
 
 
+def centred_weights(measured: np.ndarray) -> np.ndarray:
+    """Per-column weights that turn ``mujoco.sysid``'s residual normalisation into a centred one.
+
+    The toolbox divides each signal's error by the norm of the measured signal, offset included, so a
+    joint swinging about pi weighs several times less than the same motion about 0, and the fit changes
+    with where the encoder's zero is. Multiplying by ``norm(m) / norm(m - mean(m))`` leaves each error
+    divided by its own excitation instead: the identified dynamics do not depend on the joint's zero.
+    """
+    m = np.asarray(measured, dtype=float)
+    centred = np.linalg.norm(m - m.mean(axis=0), axis=0)
+    raw = np.linalg.norm(m, axis=0)
+    return raw / np.maximum(centred, 1e-9 * np.maximum(raw, 1.0))
+
+
 def _rms_q(residual_fn: Any, params: sysid.ParameterDict, n_joints: int) -> float:
     """RMS joint position error (rad) of a rollout with ``params`` against the measured positions."""
     _, preds, records = residual_fn(params.as_vector(), params, return_pred_all=True)
@@ -453,7 +467,8 @@ def identify(
         train = problem.sequence("train", spec, 0, n_train)
         val = problem.sequence("validation", spec, n_train, recording.t.size)
     common = {"custom_rollout": problem.delayed_rollout, "n_threads": n_threads}
-    train_fn = sysid.build_residual_fn(models_sequences=[train], **common)
+    weights = centred_weights(train.sensordata[0].data)
+    train_fn = sysid.build_residual_fn(models_sequences=[train], sensor_weights=weights, **common)
     val_fn = sysid.build_residual_fn(models_sequences=[val], **common)
     nj = len(recording.joint_names)
     before = (_rms_q(train_fn, params, nj), _rms_q(val_fn, params, nj))
