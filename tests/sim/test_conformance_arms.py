@@ -58,6 +58,21 @@ def test_holds_home(arm: tuple[str, SimWorld]) -> None:
     assert np.all(np.isfinite(effort))
 
 
+def test_no_link_touches_another_at_home(arm: tuple[str, SimWorld]) -> None:
+    """Self-contacts jam joints (the Gen3's base and shoulder meshes overlap by 12 mm in the file)."""
+    _, w = arm
+    w.reset(0)
+    m, d = w.model, w.data
+    mujoco.mj_forward(m, d)
+    root = m.body_rootid
+    selfs = [
+        (m.body(m.geom_bodyid[c.geom1]).name, m.body(m.geom_bodyid[c.geom2]).name)
+        for c in d.contact[: d.ncon]
+        if root[m.geom_bodyid[c.geom1]] == root[m.geom_bodyid[c.geom2]]
+    ]
+    assert selfs == []
+
+
 def test_tracks_ramped_target(arm: tuple[str, SimWorld]) -> None:
     _, w = arm
     w.reset(0)

@@ -265,22 +265,39 @@ def _urdf_spec(
     return spec
 
 
-def _exclude_static_chains(spec: mujoco.MjSpec) -> None:
-    """Keep MuJoCo's parent-child contact filter across links kept apart by fixed joints.
+def _exclude_static_chains(spec: mujoco.MjSpec, *, world_welded_only: bool = False) -> None:
+    """Keep MuJoCo's parent-child contact filter where it lapses.
 
-    With ``fusestatic`` off, a moving link's parent may be a fixed link (base_link_inertia) whose own
-    parent carries the geometry it touches; exclude contacts between a moving link and every ancestor up
-    to the first one that moves.
+    MuJoCo skips contacts between a body and its parent, except when the parent is welded to the world
+    (it then counts as the world): a fixed-base arm's first moving link collides with its base, which
+    jams that joint when their meshes overlap (the Kinova Gen3's do, by 12 mm at home).  With URDF's
+    ``fusestatic`` off, fixed links (base_link_inertia) also sit between a moving link and the geometry it
+    touches.  Exclude contacts between a moving link and every ancestor up to the first one that moves.
+    ``world_welded_only`` (MJCF): only the chains that reach the world, and only between bodies whose
+    geoms can touch, so a model whose links never collide compiles unchanged.
     """
     for body in spec.bodies:
         if not body.name or not body.joints:
             continue
+        ancestors = []
         parent = body.parent
         while parent is not None and parent.name and parent.name != "world":
-            spec.add_exclude(bodyname1=parent.name, bodyname2=body.name)
+            ancestors.append(parent)
             if parent.joints:
                 break
             parent = parent.parent
+        if world_welded_only and (not ancestors or ancestors[-1].joints):
+            continue
+        for ancestor in ancestors:
+            if not world_welded_only or _can_touch(ancestor, body):
+                spec.add_exclude(bodyname1=ancestor.name, bodyname2=body.name)
+
+
+def _can_touch(a: mujoco.MjsBody, b: mujoco.MjsBody) -> bool:
+    """Whether any geom of ``a`` and any of ``b`` pass MuJoCo's contype/conaffinity test."""
+    return any(
+        (ga.contype & gb.conaffinity) or (gb.contype & ga.conaffinity) for ga in a.geoms for gb in b.geoms
+    )
 
 
 def _add_servos(spec: mujoco.MjSpec, joints: tuple[str, ...], servos: ServoConfig, field: str) -> None:
@@ -356,6 +373,7 @@ def load_robot_spec(
             spec = mujoco.MjSpec.from_file(str(path))
         except ValueError as err:
             raise WorldError(f"{field}: {path} is not valid MJCF: {err}") from err
+        _exclude_static_chains(spec, world_welded_only=True)
     if servos is not None:
         _add_servos(spec, servo_joints, servos, "robot.servos")
     if tool_frame is not None:
