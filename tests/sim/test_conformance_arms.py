@@ -8,6 +8,7 @@ import pytest
 from conftest import SHARED_ROBOTS, TEST_WORLDS
 from r2s2r_sim.rendering import RgbdRenderer
 from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_check import self_contacts
 
 pytestmark = pytest.mark.skipif(
     not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"
@@ -126,3 +127,17 @@ def test_cameras_render(arm: tuple[str, SimWorld]) -> None:
             cam.name == "camera"
         ):  # the scene camera sees table and floor; Gen3's wrist camera sees sky at home
             assert (depth > 0).mean() > 0.3
+
+
+def test_world_check_names_links_that_touch_at_home() -> None:
+    """With the loader's exclusion taken out again, the Gen3's base and shoulder are reported by name."""
+
+    def keep_contacts(spec: mujoco.MjSpec) -> None:
+        for exclude in list(spec.excludes):
+            spec.delete(exclude)
+
+    w = SimWorld(TEST_WORLDS / "kinova_gen3", spec_editor=keep_contacts)
+    w.reset(0)
+    [(a, b, depth)] = self_contacts(w)
+    assert {a, b} == {"robot/base_link", "robot/shoulder_link"} and 0.005 < depth < 0.02
+    assert self_contacts(SimWorld(TEST_WORLDS / "kinova_gen3")) == []

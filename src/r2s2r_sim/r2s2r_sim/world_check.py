@@ -140,6 +140,11 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
             f"K = [[{k[0, 0]:.2f}, 0, {k[0, 2]:.2f}], [0, {k[1, 1]:.2f}, {k[1, 2]:.2f}], [0, 0, 1]]"
         )
     _check_servos(world, report)
+    for a, b, depth in self_contacts(world):
+        report.warnings.append(
+            f"robot: links {a!r} and {b!r} touch at home ({1000 * depth:.1f} mm deep): the joints between "
+            "them rub; exclude the pair in the robot file (<contact><exclude body1=.. body2=../>)"
+        )
     if cfg.task is None:
         report.warnings.append("task: none; episodes cannot succeed or fail")
     else:
@@ -182,6 +187,25 @@ def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
                 f"task: the {what} is {dist:.3f} m from the robot base, beyond the arm's reach "
                 f"({reach:.3f} m)"
             )
+
+
+def self_contacts(world: SimWorld) -> list[tuple[str, str, float]]:
+    """Pairs of the robot's own bodies in contact in the world's current state, with their depth (m).
+
+    The loader already excludes a first link from a base fixed to the world (MuJoCo's parent filter
+    lapses there); any other pair is the robot file's to fix.
+    """
+    model, data = world.model, world.data
+    mujoco.mj_forward(model, data)
+    first = model.joint(world.config.robot.prefix + world.arm_joint_names[0]).id
+    root = model.body_rootid[model.jnt_bodyid[first]]
+    found: dict[tuple[str, str], float] = {}
+    for c in data.contact[: data.ncon]:
+        b1, b2 = int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])
+        if model.body_rootid[b1] == root and model.body_rootid[b2] == root:
+            pair = (model.body(b1).name, model.body(b2).name)
+            found[pair] = max(found.get(pair, 0.0), -float(c.dist))
+    return [(a, b, depth) for (a, b), depth in found.items()]
 
 
 def _check_servos(world: SimWorld, report: WorldReport) -> None:
