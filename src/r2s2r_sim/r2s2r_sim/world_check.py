@@ -171,7 +171,8 @@ def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
     target, _ = world.site_pose(task.target_site)
     base, _ = world.base_pose()
     # The summed link lengths bound the reach; a start or target beyond it is an error, not a hard episode.
-    anchors = [world.data.xanchor[j] for j in world._arm_jnt]  # noqa: SLF001
+    prefix = world.config.robot.prefix
+    anchors = [world.data.xanchor[world.model.joint(prefix + j).id] for j in world.arm_joint_names]
     reach = float(
         np.linalg.norm(anchors[0] - base)
         + sum(np.linalg.norm(b - a) for a, b in zip([*anchors[1:], tool], anchors, strict=True))
