@@ -124,6 +124,28 @@ def test_dart_noise_moves_the_arm_but_not_the_labels(tmp_path: Path) -> None:
     assert label_gap < state_gap
 
 
+def test_push_demonstrations_by_the_tasks_own_expert(tmp_path: Path) -> None:
+    # The push policy steers by the object it sees at every step, so its demonstrations need the camera's
+    # rate (a pick expert looks once): with one frame per episode every attempt timed out.
+    from r2s2r_eval.studies.task_studies import task_study
+
+    study = task_study("push")
+    cfg = DemoConfig(
+        world=study.world,
+        variations=study.variations,
+        episodes=1,
+        max_attempts=3,
+        seed=0,
+        mcap=False,
+        expert_kind="reference",
+        expert_policy=study.family[0].name,
+    )
+    summary = collect_demos(tmp_path / "push", cfg)
+    assert summary.episodes == 1
+    attempts = (tmp_path / "push/meta/r2s2r_attempts.jsonl").read_text().splitlines()
+    assert json.loads(attempts[-1])["success"] is True
+
+
 def test_failed_first_attempt_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A dataset whose first attempt fails has no meta/ folder yet; the attempt log must still be written.
     import r2s2r_eval.learning.demos as demos_module

@@ -55,8 +55,10 @@ EXPERT_KINDS = ("privileged", "reference")
 ENV_STATE_NAMES = ("object_x", "object_y", "object_z", "object_cos4yaw", "object_sin4yaw")
 # Seed-sequence key of the DART noise stream, apart from the world's and the policy's streams.
 _NOISE_STREAM = 0x44415254
-# The expert needs one full-size RGB-D frame (t = 0); a rate this low gives no other full-size frame.
-_EXPERT_CAMERA_RATE_HZ = 1e-3
+# The pick experts need one full-size RGB-D frame (t = 0); a rate this low gives no other full-size frame.
+# Another task's scripted policy steers by what it sees (a push follows the object): it gets the camera's
+# own rate, as in a sweep.
+_PICK_EXPERT_CAMERA_RATE_HZ = 1e-3
 
 
 class DemoError(ValueError):
@@ -384,7 +386,7 @@ def collect_demos(
                     seed,
                     episode_index=attempt,
                     control_rate_hz=cfg.control_rate_hz,
-                    camera_rate_hz=_EXPERT_CAMERA_RATE_HZ,
+                    camera_rate_hz=_PICK_EXPERT_CAMERA_RATE_HZ if cfg.expert_policy is None else None,
                 )
         reasons[result.reason] = reasons.get(result.reason, 0) + 1
         record: dict[str, Any] = {
