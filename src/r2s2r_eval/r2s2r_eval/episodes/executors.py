@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -31,6 +32,27 @@ def _error(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}".replace("\n", " ")
 
 
+def _die_with_parent(parent: int) -> None:
+    """Pool-worker initializer: the kernel ends this worker when the process that started it dies.
+
+    A parent killed by a signal it does not handle (``kill PID``, a job scheduler's SIGTERM, SIGKILL) runs
+    no cleanup, and a worker busy with a long job (a shard of demonstrations) would otherwise run it to the
+    end, writing into the study's folder, for up to an hour.  Linux only (``PR_SET_PDEATHSIG``); elsewhere
+    a no-op.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0) != 0:
+        return  # not fatal: the worker still ends when its job does
+    if os.getppid() != parent:  # the parent died before the call took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def run_local(
     fn: Callable[[J], list[R]],
     jobs: Sequence[J],
@@ -41,13 +63,18 @@ def run_local(
     """Run ``fn`` on each job in a spawn-context process pool of at most ``workers`` processes.
 
     A broken pool is rebuilt and the jobs it lost are retried once; ``on_crash(job, reason)`` gets a job
-    that broke it twice.
+    that broke it twice.  Workers end with this process, however it ends (:func:`_die_with_parent`).
     """
     attempts: dict[int, int] = {}
     pending = list(enumerate(jobs))
     ctx = multiprocessing.get_context("spawn")
     while pending:
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=ctx)
+        pool = ProcessPoolExecutor(
+            max_workers=min(workers, len(pending)),
+            mp_context=ctx,
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        )
         retry: list[tuple[int, J]] = []
         try:
             futures: dict[Future[list[R]], tuple[int, J]] = {pool.submit(fn, j): (i, j) for i, j in pending}
