@@ -46,7 +46,13 @@ from typing import Any, TextIO
 
 from r2s2r_sim.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
 from r2s2r_sim.liveness import Liveness
-from r2s2r_sim.ros_params import parameter_error, read_node_config, run_node
+from r2s2r_sim.ros_params import (
+    parameter_error,
+    read_node_config,
+    run_node,
+    shut_down_executor,
+    spin_until_shutdown,
+)
 from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
 from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
@@ -563,7 +569,8 @@ class EvaluatorNode(Node):
 def _run(node: EvaluatorNode) -> int:
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
+    # Not executor.spin: Ctrl-C shuts the context down under it, which it reports as an exception.
+    spinner = threading.Thread(target=spin_until_shutdown, args=(executor,), daemon=True)
     spinner.start()
     started = time.monotonic()
     try:
@@ -577,7 +584,7 @@ def _run(node: EvaluatorNode) -> int:
         return 1
     finally:
         # Stop the spinning thread before the node and the context go away (else rclcpp aborts).
-        executor.shutdown(timeout_sec=5.0)
+        shut_down_executor(executor, timeout_s=5.0)
         spinner.join(timeout=5.0)
     return 0
 
