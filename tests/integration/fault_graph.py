@@ -27,8 +27,10 @@ from r2s2r_sim.launcher import Launcher
 args, extra = sys.argv[1:-1], json.loads(sys.argv[-1])
 nodes = [dataclasses.replace(n, parameters={**n.parameters, **extra.get(n.name, {})})
          for n in resolve(load_graph("world"), dict(a.split(":=", 1) for a in args))]
-sys.exit(Launcher(nodes, sigint_timeout=20.0).run())
+sys.exit(Launcher(nodes, sigint_timeout=60.0).run())
 """
+# The launcher escalates past SIGINT after 60 s: a node that hangs at exit hangs for good, while tearing
+# DDS down on a loaded machine can take seconds, so the bound is not a speed bound.
 # Cheap, short episodes: no cameras; the task's 30 s (sim) timeout ends each one.
 FAST = {"sim_node": {"cameras_enabled": False}}
 

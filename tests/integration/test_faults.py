@@ -112,7 +112,7 @@ def test_ctrl_c_at_a_random_moment_leaves_the_store_and_the_bag_valid(  # type: 
         g.wait_for("any output line", lambda _line: True)
     g.proc.send_signal(signal.SIGINT)
     rec.send_signal(signal.SIGINT)
-    g.finish(timeout=180)
+    g.finish(timeout=600)  # three nodes, each up to the launcher's 60 s SIGINT bound and more
     log, _ = rec.communicate(timeout=120)
     assert rec.returncode == 0, log
     escalated = [line for line in g.lines if "SIGKILL" in line or "ignored SIGINT" in line]

@@ -193,6 +193,7 @@ class Launcher:
                 continue
             child.stopping = True
             self.log(f"sending SIGINT to {child.label}")
+            asked = time.monotonic()
             self._signal(child, signal.SIGINT)
             if not self._wait(child, self._sigint_timeout):
                 self.log(f"{child.label} ignored SIGINT for {self._sigint_timeout:g} s: sending SIGTERM")
@@ -202,7 +203,10 @@ class Launcher:
                     self._signal(child, signal.SIGKILL)
                     child.proc.wait()
             child.pump.join(timeout=1.0)
-            self.log(f"{child.label} stopped (exit code {child.proc.returncode})")
+            self.log(
+                f"{child.label} stopped (exit code {child.proc.returncode}) "
+                f"{time.monotonic() - asked:.1f} s after SIGINT"
+            )
 
     @staticmethod
     def _signal(child: _Child, signum: int) -> None:
