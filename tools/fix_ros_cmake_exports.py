@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy
 
-_BUILD_MACHINE_PATHS = re.compile(r"/opt/python/cp\d+-cp\d+/(include/python[\d.]+|lib/python[\d.]+/site-packages/numpy/_core/include)")
+_BUILD_MACHINE_PATHS = re.compile(
+    r"/opt/python/cp\d+-cp\d+/(include/python[\d.]+|lib/python[\d.]+/site-packages/numpy/_core/include)"
+)
 
 
 def _replacement(match: re.Match[str]) -> str:
@@ -40,10 +42,14 @@ def fix(prefix: Path) -> list[Path]:
 
 
 def main() -> int:
+    """Fix the exports under the prefix given as the first argument (default: this interpreter's)."""
     prefix = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(sys.prefix)
     include = Path(sysconfig.get_paths()["include"]) / "Python.h"
     if not include.is_file():
-        print(f"fix_ros_cmake_exports: {include} is missing; install the Python development headers", file=sys.stderr)
+        print(
+            f"fix_ros_cmake_exports: {include} is missing; install the Python development headers",
+            file=sys.stderr,
+        )
         return 1
     fixed = fix(prefix)
     print(f"fix_ros_cmake_exports: corrected {len(fixed)} CMake export file(s) under {prefix}/share")

@@ -22,6 +22,18 @@ def talker(node: Node) -> None:
     rclpy.spin(node)
 
 
+def counter(node: Node) -> None:
+    """Prints a line every 20 ms, as a node logging at a steady rate does."""
+    count = [0]
+
+    def tick() -> None:
+        count[0] += 1
+        print(f"count {count[0]}", flush=True)
+
+    node.create_timer(0.02, tick)
+    rclpy.spin(node)
+
+
 def listener(node: Node) -> None:
     node.declare_parameter("want", 5)
     want = node.get_parameter("want").value
@@ -46,13 +58,22 @@ def crasher(node: Node) -> None:
     sys.exit(3)
 
 
+ROLES = {
+    "talker": talker,
+    "counter": counter,
+    "listener": listener,
+    "echo_params": echo_params,
+    "crasher": crasher,
+}
+
+
 def main() -> None:
     role = sys.argv[1]
     rclpy.init(args=sys.argv)  # Jazzy's rclpy.init is not yet a context manager
     try:
         node = rclpy.create_node(f"test_{role}")
         print(f"{role} up", flush=True)
-        {"talker": talker, "listener": listener, "echo_params": echo_params, "crasher": crasher}[role](node)
+        ROLES[role](node)
     except (KeyboardInterrupt, ExternalShutdownException):
         print(f"{role} stopped by SIGINT", flush=True)
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from r2s2r_sim.graph import Graph, NodeSpec, resolve
-from r2s2r_sim.launcher import EXIT_INTERRUPTED, EXIT_NOT_STARTED, Launcher
+from r2s2r_sim.launcher import EXIT_INTERRUPTED, EXIT_NOT_STARTED, EXIT_OUTPUT_CLOSED, Launcher
 
 pytestmark = pytest.mark.integration
 NODES = Path(__file__).with_name("graph_nodes.py")
@@ -23,7 +23,7 @@ def prefix(tmp_path: Path, ros_env: dict[str, str]) -> dict[str, str]:
     """An install prefix laid out as colcon does (lib/<package>/<exe>) holding the test nodes."""
     lib = tmp_path / "prefix" / "lib" / PKG
     lib.mkdir(parents=True)
-    for role in ("talker", "listener", "echo_params", "crasher"):
+    for role in ("talker", "counter", "listener", "echo_params", "crasher"):
         exe = lib / role
         exe.write_text(f"#!/bin/sh\nexec {sys.executable} {NODES} {role} \"$@\"\n")
         exe.chmod(0o755)
@@ -76,7 +76,8 @@ def test_parameters_file_and_overrides_reach_the_node(prefix: dict[str, str], tm
                  parameters={"count": "7", "flag": "true"})
     code, out = _run(_resolve(_graph(echo), tmp_path), prefix)
     assert code == 0, out
-    assert "[echo_params-1] params {'greeting': 'from-file', 'count': 7, 'flag': True} node_name=echo" in out, out
+    want = "[echo_params-1] params {'greeting': 'from-file', 'count': 7, 'flag': True} node_name=echo"
+    assert want in out, out
 
 
 def test_required_node_death_stops_graph_with_its_code(prefix: dict[str, str], tmp_path: Path) -> None:
@@ -91,12 +92,13 @@ def test_missing_executable_starts_nothing(prefix: dict[str, str], tmp_path: Pat
     graph = _graph(_node("talker"), _node("no_such_exe"))
     code, out = _run(_resolve(graph, tmp_path), prefix)
     assert code == EXIT_NOT_STARTED
-    assert any("executable 'no_such_exe' of package 'r2s2r_launch_test' not found" in line for line in out), out
+    want = "executable 'no_such_exe' of package 'r2s2r_launch_test' not found"
+    assert any(want in line for line in out), out
     assert not any("process started" in line for line in out)
 
 
-def test_ctrl_c_stops_children_in_reverse_order(prefix: dict[str, str], tmp_path: Path) -> None:
-    # The launcher runs as its own process, as a user would start it, and gets SIGINT like Ctrl-C.
+def _graph_script(tmp_path: Path, roles: tuple[str, ...]) -> Path:
+    """A script that runs the launcher on ``roles`` as its own process, as a user would start it."""
     script = tmp_path / "run_graph.py"
     script.write_text(
         "import sys\n"
@@ -104,16 +106,23 @@ def test_ctrl_c_stops_children_in_reverse_order(prefix: dict[str, str], tmp_path
         "from r2s2r_sim.graph import Graph, NodeSpec, resolve\n"
         "from r2s2r_sim.launcher import Launcher\n"
         f"nodes = [NodeSpec(package={PKG!r}, executable=r, name=r, modes=frozenset({{None}})) "
-        "for r in ('talker', 'echo_params')]\n"
+        f"for r in {roles!r}]\n"
         f"g = Graph(name='t', description='', arguments=(), nodes=tuple(nodes))\n"
         f"sys.exit(Launcher(resolve(g, {{}}, config=Path({str(tmp_path / 'config')!r}))).run())\n"
     )
+    return script
+
+
+def test_ctrl_c_stops_children_in_reverse_order(prefix: dict[str, str], tmp_path: Path) -> None:
+    # The launcher gets SIGINT like Ctrl-C.
+    script = _graph_script(tmp_path, ("talker", "echo_params"))
     proc = subprocess.Popen([sys.executable, str(script)], env=prefix, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
     lines: list[str] = []
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not ({"[talker-1] talker up", "[echo_params-2] echo_params up"} <= set(lines)):
+    up = {"[talker-1] talker up", "[echo_params-2] echo_params up"}
+    while time.monotonic() < deadline and not up <= set(lines):
         lines.append(proc.stdout.readline().rstrip("\n"))
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=60)
@@ -121,7 +130,37 @@ def test_ctrl_c_stops_children_in_reverse_order(prefix: dict[str, str], tmp_path
     assert proc.returncode == EXIT_INTERRUPTED, lines
     order = [line for line in lines if "sending SIGINT" in line]
     assert order == ["[r2s2r] sending SIGINT to echo_params-2", "[r2s2r] sending SIGINT to talker-1"], lines
-    assert "[talker-1] talker stopped by SIGINT" in lines and "[echo_params-2] echo_params stopped by SIGINT" in lines
+    assert "[talker-1] talker stopped by SIGINT" in lines, lines
+    assert "[echo_params-2] echo_params stopped by SIGINT" in lines, lines
+
+
+def test_a_closed_output_stops_every_child_before_the_launcher_exits(
+    prefix: dict[str, str], tmp_path: Path
+) -> None:
+    # `r2s2r launch ... | head`: the reader goes away while nodes are still printing.
+    proc = subprocess.Popen([sys.executable, str(_graph_script(tmp_path, ("talker", "counter")))], env=prefix,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    while not any(line.startswith("[counter-2] count 3") for line in lines):
+        assert time.monotonic() < deadline, f"no output from the counter within 60 s: {lines}"
+        lines.append(proc.stdout.readline().rstrip("\n"))
+    pids = [int(line.split("[")[2].split("]")[0]) for line in lines if "process started with pid" in line]
+    assert len(pids) == 2, lines
+    proc.stdout.close()
+    try:
+        code = proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        for pid in pids:  # the launcher would have left them running
+            os.kill(pid, signal.SIGKILL)
+        pytest.fail("the launcher did not exit within 120 s of losing its output")
+    assert code == EXIT_OUTPUT_CLOSED, proc.stderr.read()
+    assert "[r2s2r] output closed: stopping the graph" in proc.stderr.read()
+    # The launcher waited for its children: none is left running (or unreaped) after it.
+    left = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    assert not left, f"children still there after the launcher exited: {left}"
 
 
 def test_cli_refuses_bad_arguments(ros_env: dict[str, str]) -> None:
@@ -134,7 +173,8 @@ def test_cli_refuses_bad_arguments(ros_env: dict[str, str]) -> None:
                               capture_output=True, timeout=60)
         assert proc.returncode == EXIT_NOT_STARTED, proc
         assert message in proc.stderr, proc.stderr
-    proc = subprocess.run(["r2s2r", "launch", "nograph"], env=ros_env, text=True, capture_output=True, timeout=60)
+    proc = subprocess.run(["r2s2r", "launch", "nograph"], env=ros_env, text=True, capture_output=True,
+                          timeout=60)
     assert proc.returncode == EXIT_NOT_STARTED and "unknown graph 'nograph' (graphs: world)" in proc.stderr
 
 

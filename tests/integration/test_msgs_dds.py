@@ -63,7 +63,9 @@ def test_outcome_tf_and_reset_service_between_processes(processes, ros_env) -> N
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not ({"outcome", "tf"} <= got.keys() and client.service_is_ready()):
+        while time.monotonic() < deadline and not (
+            {"outcome", "tf"} <= got.keys() and client.service_is_ready()
+        ):
             executor.spin_once(timeout_sec=0.1)
             assert peer.poll() is None, peer.stdout.read()  # type: ignore[union-attr]
         outcome = got["outcome"]

@@ -28,14 +28,14 @@ pytestmark = pytest.mark.skipif(
 ARMS = {
     "ufactory_xarm7": ("ufactory_xarm7/xarm7.xml", [], [f"joint{i}" for i in range(1, 8)],
                        ("gripper", {"left_driver_joint", "right_driver_joint"})),
-    "trs_so_arm100": ("trs_so_arm100/so_arm100.xml", [], ["Rotation", "Pitch", "Elbow", "Wrist_Pitch", "Wrist_Roll"],
-                      ("Jaw", {"Jaw"})),
+    "trs_so_arm100": ("trs_so_arm100/so_arm100.xml", [],
+                      ["Rotation", "Pitch", "Elbow", "Wrist_Pitch", "Wrist_Roll"], ("Jaw", {"Jaw"})),
     "kinova_gen3": ("kinova_gen3/gen3.xml", [], [f"joint_{i}" for i in range(1, 8)], None),
     "ur5e_xacro": ("ur_description/urdf/ur.urdf.xacro",
                    ["--xacro-arg", "ur_type:=ur5e", "--xacro-arg", "name:=ur5e", "--tool-body", "tool0",
                     "--home", "0,-1.57,1.57,-1.57,-1.57,0"],
-                   ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
-                    "wrist_3_joint"], None),
+                   ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
+                    "wrist_2_joint", "wrist_3_joint"], None),
 }
 
 

@@ -7,7 +7,8 @@ lines are prefixed ``[name-N]``, Ctrl-C (SIGINT) or SIGTERM stops the children i
 (SIGINT, then SIGTERM, then SIGKILL after timeouts, as launch escalates), the graph stops when a
 required node exits, a node marked ``respawn`` is restarted after ``RESPAWN_DELAY_S`` when it exits (as
 launch_ros ``Node(respawn=True, respawn_delay=...)``), and the exit status is non-zero when a node could
-not start or failed.
+not start or failed. A closed output (``r2s2r launch ... | head``) stops the graph as SIGPIPE stops a
+pipeline's writer, but with the children stopped first.
 It is not a launch-system clone: no substitutions, events or includes beyond what graph.py defines.
 """
 
@@ -29,6 +30,7 @@ from r2s2r_sim.graph import ResolvedNode
 
 EXIT_INTERRUPTED = 130  # the shell convention for "stopped by Ctrl-C"
 EXIT_NOT_STARTED = 2
+EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE  # what a shell reports for a writer whose reader went away
 RESPAWN_DELAY_S = 1.0  # as world.launch.py's respawn_delay
 
 
@@ -84,19 +86,47 @@ class Launcher:
         self._children: list[_Child] = []
         self._lock = threading.Lock()
         self._interrupted = threading.Event()
+        self._output_closed = threading.Event()
 
     def log(self, text: str) -> None:
         """Write one line of the launcher's own output (``[r2s2r]`` prefix, like launch's ``[INFO]``)."""
+        self._write(f"[r2s2r] {text}\n")
+
+    def _write(self, text: str) -> None:
+        """Write to our output; once its reader has gone, stop the graph and drop what follows.
+
+        Children keep writing into their pipes while they stop, so the pumps go on draining them:
+        a child blocked on a full pipe would never see its SIGINT through.
+        """
         with self._lock:
-            self._out.write(f"[r2s2r] {text}\n")
-            self._out.flush()
+            if self._output_closed.is_set():
+                return
+            try:
+                self._out.write(text)
+                self._out.flush()
+            except BrokenPipeError:
+                self._output_closed.set()
+                self._interrupted.set()
+                self._silence_output()
+
+    def _silence_output(self) -> None:
+        # As the signal module's SIGPIPE note advises: point the dead descriptor at devnull so the
+        # interpreter's final flush does not raise again, then say once, on stderr, why we stop.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._out.fileno())
+            os.close(devnull)
+        except (AttributeError, OSError, ValueError):
+            pass  # not a file descriptor (a test's list): nothing will flush it at exit
+        try:
+            print("[r2s2r] output closed: stopping the graph", file=sys.stderr, flush=True)
+        except (BrokenPipeError, ValueError):
+            pass
 
     def _pump(self, label: str, stream: TextIO | object) -> None:
         for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            with self._lock:
-                self._out.write(f"[{label}] {line}\n")
-                self._out.flush()
+            self._write(f"[{label}] {line}\n")
 
     def _start(self, node: ResolvedNode, exe: Path, index: int) -> _Child:
         # Own process group: the terminal's Ctrl-C reaches only us, and we stop children in order.
@@ -117,8 +147,8 @@ class Launcher:
         """Start every node, supervise, stop everything; return the graph's exit status.
 
         0: every node that ended on its own ended cleanly. 2: a node could not be started (nothing
-        is left running). 130: interrupted by SIGINT/SIGTERM. Otherwise the first non-zero exit
-        code of a node that died on its own.
+        is left running). 130: interrupted by SIGINT/SIGTERM. 141: our output's reader went away.
+        Otherwise the first non-zero exit code of a node that died on its own.
         """
         try:
             executables = [find_executable(node, self._env) for node in self._nodes]
@@ -137,15 +167,18 @@ class Launcher:
                 except OSError as err:
                     self.log(f"error: node '{node.name}' failed to start: {err}")
                     status = EXIT_NOT_STARTED
-                    return status
-            status = self._supervise()
-            return status
+                    break
+            else:
+                status = self._supervise()
         finally:
             self._shutdown()
             for s, handler in previous.items():
                 signal.signal(s, handler)
-            if self._interrupted.is_set() and status == 0:
-                status = EXIT_INTERRUPTED
+        if self._output_closed.is_set() and status in (0, EXIT_INTERRUPTED):
+            return EXIT_OUTPUT_CLOSED
+        if self._interrupted.is_set() and status == 0:
+            return EXIT_INTERRUPTED
+        return status
 
     def _respawn(self, child: _Child) -> None:
         """Start ``child``'s node again in its place (same label and index)."""
