@@ -56,3 +56,45 @@ def test_effective_parameters_are_not_scored() -> None:
     assert B._passes(report)["sysid_all_params"]
     report["sysid"]["a/frictionloss"]["effective"] = False
     assert not B._passes(report)["sysid_all_params"]
+
+
+@pytest.mark.parametrize(
+    "effects",
+    [
+        "",  # commands applied on the world's 2 ms step: 20 ms
+        "arm_effects: {physics_timestep_s: 0.0005}",  # 18.5 ms
+        "arm_effects: {physics_timestep_s: 0.0005, control_rate_hz: 1000}",  # on the 1 ms tick: 19 ms
+    ],
+)
+def test_command_delay_truth_is_the_delay_the_emulated_arm_shows(tmp_path, effects: str) -> None:
+    # The delay is scored against what the stand-in does with a command given on its grid: wait out the
+    # latency, then apply it on the next step or driver tick.
+    from r2s2r_sim.emulated_hardware import EmulatedArm
+    from r2s2r_sim.hardware_profile import load_hardware_profile
+    from r2s2r_sim.paths import config_dir
+    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.worlds import world_path
+
+    path = tmp_path / "profile.yaml"
+    path.write_text((config_dir() / "emulated_hardware" / "ideal_profile.yaml").read_text() + "\n" + effects)
+    profile = load_hardware_profile(path)
+    arm = EmulatedArm("tabletop-pick-v1", profile, seed=1)
+    latency = 0.0181  # between the steps of every case
+    arm.world.command_delay_s = latency
+    world_dt = float(SimWorld(world_path("tabletop-pick-v1")).model.opt.timestep)
+    expected = B.delay_as_applied(latency, world_dt, profile.arm)
+    assert expected > latency + 1e-4  # rounded up, so the case tests something
+
+    before = float(arm.world.data.ctrl[0])
+    given = arm.clock
+    cmd = arm.joint_state()[0][:6]
+    cmd[0] += 0.1
+    arm.submit_arm(cmd)
+    changed_at = None
+    for _ in range(int((latency + 0.01) / arm.dt) + 1):
+        arm.advance(1)
+        if float(arm.world.data.ctrl[0]) != before:
+            changed_at = arm.clock - arm.dt  # applied before the step that just ran
+            break
+    assert changed_at is not None, "the command never reached the servo"
+    assert changed_at - given == pytest.approx(expected, abs=1e-9)

@@ -94,6 +94,7 @@ class _WorldFacts:
     table_z: float
     template: dict[str, Any]
     pads: tuple[str, ...]
+    timestep: float
 
 
 def _world_facts(world: str | Path) -> _WorldFacts:
@@ -151,6 +152,7 @@ def _world_facts(world: str | Path) -> _WorldFacts:
         table_z=float(cfg.task.table_top_z if cfg.task.table_top_z is not None else 0.75),
         template=doc,
         pads=pads,
+        timestep=float(model.opt.timestep),
     )
 
 
@@ -278,6 +280,24 @@ def _effective_truths(truths: dict[str, float], effects: Any) -> dict[str, float
     return out
 
 
+def delay_as_applied(latency_s: float, world_timestep_s: float, effects: Any) -> float:
+    """The command delay the emulated arm shows: ``latency_s`` rounded up to the step that applies commands.
+
+    A queued command reaches the servos on the first driver tick (``control_rate_hz``; without one, physics
+    step) at or after its due time, so commands given on that grid, as the excitation's are, wait the latency
+    rounded up to the tick; the sim world rounds its own delay up to its step the same way.  This is the
+    delay identification can see, and what it is scored against.
+    """
+    step = world_timestep_s
+    if effects is not None and effects.physics_timestep_s is not None:
+        step = effects.physics_timestep_s
+    tick = step
+    if effects is not None and effects.control_rate_hz is not None:
+        tick = max(step, 1.0 / effects.control_rate_hz)
+    delay = math.ceil(latency_s / tick - 1e-9) * tick
+    return math.ceil(delay / step - 1e-9) * step
+
+
 def compare(
     result: Any, profile: Any, truth: dict[str, Any], world: str | Path = DEFAULT_WORLD
 ) -> dict[str, Any]:
@@ -354,10 +374,12 @@ def compare(
                 "effective": kind in effective,
             }
     lat = profile.driver.command_latency_s
+    applied = delay_as_applied(lat, facts.timestep, phys_effects)
     params["command_delay_s"] = {
-        "truth": lat,
+        "truth": applied,
+        "configured": lat,
         "fitted": fitted.get("command_delay_s", 0.0),
-        "error_pct": _pct(fitted.get("command_delay_s", 0.0), lat),
+        "error_pct": _pct(fitted.get("command_delay_s", 0.0), applied),
         "effective": False,
     }
     out["sysid"] = params
@@ -491,7 +513,8 @@ def format_report(r: dict[str, Any]) -> str:
         mark = "" if v["error_pct"] <= TARGETS["sysid_param_pct"] else "  MISS"
         lines.append(
             f"{'sysid ' + k + ' (%)':<34}{v['error_pct']:>14.1f}{'<= 10':>12}{mark}"
-            f"   (truth {v['truth']:.4g}, fitted {v['fitted']:.4g})"
+            f"   (truth {v['truth']:.4g}, fitted {v['fitted']:.4g}"
+            + (f"; configured {v['configured']:.4g}, applied on the step)" if "configured" in v else ")")
         )
     t = r["tracking_heldout_rmse_rad"]
     lines.append(
