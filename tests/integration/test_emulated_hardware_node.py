@@ -160,7 +160,7 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
     assert "object_to_target_m" in body["metrics"] and "stand-in" in body["judge"]
 
     proc.send_signal(2)
-    assert proc.wait(timeout=15) == 0
+    assert proc.wait(timeout=60) == 0  # a bound for a loaded machine; idle it takes ~0.2 s
     assert proc.stdout is not None
     output = proc.stdout.read()
     assert "EMULATED HARDWARE (stand-in for a real arm driver + RealSense; not a robot)" in output

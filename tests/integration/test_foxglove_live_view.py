@@ -104,7 +104,7 @@ def test_foxglove_client_receives_an_image_transforms_and_the_robot(processes: A
     assert "<robot" in description and 'name="shoulder_pan"' in description
     assert list(got["/joint_states"].name)[:1] == ["shoulder_pan"]
     view.send_signal(2)
-    assert view.wait(timeout=30) == 0, "\n".join(view_log)
+    assert view.wait(timeout=60) == 0, "\n".join(view_log)
 
 
 def _refused(processes: Any, port: int) -> str:

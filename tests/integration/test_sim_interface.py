@@ -119,9 +119,9 @@ def stop(out: Output) -> int:
     """Ctrl-C the node and return its exit code; a crash or a hang fails with the node's output."""
     out.proc.send_signal(2)
     try:
-        code = out.proc.wait(timeout=15)
+        code = out.proc.wait(timeout=60)  # a bound for a loaded machine; idle it takes ~0.2 s
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"the sim node did not exit 15 s after Ctrl-C:\n{out.text()[-6000:]}") from None
+        raise AssertionError(f"the sim node did not exit 60 s after Ctrl-C:\n{out.text()[-6000:]}") from None
     out._thread.join(timeout=5.0)
     if code < 0:
         raise AssertionError(f"the sim node died of signal {-code} after Ctrl-C:\n{out.text()[-12000:]}")
