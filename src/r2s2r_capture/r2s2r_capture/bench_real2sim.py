@@ -14,6 +14,8 @@ Joint damping and servo kv act alike on positions; the reported efforts split th
 :mod:`r2s2r_capture.real2sim`).  The benchmark scores each, and their sum ("viscous").  A parameter that a
 profile's ``arm_effects`` (compliance, Stribeck friction, backlash) make effective has no counterpart in the
 sim world: it is reported against a reference value and marked ``effective``, not scored.
+The command delay is scored against the delay the stand-in shows, its latency rounded up to the step or
+driver tick that applies commands (:func:`delay_as_applied`), with the configured latency beside it.
 
 ``--random-profile SEED`` writes a random profile next to the output, drawn from these ranges (multiples
 are of the world's values; the rest is the ideal profile's on the bundled world, the world's own elsewhere).
