@@ -11,7 +11,14 @@ import pytest
 pytest.importorskip("torch", reason="BC training needs PyTorch (torch==2.13.0 CPU)")
 pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
 
-from r2s2r_eval.studies.transfer import SMALL, format_report, run_transfer, shard_seed  # noqa: E402
+from r2s2r_eval.studies.transfer import (  # noqa: E402
+    DEFAULT_PROFILE,
+    SMALL,
+    StudyFolderError,
+    format_report,
+    run_transfer,
+    shard_seed,
+)
 
 
 @pytest.mark.timeout(1800)  # demos, training and three evaluation sides: minutes of CPU on a loaded machine
@@ -66,3 +73,26 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     assert not any(
         k in m for m in again for k in ("demonstrations", "perception", "training", "evaluation")
     ), again
+
+
+def test_a_rerun_with_other_options_is_refused_and_loses_nothing(tmp_path: Path) -> None:
+    # A finished evaluation in a study folder (its options as run_transfer writes them) ...
+    config = {k: list(v) if isinstance(v, tuple) else v for k, v in SMALL.__dict__.items()}
+    done = {"six_axes": {"real": {"n": 50}}}
+    report = {"config": config, "profile": str(DEFAULT_PROFILE), "ablations": done}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    before = path.read_bytes()
+    # ... is not thrown away by a run with fewer evaluation episodes, nor reused for another profile.
+    for cfg, profile, named in (
+        (replace(SMALL, real_episodes=0), DEFAULT_PROFILE, "real_episodes: 1 there, 0 now"),
+        (SMALL, Path("ideal_profile.yaml"), "profile: "),
+    ):
+        lines: list[str] = []
+        with pytest.raises(StudyFolderError, match="rerun with the same options") as err:
+            run_transfer(tmp_path, cfg, profile=profile, log=lines.append)
+        assert named in str(err.value) and str(path) in str(err.value)
+        assert not lines and path.read_bytes() == before
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(StudyFolderError, match="not a transfer study report"):
+        run_transfer(tmp_path, SMALL, log=print)

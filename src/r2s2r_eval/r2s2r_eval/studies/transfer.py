@@ -54,6 +54,7 @@ from r2s2r_eval.studies.transfer_eval import evaluate_policy, in_pool
 __all__ = [
     "COMMAND",
     "ABLATIONS",
+    "StudyFolderError",
     "TransferConfig",
     "cmd_transfer",
     "make_real2sim_world",
@@ -225,10 +226,42 @@ def render_sharded(
     return shards
 
 
+class StudyFolderError(ValueError):
+    """The output folder holds a study run with other options: resuming would mix the two, so we refuse."""
+
+
+def _resumable(path: Path, new: dict[str, Any]) -> dict[str, Any]:
+    """The report at ``path`` to resume, if it was written with ``new``'s options and profile.
+
+    Its demonstrations, checkpoints and evaluations belong to those options; they are never overwritten.
+
+    Raises:
+        StudyFolderError: another run's report (naming each option that differs), or not a report.
+    """
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+        was = {**old["config"], "profile": old["profile"]}
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise StudyFolderError(f"{path}: not a transfer study report ({err}); choose another --out") from None
+    now = {**new["config"], "profile": new["profile"]}
+    changed = [f"{k}: {was.get(k)!r} there, {now.get(k)!r} now" for k in sorted(was.keys() | now.keys())
+               if was.get(k) != now.get(k)]
+    if changed:
+        raise StudyFolderError(
+            f"{path}: written by a run with other options ({'; '.join(changed)}); "
+            "rerun with the same options to resume it, or choose another --out"
+        )
+    return dict(old)
+
+
 def run_transfer(
     out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
-    """Run (or resume) the whole study; returns the report also written to ``out/report.json``."""
+    """Run (or resume) the whole study; returns the report also written to ``out/report.json``.
+
+    Raises:
+        StudyFolderError: ``out`` holds a study run with other options or another profile.
+    """
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()},
@@ -237,9 +270,7 @@ def run_transfer(
     }
     report_path = out / "report.json"
     if report_path.is_file():
-        old = json.loads(report_path.read_text(encoding="utf-8"))
-        if old.get("config") == report["config"]:
-            report = old
+        report = _resumable(report_path, report)
     timings = report.setdefault("wall_s", {})
 
     def save() -> None:
@@ -471,7 +502,10 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
     except ValueError as err:
         return bad_input("transfer", err)
     t0 = time.perf_counter()
-    report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
+    try:
+        report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
+    except StudyFolderError as err:
+        return bad_input("transfer", err)
     print(format_report(report))
     print(f"wrote {ns.out / 'report.json'} ({time.perf_counter() - t0:.0f} s)")
     return 0
