@@ -18,8 +18,9 @@ Each policy runs ``--real-episodes`` episodes on the emulated hardware (default 
 training), as captured and again with an operator's changes between trials (object pose, lighting,
 clutter), and ``--sim-episodes`` in the bundled world with variations and in its own training world and
 variations (held-out seeds), plus the expert as a reference row.  Success rates get 95 % Wilson
-intervals.  Every stage is skipped when its output exists, so a rerun resumes.  Writes ``report.json``
-and ``report.md`` under ``--out``.
+intervals.  Every stage is skipped when its output exists, so a rerun with the same options resumes; one
+with other options (or another profile) is refused rather than mixed in.  Writes ``report.json`` and
+``report.md`` under ``--out``.
 """
 
 from __future__ import annotations
