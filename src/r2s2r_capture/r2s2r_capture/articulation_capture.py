@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import Any
 
 import mujoco
@@ -32,13 +31,13 @@ import numpy as np
 from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.errors import CaptureError
+from r2s2r_capture.phase_hooks import PhaseHooks, ik_path
 
 __all__ = ["ARTICULATION_PHASE", "ArticulationConfig", "record_articulation"]
 
 ARTICULATION_PHASE = "articulation"
 _CLEAR_M = 0.1  # lift above the hook point between moves (m)
 _MOVE_SPEED = 0.15  # m/s outside the passes
-_REACH_TOL_M = 0.005  # IK position error beyond which a point is out of reach
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -97,32 +96,21 @@ def _profile(distance: float, speed: float, accel: float, rate: float) -> np.nda
     return np.clip(s, 0.0, distance)
 
 
-def record_articulation(
-    arm: Any,
-    cfg: ArticulationConfig,
-    *,
-    marker: Callable[..., None],
-    command: Callable[[np.ndarray], None],
-    hold: Callable[[float], None],
-    frames: Callable[[int], None],
-    gripper: Callable[[float], None],
-) -> dict[str, Any]:
+def record_articulation(arm: Any, cfg: ArticulationConfig, hooks: PhaseHooks) -> dict[str, Any]:
     """Record the phase (see the module docstring) on the emulated ``arm``; returns the emulator's truth.
 
     Args:
         arm: the :class:`~r2s2r_sim.emulated_hardware.EmulatedArm`.
         cfg: what to do.
-        marker: ``marker(part, event, **extra)`` writes a phase marker.
-        command: sends one arm command and advances the emulator one command period, publishing states.
-        hold: advances (s) without new commands, publishing joint states.
-        frames: records ``n`` RGB-D frames.
-        gripper: sends a gripper command.
+        hooks: what drives the emulator and writes the bag.
 
     Returns:
         The drawer joint's truth (for benchmarks; never written into the bag).
     """
     from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
 
+    marker, command, hold = hooks.marker, hooks.command, hooks.hold
+    frames, gripper = hooks.frames, hooks.gripper
     world = arm.world
     model, data = world.model, world.data
     tcfg = world.config
@@ -152,18 +140,7 @@ def record_articulation(
     q_now = world.joint_state()[0][arm_idx]
 
     def solve(points: np.ndarray, q0: np.ndarray, *, partial: bool = False) -> list[np.ndarray]:
-        """Joint positions along ``points``; ``partial``: up to the first one out of reach."""
-        out, q = [], q0
-        for p in points:
-            q, err = kin.ik(p, rot, q, iterations=100)
-            if err > _REACH_TOL_M:
-                if partial and out:
-                    break
-                raise CaptureError(
-                    f"articulation: the arm cannot reach {np.round(p, 3).tolist()} ({err:.3f} m off)"
-                )
-            out.append(q)
-        return out
+        return ik_path(kin, points, q0, rot, phase=ARTICULATION_PHASE, partial=partial)
 
     def move(
         frm: np.ndarray, to: np.ndarray, q0: np.ndarray, speed: float = _MOVE_SPEED, *, partial: bool = False

@@ -52,6 +52,8 @@ from r2s2r_capture.bag_messages import BagMessages
 from r2s2r_capture.bag_writer import BagWriter, offered_qos
 from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png
 from r2s2r_capture.errors import CaptureError, refuse_existing
+from r2s2r_capture.phase_hooks import PhaseHooks
+from r2s2r_capture.slide_capture import SLIDE_PHASE, SlideConfig
 from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory
 
 __all__ = [
@@ -91,6 +93,9 @@ class CaptureConfig:
         seed: episode seed (object placement) and excitation seed.
         articulation: the ``articulation`` phase, recorded after the excitation in a world whose task is an
             articulated object (the drawer): see :mod:`r2s2r_capture.articulation_capture`.
+        slide: the ``slide`` phase, recorded after the excitation in a world whose task pushes its object
+            (flicks that measure how far it slides): see :mod:`r2s2r_capture.slide_capture`; ``None``
+            leaves it out.
         interface: topic interface profile or file the bag's topic names follow (empty: the default).
     """
 
@@ -121,6 +126,7 @@ class CaptureConfig:
     seed: int = 0
     interface: str = ""
     articulation: ArticulationConfig = dataclasses.field(default_factory=ArticulationConfig)
+    slide: SlideConfig | None = dataclasses.field(default_factory=SlideConfig)
 
     def __post_init__(self) -> None:
         """Validate counts (errors name the field)."""
@@ -478,28 +484,45 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
             f"{msgs.counts['joint_states']} joint states"
         )
         task = world.config.task
-        if task is not None and task.type.value == "drawer":
-            truth["articulation"] = _articulation(arm, cfg, msgs, ns, hold, frame, publish_state, cam_dt)
+        kind = None if task is None else task.type.value
+
+        def hooks(phase: str, rate_hz: float) -> PhaseHooks:
+            return _phase_hooks(
+                arm, msgs, ns, hold, frame, publish_state, cam_dt, phase=phase, rate_hz=rate_hz
+            )
+
+        if kind == "drawer":
+            from r2s2r_capture.articulation_capture import record_articulation
+
+            acfg = cfg.articulation
+            truth["articulation"] = record_articulation(
+                arm, acfg, hooks(ARTICULATION_PHASE, acfg.command_rate_hz)
+            )
             say("articulation: drawer opened by the arm, hooked and free passes")
+        elif kind == "push" and cfg.slide is not None:
+            from r2s2r_capture.slide_capture import record_slide
+
+            truth["slide"] = record_slide(arm, cfg.slide, hooks(SLIDE_PHASE, cfg.slide.command_rate_hz))
+            n = len(cfg.slide.speeds_m_s)
+            say(f"slide: {n} flick(s) of the {task.object_body}, views before and after")
         counts = dict(msgs.counts)
     return CaptureSummary(bag=out, counts=counts, truth=truth)
 
 
-def _articulation(
+def _phase_hooks(
     arm: Any,
-    cfg: CaptureConfig,
     msgs: _Msgs,
     ns: Callable[[], int],
     hold: Callable[[float], None],
     frame: Callable[[bool], None],
     publish_state: Callable[[], None],
     cam_dt: float,
-) -> dict[str, Any]:
-    """The articulation phase, its joint states published at the same offsets within every command."""
-    from r2s2r_capture.articulation_capture import record_articulation
-
-    acfg = cfg.articulation
-    cmd_steps = max(1, int(round(1.0 / acfg.command_rate_hz / arm.dt)))
+    *,
+    phase: str,
+    rate_hz: float,
+) -> PhaseHooks:
+    """Callbacks a scripted phase drives arm and bag with (joint states at one offset in every command)."""
+    cmd_steps = max(1, int(round(1.0 / rate_hz / arm.dt)))
     every = max(1, int(round(1.0 / arm.profile.driver.joint_state_rate_hz / arm.dt)))
 
     def command(q: np.ndarray) -> None:
@@ -516,15 +539,13 @@ def _articulation(
             hold(cam_dt)
 
     def marker(part: str, event: str, **extra: Any) -> None:
-        msgs.phase(ns(), ARTICULATION_PHASE, event, part=part, **extra)
+        msgs.phase(ns(), phase, event, part=part, **extra)
 
     def gripper(value: float) -> None:
         arm.submit_gripper(value)
         msgs.array("gripper_command", ns(), np.array([value]))
 
-    return record_articulation(
-        arm, acfg, marker=marker, command=command, hold=hold, frames=frames, gripper=gripper
-    )
+    return PhaseHooks(marker=marker, command=command, hold=hold, frames=frames, gripper=gripper)
 
 
 def _inside_limits(model: mujoco.MjModel, names: Sequence[str], q: np.ndarray) -> np.ndarray:

@@ -67,11 +67,17 @@ def register_record(subparsers: Any) -> None:
     p = subparsers.add_parser("record", help="record topics to a rosbag2 bag (pip-mode `ros2 bag record`)")
     p.add_argument("topics", nargs="*", help="absolute topic names")
     p.add_argument("-a", "--all", action="store_true", help="record every topic")
-    p.add_argument("--cameras", nargs="*", default=[],
-                   help="also record the interface's driver topics, commands and robot model of these "
-                   "cameras")
-    p.add_argument("--interface", default="",
-                   help="interface profile or file of --cameras (default: config/interface.yaml's default)")
+    p.add_argument(
+        "--cameras",
+        nargs="*",
+        default=[],
+        help="also record the interface's driver topics, commands and robot model of these cameras",
+    )
+    p.add_argument(
+        "--interface",
+        default="",
+        help="interface profile or file of --cameras (default: config/interface.yaml's default)",
+    )
     p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")
     p.add_argument("-s", "--storage", default="mcap", choices=["mcap", "sqlite3"])
     p.add_argument("-b", "--max-bag-size", type=int, default=0, help="split size in bytes (0: never)")

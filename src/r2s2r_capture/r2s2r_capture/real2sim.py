@@ -21,7 +21,10 @@ Stages, each timed and reported through ``progress``:
    carries kv, not the damping) and fix the scale of each joint's gains, armature and friction loss,
    which for a wrist (small link inertia) positions cannot see either
    (:func:`r2s2r_capture.sysid.effort_correction`).
-6. **world**: :func:`~r2s2r_capture.world_writer.write_world` with the identified camera and a copy of the
+6. **slide** (a push world whose capture has the ``slide`` phase): the friction of the task object and
+   the table, fitted by replaying the capture's flicks in the written world (:mod:`r2s2r_capture.slide`);
+   the world is written again with it, and its variation range narrows to the fit's error.
+7. **world**: :func:`~r2s2r_capture.world_writer.write_world` with the identified camera and a copy of the
    template robot MJCF (with copies of the asset files it references, wherever it sits) carrying the fitted
    values (and the delay as ``<custom><numeric>``), plus
    ``calibration/camera_info.yaml``, ``identification/`` (fitted MJCF, ``sysid.yaml``, HTML report),
@@ -33,6 +36,7 @@ Stages, each timed and reported through ``progress``:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -321,6 +325,40 @@ def _pick_task(objects: Sequence[Any], marker: bool) -> tuple[str, str | None]:
     return obj.name, target.name
 
 
+def _slide(
+    bags: Sequence[str | Path],
+    world: Path,
+    segment: Callable[..., Any],
+    seg: Any,
+    obj_name: str,
+    cfg: Real2SimConfig,
+) -> Any:
+    """The slide phase's friction fit (:mod:`r2s2r_capture.slide`) on the written ``world``, or None."""
+    from r2s2r_capture.slide import estimate_slide
+    from r2s2r_capture.world_writer import TABLE_GEOM
+
+    def locate(
+        frames: Sequence[tuple[np.ndarray, np.ndarray]], near_xy: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        objects = segment(frames)[1].objects
+        if not objects:
+            raise ReconstructionError("slide phase: a view shows no object on the table")
+        o = min(objects, key=lambda o: float(np.linalg.norm(np.asarray(o.position[:2]) - near_xy)))
+        return np.asarray(o.position[:2]), float(o.yaw)
+
+    start = next(o for o in seg.objects if o.name == obj_name).position[:2]
+    return estimate_slide(
+        bags,
+        world,
+        locate=locate,
+        start_xy=np.asarray(start),
+        table_geom=TABLE_GEOM,
+        voxel=cfg.voxel,
+        camera=cfg.camera,
+        interface=cfg.interface,
+    )
+
+
 def real2sim(
     bags: Sequence[str | Path],
     out_dir: str | Path,
@@ -394,18 +432,23 @@ def real2sim(
         f"{np.degrees(camera_std[1]):.3f} deg",
     )
 
-    frames = _undistort(data.scene_frames, K, D)
-    scene = integrate_tsdf(frames, K, [T_wc] * len(frames), voxel=cfg.voxel)
     attach = tcfg.robot.attach
     keepout = (
         rc.RobotKeepOut(center=tuple(attach.pos), radius=base_radius(template_dir))
         if attach.site is None
         else None
     )
-    seg = rc.segment_scene(
-        scene.point_cloud(),
-        rc.SegmentConfig(voxel=cfg.voxel, keepout=keepout, max_height=cfg.max_object_height),
-    )
+
+    def segment(frames: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[Any, Any]:
+        """Fuse RGB-D frames from the calibrated camera and segment table and objects."""
+        undistorted = _undistort(frames, K, D)
+        fused = integrate_tsdf(undistorted, K, [T_wc] * len(undistorted), voxel=cfg.voxel)
+        return fused, rc.segment_scene(
+            fused.point_cloud(),
+            rc.SegmentConfig(voxel=cfg.voxel, keepout=keepout, max_height=cfg.max_object_height),
+        )
+
+    scene, seg = segment(data.scene_frames)
     joint = None
     if tcfg.task is not None and tcfg.task.type.value == "drawer":  # articulated: joint from the capture
         from r2s2r_capture.articulation import estimate_articulation, kept_objects
@@ -451,7 +494,8 @@ def real2sim(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         robot_mjcf = robot_with_fit(tcfg, ident.fitted, ident._ctx["fitted"], tmp / "robot_src")
-        world = write_world(
+        write = functools.partial(
+            write_world,
             tmp / "world",
             template=template_dir,
             table=seg.table,
@@ -463,9 +507,26 @@ def real2sim(
             world_id=cfg.world_id,
             articulated=joint,
         )
+        world = write()
+        slide = None
+        if tcfg.task is not None and tcfg.task.type.value == "push":
+            slide = _slide(bags, world, segment, seg, obj_name, cfg)
+            if slide is None:
+                say("[slide] the capture has no slide phase: the object's friction stays a prior (+-30 %)")
+            else:
+                shutil.rmtree(world)
+                world = write(friction_scale=slide.scale)
+                bound = "" if slide.at_bound is None else f", at the search bound ({slide.at_bound})"
+                done(
+                    "slide",
+                    f"{len(slide.flicks)} flick(s): friction x{slide.scale:.3f} "
+                    f"(+-{100 * slide.scale_std:.1f} %), sliding coefficient {slide.friction:.3f}{bound}",
+                )
         cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
         write_identification(ident, world / "identification", report=cfg.report)
-        doc = world_variations(world, ident, intr, camera_std)
+        doc = world_variations(
+            world, ident, intr, camera_std, friction_range=None if slide is None else slide.variation_range()
+        )
         variations = write_world_variations(
             world / WORLD_VARIATIONS_FILE, doc if joint is None else articulation_variations(joint, doc)
         )
@@ -508,6 +569,7 @@ def real2sim(
             "objects": objects,
             "sysid": sysid_summary,
             **({"articulation": joint.summary()} if joint is not None else {}),
+            **({"slide": slide.summary()} if slide is not None else {}),
             "stage_s": stage_s,
         }
         (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")

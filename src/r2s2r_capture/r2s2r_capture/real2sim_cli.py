@@ -45,6 +45,7 @@ def cmd_capture(ns: argparse.Namespace) -> int:
             ("seed", "interface"),
             n_intrinsics_views=ns.board_views,
             n_scene_frames=ns.scene_frames,
+            **({"slide": None} if ns.no_slide else {}),
         )
         profile = profile_path(ns.profile)
         summary = capture_emulated(ns.output, profile=profile, world=ns.world, config=cfg, progress=print)
@@ -102,6 +103,12 @@ def register_capture(subparsers: Any) -> None:
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")
     p.add_argument("--scene-frames", type=int, default=2, help="RGB-D frames of the scene")
     p.add_argument("--seed", type=int, default=0, help="episode and excitation seed")
+    p.add_argument(
+        "--no-slide",
+        action="store_true",
+        help="leave out a push world's slide phase (the fingers flick the object at up to 1 m/s commanded; "
+        "real2sim then keeps a prior on its friction)",
+    )
     p.add_argument("--interface", default="", help=_INTERFACE_HELP)
     p.set_defaults(func=cmd_capture)
 

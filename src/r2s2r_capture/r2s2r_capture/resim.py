@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from r2s2r_capture.errors import BagError, refuse_existing
 
-__all__ = ["ResimResult", "resim"]
+__all__ = ["ResimResult", "replay_commands", "resim"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +93,25 @@ class ResimResult:
         return out
 
 
+def replay_commands(
+    world: Any, cmd_t: np.ndarray, cmd_q: np.ndarray, delay: float, times: Sequence[float]
+) -> Iterator[int]:
+    """Step ``world`` through ``times`` applying recorded arm commands; yields each index once reached.
+
+    Times are on the world's clock (``data.time``).  Each command takes effect ``delay`` s after its stamp
+    and holds until the next, as a forward position controller does; the world's own command delay should
+    be 0 (the caller schedules with ``delay`` here).
+    """
+    ci = 0
+    for i, t in enumerate(times):
+        while world.data.time < t - 1e-9:
+            while ci < len(cmd_t) and cmd_t[ci] + delay <= world.data.time + 1e-9:
+                world.set_arm_command(cmd_q[ci])
+                ci += 1
+            world.step(1)
+        yield i
+
+
 def resim(
     bag: str | Path,
     world_dir: str | Path,
@@ -146,19 +166,11 @@ def resim(
     for candidate in (ee_name, world.config.robot.prefix + ee_name):
         if candidate and sid < 0:
             sid = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, candidate))
-    dt = world.timestep
     t0 = t[0]
-    sim_t = t0
-    ci = 0
+    shift = float(data.time) - t0  # bag clock -> the world's clock
     q_err = np.empty_like(q_rec)
     ee_err = np.empty(t.size)
-    for i in range(t.size):
-        while sim_t < t[i] - 1e-9:
-            while ci < motion.cmd_t.size and motion.cmd_t[ci] + delay <= sim_t + 1e-9:
-                world.set_arm_command(motion.cmd_q[ci])
-                ci += 1
-            world.step(1)
-            sim_t += dt
+    for i in replay_commands(world, motion.cmd_t + shift, motion.cmd_q, delay, t + shift):
         q_sim = data.qpos[qadr]
         q_err[i] = q_sim - q_rec[i]
         ee_sim = world.ee_pose()[0]

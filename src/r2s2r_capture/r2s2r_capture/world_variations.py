@@ -13,8 +13,10 @@ clutter) are a study's own axes and stay off here:
   through the residuals' autocorrelation time.
 - **camera**: the calibrated pose +- 1.96 standard errors of the known-pose PnP (position and angle), and
   the field of view +- 1.96 standard errors of the intrinsic calibration's fy.
-- **physics** (priors; the capture measures neither): the task object's and table's friction scale
-  :data:`FRICTION_PRIOR` and the task object's mass scale :data:`MASS_PRIOR`.  Servo gains and joint
+- **physics**: the task object's and table's friction scale, around the friction the capture's slide
+  phase measured in a push world (:meth:`r2s2r_capture.slide.SlideEstimate.variation_range`), else the
+  prior :data:`FRICTION_PRIOR`; the task object's mass scale :data:`MASS_PRIOR` (a prior: no capture
+  weighs the object).  Servo gains and joint
   damping are left to the dynamics axis (scale 1).
 - **sensor** (documented ranges; a capture does not identify a camera's noise): the sim's camera frames
   get D4xx depth noise and holes and a colour imager's noise, exposure and white balance drawn from the
@@ -33,6 +35,7 @@ import yaml
 
 from r2s2r_capture.calibration import IntrinsicsResult
 from r2s2r_capture.sysid_report import IdentificationResult
+from r2s2r_capture.world_writer import TABLE_GEOM
 
 __all__ = [
     "FRICTION_PRIOR",
@@ -47,11 +50,10 @@ __all__ = [
 Z95 = 1.96  # two-sided 95 % interval of a normal error, in standard errors
 
 # Friction coefficients of one pair of materials spread by about +-30 % between handbook tables and with
-# surface state and humidity; the capture sees no sliding, so it cannot narrow that.
+# surface state and humidity; without a slide phase the capture sees no sliding, so it cannot narrow that.
 FRICTION_PRIOR = (0.7, 1.3)
 # The reconstruction gives the object's shape, not its density or mass distribution: the same +-30 %.
 MASS_PRIOR = (0.7, 1.3)
-TABLE_GEOM = "table_top"  # the table geom r2s2r_capture.world_writer writes
 
 
 def parameter_range(value: float, std: float, bounds: tuple[float, float]) -> tuple[float, float]:
@@ -81,6 +83,8 @@ def world_variations(
     ident: IdentificationResult,
     intrinsics: IntrinsicsResult,
     camera_std: tuple[float, float],
+    *,
+    friction_range: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The variations document (a mapping of axes) for the reconstructed world at ``world_dir``.
 
@@ -90,6 +94,8 @@ def world_variations(
         intrinsics: the intrinsic calibration (fy and its standard error).
         camera_std: standard errors of the camera's position (m) and angle (rad)
             (:func:`r2s2r_capture.calibration.known_pose_std`).
+        friction_range: the friction scale measured by the capture's slide phase
+            (:meth:`r2s2r_capture.slide.SlideEstimate.variation_range`); default the prior.
     """
     from r2s2r_sim.world import SimWorld
 
@@ -115,7 +121,7 @@ def world_variations(
         "clutter": {"enabled": False},
         "physics": {
             "enabled": True,
-            "friction_scale": list(FRICTION_PRIOR),
+            "friction_scale": list(friction_range or FRICTION_PRIOR),
             "friction_geoms": [g for g in object_geoms if g] + ([TABLE_GEOM] if has_table else []),
             "mass_scale": list(MASS_PRIOR),
             "mass_bodies": [cfg.task.object_body],
@@ -139,10 +145,11 @@ _HEADER = """\
 # Variation defaults of this reconstructed world, written by `r2s2r real2sim`: what the capture could not
 # pin down (schema: config/variations.yaml).  dynamics: each identified parameter over its fitted value
 # +- 1.96 standard errors of the identification (identification/sysid.yaml), clipped to the fit's bounds.
-# camera: +- 1.96 standard errors of the calibration.  physics: priors (friction and mass are not measured
-# by the capture; +-30 %).  sensor: a camera's noise is not identified, so the sim's frames get D4xx depth
-# and colour-imager effects drawn from documented ranges (docs/world_variations.md).  An operator's changes
-# (object poses, lighting, clutter) are a study's axes.
+# camera: +- 1.96 standard errors of the calibration.  physics: mass a prior (+-30 %); friction +-1.96
+# standard errors of the slide phase's fit where the capture has one (a push world), else a prior (+-30 %).
+# sensor: a camera's noise is not identified, so the sim's frames get D4xx depth and colour-imager effects
+# drawn from documented ranges (docs/world_variations.md).  An operator's changes (object poses, lighting,
+# clutter) are a study's axes.
 """
 
 

@@ -26,10 +26,11 @@ from r2s2r_capture.reconstruction import PrimitiveKind, ReconstructedObject, Tab
 if TYPE_CHECKING:
     from r2s2r_capture.articulation import ArticulationEstimate
 
-__all__ = ["CameraModel", "TaskSpec", "write_world"]
+__all__ = ["TABLE_GEOM", "CameraModel", "TaskSpec", "write_world"]
 
 # Scene geoms collide with the robot (contype 2) and with each other, like the bundled worlds.
 _CONTYPE, _CONAFFINITY = 1, 3
+TABLE_GEOM = "table_top"  # the table top geom of every written world
 _TABLE_THICKNESS = 0.04
 _OBJECT_DENSITY = 1000.0  # kg/m^3: vision gives no mass; sysid or a scale may refine it
 
@@ -219,7 +220,7 @@ def _scene_spec(
     hx, hy = table.size[0] / 2.0, table.size[1] / 2.0
     rgba = _rgba(table.color)
     tbody.add_geom(
-        name="table_top",
+        name=TABLE_GEOM,
         type=mujoco.mjtGeom.mjGEOM_BOX,
         size=[hx, hy, _TABLE_THICKNESS / 2.0],
         pos=[0.0, 0.0, -_TABLE_THICKNESS / 2.0],
@@ -293,6 +294,7 @@ def write_world(
     world_id: str = "reconstructed-v1",
     robot_mjcf: str | Path | None = None,
     articulated: ArticulationEstimate | None = None,
+    friction_scale: float = 1.0,
 ) -> Path:
     """Write a world folder for the reconstructed scene and check that :class:`SimWorld` loads it.
 
@@ -316,6 +318,8 @@ def write_world(
         articulated: the template's task object is articulated (a drawer): it is added from the template
             with this joint (:func:`r2s2r_capture.articulation.place_articulated`); ``task`` names are
             ignored and every reconstructed object is a free body.
+        friction_scale: factor on the friction of the task object's geoms and the table top, as measured
+            by the capture's slide phase (:mod:`r2s2r_capture.slide`).
 
     Returns:
         ``out_dir``.
@@ -411,6 +415,9 @@ def write_world(
             from r2s2r_capture.articulation import place_articulated
 
             place_articulated(spec, template, articulated)
+        if friction_scale != 1.0:
+            for geom in [*spec.body(object_body).geoms, spec.geom(TABLE_GEOM)]:
+                geom.friction = np.asarray(geom.friction) * friction_scale
         try:
             with warnings.catch_warnings():
                 # An attached articulated object keeps its template names (the world's task names it).

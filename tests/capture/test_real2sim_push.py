@@ -1,0 +1,78 @@
+"""real2sim on the push world: the puck's friction from the capture's slide phase goes into the world.
+
+A small capture (6 board views, 4 s excitation, 5 optimiser iterations) of the emulated unit with the
+ideal profile, whose puck slides on 0.6 where a reconstructed object starts from 1.0.  Everything real2sim
+uses comes from the bag; the emulator's truth (``CaptureSummary.truth``) is only compared against.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import dataclasses  # noqa: E402
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: E402
+from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
+from r2s2r_sim.hardware_profiles import profile_path  # noqa: E402
+from r2s2r_sim.variations import load_variation_config  # noqa: E402
+from r2s2r_sim.world import SimWorld  # noqa: E402
+
+pytestmark = pytest.mark.timeout(1800)  # a capture, an identification and the slide fit (minutes of CPU)
+
+WORLD = "tabletop-push-v1"
+SMALL = CaptureConfig(
+    n_intrinsics_views=6,
+    n_scene_frames=1,
+    excitation=dataclasses.replace(
+        CaptureConfig().excitation, duration_s=4.0, n_harmonics=5, max_velocity=1.2
+    ),
+)
+UNWRITTEN = 1.0  # the sliding coefficient the world writer gives a reconstructed object
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("push")
+    cap = capture_emulated(root / "capture", profile=profile_path("ideal"), world=WORLD, config=SMALL)
+    res = real2sim(
+        [cap.bag], root / "world", template=WORLD, config=Real2SimConfig(max_iters=5, report=False)
+    )
+    summary = yaml.safe_load((res.world_dir / "real2sim.yaml").read_text(encoding="utf-8"))
+    return {"truth": cap.truth["slide"], "summary": summary, "res": res}
+
+
+def test_the_world_slides_the_puck_on_the_units_friction(run: dict) -> None:
+    truth, slide = run["truth"], run["summary"]["slide"]
+    assert truth["sliding_friction"] == pytest.approx(0.6)
+    mu = slide["sliding_friction"]
+    # Nearer the unit's 0.6 than the writer's 1.0, and within the fit's error (or 20 %) of it.
+    assert abs(math.log(mu / 0.6)) < max(0.2, 2.5 * slide["friction_scale_std_rel"]), slide
+    assert abs(math.log(mu / 0.6)) < abs(math.log(UNWRITTEN / 0.6)), slide
+    assert slide["at_bound"] is None and len(slide["flicks"]) == 2
+    world = SimWorld(run["res"].world_dir)
+    model = world.model
+    assert slide["geoms"] == ["puck_geom", "table_top"]
+    puck = model.geom("puck_geom").id
+    assert model.geom_friction[puck, 0] == pytest.approx(UNWRITTEN * slide["friction_scale"], rel=1e-6)
+    table = model.geom("table_top").id
+    assert model.geom_friction[table, 0] == pytest.approx(0.8 * slide["friction_scale"], rel=1e-6)
+    assert "slide" in run["res"].stage_s
+
+
+def test_the_variations_vary_friction_around_the_fit(run: dict) -> None:
+    slide = run["summary"]["slide"]
+    cfg = load_variation_config(run["res"].world_dir / "variations.yaml")
+    lo, hi = cfg.physics.friction_scale
+    half = max(1.96 * slide["friction_scale_std_rel"], 0.05)
+    assert (lo, hi) == pytest.approx((math.exp(-half), math.exp(half)), rel=1e-6)
+    assert set(cfg.physics.friction_geoms) >= {"table_top"}
+    travels = [(f["observed_m"], f["replayed_m"]) for f in slide["flicks"]]
+    # The views see the puck move; the replay at the fit moves it as far, but for the shared offset.
+    offsets = np.array([r - o for o, r in travels])
+    assert all(o > 0.05 for o, _ in travels) and np.ptp(offsets) < 0.015, travels
