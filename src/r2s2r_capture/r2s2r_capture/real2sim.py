@@ -508,11 +508,15 @@ def real2sim(
             articulated=joint,
         )
         world = write()
-        slide = None
+        slide, why = None, ""
         if tcfg.task is not None and tcfg.task.type.value == "push":
-            slide = _slide(bags, world, segment, seg, obj_name, cfg)
+            why = "the capture has no slide phase"
+            try:
+                slide = _slide(bags, world, segment, seg, obj_name, cfg)
+            except (BagError, ReconstructionError) as err:
+                why = f"not used ({err})"  # the rest of the world stands without it
             if slide is None:
-                say("[slide] the capture has no slide phase: the object's friction stays a prior (+-30 %)")
+                say(f"[slide] {why}: the object's friction stays a prior (+-30 %)")
             else:
                 shutil.rmtree(world)
                 world = write(friction_scale=slide.scale)
@@ -569,7 +573,13 @@ def real2sim(
             "objects": objects,
             "sysid": sysid_summary,
             **({"articulation": joint.summary()} if joint is not None else {}),
-            **({"slide": slide.summary()} if slide is not None else {}),
+            **(
+                {"slide": slide.summary()}
+                if slide is not None
+                else {"slide": {"not_used": why}}
+                if why
+                else {}
+            ),
             "stage_s": stage_s,
         }
         (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")

@@ -330,9 +330,8 @@ def _replay(world: Any, flick: dict[str, Any], before: np.ndarray, interface: st
             pass
     finally:
         world.command_delay_s = delay
-    xy = world.body_pose(world.config.task.object_body)[0][:2]
-    if not np.all(np.isfinite(xy)) or world.body_pose(world.config.task.object_body)[0][2] < 0.5 * float(
-        world.config.task.table_top_z
-    ):
-        raise ReconstructionError(f"slide flick {flick['index']}: the replayed object left the table")
-    return np.asarray(xy, dtype=np.float64)
+    # Where it lies, even off the table: a replay that slides it that far is simply a long one.
+    xy = np.asarray(world.body_pose(world.config.task.object_body)[0][:2], dtype=np.float64)
+    if not np.all(np.isfinite(xy)):
+        raise ReconstructionError(f"slide flick {flick['index']}: the replay diverged (non-finite state)")
+    return xy
