@@ -16,7 +16,6 @@ import dataclasses  # noqa: E402
 import math  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
@@ -29,6 +28,8 @@ from r2s2r_capture.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_sim.emulated_cell import EmulatedCell  # noqa: E402
 from r2s2r_sim.hardware_profiles import profile_path  # noqa: E402
 from r2s2r_sim.worlds import WORLDS  # noqa: E402
+from transforms3d.affines import compose  # noqa: E402
+from transforms3d.quaternions import quat2mat  # noqa: E402
 
 from r2s2r_capture import reconstruction as rc  # noqa: E402
 
@@ -59,10 +60,7 @@ def flicked(tmp_path_factory: pytest.TempPathFactory) -> dict:
     cap = capture_emulated(root / "capture", profile=profile, world=PUSH, config=_quick())
     with EmulatedCell(PUSH, profile) as cell:
         pos, quat = cell.camera_pose()
-        T = np.eye(4)
-        R = np.empty(9)
-        mujoco.mju_quat2Mat(R, quat)
-        T[:3, :3], T[:3, 3] = R.reshape(3, 3), pos
+        T = compose(pos, quat2mat(quat), np.ones(3))  # world <- camera
         K, D = cell.camera_k, cell.profile.camera.distortion.d()
         base = cell.world.base_pose()[0]
 
