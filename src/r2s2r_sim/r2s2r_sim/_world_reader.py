@@ -55,13 +55,18 @@ class _Reader:
             return None
         return self.data[key]
 
-    def str_(self, key: str, *, required: bool = True, default: str | None = None) -> str | None:
+    def _of_type(self, key: str, kind: type, expected: str, *, required: bool, default: Any) -> Any:
+        """The value at ``key`` if it is a ``kind``, ``default`` when absent; ``expected`` opens the error."""
         value = self.raw(key, required=required)
         if value is None:
             return default
-        if not isinstance(value, str):
-            raise self.fail(key, f"must be a string, got {type(value).__name__} {value!r}")
+        if not isinstance(value, kind):
+            got = f"{type(value).__name__} {value!r}" if kind is str else repr(value)
+            raise self.fail(key, f"must be {expected}, got {got}")
         return value
+
+    def str_(self, key: str, *, required: bool = True, default: str | None = None) -> str | None:
+        return self._of_type(key, str, "a string", required=required, default=default)
 
     def float_(self, key: str, *, required: bool = True, default: float | None = None) -> float | None:
         value = self.raw(key, required=required)
@@ -76,12 +81,7 @@ class _Reader:
         return value
 
     def bool_(self, key: str, *, default: bool) -> bool:
-        value = self.raw(key, required=False)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self.fail(key, f"must be true or false, got {value!r}")
-        return value
+        return self._of_type(key, bool, "true or false", required=False, default=default)
 
     def floats(self, key: str, n: int | None, *, required: bool = True) -> tuple[float, ...] | None:
         value = self.raw(key, required=required)
