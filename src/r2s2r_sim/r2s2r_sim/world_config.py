@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from r2s2r_sim._world_reader import _check, _check_range, _pair, _Reader, _resolve_file
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render_profile import BUILTIN_PROFILES, RenderProfile, parse_profiles, resolve_profile
 from r2s2r_sim.robot_config import RobotConfig, parse_robot
+from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
     "WORLD_FILE",
@@ -29,8 +28,6 @@ __all__ = [
 ]
 
 WORLD_FILE = "world.yaml"
-# world.yaml is small hand-written text; anything bigger is not a world file.
-_MAX_WORLD_FILE_BYTES = 1 << 20
 
 
 class TaskType(enum.Enum):
@@ -345,16 +342,7 @@ def load_world_config(world_dir: str | Path) -> WorldConfig:
     source = world_dir / WORLD_FILE
     if not world_dir.is_dir():
         raise WorldError(f"{world_dir}: world folder not found")
-    if not source.is_file():
-        raise WorldError(f"{source}: world file not found")
-    size = source.stat().st_size
-    if size > _MAX_WORLD_FILE_BYTES:
-        raise WorldError(f"{source}: file is {size} bytes, more than the {_MAX_WORLD_FILE_BYTES} allowed")
-    try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise WorldError(f"{source}: not valid YAML: {err}") from err
-    top = _Reader(data, str(source), "")
+    top = _Reader(read_yaml(source, WorldError, kind="world file").data, str(source), "")
     allow_external = top.bool_("allow_external_paths", default=False)
     world_id = top.str_("id")
     scene = _resolve_file(top, "scene", world_dir, world_dir, allow_external)

@@ -1,8 +1,8 @@
 """The one reader of r2s2r's YAML files: one size limit, and errors that name the file (and the field).
 
-Interface profiles, hardware profiles and variation configs are read here; each module then checks its
-own fields and raises its own error family (``InterfaceError``, ``HardwareProfileError``,
-``VariationError``), which is passed in as ``error``. YAML given as text (a reset service's variation
+World files, interface profiles, hardware profiles and variation configs are read here; each module then
+checks its own fields and raises its own error family (``WorldError``, ``InterfaceError``,
+``HardwareProfileError``, ``VariationError``), which is passed in as ``error``. YAML given as text (a reset service's variation
 config) goes through :func:`parse_yaml` with a name for the text in place of a path.
 """
 
