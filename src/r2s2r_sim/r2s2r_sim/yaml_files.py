@@ -2,8 +2,8 @@
 
 World files, interface profiles, hardware profiles and variation configs are read here; each module then
 checks its own fields and raises its own error family (``WorldError``, ``InterfaceError``,
-``HardwareProfileError``, ``VariationError``), which is passed in as ``error``. YAML given as text (a reset service's variation
-config) goes through :func:`parse_yaml` with a name for the text in place of a path.
+``HardwareProfileError``, ``VariationError``), which is passed in as ``error``. YAML given as text (a reset
+service's variation config) goes through :func:`parse_yaml` with a name for the text in place of a path.
 """
 
 from __future__ import annotations
