@@ -76,3 +76,18 @@ def test_the_variations_vary_friction_around_the_fit(run: dict) -> None:
     # The views see the puck move; the replay at the fit moves it as far, but for the shared offset.
     offsets = np.array([r - o for o, r in travels])
     assert all(o > 0.05 for o, _ in travels) and np.ptp(offsets) < 0.015, travels
+
+
+def test_the_round_puck_is_written_as_a_cylinder(run: dict) -> None:
+    """The unit's puck (31 mm radius, 40 mm tall) seen from the one camera: a cylinder, not a box."""
+    import mujoco
+
+    puck = next(o for o in run["summary"]["objects"].values() if o["role"] == "task object")
+    assert puck["primitive"] == "cylinder", puck
+    model = SimWorld(run["res"].world_dir).model
+    g = model.geom("puck_geom").id
+    assert int(model.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_CYLINDER)
+    radius, half_height = model.geom_size[g][:2]
+    assert radius == pytest.approx(0.031, abs=0.003) and half_height == pytest.approx(0.02, abs=0.003)
+    start = np.asarray(run["truth"]["start"][:2])
+    assert np.linalg.norm(model.body("puck").pos[:2] - start) < 0.005

@@ -13,7 +13,9 @@ Pipeline::
 The TSDF fusion that makes the point cloud lives in :mod:`r2s2r_capture.tsdf`.
 
 Objects are assumed to rest on the table: each box is extended down to the table plane (the contact strip
-is not observable), so heights and centroids refer to the full object.
+is not observable), so heights and centroids refer to the full object.  A round object (a can, a puck)
+becomes an upright cylinder where one fits its surface clearly better than the box does: pushed or grasped,
+a round side rolls off the fingers where a box's face would not.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class PrimitiveKind(enum.Enum):
     """Collision/visual geometry fitted to an object."""
 
     BOX = "box"  # the gravity-aligned oriented box fits the surface points
+    CYLINDER = "cylinder"  # an upright cylinder fits them clearly better than the box (a can, a puck)
     OPEN_BOX = "open_box"  # a box with an open top (bin, tray): floor + four walls
     MESH = "mesh"  # neither: the convex hull
 
@@ -96,7 +99,10 @@ class SegmentConfig:
         cluster_min_points: DBSCAN core point count.
         min_object_points: smaller clusters are noise.
         box_fit_tol: a point fits the box if within this of its surface; ``None`` uses ``2 * voxel``.
-        box_fit_fraction: fraction of points that must fit for a :attr:`PrimitiveKind.BOX`.
+        box_fit_fraction: fraction of points that must fit for a :attr:`PrimitiveKind.BOX` (or a
+            :attr:`PrimitiveKind.CYLINDER`).
+        cylinder_rms_ratio: a cylinder is taken when its RMS surface distance is at most this fraction of
+            the box's (either shape's side strays from the other by up to ~0.3 of its half width).
         keepout: the robot; clusters touching it are dropped.
         seed: seed of Open3D's RANSAC.
     """
@@ -113,6 +119,7 @@ class SegmentConfig:
     min_object_points: int = within(60, ">= 1")
     box_fit_tol: float | None = None
     box_fit_fraction: float = within(0.9, "(0, 1]")
+    cylinder_rms_ratio: float = within(0.7, "(0, 1]")
     keepout: RobotKeepOut | None = None
     seed: int = 0
 
@@ -158,9 +165,10 @@ class ReconstructedObject:
 
     Attributes:
         name: ``object_<i>``, by decreasing point count.
-        position: centre of the fitted gravity-aligned box (m, world); the box reaches down to the table.
+        position: centre of the fitted gravity-aligned box or cylinder (m, world); it reaches down to the
+            table.
         quat: its orientation, wxyz (a yaw about z).
-        size: full box extents along its own x, y, z (m).
+        size: full box extents along its own x, y, z (m); a cylinder's diameter, diameter and height.
         aabb_size: world axis-aligned extents of the points (m).
         color: mean RGB in [0, 1].
         n_points: cluster size.
@@ -194,7 +202,9 @@ class ReconstructedObject:
 
     @property
     def volume(self) -> float:
-        """Box volume (m^3)."""
+        """Volume of the fitted solid (m^3)."""
+        if self.primitive is PrimitiveKind.CYLINDER:
+            return float(math.pi / 4.0 * self.size[0] ** 2 * self.size[2])
         return float(np.prod(self.size))
 
 
@@ -247,11 +257,51 @@ def _rotz(yaw: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def _box_surface_distance(local: np.ndarray, half: np.ndarray) -> np.ndarray:
-    q = np.abs(local) - half
+def _solid_surface_distance(q: np.ndarray) -> np.ndarray:
+    """Unsigned distance to a convex solid's surface from each point's excess ``q`` (N, k) over each bound."""
     outside = np.linalg.norm(np.maximum(q, 0.0), axis=1)
     inside = -np.max(q, axis=1)
     return np.where(np.all(q < 0, axis=1), inside, outside)
+
+
+def _box_surface_distance(local: np.ndarray, half: np.ndarray) -> np.ndarray:
+    return _solid_surface_distance(np.abs(local) - half)
+
+
+def _cylinder_surface_distance(
+    local: np.ndarray, centre_xy: np.ndarray, radius: float, half_z: float
+) -> np.ndarray:
+    r = np.linalg.norm(local[:, :2] - centre_xy, axis=1)
+    return _solid_surface_distance(np.stack([r - radius, np.abs(local[:, 2]) - half_z], axis=1))
+
+
+def _cylinder_fit(
+    local: np.ndarray, half: np.ndarray, box_d: np.ndarray, cfg: SegmentConfig
+) -> tuple[np.ndarray, float, float] | None:
+    """An upright cylinder's axis (x, y, object frame), radius and fit fraction, when it beats the box.
+
+    Tried only on a near-square footprint (a round one has a square bounding rectangle). Started in the
+    box's centre with the mean half width; a robust loss keeps a few stray TSDF points from pulling the side.
+    """
+    from scipy.optimize import least_squares
+
+    if min(half[:2]) < 0.8 * max(half[:2]):
+        return None
+    x0 = np.array([0.0, 0.0, float(np.mean(half[:2]))])
+    sol = least_squares(
+        lambda p: _cylinder_surface_distance(local, p[:2], p[2], half[2]),
+        x0,
+        loss="soft_l1",
+        f_scale=0.002,
+        bounds=([-half[0], -half[1], 0.25 * x0[2]], [half[0], half[1], 2.0 * x0[2]]),
+    )
+    centre, radius = sol.x[:2], float(sol.x[2])
+    cyl_d = _cylinder_surface_distance(local, centre, radius, half[2])
+    fit = float(np.mean(cyl_d <= cfg.fit_tol))
+    rms_box, rms_cyl = float(np.sqrt(np.mean(box_d**2))), float(np.sqrt(np.mean(cyl_d**2)))
+    if fit < cfg.box_fit_fraction or rms_cyl > cfg.cylinder_rms_ratio * rms_box:
+        return None
+    return centre, radius, fit
 
 
 def _find_planes(o3d, pcd, cfg: SegmentConfig) -> list[tuple[float, np.ndarray]]:
@@ -370,11 +420,20 @@ def _fit_object(
     local = (pts - position) @ R  # object frame coordinates
     half = size / 2.0
     tol = cfg.fit_tol
-    fit = float(np.mean(_box_surface_distance(local, half) <= tol))
+    box_d = _box_surface_distance(local, half)
+    fit = float(np.mean(box_d <= tol))
 
     primitive = PrimitiveKind.MESH
     wall = floor = 0.0
-    if fit >= cfg.box_fit_fraction:
+    cylinder = _cylinder_fit(local, half, box_d, cfg)
+    if cylinder is not None:
+        primitive = PrimitiveKind.CYLINDER
+        axis, radius, fit = cylinder
+        position = position + R @ np.array([axis[0], axis[1], 0.0])
+        size = np.array([2.0 * radius, 2.0 * radius, height])
+        local = (pts - position) @ R
+        half = size / 2.0
+    elif fit >= cfg.box_fit_fraction:
         primitive = PrimitiveKind.BOX
     else:
         inset = np.maximum(0.25 * half[:2], 2.0 * cfg.voxel)

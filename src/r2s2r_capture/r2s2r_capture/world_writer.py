@@ -124,11 +124,12 @@ def _add_object(spec, obj: ReconstructedObject, *, name: str, free: bool, tmp: P
     rgba = _rgba(obj.color)
     common = {"rgba": rgba, "contype": _CONTYPE, "conaffinity": _CONAFFINITY, "density": _OBJECT_DENSITY}
     half = obj.size / 2.0
-    if obj.primitive is PrimitiveKind.BOX:
+    if obj.primitive in (PrimitiveKind.BOX, PrimitiveKind.CYLINDER):
+        cylinder = obj.primitive is PrimitiveKind.CYLINDER
         body.add_geom(
             name=f"{name}_geom",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=half.tolist(),
+            type=mujoco.mjtGeom.mjGEOM_CYLINDER if cylinder else mujoco.mjtGeom.mjGEOM_BOX,
+            size=[half[0], half[2], 0.0] if cylinder else half.tolist(),
             condim=4,
             friction=[1.0, 0.01, 0.0002],
             **common,

@@ -15,7 +15,7 @@ from r2s2r_eval.policies.push.config import PushParams
 from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
 from r2s2r_eval.policies.scripted.motion import CartesianMover
 from r2s2r_eval.policies.scripted.perception import blob_points, flat_marker_centre, geom_colour
-from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
+from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene, body_geom, half_height
 from r2s2r_eval.policy import (
     Action,
     EpisodeInfo,
@@ -78,13 +78,8 @@ def _push_scene(world_dir: Path) -> _PushScene:
     model, task = scene.model, scene.task
     if task.type is not TaskType.PUSH:
         raise PolicyError(f"push policy: world {world_dir} has a {task.type.value!r} task, not 'push'")
-    body = model.body(task.object_body).id
-    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body]
-    if not geoms:
-        raise PolicyError(f"push policy: object body {task.object_body!r} has no geom")
-    g = geoms[0]
-    half_height = float(model.geom_size[g][1] if int(model.geom_type[g]) == 5 else model.geom_size[g][2])
-    centre_z = float(scene.data.xpos[body][2])
+    g = body_geom(model, task.object_body, "push")
+    centre_z = float(scene.data.xpos[model.body(task.object_body).id][2])
     # The target's marker: the visual geom on the target site's body (a taped disc), if the world has one.
     marker_body = int(model.site_bodyid[model.site(task.target_site).id])
     marker = [m for m in range(model.ngeom) if marker_body and int(model.geom_bodyid[m]) == marker_body]
@@ -92,7 +87,7 @@ def _push_scene(world_dir: Path) -> _PushScene:
         arm=scene,
         colour=geom_colour(model, model.geom(g).name),
         radius=float(model.geom_size[g][0]),
-        bottom_z=centre_z - half_height,
+        bottom_z=centre_z - half_height(model, g),
         target=scene.site(task.target_site),
         target_colour=geom_colour(model, model.geom(marker[0]).name) if marker else None,
     )

@@ -17,7 +17,7 @@ from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_f
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
 from r2s2r_eval.policies.scripted.base import PhasedPolicy
 from r2s2r_eval.policies.scripted.motion import CartesianMover
-from r2s2r_eval.policies.scripted.scene import arm_scene
+from r2s2r_eval.policies.scripted.scene import arm_scene, body_geom, half_height
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, PolicyError
 
 __all__ = ["Phase", "ReferencePolicy", "SceneModel"]
@@ -126,11 +126,7 @@ def _scene_model(world_dir: Path) -> SceneModel:
     scene = arm_scene(world_dir, "reference")
     cfg, task = scene.config, scene.task
     model, data, arm, base = scene.model, scene.data, scene.arm, scene.base_pose
-    obj = model.body(task.object_body).id
-    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == obj]
-    if not geoms:
-        raise PolicyError(f"reference policy: object body {task.object_body!r} has no geom")
-    geom = geoms[0]
+    geom = body_geom(model, task.object_body, "reference")
     rgba = model.geom_rgba[geom]
     if int(model.geom_matid[geom]) >= 0:
         rgba = model.mat_rgba[model.geom_matid[geom]]
@@ -138,7 +134,7 @@ def _scene_model(world_dir: Path) -> SceneModel:
         arm=arm,
         base_pose=base,
         cube_colour=(float(rgba[0]), float(rgba[1]), float(rgba[2])),
-        cube_half_size=float(model.geom_size[geom][2]),
+        cube_half_size=half_height(model, geom),
         target=data.site_xpos[model.site(task.target_site).id].copy(),
         gripper_joint=None if cfg.robot.gripper is None else cfg.robot.gripper.joints[0],
         robot_bodies=scene.robot_bodies,

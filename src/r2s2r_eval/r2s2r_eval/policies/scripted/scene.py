@@ -13,7 +13,7 @@ from r2s2r_sim.world_config import TaskConfig, WorldConfig
 
 from r2s2r_eval.policy import PolicyError
 
-__all__ = ["ArmScene", "arm_scene"]
+__all__ = ["ArmScene", "arm_scene", "body_geom", "half_height"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,33 @@ def arm_scene(world_dir: Path, policy: str = "scripted") -> ArmScene:
         config=cfg,
         task=cfg.task,
     )
+
+
+def body_geom(model: mujoco.MjModel, body: str, policy: str) -> int:
+    """The first geom of ``body``: what a scripted policy reads an object's colour and size from.
+
+    Raises:
+        PolicyError: the body has no geom (named with ``policy``).
+    """
+    bid = model.body(body).id
+    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == bid]
+    if not geoms:
+        raise PolicyError(f"{policy} policy: body {body!r} has no geom")
+    return geoms[0]
+
+
+def half_height(model: mujoco.MjModel, geom: int) -> float:
+    """Half the vertical extent (m) of an upright geom, whatever its shape.
+
+    A real2sim world fits boxes, cylinders or hulls to what it saw.
+    """
+    size, kind = model.geom_size[geom], int(model.geom_type[geom])
+    if kind == int(mujoco.mjtGeom.mjGEOM_CYLINDER):
+        return float(size[1])
+    if kind == int(mujoco.mjtGeom.mjGEOM_CAPSULE):
+        return float(size[0] + size[1])
+    if kind == int(mujoco.mjtGeom.mjGEOM_SPHERE):
+        return float(size[0])
+    if kind == int(mujoco.mjtGeom.mjGEOM_MESH):
+        return float(model.geom_aabb[geom][5])
+    return float(size[2])

@@ -10,7 +10,7 @@ import numpy as np
 from r2s2r_eval.policies.reference.perception import estimate_cube
 from r2s2r_eval.policies.reference.policy import ReferencePolicy, _nominal_camera
 from r2s2r_eval.policies.scripted.perception import geom_colour
-from r2s2r_eval.policies.scripted.scene import arm_scene
+from r2s2r_eval.policies.scripted.scene import arm_scene, body_geom, half_height
 from r2s2r_eval.policies.stack.config import StackParams
 from r2s2r_eval.policy import EpisodeInfo, ImageRequest, Observation, PolicyError
 
@@ -26,11 +26,8 @@ def _support(world_dir: Path) -> tuple[tuple[float, float, float], float]:
     if task is None or task.support_body is None:
         raise PolicyError(f"stack policy: world {world_dir} has no stack task (task.support_body)")
     model = arm_scene(world_dir).model
-    body = model.body(task.support_body).id
-    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) == body]
-    if not geoms:
-        raise PolicyError(f"stack policy: support body {task.support_body!r} has no geom")
-    return geom_colour(model, model.geom(geoms[0]).name), float(model.geom_size[geoms[0]][2])
+    g = body_geom(model, task.support_body, "stack")
+    return geom_colour(model, model.geom(g).name), half_height(model, g)
 
 
 class StackPolicy(ReferencePolicy):
