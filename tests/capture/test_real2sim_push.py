@@ -1,8 +1,9 @@
 """real2sim on the push world: the puck's friction from the capture's slide phase goes into the world.
 
 A small capture (6 board views, 4 s excitation, 5 optimiser iterations) of the emulated unit with the
-ideal profile, whose puck slides on 0.6 where a reconstructed object starts from 1.0.  Everything real2sim
-uses comes from the bag; the emulator's truth (``CaptureSummary.truth``) is only compared against.
+ideal profile, whose puck slides on 0.6 where a reconstructed object starts from 1.0 (and, for the friction
+cone, one with the realistic profile).  Everything real2sim uses comes from the bag; the emulator's truth
+(``CaptureSummary.truth``) is only compared against.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import dataclasses  # noqa: E402
 import math  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -36,15 +38,18 @@ SMALL = CaptureConfig(
 UNWRITTEN = 1.0  # the sliding coefficient the world writer gives a reconstructed object
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("push")
-    cap = capture_emulated(root / "capture", profile=profile_path("ideal"), world=WORLD, config=SMALL)
+def _real2sim(root: Path, profile: str) -> dict:
+    cap = capture_emulated(root / "capture", profile=profile_path(profile), world=WORLD, config=SMALL)
     res = real2sim(
         [cap.bag], root / "world", template=WORLD, config=Real2SimConfig(max_iters=5, report=False)
     )
     summary = yaml.safe_load((res.world_dir / "real2sim.yaml").read_text(encoding="utf-8"))
     return {"truth": cap.truth["slide"], "summary": summary, "res": res}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _real2sim(tmp_path_factory.mktemp("push"), "ideal")
 
 
 def test_the_world_slides_the_puck_on_the_units_friction(run: dict) -> None:
@@ -91,3 +96,31 @@ def test_the_round_puck_is_written_as_a_cylinder(run: dict) -> None:
     assert radius == pytest.approx(0.031, abs=0.003) and half_height == pytest.approx(0.02, abs=0.003)
     start = np.asarray(run["truth"]["start"][:2])
     assert np.linalg.norm(model.body("puck").pos[:2] - start) < 0.005
+
+
+def test_a_straight_sliding_unit_keeps_the_elliptic_cone(run: dict) -> None:
+    """The ideal unit's contacts are the sim's (elliptic cone): its flicks go straight, as do the replays."""
+    import mujoco
+
+    slide = run["summary"]["slide"]
+    assert slide["cone"] == "elliptic", slide["drift_rms_m"]
+    assert slide["drift_rms_m"]["elliptic"] < 0.015
+    world = SimWorld(run["res"].world_dir)
+    assert world.config.physics.cone == "elliptic"
+    assert int(world.model.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC)
+
+
+def test_a_unit_whose_pushes_veer_gets_the_pyramidal_cone(tmp_path: Path) -> None:
+    """The realistic unit's pyramidal friction cone turns each flick a few cm off its line; of the two
+    cones only the pyramid's replays veer with it, so the world is written with it."""
+    import mujoco
+
+    out = _real2sim(tmp_path, "realistic")
+    slide = out["summary"]["slide"]
+    rms = slide["drift_rms_m"]
+    assert slide["cone"] == "pyramidal", rms
+    assert rms["pyramidal"] < 0.5 * rms["elliptic"], rms
+    assert max(abs(f["drift_observed_m"]) for f in slide["flicks"]) > 0.015  # the views do see the veer
+    world = SimWorld(out["res"].world_dir)
+    assert world.config.physics.cone == "pyramidal"
+    assert int(world.model.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)

@@ -519,13 +519,8 @@ def real2sim(
                 say(f"[slide] {why}: the object's friction stays a prior (+-30 %)")
             else:
                 shutil.rmtree(world)
-                world = write(friction_scale=slide.scale)
-                bound = "" if slide.at_bound is None else f", at the search bound ({slide.at_bound})"
-                done(
-                    "slide",
-                    f"{len(slide.flicks)} flick(s): friction x{slide.scale:.3f} "
-                    f"(+-{100 * slide.scale_std:.1f} %), sliding coefficient {slide.friction:.3f}{bound}",
-                )
+                world = write(friction_scale=slide.scale, cone=slide.cone)
+                done("slide", slide.describe())
         cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
         write_identification(ident, world / "identification", report=cfg.report)
         doc = world_variations(

@@ -16,6 +16,11 @@ replay's own roughness: a contact may turn the object a little more or less) ove
 replayed displacement in the log of the factor.  The slide is short (the arm brakes the fingers only a
 little faster than friction brakes the object), so one pair of flicks pins the coefficient to about
 +-20 %: better than the prior, far from a tribometer.
+
+The friction cone is chosen from the same replays: the fit is made with MuJoCo's elliptic and with its
+pyramidal cone, and the world's own cone is kept unless the other one's replays drift sideways clearly
+nearer to what the views show (a pyramid's friction differs with direction, so a push under it veers; an
+elliptic cone pushes straight).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ _GRID = 17  # grid points of the search, evenly in ln(scale)
 _LOCAL = 2  # grid points on each side of the best one in the line fit
 _PREROLL_S = 0.5  # the fingers close and the arm settles before each replay (s)
 _MIN_SCALE_SPREAD = 0.05  # narrowest friction variation kept around the fit (relative)
+CONES = ("elliptic", "pyramidal")  # the friction cones tried, MuJoCo's two
 _Frames = list[tuple[np.ndarray, np.ndarray]]
 
 
@@ -53,6 +59,8 @@ class FlickFit:
     observed_m: float  # travel along the push seen in the views (m)
     replayed_m: float  # travel in the replay at the fitted friction (m)
     slope_m: float  # d(replayed travel) / d(ln scale) at the fit (m)
+    drift_observed_m: float = 0.0  # sideways travel seen, left of the push positive (m)
+    drift_replayed_m: float = 0.0  # sideways travel in the replay at the fit, with the chosen cone (m)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +76,8 @@ class SlideEstimate:
         flicks: each flick's figures.
         at_bound: the fit stopped at a bound of :data:`SCALE_BOUNDS` (the replay cannot reproduce the
             travel: the note says which way).
+        cone: the friction cone whose replays drift sideways as the views show.
+        drift_rms: per cone tried, the RMS difference of replayed and seen sideways travel (m).
     """
 
     scale: float
@@ -76,11 +86,22 @@ class SlideEstimate:
     geoms: tuple[str, ...]
     flicks: tuple[FlickFit, ...]
     at_bound: str | None = None
+    cone: str = "elliptic"
+    drift_rms: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def variation_range(self) -> tuple[float, float]:
         """The friction variation left around the fit: +-1.96 standard errors, at least +-5 %."""
         half = max(1.96 * self.scale_std, _MIN_SCALE_SPREAD)
         return (math.exp(-half), math.exp(half))
+
+    def describe(self) -> str:
+        """One progress line: the factor, the coefficient, the cone and what each cone's drift missed by."""
+        bound = "" if self.at_bound is None else f", at the search bound ({self.at_bound})"
+        drift = ", ".join(f"{c} {1000 * v:.0f} mm" for c, v in self.drift_rms.items())
+        return (
+            f"{len(self.flicks)} flick(s): friction x{self.scale:.3f} (+-{100 * self.scale_std:.1f} %), "
+            f"sliding coefficient {self.friction:.3f}{bound}; {self.cone} cone (sideways drift off: {drift})"
+        )
 
     def summary(self) -> dict[str, Any]:
         """Plain values for ``real2sim.yaml``."""
@@ -90,6 +111,8 @@ class SlideEstimate:
             "sliding_friction": self.friction,
             "geoms": list(self.geoms),
             "at_bound": self.at_bound,
+            "cone": self.cone,
+            "drift_rms_m": dict(self.drift_rms),
             "flicks": [dataclasses.asdict(f) for f in self.flicks],
         }
 
@@ -187,6 +210,7 @@ def estimate_slide(
         BagError: an incomplete phase; ReconstructionError: the object not found in a view, or a replay
             that leaves the table.
     """
+    import mujoco
     from r2s2r_sim.world import SimWorld
 
     phase = read_slide(bags, camera, interface)
@@ -217,41 +241,52 @@ def estimate_slide(
         observed = float(np.dot(seen[k + 1][:2] - seen[k][:2], d))
         fits.append((flick, seen[k], d, observed))
 
-    def travel(scale: float, flick: dict[str, Any], before: np.ndarray, d: np.ndarray) -> float:
+    def ends(scale: float) -> np.ndarray:
+        """Each flick's replayed resting xy (F, 2) at friction ``scale``."""
         scale_friction(model, geoms, base, scale)
-        return float(np.dot(_replay(world, flick, before, interface) - before[:2], d))
+        return np.array([_replay(world, flick, before, interface) for flick, before, _, _ in fits])
 
+    before_xy = np.array([b[:2] for _, b, _, _ in fits])
+    along = np.array([d for *_, d, _ in fits])
+    left = along[:, ::-1] * np.array([-1.0, 1.0])  # the push direction turned +90 degrees
+    observed = np.array([obs for *_, obs in fits])
+    drift_seen = np.array(
+        [
+            float(np.dot(seen[int(f["index"]) + 1][:2] - b[:2], n))
+            for (f, b, _, _), n in zip(fits, left, strict=True)
+        ]
+    )
     # Contacts make the replayed travel a rough function of friction (a replay may turn the object a few
     # degrees more or less), so no derivative-based search: every flick is replayed on a grid over the
     # whole range, and the fit is a straight line through the grid points around the best one.
-    lo, hi = (math.log(b) for b in SCALE_BOUNDS)
-    grid = np.linspace(lo, hi, _GRID)
-    observed = np.array([obs for *_, obs in fits])
-    T = np.array([[travel(math.exp(x), f, b, d) for f, b, d, _ in fits] for x in grid])
-    R = T - observed
-    costs = [float(np.sum((r - _offset(r)) ** 2)) for r in R]
-    i = int(np.argmin(costs))
-    near = slice(max(i - _LOCAL, 0), min(i + _LOCAL, _GRID - 1) + 1)
-    x = grid[near]
-    slope = np.array([np.polyfit(x, T[near, k], 1)[0] for k in range(len(fits))])
-    rough = float(
-        np.sqrt(
-            np.mean(
-                [np.var(T[near, k] - np.polyval(np.polyfit(x, T[near, k], 1), x)) for k in range(len(fits))]
-            )
-        )
-    )
-    u = np.array([np.polyval(np.polyfit(x, T[near, k], 1), 0.0) for k in range(len(fits))]) - observed
-    u_c, g_c = u - _offset(u), slope - _offset(slope)
-    info = float(np.sum(g_c**2))
-    log_s = float(np.clip(-np.sum(u_c * g_c) / info, x[0], x[-1])) if info > 0 else float(grid[i])
-    at_bound = None
-    if log_s - lo < 0.01:
-        at_bound = "low: even the least friction searched leaves the object short of where it was seen"
-    elif hi - log_s < 0.01:
-        at_bound = "high: even the most friction searched slides the object past where it was seen"
+    grid = np.linspace(*(math.log(b) for b in SCALE_BOUNDS), _GRID)
+    cone_enum = {
+        "elliptic": int(mujoco.mjtCone.mjCONE_ELLIPTIC),
+        "pyramidal": int(mujoco.mjtCone.mjCONE_PYRAMIDAL),
+    }
+    own_cone = int(model.opt.cone)
+    tried: dict[str, tuple[_LineFit, np.ndarray]] = {}
+    try:
+        for cone in CONES:
+            model.opt.cone = cone_enum[cone]
+            T = np.array([np.sum((ends(math.exp(x)) - before_xy) * along, axis=1) for x in grid])
+            fit = _line_fit(grid, T, observed)
+            tried[cone] = (fit, ends(math.exp(fit.log_s)) - before_xy)
+    finally:
+        model.opt.cone = own_cone
+        scale_friction(model, geoms, base, 1.0)
+    # Each travel: the difference of two views' centroids of the same object (each fused from thousands of
+    # points: about half a voxel), and the replay's own roughness around the line.
+    sigma = {c: math.hypot(0.5 * voxel, f.rough) for c, (f, _) in tried.items()}
+    drifts = {c: np.sum(moved * left, axis=1) for c, (_, moved) in tried.items()}
+    rms = {c: float(np.sqrt(np.mean((drift - drift_seen) ** 2))) for c, drift in drifts.items()}
+    own = next(c for c in CONES if cone_enum[c] == own_cone)
+    other = next(c for c in CONES if c != own)
+    # The world's own cone stands unless the other one's drift is clearly nearer what the views show.
+    cone = other if rms[other] + sigma[other] < rms[own] else own
+    fit, moved = tried[cone]
     flicks = []
-    for (flick, before, d, obs), g in zip(fits, slope, strict=True):
+    for (flick, before, d, obs), g, k in zip(fits, fit.slope, range(len(fits)), strict=True):
         after = seen[int(flick["index"]) + 1]
         flicks.append(
             FlickFit(
@@ -260,23 +295,55 @@ def estimate_slide(
                 before_xy=(float(before[0]), float(before[1])),
                 after_xy=(float(after[0]), float(after[1])),
                 observed_m=obs,
-                replayed_m=travel(math.exp(log_s), flick, before, d),
+                replayed_m=float(np.dot(moved[k], d)),
                 slope_m=float(g),
+                drift_observed_m=float(drift_seen[k]),
+                drift_replayed_m=float(drifts[cone][k]),
             )
         )
-    scale = math.exp(log_s)
-    scale_friction(model, geoms, base, 1.0)
-    # Each travel: the difference of two views' centroids of the same object (each fused from thousands of
-    # points: about half a voxel), and the replay's own roughness around the line.
-    sigma_travel = math.hypot(0.5 * voxel, rough)
     return SlideEstimate(
-        scale=scale,
-        scale_std=sigma_travel / math.sqrt(info) if info > 0 else math.inf,
-        friction=float(base[:, 0].max()) * scale,
+        scale=math.exp(fit.log_s),
+        scale_std=sigma[cone] / math.sqrt(fit.info) if fit.info > 0 else math.inf,
+        friction=float(base[:, 0].max()) * math.exp(fit.log_s),
         geoms=tuple(model.geom(g).name for g in geoms),
         flicks=tuple(flicks),
-        at_bound=at_bound,
+        at_bound=fit.at_bound,
+        cone=cone,
+        drift_rms=rms,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _LineFit:
+    log_s: float  # the fitted ln(scale)
+    info: float  # sum of the flicks' squared slopes (offset removed): the fit's information
+    rough: float  # RMS of the replays about their lines (m)
+    slope: np.ndarray  # each flick's d(travel)/d(ln scale) (m)
+    at_bound: str | None
+
+
+def _line_fit(grid: np.ndarray, T: np.ndarray, observed: np.ndarray) -> _LineFit:
+    """The ln(scale) at which the replayed travels ``T`` (grid x flicks) match ``observed``.
+
+    But for the offset all flicks share; straight lines through the grid points around the best one.
+    """
+    R = T - observed
+    i = int(np.argmin([float(np.sum((r - _offset(r)) ** 2)) for r in R]))
+    near = slice(max(i - _LOCAL, 0), min(i + _LOCAL, len(grid) - 1) + 1)
+    x = grid[near]
+    lines = [np.polyfit(x, T[near, k], 1) for k in range(T.shape[1])]
+    slope = np.array([line[0] for line in lines])
+    rough = float(np.sqrt(np.mean([np.var(T[near, k] - np.polyval(lines[k], x)) for k in range(T.shape[1])])))
+    u = np.array([np.polyval(line, 0.0) for line in lines]) - observed
+    u_c, g_c = u - _offset(u), slope - _offset(slope)
+    info = float(np.sum(g_c**2))
+    log_s = float(np.clip(-np.sum(u_c * g_c) / info, x[0], x[-1])) if info > 0 else float(grid[i])
+    at_bound = None
+    if log_s - grid[0] < 0.01:
+        at_bound = "low: even the least friction searched leaves the object short of where it was seen"
+    elif grid[-1] - log_s < 0.01:
+        at_bound = "high: even the most friction searched slides the object past where it was seen"
+    return _LineFit(log_s=log_s, info=info, rough=rough, slope=slope, at_bound=at_bound)
 
 
 def _offset(r: np.ndarray) -> float:

@@ -296,6 +296,7 @@ def write_world(
     robot_mjcf: str | Path | None = None,
     articulated: ArticulationEstimate | None = None,
     friction_scale: float = 1.0,
+    cone: str | None = None,
 ) -> Path:
     """Write a world folder for the reconstructed scene and check that :class:`SimWorld` loads it.
 
@@ -321,6 +322,8 @@ def write_world(
             ignored and every reconstructed object is a free body.
         friction_scale: factor on the friction of the task object's geoms and the table top, as measured
             by the capture's slide phase (:mod:`r2s2r_capture.slide`).
+        cone: the friction cone the slide phase chose (``physics.cone`` of world.yaml); ``None`` keeps the
+            template's.
 
     Returns:
         ``out_dir``.
@@ -462,6 +465,8 @@ def write_world(
         world["task"] = task_raw
         if raw.get("physics") is not None:
             world["physics"] = raw["physics"]
+        if cone is not None:
+            world["physics"] = {**world.get("physics", {}), "cone": cone}
         header = "# Written by r2s2r reconstruct (r2s2r_capture.world_writer) from posed RGB-D frames.\n"
         (tmp / "world.yaml").write_text(header + yaml.safe_dump(world, sort_keys=False), encoding="utf-8")
         try:
