@@ -59,7 +59,7 @@ def test_the_world_slides_the_puck_on_the_units_friction(run: dict) -> None:
     # Nearer the unit's 0.6 than the writer's 1.0, and within the fit's error (or 20 %) of it.
     assert abs(math.log(mu / 0.6)) < max(0.2, 2.5 * slide["friction_scale_std_rel"]), slide
     assert abs(math.log(mu / 0.6)) < abs(math.log(UNWRITTEN / 0.6)), slide
-    assert slide["at_bound"] is None and len(slide["flicks"]) == 2
+    assert slide["at_bound"] is None and len(slide["flicks"]) == 3
     world = SimWorld(run["res"].world_dir)
     model = world.model
     assert slide["geoms"] == ["puck_geom", "table_top"]

@@ -1,9 +1,9 @@
 """The capture's slide phase and the friction real2sim fits from it, on the emulated push cell.
 
 The emulated unit here has a slippery puck and table (sliding coefficient 0.3, where the bundled push world
-has 0.8 and a reconstructed world starts from 1.0).  Its capture flicks the puck twice; the views are fused
-and segmented as ``r2s2r real2sim`` does, with the profile's true camera (calibration is tested elsewhere),
-and each flick is replayed in the bundled push world, whose puck has the true shape.
+has 0.8 and a reconstructed world starts from 1.0).  Its capture flicks the puck three times; the views are
+fused and segmented as ``r2s2r real2sim`` does, with the profile's true camera (calibration is tested
+elsewhere), and each flick is replayed in the bundled push world, whose puck has the true shape.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: E402
 from r2s2r_capture.errors import CaptureError  # noqa: E402
 from r2s2r_capture.real2sim import _undistort  # noqa: E402
 from r2s2r_capture.slide import SlideEstimate, estimate_slide, read_slide  # noqa: E402
-from r2s2r_capture.slide_capture import SlideConfig, flick_profile  # noqa: E402
+from r2s2r_capture.slide_capture import Flick, SlideConfig, flick_profile  # noqa: E402
 from r2s2r_capture.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_sim.emulated_cell import EmulatedCell  # noqa: E402
 from r2s2r_sim.hardware_profiles import profile_path  # noqa: E402
@@ -63,6 +63,8 @@ def flicked(tmp_path_factory: pytest.TempPathFactory) -> dict:
         T = compose(pos, quat2mat(quat), np.ones(3))  # world <- camera
         K, D = cell.camera_k, cell.profile.camera.distortion.d()
         base = cell.world.base_pose()[0]
+        w = cell.world
+        target = w.data.site_xpos[w.model.site(w.config.task.target_site).id][:2].copy()
 
     def locate(frames: list, near_xy: np.ndarray) -> tuple[np.ndarray, float]:
         views = _undistort(frames, K, D)
@@ -83,17 +85,23 @@ def flicked(tmp_path_factory: pytest.TempPathFactory) -> dict:
         table_geom="table_top",
         voxel=0.004,
     )
-    return {"cap": cap, "truth": truth, "est": est, "root": root, "profile": profile}
+    return {"cap": cap, "truth": truth, "est": est, "root": root, "profile": profile, "target": target}
 
 
 def test_the_flicks_slide_the_puck_toward_the_target(flicked: dict) -> None:
     truth = flicked["truth"]
     assert truth["sliding_friction"] == pytest.approx(MU)
-    moved = np.subtract(truth["end"], truth["start"])[:2]
-    assert 0.1 < np.linalg.norm(moved) < 0.4, moved  # two flicks of 0.12 m strokes, plus the slides
     phase = read_slide([flicked["cap"].bag])
     assert phase is not None
-    assert sorted(phase.flicks) == [0, 1] and sorted(phase.views) == [0, 1, 2]
+    assert sorted(phase.flicks) == [0, 1, 2] and sorted(phase.views) == [0, 1, 2, 3]
+    d = [np.asarray(phase.flicks[k]["direction"]) for k in range(3)]
+    target = np.asarray(flicked["target"])
+    start, end = np.asarray(truth["start"][:2]), np.asarray(truth["end"][:2])
+    assert np.dot(d[0], target - start) / np.linalg.norm(target - start) > 0.99  # at the target
+    # The third goes back, turned 22.5 degrees: a direction a pyramid treats unlike the first two's.
+    turn = math.degrees(math.atan2(np.cross(-d[1], d[2]), np.dot(-d[1], d[2])))
+    assert 15.0 < turn < 30.0, turn
+    assert 0.05 < np.linalg.norm(end - start) < 0.25, (start, end)  # back near where it began
     assert all(len(frames) == SlideConfig().n_frames for frames in phase.views.values())
 
 
@@ -105,8 +113,11 @@ def test_the_fitted_friction_is_the_units_not_the_worlds(flicked: dict) -> None:
     assert abs(math.log(est.friction / MU)) < max(0.1, 2.5 * est.scale_std), est.summary()
     assert est.geoms == ("puck_geom", "table_top")
     for f in est.flicks:
-        # At the fit each flick's travel is reproduced to within a few mm, after the shared offset.
-        assert abs(f.replayed_m - f.observed_m) < 0.015, f
+        # At the fit each flick's travel is reproduced to within a couple of cm, after the shared offset:
+        # the replays run the bundled world's arm, whose servos are not the unit's, so the flick back (other
+        # joints, another direction) lands up to ~2 cm off; in an identified world the flicks agree within
+        # 1.5 cm (test_real2sim_push).
+        assert abs(f.replayed_m - f.observed_m) < 0.03, f
         assert f.observed_m > 0.05, f
     fast, slow = max(est.flicks, key=lambda f: f.speed_m_s), min(est.flicks, key=lambda f: f.speed_m_s)
     assert fast.slope_m < slow.slope_m <= 0.01  # more friction, shorter slide: most for the fast flick
@@ -123,7 +134,7 @@ def test_a_capture_without_the_slide_phase_leaves_the_friction_alone(flicked: di
 
 
 def test_flick_profile_creeps_pushes_and_pulls_back_and_up() -> None:
-    cfg = SlideConfig(speeds_m_s=(0.6,))
+    cfg = SlideConfig(flicks=(Flick(0.6),))
     path = flick_profile(cfg, 0.6)
     s, z = path[:, 0], path[:, 1]
     v = np.diff(s) * cfg.command_rate_hz
@@ -142,8 +153,8 @@ def test_flick_profile_creeps_pushes_and_pulls_back_and_up() -> None:
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"speeds_m_s": ()}, "slide.speeds_m_s"),
-        ({"speeds_m_s": (1.5,)}, "slide.speeds_m_s"),
+        ({"flicks": ()}, "slide.flicks"),
+        ({"flicks": (0.5,)}, "slide.flicks"),
         ({"stroke_m": 0.02}, "slide.stroke_m"),
         ({"n_frames": 0}, "slide.n_frames"),
     ],
@@ -151,3 +162,16 @@ def test_flick_profile_creeps_pushes_and_pulls_back_and_up() -> None:
 def test_slide_config_names_the_bad_field(change: dict, field: str) -> None:
     with pytest.raises(CaptureError, match=field.replace(".", r"\.")):
         SlideConfig(**change)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ((1.5,), "slide.flicks.speed_m_s"),
+        ((0.5, "sideways"), "slide.flicks.aim"),
+        ((0.5, "start", 120.0), "slide.flicks.turn_deg"),
+    ],
+)
+def test_flick_names_the_bad_field(args: tuple, field: str) -> None:
+    with pytest.raises(CaptureError, match=field.replace(".", r"\.")):
+        Flick(*args)

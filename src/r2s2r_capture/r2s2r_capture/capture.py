@@ -503,7 +503,7 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
             from r2s2r_capture.slide_capture import record_slide
 
             truth["slide"] = record_slide(arm, cfg.slide, hooks(SLIDE_PHASE, cfg.slide.command_rate_hz))
-            n = len(cfg.slide.speeds_m_s)
+            n = len(cfg.slide.flicks)
             say(f"slide: {n} flick(s) of the {task.object_body}, views before and after")
         counts = dict(msgs.counts)
     return CaptureSummary(bag=out, counts=counts, truth=truth)

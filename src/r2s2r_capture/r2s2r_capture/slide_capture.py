@@ -6,9 +6,12 @@ set by the sliding friction between object and table, which no still view shows.
 
 1. ``view`` (``index`` 0): RGB-D frames of the object at rest.
 2. ``flick`` (``index`` k, ``speed_m_s``, ``direction``, ``gripper``, ``push_m``): the closed fingers,
-   lowered behind the object, creep up to it, push it toward the task's target over ``push_m`` while
-   speeding up to ``speed``, then pull back and up at once, so that the object leaves the fingers and
-   slides to a stop on its own.  Joint states and arm commands carry the motion.
+   lowered behind the object, creep up to it, push it over ``push_m`` while speeding up to ``speed``, then
+   pull back and up at once, so that the object leaves the fingers and slides to a stop on its own.  Joint
+   states and arm commands carry the motion.  Each flick aims at the task's target or back at where the
+   phase found the object (both on the table and in reach), turned by a set angle: a friction pyramid's
+   sideways pull repeats every quarter turn and vanishes along its four edges and between them, so two
+   fast flicks an odd multiple of 22.5 degrees apart cannot both miss it.
 3. ``view`` (``index`` k + 1): RGB-D frames of where it stopped, the arm lifted clear.
 
 real2sim replays each flick's recorded commands in the reconstructed world and finds the friction at
@@ -30,12 +33,39 @@ from r2s2r_sim.ranges import check_fields, within
 from r2s2r_capture.errors import CaptureError
 from r2s2r_capture.phase_hooks import PhaseHooks, ik_path
 
-__all__ = ["SLIDE_PHASE", "SlideConfig", "flick_profile", "record_slide"]
+__all__ = ["AIMS", "SLIDE_PHASE", "Flick", "SlideConfig", "flick_profile", "record_slide"]
 
 SLIDE_PHASE = "slide"
 _CLEAR_M = 0.09  # tool height above the push height between moves (m)
 _MOVE_SPEED = 0.15  # m/s outside the flicks
 _FINGER_HALF_M = 0.008  # half the closed fingers' thickness along the push (m); the standoff covers more
+_MIN_AIM_M = 0.03  # an aim nearer the object than this gives no direction: the last flick's is kept (m)
+AIMS = ("target", "start")
+
+
+@dataclasses.dataclass(frozen=True)
+class Flick:
+    """One flick of the phase.
+
+    Attributes:
+        speed_m_s: the commanded top speed of the tool (m/s; check it against your cell's limits).
+        aim: ``target`` (the task's target) or ``start`` (where the phase found the object).  Flicks
+            that alternate keep the object between the two.
+        turn_deg: the push direction turned counter-clockwise from the aim (deg).
+    """
+
+    speed_m_s: float
+    aim: str = "target"
+    turn_deg: float = 0.0
+
+    def __post_init__(self) -> None:
+        """Validate (errors name the field)."""
+        if not 0 < self.speed_m_s <= 1.0:
+            raise CaptureError(f"slide.flicks.speed_m_s: a speed in (0, 1] m/s, got {self.speed_m_s}")
+        if self.aim not in AIMS:
+            raise CaptureError(f"slide.flicks.aim: one of {AIMS}, got {self.aim!r}")
+        if not abs(self.turn_deg) <= 90.0:
+            raise CaptureError(f"slide.flicks.turn_deg: an angle in [-90, 90] deg, got {self.turn_deg}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -43,11 +73,11 @@ class SlideConfig:
     """What the slide phase does.
 
     Attributes:
-        speeds_m_s: the commanded top speed of the tool in each flick (m/s; check it against your
-            cell's limits).  The servos lag, so the bundled arm's tool reaches about 0.75 m/s of 1 m/s,
-            and the object slides ``v^2 / (2 mu g)`` after the fingers leave it: 2-8 cm for mu 1 to 0.3,
-            against a few mm after the slow flick.  The two differ by the slide whatever the views' bias
-            (see :mod:`r2s2r_capture.slide`).
+        flicks: the flicks, in order: a slow one and a fast one at the target, and a fast one back,
+            turned by 22.5 degrees.  The servos lag, so the bundled arm's tool reaches about 0.75 m/s of
+            1 m/s, and the object slides ``v^2 / (2 mu g)`` after the fingers leave it: 2-8 cm for mu 1 to
+            0.3, against a few mm after the slow flick.  The two speeds differ by the slide whatever the
+            views' bias (see :mod:`r2s2r_capture.slide`).
         stroke_m: how far the fingers push the object, speeding up, before pulling back (m).
         standoff_m: gap between the fingers and the object at the start (m), crossed at ``creep_m_s``.
         creep_m_s: the fingers' speed up to the object (m/s): slow, so that they meet it without a knock.
@@ -60,7 +90,7 @@ class SlideConfig:
         n_frames: RGB-D frames at each view.
     """
 
-    speeds_m_s: tuple[float, ...] = (0.2, 1.0)
+    flicks: tuple[Flick, ...] = (Flick(0.2), Flick(1.0), Flick(1.0, "start", 22.5))
     stroke_m: float = within(0.15, "(0, 0.3]")
     standoff_m: float = within(0.02, "(0, 0.2]")
     creep_m_s: float = within(0.05, "(0, 0.5]")
@@ -74,10 +104,10 @@ class SlideConfig:
 
     def __post_init__(self) -> None:
         """Validate (errors name the field)."""
-        if not self.speeds_m_s or not all(0 < v <= 1.0 for v in self.speeds_m_s):
-            raise CaptureError(f"slide.speeds_m_s: one or more speeds in (0, 1] m/s, got {self.speeds_m_s}")
+        if not self.flicks or not all(isinstance(f, Flick) for f in self.flicks):
+            raise CaptureError(f"slide.flicks: one or more Flick, got {self.flicks}")
         check_fields(self, error=CaptureError, prefix="slide.")
-        top = max(self.speeds_m_s)
+        top = max(f.speed_m_s for f in self.flicks)
         if top**2 / (2 * self.accel_m_s2) > self.stroke_m:
             raise CaptureError(
                 f"slide.stroke_m: {self.stroke_m} m is too short to reach {top} m/s "
@@ -171,9 +201,16 @@ def record_slide(arm: Any, cfg: SlideConfig, hooks: PhaseHooks) -> dict[str, Any
     marker("view", "end", index=0)
     q_home = world.joint_state()[0][arm_idx]
     q = q_home
-    for k, speed in enumerate(cfg.speeds_m_s):
+    aim_xy = {"target": target, "start": start_pos[:2].copy()}
+    heading = target - start_pos[:2]
+    for k, flick in enumerate(cfg.flicks):
+        speed = flick.speed_m_s
         obj = data.xpos[body][:2].copy()
-        d = target - obj
+        toward = aim_xy[flick.aim] - obj
+        if float(np.linalg.norm(toward)) >= _MIN_AIM_M:
+            heading = toward
+        c, s = math.cos(math.radians(flick.turn_deg)), math.sin(math.radians(flick.turn_deg))
+        d = np.array([c * heading[0] - s * heading[1], s * heading[0] + c * heading[1]])
         d = d / max(float(np.linalg.norm(d)), 1e-9)
         yaw = math.atan2(d[1], d[0]) + math.pi / 2
         rot = tool_down_rotation(yaw)
