@@ -53,10 +53,43 @@ def test_grip_monitor_states() -> None:
         GripMonitor(weak_drift=0.1, slip_drift=0.1)
     with pytest.raises(ValueError, match="empty_closure"):
         GripMonitor(empty_closure=0.0)
+    with pytest.raises(ValueError, match="window_s"):
+        GripMonitor(window_s=0.0)
     with pytest.raises(ValueError, match="weak_grip_speed"):
         ReferenceParams(weak_grip_speed=0.0)
     with pytest.raises(ValueError, match="max_regrasps"):
         ReferenceParams(max_regrasps=-1)
+
+
+def _judged(g: GripMonitor, closures: np.ndarray, rate_hz: float = 10.0) -> list[GripState]:
+    """The monitor's judgement after each sample of a carry, as the policy asks it."""
+    held = [(k / rate_hz, float(c)) for k, c in enumerate(closures)]
+    return [g.judge(held[: k + 1]) for k in range(len(held))]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_noisy_finger_reading_is_not_a_weak_grip(seed: int) -> None:
+    """A gripper reporting with 0.5 mm noise on a 40 mm range (closure std 0.0125, more than a single
+    sample's weak drift allows) holds its object for 20 s: never judged weak or slipped; the same samples
+    creeping 0.1 closed over 2 s, or jumping shut, are."""
+    g = GripMonitor()
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0.0, 0.0125, 200)
+    assert set(_judged(g, 0.5 + noise)) == {GripState.HELD}
+    creep = 0.5 + noise + np.clip((np.arange(200) - 100) / 20.0, 0.0, 1.0) * 0.1
+    states = _judged(g, creep)
+    assert set(states[:100]) == {GripState.HELD} and GripState.WEAK in states[100:], states
+    shut = 0.5 + noise + np.where(np.arange(200) >= 100, 0.5, 0.0)
+    assert _judged(g, shut)[-1] is GripState.SLIPPED
+
+
+def test_without_noise_the_medians_see_the_drift_at_once() -> None:
+    g = GripMonitor(weak_drift=0.02)
+    steady = np.full(20, 0.5)
+    assert set(_judged(g, steady)) == {GripState.HELD}
+    states = _judged(g, np.concatenate([steady, np.full(10, 0.53)]))
+    assert states[19] is GripState.HELD and states[-1] is GripState.WEAK
+    assert GripState.WEAK in states[20:24]  # within the window's half: 0.2 s at 10 Hz
 
 
 # ------------------------------------------------------------------------------------------ episodes

@@ -239,7 +239,7 @@ class ReferencePolicy(PhasedPolicy):
         self._sag = np.zeros(3)
         self._gripper = info.gripper_command_range[0]
         self._world_to_model = np.eye(4)
-        self._grasp_closure = math.nan
+        self._held: list[tuple[float, float]] = []  # (stamp, closure) since the grasp was confirmed
         self._regrasps = 0
         self._carry_scale = 1.0
         self._recover_from = np.zeros(3)
@@ -388,11 +388,12 @@ class ReferencePolicy(PhasedPolicy):
             if not self._grip.grasped(closure):
                 self._retry(stamp, tool, "empty")
                 return True
-            self._grasp_closure = closure
+            self._held = [(stamp, closure)]
             self._events.append((stamp, "grasped"))
             return False
         if self._phase in _CARRYING:
-            state = self._grip.state(self._grasp_closure, closure)
+            self._held.append((stamp, closure))
+            state = self._grip.judge(self._held)
             if state is GripState.SLIPPED:
                 self._retry(stamp, tool, "slipped")
                 return True
