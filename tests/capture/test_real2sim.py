@@ -102,7 +102,24 @@ def _check(run: dict) -> None:
         "variations.yaml",
     ):
         assert (run["result"].world_dir / rel).is_file(), rel
+    _check_world_camera(run, world)
     _check_world_variations(run)
+
+
+def _check_world_camera(run: dict, world: SimWorld) -> None:
+    """The sim draws the calibrated camera: its fx, fy, cx, cy, not a centred one of the same view."""
+    import yaml
+    from r2s2r_sim.rendering import camera_intrinsics
+
+    info = yaml.safe_load((run["result"].world_dir / "calibration/camera_info.yaml").read_text())
+    calibrated = np.asarray(info["camera_matrix"]["data"], dtype=np.float64).reshape(3, 3)
+    cam = world.config.cameras[0]
+    k = camera_intrinsics(world.model, cam.mjcf_camera, cam.width, cam.height)
+    np.testing.assert_allclose(k, calibrated, rtol=1e-6, atol=1e-6)
+    half = k[:2, 2] * 0.5 - 0.25  # the same camera drawn at half the size
+    np.testing.assert_allclose(
+        camera_intrinsics(world.model, cam.mjcf_camera, cam.width // 2, cam.height // 2)[:2, 2], half
+    )
 
 
 def _check_world_variations(run: dict) -> None:

@@ -119,6 +119,33 @@ def test_intrinsics_values() -> None:
         camera_intrinsics(w.model, "nope", 640, 480)
 
 
+@pytest.mark.parametrize("size", [(640, 480), (320, 240)])
+def test_a_calibrated_camera_draws_its_own_principal_point(size: tuple[int, int]) -> None:
+    """A camera written with sensor intrinsics (fx != fy, the principal point off centre, as real2sim
+    writes a calibrated camera): the sphere lands where that K puts it, at any drawn size."""
+    xml = """<mujoco><visual><global offwidth="640" offheight="480"/></visual><worldbody>
+      <camera name="cal" pos="0 0 1" resolution="640 480" sensorsize="0.00192 0.00144"
+              focalpixel="606.7 600.2" principalpixel="-12.3 8.4"/>
+      <geom type="sphere" size="0.015" pos="0.12 0.07 0" material="m"/></worldbody>
+      <asset><material name="m" rgba="0 1 0 1" emission="1" specular="0"/></asset></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    width, height = size
+    k = camera_intrinsics(model, "cal", width, height)
+    s = width / 640
+    np.testing.assert_allclose(
+        k, [[606.7 * s, 0, (width - 1) / 2 + 12.3 * s], [0, 600.2 * s, (height - 1) / 2 - 8.4 * s], [0, 0, 1]]
+    )
+    with RgbdRenderer(model, width, height) as renderer:
+        rgb, _ = renderer.render(data, "cal")
+    v, u = np.nonzero(_green(rgb))
+    # The camera looks down -z from 1 m: the sphere's optical-frame point is (0.12, -0.07, 1).
+    expected = k @ np.array([0.12, -0.07, 1.0])
+    centroid = (u.mean(), v.mean())
+    assert np.allclose(centroid, expected[:2], atol=0.5), (centroid, expected)
+
+
 def test_renderer_errors() -> None:
     w = SimWorld(BUNDLED)
     with pytest.raises(WorldError, match="1280x480 exceeds the model's offscreen buffer 640x480"):

@@ -291,6 +291,34 @@ def test_camera_axis_moves_the_camera(base_world: SimWorld) -> None:
     assert 0 < angle <= math.sqrt(3) * CONFIG.camera.rotation_jitter + 1e-9
 
 
+def test_camera_axis_on_a_calibrated_camera_scales_its_focal_length(tmp_path: Path) -> None:
+    """A camera written with sensor intrinsics (as real2sim writes one) ignores ``fovy``: the same change of
+    view is a focal-length scale, and the principal point stays."""
+    import shutil
+
+    from r2s2r_sim.rendering import camera_intrinsics
+
+    dst = tmp_path / "world"
+    shutil.copytree(BUNDLED, dst)
+    scene = dst / "scene.xml"
+    text = scene.read_text()
+    text = text.replace(
+        '<camera name="realsense"',
+        '<camera name="realsense" resolution="640 480" sensorsize="0.00192 0.00144" '
+        'focalpixel="606.7 600.2" principalpixel="-2.2 -4.4"',
+        1,
+    ).replace('fovy="42.5"', "", 1)
+    scene.write_text(text)
+    base = camera_intrinsics(SimWorld(dst).model, "realsense", 640, 480)
+    v = sample_variation(CONFIG.only("camera"), 2)
+    k = camera_intrinsics(make_world(dst, v).model, "realsense", 640, 480)
+    fovy = math.degrees(2 * math.atan(240 / base[1, 1])) + v.params["camera.dfovy"]
+    # (MuJoCo keeps the intrinsics in single precision)
+    assert k[1, 1] == pytest.approx(240 / math.tan(math.radians(fovy) / 2), rel=1e-6)
+    assert k[0, 0] / k[1, 1] == pytest.approx(base[0, 0] / base[1, 1], rel=1e-6)
+    np.testing.assert_allclose(k[:2, 2], base[:2, 2], atol=1e-4)
+
+
 def test_physics_axis_scales_servo_gain_and_bias(base_world: SimWorld) -> None:
     v = sample_variation(CONFIG.only("physics"), 9)
     m, b = make_world(BUNDLED, v).model, base_world.model

@@ -35,6 +35,9 @@ _TABLE_THICKNESS = 0.04
 _OBJECT_DENSITY = 1000.0  # kg/m^3: vision gives no mass; sysid or a scale may refine it
 
 
+_PIXEL_PITCH_M = 3e-6  # the written camera's sensor pixel (any pitch gives the same image)
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class CameraModel:
     """The identified camera.
@@ -274,12 +277,22 @@ def _scene_spec(
             group=4,
         )
     T = np.asarray(camera.T_world_camera, dtype=np.float64)
-    wb.add_camera(
+    K = np.asarray(camera.K, dtype=np.float64)
+    cam = wb.add_camera(
         name=camera_name,
         pos=T[:3, 3].tolist(),
         quat=_optical_to_mujoco_quat(T[:3, :3]).tolist(),
         fovy=camera.fovy_deg,
     )
+    # The calibrated fx, fy, cx, cy, not only the field of view: a sensor of the image's size in pixels of
+    # _PIXEL_PITCH_M, MuJoCo's principal offset pointing against OpenCV's pixel axes.
+    cam.resolution = [camera.width, camera.height]
+    cam.sensor_size = [camera.width * _PIXEL_PITCH_M, camera.height * _PIXEL_PITCH_M]
+    cam.focal_pixel = [float(K[0, 0]), float(K[1, 1])]
+    cam.principal_pixel = [
+        (camera.width - 1) / 2.0 - float(K[0, 2]),
+        (camera.height - 1) / 2.0 - float(K[1, 2]),
+    ]
     return spec
 
 

@@ -179,6 +179,7 @@ class _ProfileEditor:
             )
         width, height, f = self.render
         cam.fovy = math.degrees(2.0 * math.atan((height / 2.0) / f))
+        cam.sensor_size = [0.0, 0.0]  # a camera written with sensor intrinsics renders by fovy here
         glob = spec.visual.global_
         glob.offwidth = max(int(glob.offwidth), width)
         glob.offheight = max(int(glob.offheight), height)

@@ -33,21 +33,32 @@ def _camera_id(model: mujoco.MjModel, camera_name: str) -> int:
 def camera_intrinsics(model: mujoco.MjModel, camera_name: str, width: int, height: int) -> np.ndarray:
     """Pinhole matrix K (3, 3) of a MuJoCo camera rendered at ``width`` x ``height``.
 
-    MuJoCo's frustum is symmetric about the image centre with vertical field of view ``fovy`` and square
-    pixels, so ``fy = fx = (H / 2) / tan(fovy / 2)``.  The principal point is the image centre in the OpenCV
-    pixel convention (pixel centres at integer coordinates): ``cx = (W - 1) / 2``, ``cy = (H - 1) / 2``.
-    K maps points in the optical frame (z forward, x right, y down; see ``SimWorld.camera_pose``) to pixels.
+    A ``fovy`` camera's frustum is symmetric about the image centre with square pixels, so
+    ``fy = fx = (H / 2) / tan(fovy / 2)`` and the principal point is the image centre in the OpenCV pixel
+    convention (pixel centres at integer coordinates): ``cx = (W - 1) / 2``, ``cy = (H - 1) / 2``.  A camera
+    given by ``sensorsize`` with ``focal``/``focalpixel`` and ``principal``/``principalpixel`` (as a
+    calibrated camera is written, so that the sim draws the calibrated fx, fy, cx, cy) maps its sensor onto
+    the image: ``fx = focal_x W / sensor_w``, ``cx = (W - 1) / 2 - principal_x W / sensor_w`` (MuJoCo's
+    principal offset points the other way from OpenCV's pixel axes), and likewise in y.  K maps points in
+    the optical frame (z forward, x right, y down; see ``SimWorld.camera_pose``) to pixels.
 
     Raises:
-        WorldError: unknown camera, or a camera defined by sensor size/focal length or orthographic
-            (not supported).
+        WorldError: unknown camera, or an orthographic one (not supported).
     """
     cid = _camera_id(model, camera_name)
     if int(model.cam_projection[cid]) != int(mujoco.mjtProjection.mjPROJ_PERSPECTIVE):
         raise WorldError(f"camera {camera_name!r} is orthographic; only perspective cameras are supported")
     if np.any(model.cam_sensorsize[cid] != 0):
-        raise WorldError(
-            f"camera {camera_name!r} uses sensorsize/focal intrinsics; only fovy cameras are supported"
+        sensor_w, sensor_h = (float(v) for v in model.cam_sensorsize[cid])
+        focal_x, focal_y, principal_x, principal_y = (float(v) for v in model.cam_intrinsic[cid])
+        sx, sy = width / sensor_w, height / sensor_h
+        return np.array(
+            [
+                [focal_x * sx, 0.0, (width - 1) / 2.0 - principal_x * sx],
+                [0.0, focal_y * sy, (height - 1) / 2.0 - principal_y * sy],
+                [0.0, 0.0, 1.0],
+            ],
+            dtype=np.float64,
         )
     fy = (height / 2.0) / math.tan(math.radians(float(model.cam_fovy[cid])) / 2.0)
     return np.array(

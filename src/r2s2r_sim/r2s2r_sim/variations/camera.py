@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -70,7 +72,23 @@ class CameraAxis(Axis):
         cam.alt.type = mujoco.mjtOrientation.mjORIENTATION_QUAT
         cam.quat = quat
         cam.pos = np.array(cam.pos, dtype=np.float64) + [params["dx"], params["dy"], params["dz"]]
-        fovy = float(cam.fovy) + params["dfovy"]
+        sensor = bool(np.any(np.asarray(cam.sensor_size) != 0))
+        base = _sensor_fovy(cam) if sensor else float(cam.fovy)
+        fovy = base + params["dfovy"]
         if not 0.0 < fovy < 180.0:
             raise VariationError(f"camera.fovy_jitter: fovy of {cam.name!r} would be {fovy} deg")
-        cam.fovy = fovy
+        if sensor:  # a calibrated camera: the same change of view as a focal length scale
+            scale = math.tan(math.radians(base) / 2.0) / math.tan(math.radians(fovy) / 2.0)
+            cam.focal_pixel = np.asarray(cam.focal_pixel, dtype=np.float64) * scale
+            cam.focal_length = np.asarray(cam.focal_length, dtype=np.float64) * scale
+        else:
+            cam.fovy = fovy
+
+
+def _sensor_fovy(cam: Any) -> float:
+    """Vertical field of view (deg) of a camera given by sensor size and focal length (pixels or metres)."""
+    if float(cam.focal_pixel[1]) > 0 and int(cam.resolution[1]) > 0:
+        half = int(cam.resolution[1]) / 2.0 / float(cam.focal_pixel[1])
+    else:
+        half = float(cam.sensor_size[1]) / 2.0 / float(cam.focal_length[1])
+    return math.degrees(2.0 * math.atan(half))
