@@ -99,7 +99,8 @@ def test_the_flicks_slide_the_puck_toward_the_target(flicked: dict) -> None:
     start, end = np.asarray(truth["start"][:2]), np.asarray(truth["end"][:2])
     assert np.dot(d[0], target - start) / np.linalg.norm(target - start) > 0.99  # at the target
     # The third goes back, turned 22.5 degrees: a direction a pyramid treats unlike the first two's.
-    turn = math.degrees(math.atan2(np.cross(-d[1], d[2]), np.dot(-d[1], d[2])))
+    back = -d[1]
+    turn = math.degrees(math.atan2(back[0] * d[2][1] - back[1] * d[2][0], np.dot(back, d[2])))
     assert 15.0 < turn < 30.0, turn
     assert 0.05 < np.linalg.norm(end - start) < 0.25, (start, end)  # back near where it began
     assert all(len(frames) == SlideConfig().n_frames for frames in phase.views.values())
