@@ -120,6 +120,10 @@ def _check_world_camera(run: dict, world: SimWorld) -> None:
     np.testing.assert_allclose(
         camera_intrinsics(world.model, cam.mjcf_camera, cam.width // 2, cam.height // 2)[:2, 2], half
     )
+    # ... and its lens: the calibrated D, which the sim's images are drawn with and CameraInfo carries.
+    calibrated_d = np.asarray(info["distortion_coefficients"]["data"], dtype=np.float64)
+    assert np.any(calibrated_d != 0)
+    np.testing.assert_allclose(cam.distortion, calibrated_d, rtol=1e-9)
 
 
 def _check_world_variations(run: dict) -> None:

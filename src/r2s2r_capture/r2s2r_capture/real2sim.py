@@ -500,7 +500,9 @@ def real2sim(
             template=template_dir,
             table=seg.table,
             objects=seg.objects,
-            camera=CameraModel(K=K, width=data.image_size[0], height=data.image_size[1], T_world_camera=T_wc),
+            camera=CameraModel(
+                K=K, width=data.image_size[0], height=data.image_size[1], T_world_camera=T_wc, D=D
+            ),
             task=TaskSpec(object=obj_name, target=target_name, target_xy=target_xy),
             robot_mjcf_dir=robot_mjcf.parent,
             robot_mjcf=robot_mjcf,

@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,16 +43,18 @@ class CameraModel:
     """The identified camera.
 
     Attributes:
-        K: 3x3 pinhole matrix (square pixels, centred principal point are what MuJoCo can represent).
+        K: 3x3 pinhole matrix (px).
         width: image width (px).
         height: image height (px).
         T_world_camera: optical frame (z forward, x right, y down) in the world, 4x4.
+        D: plumb_bob lens distortion ``(k1, k2, p1, p2, k3)``; the sim draws its images with it.
     """
 
     K: np.ndarray
     width: int
     height: int
     T_world_camera: np.ndarray
+    D: np.ndarray = field(default_factory=lambda: np.zeros(5))
 
     def __post_init__(self) -> None:
         K = np.asarray(self.K, dtype=np.float64)
@@ -63,6 +65,9 @@ class CameraModel:
         T = np.asarray(self.T_world_camera, dtype=np.float64)
         if T.shape != (4, 4) or not np.all(np.isfinite(T)):
             raise ReconstructionError("camera.T_world_camera: must be a finite 4x4 matrix")
+        D = np.asarray(self.D, dtype=np.float64).ravel()
+        if D.shape != (5,) or not np.all(np.isfinite(D)):
+            raise ReconstructionError(f"camera.D: must be 5 finite plumb_bob coefficients, got {D.tolist()}")
 
     @property
     def fovy_deg(self) -> float:
@@ -347,7 +352,7 @@ def write_world(
     """
     from r2s2r_sim.errors import WorldError
     from r2s2r_sim.world import SimWorld
-    from r2s2r_sim.world_config import load_world_config
+    from r2s2r_sim.world_config import PLUMB_BOB_KEYS, load_world_config
 
     out = Path(out_dir)
     if out.exists():
@@ -467,6 +472,10 @@ def write_world(
         }
         if cam_cfg:
             cam["depth_range"] = [float(v) for v in cam_cfg.depth_range]
+        D = np.asarray(camera.D, dtype=np.float64).ravel()
+        if np.any(D != 0.0):
+            coefficients = dict(zip(PLUMB_BOB_KEYS, (float(v) for v in D), strict=True))
+            cam["distortion"] = {"model": "plumb_bob", **coefficients}
         world["cameras"] = [cam]
         task_raw = dict(
             raw.get("task")

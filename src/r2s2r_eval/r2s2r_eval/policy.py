@@ -85,6 +85,8 @@ class Observation:
         rgb: colour image, HxWx3 uint8 RGB, or ``None``.
         depth: depth aligned to ``rgb``, HxW float32 metres; invalid pixels are NaN.
         camera_k: 3x3 intrinsics of ``rgb`` (px).
+        camera_d: lens distortion of ``rgb`` as ``CameraInfo.d`` (plumb_bob ``k1, k2, p1, p2, k3``); a
+            policy that projects with ``camera_k`` alone treats the image as an ideal pinhole.
         camera_pose: 4x4 pose of the camera optical frame in the world frame (``T_world_camera``: maps
             optical-frame points to world points), from ``/tf``.
         base_pose: 4x4 pose of the robot base in the world frame, from ``/tf``.
@@ -97,6 +99,7 @@ class Observation:
     rgb: npt.NDArray[np.uint8] | None = None
     depth: npt.NDArray[np.float32] | None = None
     camera_k: FloatArray | None = None
+    camera_d: FloatArray | None = None
     camera_pose: FloatArray | None = None
     base_pose: FloatArray | None = None
 
@@ -124,6 +127,12 @@ class Observation:
                     "(depth must be aligned to colour)"
                 )
         _check_matrix(self.camera_k, "camera_k", (3, 3))
+        if self.camera_d is not None and (
+            not isinstance(self.camera_d, np.ndarray)
+            or self.camera_d.ndim != 1
+            or not np.all(np.isfinite(self.camera_d))
+        ):
+            raise PolicyError(f"Observation.camera_d: must be a finite 1-D array, got {self.camera_d!r}")
         _check_matrix(self.camera_pose, "camera_pose", (4, 4))
         _check_matrix(self.base_pose, "base_pose", (4, 4))
 

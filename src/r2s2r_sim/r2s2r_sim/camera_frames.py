@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.closing import Closing
+from r2s2r_sim.lens import distort, distortion_maps, has_distortion, pinhole_margin
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics
 from r2s2r_sim.sensor_effects import SensorEffects, SensorState
@@ -51,11 +52,13 @@ class Frame:
         rgb: colour, (H, W, 3) uint8.
         depth: aligned metric depth (m), (H, W) float32; 0 = no data.
         k: intrinsics (3, 3) of this size.
+        d: plumb_bob distortion ``(k1, k2, p1, p2, k3)`` the frame is drawn with.
     """
 
     rgb: np.ndarray
     depth: np.ndarray
     k: np.ndarray
+    d: np.ndarray
 
     @property
     def width(self) -> int:
@@ -102,6 +105,8 @@ class CameraFrames(Closing):
         self.sensors = None if sensors is None or sensors.ideal else sensors
         self._renderers: dict[tuple[int, int], RgbdRenderer] = {}
         self._k: dict[tuple[int, int], np.ndarray] = {}
+        self.d = np.asarray(camera.distortion, dtype=np.float64)
+        self._lens: dict[tuple[int, int], tuple[tuple[int, int], np.ndarray, np.ndarray]] = {}
         self._sensor_states: dict[tuple[int, int], SensorState] = {}
         self._seed = 0
         self.renders = 0
@@ -118,11 +123,38 @@ class CameraFrames(Closing):
             renderer.close()
         self._renderers.clear()
 
-    def _renderer(self, width: int, height: int) -> RgbdRenderer:
-        key = (width, height)
+    def _intrinsics(self, width: int, height: int) -> np.ndarray:
+        k = self._k.get((width, height))
+        if k is None:
+            k = self._k[(width, height)] = camera_intrinsics(self._model, self._mjcf_camera, width, height)
+        return k
+
+    def _lens_maps(self, width: int, height: int) -> tuple[tuple[int, int], np.ndarray, np.ndarray] | None:
+        """The render margin and remap tables that draw the lens distortion at this size (None: no lens)."""
+        if not has_distortion(self.d):
+            return None
+        lens = self._lens.get((width, height))
+        if lens is None:
+            k = self._intrinsics(width, height)
+            mx, my = pinhole_margin(k, self.d, width, height)
+            render_k = k.copy()
+            render_k[0, 2] += mx
+            render_k[1, 2] += my
+            lens = self._lens[(width, height)] = (
+                (mx, my),
+                *distortion_maps(k, self.d, width, height, render_k),
+            )
+        return lens
+
+    def _renderer(self, width: int, height: int, supersample: int) -> RgbdRenderer:
+        key = (width * supersample, height * supersample)
         renderer = self._renderers.get(key)
         if renderer is None:
-            renderer = RgbdRenderer(self._model, width, height, profile=self.profile).__enter__()
+            lens = self._lens_maps(width, height)
+            mx, my = (0, 0) if lens is None else lens[0]
+            renderer = RgbdRenderer(
+                self._model, *key, profile=self.profile, margin=(mx * supersample, my * supersample)
+            ).__enter__()
             self._renderers[key] = renderer
         return renderer
 
@@ -133,8 +165,7 @@ class CameraFrames(Closing):
             WorldError: the drawn size exceeds the model's offscreen buffer.
         """
         width, height = frame_size(self.camera, self.profile, request)
-        s = 1 if request is None else request.supersample
-        self._renderer(width * s, height * s)
+        self._renderer(width, height, 1 if request is None else request.supersample)
 
     def render(
         self,
@@ -147,24 +178,28 @@ class CameraFrames(Closing):
 
         With ``request.supersample`` = s > 1 the frame is drawn at s times the size; colour is
         area-downscaled and depth takes the nearest drawn pixel (averaging depth would invent surfaces
-        at edges).  The sensor effects (if any) apply at the delivered size, with the noise of
-        ``episode`` = (seed, frame index), or of the next frame of the episode :meth:`start_episode` began.
+        at edges).  A camera with lens distortion is drawn as a wider pinhole view, then remapped through
+        its ``(K, D)`` (:mod:`r2s2r_sim.lens`).  The sensor effects (if any) apply at the delivered size,
+        with the noise of ``episode`` = (seed, frame index), or of the next frame of the episode
+        :meth:`start_episode` began.
 
         Raises:
             WorldError: the drawn size exceeds the model's offscreen buffer.
         """
         width, height = frame_size(self.camera, self.profile, request)
         s = 1 if request is None else request.supersample
-        rgb, depth = self._renderer(width * s, height * s).render(
+        rgb, depth = self._renderer(width, height, s).render(
             data, self._mjcf_camera, depth_range=self.camera.depth_range
         )
         if s > 1:
-            rgb = cv2.resize(rgb, (width, height), interpolation=cv2.INTER_AREA)
+            drawn = (rgb.shape[1] // s, rgb.shape[0] // s)  # the size with any lens margin
+            rgb = cv2.resize(rgb, drawn, interpolation=cv2.INTER_AREA)
             depth = np.ascontiguousarray(depth[s // 2 :: s, s // 2 :: s])
+        lens = self._lens_maps(width, height)
+        if lens is not None:
+            rgb, depth = distort(rgb, depth, lens[1], lens[2])
         self.renders += 1
-        k = self._k.get((width, height))
-        if k is None:
-            k = self._k[(width, height)] = camera_intrinsics(self._model, self._mjcf_camera, width, height)
+        k = self._intrinsics(width, height)
         if self.sensors is not None:
             state = self._sensor_states.get((width, height))
             if state is None:
@@ -174,4 +209,4 @@ class CameraFrames(Closing):
             rng = state.begin_frame(*episode) if episode is not None else state.next_frame()
             rgb, depth_m = state.apply(rgb, depth, rng)
             depth = depth_m.astype(np.float32)
-        return Frame(rgb, depth, k)
+        return Frame(rgb, depth, k, self.d)

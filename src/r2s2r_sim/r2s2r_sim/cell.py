@@ -44,6 +44,7 @@ class Cell(Protocol):
         world_dir: the world folder that describes the cell's scene (what a policy may model).
         camera: the camera the policy sees through (its name, frame and depth range).
         camera_k: 3x3 intrinsics of the images :meth:`render` returns (px).
+        camera_d: plumb_bob lens distortion ``(k1, k2, p1, p2, k3)`` those images are drawn with.
         camera_rate_hz: the camera's frame rate (Hz).
         dt: physics timestep (s); a control period is a whole number of them.
     """
@@ -54,6 +55,7 @@ class Cell(Protocol):
     world_dir: Path
     camera: CameraConfig
     camera_k: np.ndarray
+    camera_d: np.ndarray
     camera_rate_hz: float
     dt: float
 
@@ -213,6 +215,7 @@ class SimCell(CellBase):
         self.camera_k: np.ndarray = camera_intrinsics(
             world.model, self._mjcf_camera, self.camera.width, self.camera.height
         )
+        self.camera_d: np.ndarray = np.asarray(self.camera.distortion, dtype=np.float64)
         self.profile: RenderProfile = cfg.render_profile(self.camera, render_profile)
         self._frames: CameraFrames | None = None
         self._seed = 0

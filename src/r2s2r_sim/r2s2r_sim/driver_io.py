@@ -54,7 +54,7 @@ def camera_frame(
     k: np.ndarray,
     stamp: Any,
     frame_id: str,
-    d: np.ndarray | None = None,
+    d: np.ndarray | tuple[float, ...] | None = None,
 ) -> CameraFrame:
     """One frame's messages: ``rgb`` (H x W x 3), ``depth_mm`` (uint16, mm), ``k``, plumb_bob ``d``."""
     height, width = rgb.shape[:2]

@@ -1,21 +1,11 @@
 """The emulated camera: a STAND-IN RealSense that renders with the profile's lens distortion.
 
-**Lens distortion method.**  MuJoCo renders ideal pinhole images with square pixels and a centred principal
-point.  For the profile's ``(K, D)`` at ``width x height`` we:
-
-1. undistort every output pixel centre with ``cv2.undistortPoints`` (the iterative inverse of the
-   plumb_bob model, run to 1e-10) to get its normalized ray ``(x, y)`` — i.e. the inverse of the maps that
-   ``cv2.initUndistortRectifyMap`` builds (that function maps *undistorted* pixels to *distorted* ones;
-   rendering needs the opposite direction);
-2. render a pinhole image with focal length ``f = max(fx, fy)`` (no loss of resolution at the centre) and
-   a size just large enough to contain every ray of step 1 (so no black border appears for barrel
-   distortion); the MJCF camera's ``fovy`` and the offscreen buffer are set accordingly;
-3. ``cv2.remap`` the render through ``map = f * (x, y) + c_render``: bilinear for colour, nearest-neighbour
-   for depth (z-depth along the optical axis is unchanged by the intrinsics, so depth stays aligned to
-   colour and never mixes foreground and background values).
-
-A point ``P`` in the optical frame therefore lands at ``cv2.projectPoints(P, K, D)`` in the published
-image, to the accuracy of the render (tested within 1 px).
+The profile's ``(K, D)`` at ``width x height`` is drawn as :mod:`r2s2r_sim.lens` describes, from a pinhole
+render with focal length ``f = max(fx, fy)`` (no loss of resolution at the centre) and a size just large
+enough to contain every ray of the distorted image (so no black border appears for barrel distortion); the
+MJCF camera's ``fovy`` and the offscreen buffer are set accordingly.  A point ``P`` in the optical frame
+therefore lands at ``cv2.projectPoints(P, K, D)`` in the published image, to the accuracy of the render
+(tested within 1 px).
 """
 
 from __future__ import annotations
@@ -24,24 +14,15 @@ import math
 from collections.abc import Callable
 from types import TracebackType
 
-import cv2
 import mujoco
 import numpy as np
 
 from r2s2r_sim.hardware_profile import CameraProfile
+from r2s2r_sim.lens import distort, distortion_maps, undistorted_rays
 from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
 from r2s2r_sim.sensor_effects import SensorEffects, SensorState
 
-__all__ = ["DistortedRgbdCamera", "distortion_maps", "render_geometry"]
-
-
-def _undistorted_rays(k: np.ndarray, d: np.ndarray, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """Normalized rays ``(x, y)`` (each ``height x width``) of every distorted pixel centre."""
-    u, v = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
-    pts = np.stack([u.ravel(), v.ravel()], axis=1).reshape(-1, 1, 2)
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-10)
-    rays = cv2.undistortPoints(pts, k, d, None, None, None, criteria).reshape(height, width, 2)
-    return rays[..., 0], rays[..., 1]
+__all__ = ["DistortedRgbdCamera", "render_geometry"]
 
 
 def render_geometry(camera: CameraProfile) -> tuple[int, int, float]:
@@ -51,24 +32,11 @@ def render_geometry(camera: CameraProfile) -> tuple[int, int, float]:
     (plus a 2 px margin for interpolation).
     """
     k, d = camera.intrinsics.k(), camera.distortion.d()
-    x, y = _undistorted_rays(k, d, camera.width, camera.height)
+    x, y = undistorted_rays(k, d, camera.width, camera.height)
     f = max(camera.intrinsics.fx, camera.intrinsics.fy)
     width = 2 * math.ceil(f * float(np.max(np.abs(x))) + 2.0)
     height = 2 * math.ceil(f * float(np.max(np.abs(y))) + 2.0)
     return width, height, f
-
-
-def distortion_maps(camera: CameraProfile, render_k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``cv2.remap`` maps from the pinhole render (intrinsics ``render_k``) to the distorted image.
-
-    Returns:
-        ``map_x``, ``map_y``: float32 ``height x width``; output pixel ``(u, v)`` samples the render at
-        ``(map_x[v, u], map_y[v, u])``.
-    """
-    x, y = _undistorted_rays(camera.intrinsics.k(), camera.distortion.d(), camera.width, camera.height)
-    map_x = render_k[0, 0] * x + render_k[0, 2]
-    map_y = render_k[1, 1] * y + render_k[1, 2]
-    return map_x.astype(np.float32), map_y.astype(np.float32)
 
 
 class DistortedRgbdCamera:
@@ -106,7 +74,10 @@ class DistortedRgbdCamera:
         width, height, _ = render_geometry(camera)
         self.render_size = (width, height)
         self.render_k = camera_intrinsics(model, mjcf_camera, width, height)
-        self.map_x, self.map_y = distortion_maps(camera, self.render_k)
+        k = camera.intrinsics.k()
+        self.map_x, self.map_y = distortion_maps(
+            k, camera.distortion.d(), camera.width, camera.height, self.render_k
+        )
         self._renderer = RgbdRenderer(model, width, height)
         self._sensor = (
             None
@@ -151,12 +122,7 @@ class DistortedRgbdCamera:
                 motion_from = self._history(data)
             if motion_from is not None and np.any(motion_from != data.qpos):
                 rgb = self._blurred(data, motion_from, rgb, color.motion_blur_samples)
-        out_rgb = cv2.remap(
-            rgb, self.map_x, self.map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
-        )
-        out_depth = cv2.remap(
-            depth, self.map_x, self.map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0
-        )
+        out_rgb, out_depth = distort(rgb, depth, self.map_x, self.map_y)
         if self._sensor is not None:
             rng = self._sensor.begin_frame(self._episode_seed() if self._episode_seed is not None else 0)
             self.dropped = self._sensor.drop(rng)
@@ -184,5 +150,3 @@ class DistortedRgbdCamera:
             rgb, _ = self._renderer.render(scratch, self.mjcf_camera, depth_range=self.depth_range)
             total += rgb
         return np.clip(np.rint(total / samples), 0, 255).astype(np.uint8)
-
-

@@ -92,6 +92,7 @@ class EmulatedCell(CellBase):
         cam = self.profile.camera
         self.camera: CameraConfig = w.config.camera(cam.name)
         self.camera_k: np.ndarray = cam.intrinsics.k()
+        self.camera_d: np.ndarray = cam.distortion.d()
         self.camera_rate_hz: float = float(cam.rate_hz)
         self.dt: float = self.arm.dt
         self._camera: DistortedRgbdCamera | None = None

@@ -228,13 +228,29 @@ class _Renderer:
         self._check_thread(what)
 
     def _draw(
-        self, model: mujoco.MjModel, data: mujoco.MjData, camera_name: str, rect: mujoco.MjrRect
+        self,
+        model: mujoco.MjModel,
+        data: mujoco.MjData,
+        camera_name: str,
+        rect: mujoco.MjrRect,
+        grow: tuple[float, float] = (1.0, 1.0),
     ) -> None:
-        """Draw one camera's view into ``rect`` of the framebuffer."""
+        """Draw one camera's view into ``rect`` of the framebuffer.
+
+        ``grow``: scale the frustum's width and height about its centre (a wider view at the same pixel
+        size, drawn into a ``rect`` larger by the same factors).
+        """
         self._camera.fixedcamid = _camera_id(model, camera_name)
         mujoco.mjv_updateScene(
             model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL.value, self._scene
         )
+        if grow != (1.0, 1.0):
+            for gl_camera in self._scene.camera:
+                # frustum_width 0 means "from the viewport's aspect", which the larger rect already grows.
+                gl_camera.frustum_width *= grow[0]
+                mid = 0.5 * (gl_camera.frustum_top + gl_camera.frustum_bottom)
+                half = 0.5 * (gl_camera.frustum_top - gl_camera.frustum_bottom) * grow[1]
+                gl_camera.frustum_bottom, gl_camera.frustum_top = mid - half, mid + half
         if self.profile.max_lights is not None:
             self._scene.nlight = min(int(self._scene.nlight), self.profile.max_lights)
         mujoco.mjr_render(rect, self._scene, self._ctx)
@@ -272,10 +288,14 @@ class RgbdRenderer(_Renderer):
         *,
         profile: RenderProfile | None = None,
         max_geom: int = 10000,
+        margin: tuple[int, int] = (0, 0),
     ) -> None:
         """Check the size against the model's offscreen buffer; the GL context is made in ``__enter__``.
 
         ``profile``: how to draw (None: :data:`~r2s2r_sim.render_profile.FULL`, everything the MJCF asks).
+        ``margin``: ``(mx, my)`` pixels of view added on each side of the ``width x height`` image at the
+        same pixel size (what a lens-distortion remap needs, see :mod:`r2s2r_sim.lens`); the renders are
+        then ``width + 2 mx`` by ``height + 2 my``, with the camera's principal point moved by ``(mx, my)``.
 
         Raises:
             WorldError: if ``width``/``height`` exceed ``<visual><global offwidth/offheight>``.
@@ -286,6 +306,11 @@ class RgbdRenderer(_Renderer):
                 f"render size {width}x{height} exceeds the model's offscreen buffer {off_w}x{off_h}; "
                 'set <visual><global offwidth=".." offheight=".."/> in the scene MJCF'
             )
+        mx, my = (int(v) for v in margin)
+        if mx < 0 or my < 0:
+            raise RenderError(f"margin must be >= 0 px, got {margin}")
+        self._grow = ((width + 2 * mx) / width, (height + 2 * my) / height)
+        width, height = width + 2 * mx, height + 2 * my
         super().__init__(model, width, height, profile, max_geom)
         self._rect = mujoco.MjrRect(0, 0, width, height)
         self._rgb = np.empty((height, width, 3), dtype=np.uint8)
@@ -316,7 +341,7 @@ class RgbdRenderer(_Renderer):
         self._check_open("render")
         assert self._gl is not None
         self._gl.make_current()
-        self._draw(self._model, data, camera_name, self._rect)
+        self._draw(self._model, data, camera_name, self._rect, self._grow)
         # Colour and depth from the same frame, in one read.
         mujoco.mjr_readPixels(self._rgb, self._depth, self._rect, self._ctx)
         rgb = np.flipud(self._rgb).copy()

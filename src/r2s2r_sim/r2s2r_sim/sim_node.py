@@ -444,7 +444,7 @@ class SimNode(Node):
         return len(due)
 
     def _publish_frame(self, cam: CameraSpec, rgb: Any, depth_mm: Any, stamp: Time) -> None:
-        frame = camera_frame(rgb, depth_mm, cam.k, stamp, cam.frame_id)
+        frame = camera_frame(rgb, depth_mm, cam.k, stamp, cam.frame_id, cam.camera.distortion)
         self._camera(cam.name).publish(frame)
         self._last_frames[cam.name] = frame
 

@@ -137,7 +137,8 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
         k = camera_intrinsics(model, model.camera(world.camera_id(cam.name)).name, cam.width, cam.height)
         report.lines.append(
             f"camera {cam.name!r} ({cam.mjcf_camera}) {cam.width}x{cam.height} @ {cam.rate_hz} Hz: "
-            f"K = [[{k[0, 0]:.2f}, 0, {k[0, 2]:.2f}], [0, {k[1, 1]:.2f}, {k[1, 2]:.2f}], [0, 0, 1]]"
+            f"K = [[{k[0, 0]:.2f}, 0, {k[0, 2]:.2f}], [0, {k[1, 1]:.2f}, {k[1, 2]:.2f}], [0, 0, 1]], "
+            f"plumb_bob D = [{', '.join(f'{v:.4g}' for v in cam.distortion)}]"
         )
     _check_servos(world, report)
     for a, b, depth in self_contacts(world):

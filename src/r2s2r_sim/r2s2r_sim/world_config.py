@@ -17,6 +17,7 @@ from r2s2r_sim.robot_config import RobotConfig, parse_robot
 from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
+    "PLUMB_BOB_KEYS",
     "WORLD_FILE",
     "CameraConfig",
     "ObjectPoseRange",
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 WORLD_FILE = "world.yaml"
+# plumb_bob coefficients in the order of ``CameraInfo.d`` and OpenCV.
+PLUMB_BOB_KEYS = ("k1", "k2", "p1", "p2", "k3")
 
 
 class TaskType(enum.Enum):
@@ -56,6 +59,8 @@ class CameraConfig:
         frame_id: optical frame id (REP-103: z forward, x right, y down).
         depth_range: ``[min, max]`` valid depth (m); depth outside is reported as 0.
         render_profile: name of the world's render profile this camera is drawn with by default.
+        distortion: plumb_bob lens distortion ``(k1, k2, p1, p2, k3)`` the images are drawn with and
+            ``CameraInfo.d`` carries (all zero: an ideal pinhole, what MuJoCo draws by itself).
     """
 
     name: str
@@ -66,8 +71,15 @@ class CameraConfig:
     frame_id: str
     depth_range: tuple[float, float] = (0.1, 10.0)
     render_profile: str = "full"
+    distortion: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
+        _check(len(self.distortion) == 5, "distortion", f"must have 5 coefficients, got {self.distortion}")
+        _check(
+            all(math.isfinite(v) and abs(v) <= 10.0 for v in self.distortion),
+            "distortion",
+            f"coefficients must be finite and within [-10, 10], got {list(self.distortion)}",
+        )
         _check(self.width > 0, "width", f"must be > 0, got {self.width}")
         _check(self.height > 0, "height", f"must be > 0, got {self.height}")
         _check(
@@ -274,6 +286,13 @@ def _parse_camera(r: _Reader) -> CameraConfig:
     }
     if depth_range is not None:
         kwargs["depth_range"] = depth_range
+    dist = r.sub("distortion", required=False)
+    if dist is not None:
+        model = dist.str_("model")
+        if model != "plumb_bob":
+            raise dist.fail("model", f"must be 'plumb_bob', got {model!r}")
+        kwargs["distortion"] = tuple(dist.float_(key) for key in PLUMB_BOB_KEYS)
+        dist.finish()
     return r.build(CameraConfig, **kwargs)
 
 

@@ -214,6 +214,7 @@ class EpisodeRunner:
             rgb=None if rgb is None else np.ascontiguousarray(rgb).copy(),
             depth=None if depth_mm is None else depth_mm_to_metres(depth_mm),
             camera_k=np.asarray(cell.camera_k, dtype=np.float64).reshape(3, 3).copy(),
+            camera_d=np.asarray(cell.camera_d, dtype=np.float64).copy(),
             camera_pose=pose_matrix(*cell.camera_pose()),
             base_pose=pose_matrix(*cell.base_pose()),
         )

@@ -234,6 +234,7 @@ def observation_from_messages(
         rgb=None if color is None else rgb_image_to_array(color),
         depth=None if depth is None else depth_image_to_metres(depth),
         camera_k=None if camera_info is None else camera_info_to_k(camera_info),
+        camera_d=None if camera_info is None else np.asarray(camera_info.d, dtype=np.float64),
         camera_pose=None if camera_pose is None else np.asarray(camera_pose, dtype=np.float64),
         base_pose=None if base_pose is None else np.asarray(base_pose, dtype=np.float64),
     )
