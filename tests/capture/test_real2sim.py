@@ -60,11 +60,9 @@ def _run(
 ) -> dict:
     cap = C.capture_emulated(root / "capture", profile=profile, config=capture)
     result = real2sim([cap.bag], root / "world", config=config)
-    return {
-        "cap": cap,
-        "result": result,
-        "errors": B.compare(result, load_hardware_profile(profile), cap.truth),
-    }
+    hardware = load_hardware_profile(profile)
+    errors = B.compare(result, hardware, cap.truth)
+    return {"cap": cap, "result": result, "errors": errors, "hardware": hardware}
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +102,11 @@ def _check(run: dict) -> None:
         assert (run["result"].world_dir / rel).is_file(), rel
     _check_world_camera(run, world)
     _check_world_variations(run)
+    # The joint readings' noise, measured from the capture, is what the sim reports its joints with.
+    driver, noise = run["hardware"].driver, world.config.robot.joint_state_noise
+    assert driver.position_noise_std_rad > 0 and driver.velocity_noise_std_rad_s > 0
+    assert noise.position_std == pytest.approx(driver.position_noise_std_rad, rel=0.15), noise
+    assert noise.velocity_std == pytest.approx(driver.velocity_noise_std_rad_s, rel=0.15), noise
 
 
 def _check_world_camera(run: dict, world: SimWorld) -> None:

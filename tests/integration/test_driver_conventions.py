@@ -205,3 +205,35 @@ def test_evaluator_reports_its_progress_on_diagnostics(processes: Any, consumers
     assert values == {"episodes_planned": "4", "episodes_with_outcome": "0", "episodes_succeeded": "0",
                       "episodes_failed": "0", "current_seed": "none"}
     assert status.message == "0/4 episodes done, between episodes"
+
+
+def test_a_world_with_a_lens_and_noisy_joints_is_served_as_its_hardware_reports(
+    processes: Any, consumers: Consumers, tmp_path: Path
+) -> None:
+    """A world that declares its camera's lens and its joint readings' noise (as real2sim writes them):
+    camera_info carries that D, and /joint_states of the arm holding still scatter with that std."""
+    import shutil
+
+    import yaml
+
+    folder = tmp_path / "world"
+    shutil.copytree(world_path("tabletop-pick-v1"), folder)
+    raw = yaml.safe_load((folder / "world.yaml").read_text())
+    d = [-0.058, 0.071, 0.0006, -0.0009, -0.023]
+    raw["cameras"][0]["distortion"] = {"model": "plumb_bob", **dict(zip(("k1", "k2", "p1", "p2", "k3"), d,
+                                                                         strict=True))}
+    raw["robot"]["joint_state_noise"] = {"position_std": 0.002, "velocity_std": 0.0}
+    (folder / "world.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    sim = processes.start(["sim_node", "--ros-args", "--params-file", str(PARAMS), "-p", f"world:={folder}"])
+    log = _drain(sim)
+    info = consumers.plain(CameraInfo, "/camera/camera/color/camera_info")
+    js = consumers.plain(JointState, "/joint_states", 100)
+    wait_for(lambda: consumers.all(info) and len(consumers.all(js)) >= 200, STARTUP_S,
+             "camera_info and 200 joint states:\n" + "\n".join(log[-30:]))
+    assert consumers.all(info)[-1].distortion_model == "plumb_bob"
+    np.testing.assert_allclose(consumers.all(info)[-1].d, d)
+    positions = np.array([m.position for m in consumers.all(js)[-200:]])
+    # The arm holds its home pose (it moves far less than 0.2 mm); the readings scatter by the noise.
+    assert np.allclose(np.std(positions, axis=0), 0.002, rtol=0.25), np.std(positions, axis=0)
+    sim.send_signal(2)
+    assert sim.wait(timeout=60) == 0, "\n".join(log[-30:])

@@ -58,7 +58,7 @@ from r2s2r_capture.errors import (
     ReconstructionError,
     refuse_existing,
 )
-from r2s2r_capture.joint_motion import JointMotion, read_joint_motion
+from r2s2r_capture.joint_motion import JointMotion, read_joint_motion, reading_noise
 from r2s2r_capture.template_robot import base_radius, robot_with_fit, template_robot_spec
 
 __all__ = [
@@ -476,10 +476,11 @@ def real2sim(
     except WorldError as err:
         raise ReconstructionError(f"--template: {err}") from None
     ident = S.identify(robot_spec, rec, sysid_cfg)
+    noise = reading_noise(m)
     done(
         "identification",
         f"{len(ident.fitted)} parameters, held-out RMS {ident.rms_val_before:.5f} -> "
-        f"{ident.rms_val_after:.5f} rad",
+        f"{ident.rms_val_after:.5f} rad; joint readings' noise {noise[0]:.2g} rad, {noise[1]:.2g} rad/s",
     )
 
     # A marker target (taped disc) has no depth: it is placed where its colour lies on the table.
@@ -508,6 +509,7 @@ def real2sim(
             robot_mjcf=robot_mjcf,
             world_id=cfg.world_id,
             articulated=joint,
+            joint_state_noise=noise,
         )
         world = write()
         slide, why = None, ""

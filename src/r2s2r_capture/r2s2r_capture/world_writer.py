@@ -315,6 +315,7 @@ def write_world(
     articulated: ArticulationEstimate | None = None,
     friction_scale: float = 1.0,
     cone: str | None = None,
+    joint_state_noise: tuple[float, float] | None = None,
 ) -> Path:
     """Write a world folder for the reconstructed scene and check that :class:`SimWorld` loads it.
 
@@ -342,6 +343,8 @@ def write_world(
             by the capture's slide phase (:mod:`r2s2r_capture.slide`).
         cone: the friction cone the slide phase chose (``physics.cone`` of world.yaml); ``None`` keeps the
             template's.
+        joint_state_noise: ``(position_std, velocity_std)`` of the joint readings seen in the capture
+            (``robot.joint_state_noise``: the sim reports its joint states with that noise); None: none.
 
     Returns:
         ``out_dir``.
@@ -451,6 +454,9 @@ def write_world(
         (tmp / "scene.xml").write_text(xml, encoding="utf-8")
 
         robot = dict(raw["robot"])
+        if joint_state_noise is not None:
+            position_std, velocity_std = (float(v) for v in joint_state_noise)
+            robot["joint_state_noise"] = {"position_std": position_std, "velocity_std": velocity_std}
         if external:
             robot["urdf" if tcfg.robot.is_urdf else "mjcf"] = str(robot_file.resolve())
         else:

@@ -17,6 +17,7 @@ import numpy as np
 from r2s2r_sim.camera_frames import CameraFrames, ImageSize
 from r2s2r_sim.closing import Closing
 from r2s2r_sim.errors import RenderError
+from r2s2r_sim.joint_noise import JointReadings
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.rendering import camera_intrinsics, depth_to_uint16_mm
 from r2s2r_sim.task import Outcome, Task, judge_now
@@ -216,6 +217,7 @@ class SimCell(CellBase):
             world.model, self._mjcf_camera, self.camera.width, self.camera.height
         )
         self.camera_d: np.ndarray = np.asarray(self.camera.distortion, dtype=np.float64)
+        self._readings = JointReadings(cfg.robot.joint_state_noise)
         self.profile: RenderProfile = cfg.render_profile(self.camera, render_profile)
         self._frames: CameraFrames | None = None
         self._seed = 0
@@ -246,6 +248,7 @@ class SimCell(CellBase):
         """See :meth:`Cell.reset`; the camera's sensor noise starts that episode too."""
         self.world.reset(seed)
         self._seed = int(seed)
+        self._readings.start_episode(self._seed)
         if self._frames is not None:
             self._frames.start_episode(self._seed)
 
@@ -255,8 +258,10 @@ class SimCell(CellBase):
         return self.world.time
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The true joint state (the sim has no sensor noise)."""
-        return self.world.joint_state()
+        """The joint state as the world's driver reports it (true, plus its declared noise, if any)."""
+        pos, vel, eff = self.world.joint_state()
+        pos, vel = self._readings.measure(pos, vel)
+        return pos, vel, eff
 
     def camera_pose(self) -> Pose:
         """See :meth:`Cell.camera_pose`."""

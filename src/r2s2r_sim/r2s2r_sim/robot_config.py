@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_sim._world_reader import _check, _check_range, _pair, _Reader
+from r2s2r_sim.joint_noise import JointStateNoise
 from r2s2r_sim.robot_source import (
     ServoConfig,
     ToolFrameConfig,
@@ -101,6 +102,8 @@ class RobotConfig:
         armature: rotor inertia (kg·m² or kg) set on these joints of the robot file: a servo whose
             damping is stiff for its joint's inertia at the timestep limit-cycles once its force saturates.
         asset_roots: folders the robot's meshes and textures must stay inside; ``None``: the world folder.
+        joint_state_noise: white noise the sim adds to the joint states it reports (the hardware's
+            readings; see :mod:`r2s2r_sim.joint_noise`); zero by default.
     """
 
     mjcf: Path
@@ -118,6 +121,7 @@ class RobotConfig:
     tool_frame: ToolFrameConfig | None = None
     armature: Mapping[str, float] = dataclasses.field(default_factory=dict)
     asset_roots: tuple[Path, ...] | None = None
+    joint_state_noise: JointStateNoise = dataclasses.field(default_factory=JointStateNoise)
 
     @property
     def is_urdf(self) -> bool:
@@ -275,6 +279,16 @@ def parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConfi
     ee_site = r.str_("ee_site", required=False)
     if tool_frame is not None and ee_site is None:
         ee_site = tool_frame.name
+    noise_r = r.sub("joint_state_noise", required=False)
+    noise = (
+        JointStateNoise()
+        if noise_r is None
+        else noise_r.build(
+            JointStateNoise,
+            position_std=noise_r.float_("position_std", required=False, default=0.0),
+            velocity_std=noise_r.float_("velocity_std", required=False, default=0.0),
+        )
+    )
     return r.build(
         RobotConfig,
         mjcf=mjcf,
@@ -292,4 +306,5 @@ def parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConfi
         tool_frame=tool_frame,
         armature=armature,
         asset_roots=roots,
+        joint_state_noise=noise,
     )

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import mujoco
 import numpy as np
 
+from r2s2r_sim.joint_noise import JointReadings
 from r2s2r_sim.liveness import Liveness
 from r2s2r_sim.render_profile import RenderProfile
 from r2s2r_sim.sensor_effects import SensorEffects
@@ -189,6 +190,8 @@ class SimServer:
         self._ack_watch = Liveness(cfg.ack_timeout_s)  # armed at each lockstep observation
         self.lockstep_wait_s = 0.0  # wall time physics spent waiting for the policy's ack
         self.world.reset(cfg.seed)
+        self._readings = JointReadings(self.world.config.robot.joint_state_noise)
+        self._readings.start_episode(cfg.seed)
         self.robot: Any = None  # the node's robot state of self.world (set by the node)
         self.cameras = camera_specs(self.world, cfg) if cfg.cameras_enabled else []
         self._js_tick = Ticker(cfg.joint_state_rate_hz)
@@ -307,6 +310,8 @@ class SimServer:
                 if self.sink is not None:
                     self.robot = self.sink.world_swapped(world)
             self.world.reset(seed)
+            self._readings = JointReadings(self.world.config.robot.joint_state_noise)
+            self._readings.start_episode(seed)
             self.clock_ns += self.dt_ns  # the reset takes one step, so stamps stay strictly increasing
             if swapped and self.sink is not None:
                 self.sink.publish_static()  # camera extrinsics may have changed; before the reset observation
@@ -345,12 +350,18 @@ class SimServer:
 
     # ----------------------------------------------------------------------------------------- physics
 
+    def _joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The joint state as the world's driver reports it: true, plus the world's declared noise."""
+        pos, vel, eff = self.world.joint_state()
+        pos, vel = self._readings.measure(pos, vel)
+        return pos, vel, eff
+
     def _collect(self, *, force: bool) -> StepOutput:
         """Read what is due at the current step (lock held)."""
         now = self.clock_ns
         out = StepOutput(stamp_ns=now)
         if self._js_tick.due(now) or force:
-            out.joint_state, out.joint_names = self.world.joint_state(), self.world.joint_names
+            out.joint_state, out.joint_names = self._joint_state(), self.world.joint_names
         if not self._outcome_sent and (verdict := self.world.verdict) is not None:
             # Published at the step the world judged it (not at a joint-state tick): the episode runner
             # reads the same verdict and time at the end of its control period.
@@ -406,8 +417,10 @@ class SimServer:
                         self.cv.wait(0.1)
                         pacer.restart()
                         continue
-                    if cfg.lockstep and not stepping and (
-                        self._ack_ns < self._obs_ns or not self._commands_caught_up()
+                    if (
+                        cfg.lockstep
+                        and not stepping
+                        and (self._ack_ns < self._obs_ns or not self._commands_caught_up())
                     ):
                         if not self._waiting_logged and self._ack_watch.silence() >= LOCKSTEP_REPUBLISH_S:
                             # Said once per observation, and only when the policy is slow to answer.
@@ -426,7 +439,7 @@ class SimServer:
                             last_republish = time.monotonic()
                             republish = StepOutput(
                                 stamp_ns=self._obs_ns,
-                                joint_state=self.world.joint_state(),
+                                joint_state=self._joint_state(),
                                 joint_names=self.world.joint_names,
                             )
                         if lost is None and (
