@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import yaml
 from mujoco import sysid as mjsysid
+from r2s2r_capture.effort_fit import EFFORT_SENSOR, with_effort_sensors
 from r2s2r_capture.errors import IdentificationError
 from r2s2r_capture.sysid_recording import ExcitationConfig, JointRecording, excitation_trajectory
 from r2s2r_capture.sysid_report import DELAY_NUMERIC, IdentificationResult, write_identification
@@ -236,3 +237,51 @@ def test_effort_correction_keeps_the_damping_of_a_world_without_any() -> None:
     assert applied["elbow"] == (1.0, pytest.approx(beta))
     assert params["elbow/damping"].value[0] == pytest.approx(beta)
     assert params["elbow/kv"].value[0] + params["elbow/damping"].value[0] == pytest.approx(kv)
+
+
+def test_efforts_identify_what_a_robot_file_leaves_out() -> None:
+    """A robot file without joint damping or armature (many are): the efforts find both, and friction loss.
+
+    Positions see only kv + damping and barely see a stiff servo's armature; the efforts carry kv alone
+    and the inertia the servo pushes against.
+    """
+    bare = mujoco.MjSpec.from_file(str(ARM))
+    for name in FIT:
+        bare.joint(name).damping = [0.0, 0.0, 0.0]
+        bare.joint(name).armature = 0.0
+    nominal = mujoco.MjModel.from_xml_path(str(ARM))
+    home = np.array([nominal.key_qpos[0][nominal.jnt_qposadr[nominal.joint(n).id]] for n in ALL])
+    cfg = ExcitationConfig(duration_s=6.0, base_freq_hz=0.25, max_velocity=1.5, ramp_s=0.5)
+    t, q_cmd = excitation_trajectory(nominal, ALL, cfg, seed=2, center=home)
+    truth = _truth_model()
+    rec = S.simulate_recording(truth, t, q_cmd, ALL, delay_s=TRUE_DELAY)
+    kinds = ("armature", "frictionloss", "kp", "kv")
+    result = S.identify(bare, rec, S.SysidConfig(joints=FIT, kinds=kinds, max_iters=30))
+    print("\n" + result.summary())
+    for name in FIT:
+        dof = truth.jnt_dofadr[truth.joint(name).id]
+        for kind, true in (
+            ("damping", truth.dof_damping[dof]),
+            ("armature", truth.dof_armature[dof]),
+            ("frictionloss", TRUE_FRICTION),
+        ):
+            assert result.fitted[f"{name}/{kind}"] == pytest.approx(true, rel=0.1), (name, kind)
+    # The robot's own sensors are not in the fit's copy, and the caller's spec is left as it was.
+    assert not bare.sensors
+
+
+def test_effort_sensors_replace_the_robots_own() -> None:
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    spec.add_sensor(
+        name="tool_force",
+        type=mujoco.mjtSensor.mjSENS_JOINTPOS,
+        objtype=mujoco.mjtObj.mjOBJ_JOINT,
+        objname="elbow",
+    )
+    copy = with_effort_sensors(spec, ("elbow", "shoulder_pan"))
+    model = copy.compile()
+    assert [model.sensor(i).name for i in range(model.nsensor)] == [
+        EFFORT_SENSOR.format("elbow"),
+        EFFORT_SENSOR.format("shoulder_pan"),
+    ]
+    assert [s.name for s in spec.sensors] == ["tool_force"]

@@ -17,10 +17,9 @@ Stages, each timed and reported through ``progress``:
    servo ``kp`` and ``kv`` and one command delay; the trailing part is held out for validation.  Joint
    damping is kept at its nominal value: it acts on position tracking exactly like the servo's ``kv``
    (both ``-c qdot``), so positions alone identify only their sum, fitted through ``kv``.  When the
-   driver reports efforts (``JointState.effort``, as ros2_control does) they split the two (the effort
-   carries kv, not the damping) and fix the scale of each joint's gains, armature and friction loss,
-   which for a wrist (small link inertia) positions cannot see either
-   (:func:`r2s2r_capture.sysid.effort_correction`).
+   driver reports efforts (``JointState.effort``, as ros2_control does) they are fitted beside the
+   positions (:mod:`r2s2r_capture.effort_fit`): the effort carries kv and not the damping, so the damping
+   is fitted too, and it shows the armature and friction loss that a stiff servo hides from positions.
 6. **slide** (a push world whose capture has the ``slide`` phase): the friction of the task object and
    the table, fitted by replaying the capture's flicks in the written world (:mod:`r2s2r_capture.slide`);
    the world is written again with it, and its variation range narrows to the fit's error.

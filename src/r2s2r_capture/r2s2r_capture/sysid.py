@@ -19,6 +19,7 @@ import numpy as np
 from mujoco import sysid
 from r2s2r_sim.ranges import check_fields, within
 
+from r2s2r_capture.effort_fit import effort_residual, effort_signals, with_effort_sensors
 from r2s2r_capture.errors import IdentificationError
 from r2s2r_capture.fit_uncertainty import after_effort_correction, regression_std, standard_errors
 from r2s2r_capture.sysid_recording import (
@@ -58,12 +59,15 @@ class SysidConfig:
         validation_fraction: trailing part of the recording held out for validation.
         max_iters: optimiser iterations.
         n_threads: rollout threads (default: up to 4 CPUs).
-        use_effort: when the recording has efforts, correct the position fit with them
-            (:func:`effort_correction`): each joint's gains, armature and friction loss are rescaled
-            together and viscous friction is split between the servo's kv and joint damping.  A joint
-            damping parameter is added (not optimised, corrected only) when kv is fitted and damping is
-            not.
-        effort_smoothing_s: moving-average window (s) of that comparison.
+        use_effort: use the recording's efforts, when it has them.  A joint damping parameter is added
+            when kv is fitted and damping is not: the efforts carry kv and not the damping.
+        effort_in_fit: the efforts are a residual term beside positions and velocities
+            (:mod:`r2s2r_capture.effort_fit`), compared after a ``effort_fit_smoothing_s`` moving
+            average.  Otherwise they correct the position fit afterwards (:func:`effort_correction`):
+            each joint's gains, armature and friction loss rescaled together, viscous friction split
+            between the servo's kv and joint damping (the added damping is then corrected only).
+        effort_fit_smoothing_s: moving-average window (s) of the efforts in the fit.
+        effort_smoothing_s: moving-average window (s) of the correction's comparison.
     """
 
     joints: tuple[str, ...] | None = None
@@ -77,6 +81,8 @@ class SysidConfig:
     max_iters: int = within(30, ">= 1")
     n_threads: int | None = None
     use_effort: bool = True
+    effort_in_fit: bool = True
+    effort_fit_smoothing_s: float = within(0.25, ">= 0")
     effort_smoothing_s: float = 0.03
 
     def __post_init__(self) -> None:
@@ -115,9 +121,13 @@ def _default_state(model: mujoco.MjModel) -> mujoco.MjData:
 class _Problem:
     """Maps a recording onto a model: control matrix, initial states and a delayed-command rollout."""
 
-    def __init__(self, model: mujoco.MjModel, rec: JointRecording) -> None:
+    def __init__(self, model: mujoco.MjModel, rec: JointRecording, *, efforts: bool = False) -> None:
         self.model = model
         self.rec = rec
+        # Efforts in the residual: their columns come first, where the toolbox finds the sensors.
+        self.efforts = efforts and rec.effort is not None
+        n = len(rec.joint_names)
+        self.q_columns = slice(n, 2 * n) if self.efforts else slice(0, n)
         self.jids = [joint_id(model, n) for n in rec.joint_names]
         self.aids = [_actuator_for_joint(model, j) for j in self.jids]
         base = _default_state(model)
@@ -143,9 +153,12 @@ class _Problem:
             (n, sysid.SignalType.MjStateQPos) for n in rec.joint_names
         ]
         names += [(n, sysid.SignalType.MjStateQVel) for n in rec.joint_names]
-        sensors = sysid.TimeSeries.from_names(
-            rec.t[start:stop], np.hstack([rec.q[start:stop], rec.qd[start:stop]]), self.model, names
-        )
+        columns = [rec.q[start:stop], rec.qd[start:stop]]
+        if self.efforts:
+            assert rec.effort is not None
+            names = effort_signals(rec.joint_names) + names
+            columns.insert(0, rec.effort[start:stop])
+        sensors = sysid.TimeSeries.from_names(rec.t[start:stop], np.hstack(columns), self.model, names)
         control = sysid.TimeSeries.from_control_names(rec.t[start:stop], self.ctrl[start:stop], self.model)
         return sysid.ModelSequences(
             name, spec, name, self.initial_state(start), control, sensors, allow_missing_sensors=True
@@ -246,6 +259,11 @@ def _build_params(
                 # Many robot files leave armature out: search an absolute range instead of multiples.
                 params.add(sysid.Parameter(name, 0.0, 0.0, cfg.armature_max, modifier=modifier))
                 continue
+            if kind == "damping" and nominal == 0:
+                # Nor do they all have damping: search up to the servo's own kv (gear and bearing drag).
+                kv = max(-float(model.actuator_biasprm[aid, 2]), 1.0)
+                params.add(sysid.Parameter(name, 0.0, 0.0, hi * kv, modifier=modifier))
+                continue
             if nominal <= 0:
                 raise IdentificationError(
                     f"joint {joint!r} has nominal {kind} {nominal}; scale bounds need a positive nominal"
@@ -257,9 +275,10 @@ def _build_params(
             and "kv" in cfg.kinds
             and "damping" not in cfg.kinds
         ):
-            # Not optimised (positions see only kv + damping); set from the efforts after the fit.  Its
-            # bound scales with the servo's kv: a world with no damping (e.g. Kinova Gen3's file) would
-            # otherwise clip the damping the efforts find at a fixed number and lose it from the sum.
+            # Positions see only kv + damping; the efforts carry kv alone.  In the fit, the damping is
+            # optimised; otherwise it is set from the efforts after the fit.  Its bound scales with the
+            # servo's kv: a world with no damping (e.g. Kinova Gen3's file) would otherwise clip the
+            # damping the efforts find at a fixed number and lose it from the sum.
             nominal = float(model.dof_damping[dof])
             kv_nominal = -float(model.actuator_biasprm[aid, 2])
             params.add(
@@ -268,7 +287,7 @@ def _build_params(
                     nominal,
                     0.0,
                     max(hi * nominal, hi * kv_nominal, 1.0),
-                    frozen=True,
+                    frozen=not problem.efforts,
                     modifier=_set_joint_attr("damping", joint),
                 )
             )
@@ -288,8 +307,8 @@ def _x_scale(params: sysid.ParameterDict, cfg: SysidConfig) -> np.ndarray:
             scale.append(0.01)
         elif name.endswith("/frictionloss"):
             scale.append(max(float(p.nominal[0]), 0.1 * cfg.frictionloss_max))
-        elif name.endswith("/armature") and float(p.nominal[0]) == 0:
-            scale.append(0.1 * cfg.armature_max)
+        elif float(p.nominal[0]) == 0:  # searched over an absolute range (armature, damping)
+            scale.append(0.1 * float(p.max_value[0]))
         else:
             scale.append(float(p.nominal[0]))
     return np.array(scale)
@@ -309,10 +328,10 @@ def centred_weights(measured: np.ndarray) -> np.ndarray:
     return raw / np.maximum(centred, 1e-9 * np.maximum(raw, 1.0))
 
 
-def _rms_q(residual_fn: Any, params: sysid.ParameterDict, n_joints: int) -> float:
+def _rms_q(residual_fn: Any, params: sysid.ParameterDict, q: slice) -> float:
     """RMS joint position error (rad) of a rollout with ``params`` against the measured positions."""
     _, preds, records = residual_fn(params.as_vector(), params, return_pred_all=True)
-    err = [p[0].data[:, :n_joints] - r[0].data[:, :n_joints] for p, r in zip(preds, records, strict=True)]
+    err = [p[0].data[:, q] - r[0].data[:, q] for p, r in zip(preds, records, strict=True)]
     return float(np.sqrt(np.mean(np.concatenate(err) ** 2)))
 
 
@@ -448,8 +467,11 @@ def identify(
     path = Path("<MjSpec>") if isinstance(model_path, mujoco.MjSpec) else Path(model_path)
     # A given spec has no file to reload the model from when the result is written: keep its XML.
     model_xml = model_path.to_xml() if isinstance(model_path, mujoco.MjSpec) else None
+    efforts = cfg.use_effort and cfg.effort_in_fit and recording.effort is not None
     try:
         spec = model_path if isinstance(model_path, mujoco.MjSpec) else mujoco.MjSpec.from_file(str(path))
+        if efforts:
+            spec = with_effort_sensors(spec, recording.joint_names)
         model = spec.compile()
     except (OSError, ValueError) as err:
         raise IdentificationError(f"model {path} cannot be loaded: {err}") from err
@@ -460,7 +482,7 @@ def identify(
             f"recording too short: {recording.t.size} samples give {n_train} train / {n_val} validation; "
             "need >= 20 / 10"
         )
-    problem = _Problem(model, recording)
+    problem = _Problem(model, recording, efforts=efforts)
     params = _build_params(spec, model, problem, cfg)
     n_threads = cfg.n_threads or min(4, os.cpu_count() or 1)
     with quiet_toolbox():
@@ -468,10 +490,21 @@ def identify(
         val = problem.sequence("validation", spec, n_train, recording.t.size)
     common = {"custom_rollout": problem.delayed_rollout, "n_threads": n_threads}
     weights = centred_weights(train.sensordata[0].data)
-    train_fn = sysid.build_residual_fn(models_sequences=[train], sensor_weights=weights, **common)
-    val_fn = sysid.build_residual_fn(models_sequences=[val], **common)
-    nj = len(recording.joint_names)
-    before = (_rms_q(train_fn, params, nj), _rms_q(val_fn, params, nj))
+    if efforts:
+        dt = float(np.median(np.diff(recording.t)))
+        window = max(1, int(round(cfg.effort_fit_smoothing_s / dt)))
+        nj = len(recording.joint_names)
+        train_fn = sysid.build_residual_fn(
+            models_sequences=[train], modify_residual=effort_residual(nj, window, weights), **common
+        )
+        val_fn = sysid.build_residual_fn(
+            models_sequences=[val], modify_residual=effort_residual(nj, window, None), **common
+        )
+    else:
+        train_fn = sysid.build_residual_fn(models_sequences=[train], sensor_weights=weights, **common)
+        val_fn = sysid.build_residual_fn(models_sequences=[val], **common)
+    q = problem.q_columns
+    before = (_rms_q(train_fn, params, q), _rms_q(val_fn, params, q))
     start = time.perf_counter()
     log = io.StringIO()  # per-iteration log (kept: the report's optimisation trace needs the full log)
     with quiet_toolbox():
@@ -486,7 +519,7 @@ def identify(
         )
     corrections: dict[str, tuple[float, float]] = {}
     scale_std: dict[str, float] = {}
-    if cfg.use_effort and recording.effort is not None:
+    if cfg.use_effort and recording.effort is not None and not efforts:
         fitted_model = sysid.model_modifier.apply_param_modifiers(fitted, spec)
         delay = float(fitted["command_delay_s"].value[0]) if problem.delay_param else 0.0
         train_rec = dataclasses.replace(
@@ -507,7 +540,7 @@ def identify(
     else:
         std, tau = standard_errors(train_fn, fitted, opt_result.jac)
     wall = time.perf_counter() - start
-    after = (_rms_q(train_fn, fitted, nj), _rms_q(val_fn, fitted, nj))
+    after = (_rms_q(train_fn, fitted, q), _rms_q(val_fn, fitted, q))
     return IdentificationResult(
         nominal={k: float(params[k].nominal[0]) for k in params.keys()},
         fitted={k: float(fitted[k].value[0]) for k in fitted.keys()},

@@ -25,8 +25,8 @@ class JointRecording:
 
     Times are shifted to start at 0; columns follow ``joint_names`` (MJCF joint names).  ``effort`` (N, J),
     N·m or N, is the drivers' reported actuator effort (``/joint_states`` effort) when they report it.
-    With it :func:`identify` corrects the position fit (:func:`effort_correction`): it is not a residual
-    term, because single-step command-timing jitter puts ``kp * dq`` spikes into it (2.5 N·m RMS on a
+    With it :func:`identify` fits efforts beside positions (:mod:`r2s2r_capture.effort_fit`), both sides
+    smoothed first: single-step command-timing jitter puts ``kp * dq`` spikes into it (2.5 N·m RMS on a
     5.5 N·m signal for shoulder_lift on the emulator, 0.03 after a 30 ms moving average).
     """
 
