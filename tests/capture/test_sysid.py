@@ -233,7 +233,7 @@ def test_effort_correction_keeps_the_damping_of_a_world_without_any() -> None:
     kv = -float(model.actuator("elbow").biasprm[2])
     assert params["elbow/damping"].nominal[0] == 0.0 and params["elbow/damping"].frozen
     beta = 0.15 * kv  # the profile's damping where a world has none: kv x U(0.05, 0.2)
-    applied = S._apply_effort_correction(params, FIT, np.ones(3), np.array([0.0, 0.0, beta]))
+    applied = S.apply_effort_correction(params, FIT, np.ones(3), np.array([0.0, 0.0, beta]))
     assert applied["elbow"] == (1.0, pytest.approx(beta))
     assert params["elbow/damping"].value[0] == pytest.approx(beta)
     assert params["elbow/kv"].value[0] + params["elbow/damping"].value[0] == pytest.approx(kv)

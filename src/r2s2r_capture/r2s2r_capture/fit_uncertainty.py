@@ -69,9 +69,9 @@ def standard_errors(
         jacobian: the residual Jacobian at the optimum, one column per non-frozen parameter
             (``opt_result.jac`` of :func:`mujoco.sysid.optimize`).
         scale_std: joint -> relative standard error of the joint's overall scale as the efforts measure
-            it (:func:`r2s2r_capture.sysid.effort_correction`).  Positions alone barely see scaling all of
-            a joint's ``<joint>/<kind>`` parameters together (a wrist's link inertia is small); this adds
-            that information, as one more residual row along the scale direction.
+            it (:func:`r2s2r_capture.effort_correction.effort_correction`).  Positions alone barely see
+            scaling all of a joint's ``<joint>/<kind>`` parameters together (a wrist's link inertia is
+            small); this adds that information, as one more residual row along the scale direction.
     """
     names = [k for k in fitted.keys() if not fitted[k].frozen]
     residuals, preds, records = residual_fn(fitted.as_vector(), fitted, return_pred_all=True)
