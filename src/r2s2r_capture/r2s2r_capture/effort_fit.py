@@ -23,8 +23,6 @@ from typing import Any
 import mujoco
 import numpy as np
 from mujoco import sysid
-from mujoco.sysid._src import residual as toolbox_residual
-from mujoco.sysid._src import signal_modifier
 from scipy.ndimage import uniform_filter1d
 
 __all__ = ["EFFORT_SENSOR", "effort_residual", "effort_signals", "with_effort_sensors"]
@@ -68,8 +66,8 @@ def effort_residual(n_effort: int, window: int, sensor_weights: Any) -> Any:
     ) -> tuple[np.ndarray, Any, Any]:
         qpos, qvel, act, _ = sysid.TimeSeries.compute_all_state_mappings(model)
         state_ts = sysid.TimeSeries(times=state[:, 0], data=state[:, 1:], signal_mapping=qpos | qvel | act)
-        measured, pred = toolbox_residual.construct_ts_from_defaults(state_ts, pred, measured, ())
-        measured = signal_modifier.apply_delayed_ts_window(measured, pred, 0.0, 0.0)
+        measured, pred = sysid.construct_ts_from_defaults(state_ts, pred, measured, ())
+        measured = sysid.apply_delayed_ts_window(measured, pred, 0.0, 0.0)
         pred = pred.resample(measured.times)
         m, p = measured.data.copy(), pred.data.copy()
         if window > 1:
@@ -78,9 +76,9 @@ def effort_residual(n_effort: int, window: int, sensor_weights: Any) -> Any:
         # A rollout's first efforts are its start-up, not the arm's: the sensor reads 0 before the first
         # step and the servo's force builds over a few more.  The first window is left out.
         p[:window, :n_effort] = m[:window, :n_effort]
-        res = signal_modifier.weighted_diff(
+        res = sysid.weighted_diff(
             predicted_data=p, measured_data=m, model=model, sensor_weights=sensor_weights
         )
-        return signal_modifier.normalize_residual(res, m), pred, measured
+        return sysid.normalize_residual(res, m), pred, measured
 
     return modify_residual
