@@ -10,9 +10,7 @@ What the rollout cannot reproduce is when each command took effect: a driver hol
 next tick, while the rollout interpolates the delayed commands.  One step of difference puts
 ``kp * dq`` spikes into the effort (newton metres on a stiff servo), so both the measured and the
 predicted efforts are smoothed (a quarter second by default, under the period of the excitation's
-fastest sine, 0.6 s) and compared there.  Shorter windows leave enough of the spikes for the fit to
-trade a wrist's kp against its armature (13 % off on an 8 s capture with 0.1 s; within 0.1 % with
-0.25 s).
+fastest sine, 0.6 s) and compared there (``docs/world_variations.md``).
 """
 
 from __future__ import annotations
