@@ -149,12 +149,13 @@ def test_push_demonstrations_by_the_tasks_own_expert(tmp_path: Path) -> None:
 def test_failed_first_attempt_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A dataset whose first attempt fails has no meta/ folder yet; the attempt log must still be written.
     import r2s2r_eval.learning.demos as demos_module
+    from r2s2r_eval.learning.demo_expert import PrivilegedExpert
 
-    class Failing(demos_module.PrivilegedExpert):
+    class Failing(PrivilegedExpert):
         def act(self, observation):
             raise PolicyError("expert gives up")
 
-    monkeypatch.setattr(demos_module, "PrivilegedExpert", Failing)
+    monkeypatch.setattr(demos_module, "privileged_expert", lambda world, **kw: Failing(world, **kw))
     out = tmp_path / "ds"
     with pytest.raises(DemoError, match="no successful expert episode"):
         collect_demos(out, DemoConfig(episodes=1, max_attempts=1, seed=0, mcap=False))

@@ -25,7 +25,7 @@ from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind,
 if TYPE_CHECKING:
     from r2s2r_sim.world import SimWorld
 
-__all__ = ["PrivilegedExpert"]
+__all__ = ["PrivilegedExpert", "privileged_expert"]
 
 # Heights (m) of the tool centre point: above the grasp point before descending, above the target when
 # carrying, above the target when releasing (the same as the reference policy's).
@@ -188,3 +188,24 @@ class PrivilegedExpert(Policy):
         q_des, _ = self.arm.ik(setpoint, tool_down_rotation(yaw), q)
         q_cmd = q + np.clip(q_des - q, -_JOINT_LEAD_RAD, _JOINT_LEAD_RAD)
         return Action(arm_positions=q_cmd, gripper=float(gripper))
+
+
+def privileged_expert(world: SimWorld, *, grasp_offset_m: float = 0.0) -> Policy:
+    """The privileged expert of the world's task: pick-and-place (this module's) or push.
+
+    Raises:
+        PolicyError: the world's task has no privileged expert (names the task).
+    """
+    from r2s2r_sim.world_config import TaskType
+
+    from r2s2r_eval.learning.push_expert import PushExpert
+
+    task = world.config.task
+    if task is not None and task.type is TaskType.PUSH:
+        return PushExpert(world)
+    if task is None or task.type is TaskType.PICK_PLACE:
+        return PrivilegedExpert(world, grasp_offset_m=grasp_offset_m)
+    raise PolicyError(
+        f"privileged expert: world {world.config.id!r} has a {task.type.value!r} task; the privileged "
+        "experts do pick-and-place and push (use the task's reference policy as the expert)"
+    )

@@ -1,7 +1,8 @@
 """Expert demonstrations across sampled variations, exported as a LeRobot v2.1 dataset and as MCAP bags.
 
-The expert is either the privileged state-feedback expert (:mod:`r2s2r_eval.learning.demo_expert`, default:
-reads the true cube pose every step, so its labels are a function of the observed state) or the reference
+The expert is either the privileged state-feedback expert of the world's task (pick-and-place in
+:mod:`r2s2r_eval.learning.demo_expert`, default, or push in :mod:`r2s2r_eval.learning.push_expert`: it reads
+the true object pose every step, so its labels are a function of the observed state) or the reference
 policy (RGB-D perception at the first frame, then a timed script through IK); either is run by the in-process
 :class:`~r2s2r_eval.episodes.runner.EpisodeRunner` in a world built from ``(world, variation config, seed)``.
 A recording wrapper renders a small RGB frame of the same camera at every control step (the policy's image
@@ -29,7 +30,7 @@ import numpy as np
 from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_eval.episodes.runner import EpisodeRunner
-from r2s2r_eval.learning.demo_expert import PrivilegedExpert
+from r2s2r_eval.learning.demo_expert import privileged_expert
 from r2s2r_eval.learning.lerobot_format import EpisodeData, LeRobotWriter
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
@@ -86,12 +87,13 @@ class DemoConfig:
             episode executes, while the dataset keeps the expert's own targets (DART, Laskey et al.
             2017): the recorded states then include small departures from the expert's path, labelled
             with the way back.  0 records the expert's own path only.
-        expert_kind: ``privileged`` (the state-feedback expert reading the simulator's cube pose; see
-            :mod:`r2s2r_eval.learning.demo_expert`) or ``reference`` (the reference policy, perceiving once).
+        expert_kind: ``privileged`` (the task's state-feedback expert reading the simulator's object pose;
+            see :func:`r2s2r_eval.learning.demo_expert.privileged_expert`) or ``reference`` (the reference
+            policy, perceiving once).
         expert: reference policy parameters (``grasp_offset_m`` also applies to the privileged expert).
         expert_policy: another task's scripted policy as the ``reference`` expert (a policy name or
             ``module:Class``, default parameters); None: the pick-and-place reference policy.  The
-            privileged expert is a pick-and-place one only.
+            privileged experts do pick-and-place and push.
     """
 
     world: str = "tabletop-pick-v1"
@@ -116,7 +118,7 @@ class DemoConfig:
         if self.expert_policy is not None and self.expert_kind != "reference":
             raise DemoError(
                 f"expert_policy: {self.expert_policy!r} demonstrates as the 'reference' expert, but "
-                f"expert_kind is {self.expert_kind!r} (the privileged expert does pick-and-place only)"
+                f"expert_kind is {self.expert_kind!r} (the privileged experts steer by the simulator's state)"
             )
         check_fields(self, error=DemoError)
         if self.max_attempts is not None and self.max_attempts < self.episodes:
@@ -375,7 +377,7 @@ def collect_demos(
             if runner.world.gripper_command_range is None:
                 raise DemoError(f"world {cfg.world!r} has no gripper; the demonstrations need one")
             expert: Policy = (
-                PrivilegedExpert(runner.world, grasp_offset_m=cfg.expert.grasp_offset_m)
+                privileged_expert(runner.world, grasp_offset_m=cfg.expert.grasp_offset_m)
                 if cfg.expert_kind == "privileged"
                 else reference
             )

@@ -4,8 +4,8 @@
 
 The task (:mod:`r2s2r_eval.studies.task_studies`, default ``pick``) gives the bundled world, its variation
 defaults, real2sim's template and the reference row's policy.  Ablations (each: demonstrations by the
-privileged state-feedback expert of :mod:`r2s2r_eval.learning.demo_expert`, a pick-and-place one, or by the
-task's reference policy with ``--expert reference``; then ``r2s2r train``):
+privileged state-feedback expert of the task (:func:`r2s2r_eval.learning.demo_expert.privileged_expert`:
+pick-and-place or push), or by the task's reference policy with ``--expert reference``; then ``r2s2r train``):
 
 * ``no_variation``: the bundled world (e.g. ``tabletop-pick-v1``) without variations (object pose from
   the seed);
@@ -66,6 +66,8 @@ __all__ = [
 DEFAULT_PROFILE = profile_path()
 DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 ABLATIONS = ("no_variation", "six_axes", "real2sim")
+# Tasks with a privileged expert (see :func:`~r2s2r_eval.learning.demo_expert.privileged_expert`).
+PRIVILEGED_TASKS = ("pick", "push")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,10 +119,10 @@ class TransferConfig:
 
     def __post_init__(self) -> None:
         study = task_study(self.task)  # ValueError naming the known tasks
-        if self.expert == "privileged" and study.task != "pick":
+        if self.expert == "privileged" and study.task not in PRIVILEGED_TASKS:
             raise ValueError(
-                f"task {self.task!r}: the privileged expert demonstrates pick-and-place only; "
-                "use expert 'reference' (the task's reference policy)"
+                f"task {self.task!r}: the privileged experts demonstrate {' and '.join(PRIVILEGED_TASKS)} "
+                "only; use expert 'reference' (the task's reference policy)"
             )
 
 
@@ -245,8 +247,11 @@ def _resumable(path: Path, new: dict[str, Any]) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise StudyFolderError(f"{path}: not a transfer study report ({err}); choose another --out") from None
     now = {**new["config"], "profile": new["profile"]}
-    changed = [f"{k}: {was.get(k)!r} there, {now.get(k)!r} now" for k in sorted(was.keys() | now.keys())
-               if was.get(k) != now.get(k)]
+    changed = [
+        f"{k}: {was.get(k)!r} there, {now.get(k)!r} now"
+        for k in sorted(was.keys() | now.keys())
+        if was.get(k) != now.get(k)
+    ]
     if changed:
         raise StudyFolderError(
             f"{path}: written by a run with other options ({'; '.join(changed)}); "
@@ -317,7 +322,9 @@ def run_transfer(
                     episodes=cfg.demos,
                     action_noise=cfg.action_noise,
                     expert_kind=cfg.expert,
-                    expert_policy=None if study.task == "pick" else study.family[0].name,
+                    expert_policy=(
+                        None if cfg.expert == "privileged" or study.task == "pick" else study.family[0].name
+                    ),
                     mcap=False,
                 )
                 shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
