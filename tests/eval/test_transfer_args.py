@@ -47,12 +47,17 @@ def test_task_push_with_its_reference_expert(monkeypatch: pytest.MonkeyPatch, tm
     assert (cfg.task, cfg.expert, cfg.demos) == ("push", "reference", transfer.SMALL.demos)
 
 
+def test_task_push_with_its_privileged_expert(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cfg = _config_of(monkeypatch, "--out", str(tmp_path), "--task", "push", "--small")
+    assert (cfg.task, cfg.expert) == ("push", "privileged")
+
+
 def test_privileged_expert_refused_for_other_tasks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert transfer.cmd_transfer(_parse("--out", str(tmp_path / "out"), "--task", "drawer")) == 2
     err = capsys.readouterr().err
-    assert "task 'drawer': the privileged expert demonstrates pick-and-place only" in err
+    assert "task 'drawer': the privileged experts demonstrate pick and push only" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -88,6 +93,11 @@ def test_run_transfer_uses_the_tasks_world(monkeypatch: pytest.MonkeyPatch, tmp_
     study = task_study("push")
     assert seen[0].world == study.world and seen[0].variations == study.variations
     assert seen[0].expert_policy == study.family[0].name
+    seen.clear()
+    cfg = transfer.TransferConfig(task="push", ablations=("six_axes",))
+    with pytest.raises(SystemExit):
+        transfer.run_transfer(tmp_path / "privileged", cfg, log=lambda _m: None)
+    assert (seen[0].world, seen[0].expert_kind, seen[0].expert_policy) == (study.world, "privileged", None)
 
 
 def test_each_stage_stores_its_results_and_wall_time_and_resumes(
