@@ -81,6 +81,29 @@ def test_world_new_fits_the_grasp_to_the_xarm7(xarm7: tuple[Path, str]) -> None:
 
 
 @needs_robots
+def test_a_tool_site_at_the_flange_is_moved_forward(xarm7: tuple[Path, str], tmp_path: Path) -> None:
+    """The same xArm7 with its tool site 72 mm back, at the flange: the fingertips would reach the table
+    first.  The tool frame lands where it does from the fingertips, moved forward this time."""
+    robot = shutil.copytree(SHARED_ROBOTS / "ufactory_xarm7", tmp_path / "robot") / "xarm7.xml"
+    robot.write_text(
+        robot.read_text().replace('name="link_tcp" pos="0 0 .172"', 'name="link_tcp" pos="0 0 .1"')
+    )
+    out = tmp_path / "world"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    frame = yaml.safe_load((out / "world.yaml").read_text())["robot"]["tool_frame"]
+    fingertip_frame = yaml.safe_load((xarm7[0] / "world.yaml").read_text())["robot"]["tool_frame"]
+    assert frame["pos"] == pytest.approx(fingertip_frame["pos"], abs=0.002)
+    assert "moved 59 mm forward" in printed.getvalue()
+    # The same site named as the tool frame is taken as it is, and the check says which way to move it.
+    edit_yaml(out, lambda data: data["robot"].pop("tool_frame") and data["robot"].update(ee_site="link_tcp"))
+    text = check_world(out).text()
+    assert "fingertips reach 74 mm past the tool frame, 15 mm expected" in text
+    assert "meet the table before the fingers reach the object.  Move it forward" in text
+
+
+@needs_robots
 def test_world_check_says_why_the_xarm7_file_as_it_stands_fails(
     xarm7: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -27,7 +27,8 @@ __all__ = [
 # Fingertips reach half the object less this (m) past the tool centre when it is at the object's centre:
 # 5 mm above the table (the reference policy's grasp_offset_m = 0).  A robot file's own tool site more
 # than _TIP_TOLERANCE short of that (one at the fingertips, as vendors place it) is moved back along its
-# approach axis, or the fingers close on the cube's top edge only and it slips out on the lift.
+# approach axis, or the fingers close on the cube's top edge only and it slips out on the lift; one more
+# than _TIP_TOLERANCE beyond it (at the hand's flange) is moved forward, or the fingertips meet the table.
 _TIP_CLEARANCE = 0.005
 _TIP_TOLERANCE = 0.005
 # A grasp holds with the elliptic friction cone and this impratio (what the bundled arm's and the SO-ARM100's
@@ -95,8 +96,9 @@ def site_to_grasp_depth(
     grip_act: int,
     object_half: float,
 ) -> tuple[dict[str, Any], float] | None:
-    """A tool frame on the site's body, moved back so the fingertips reach :func:`tip_depth` past it.
+    """A tool frame on the site's body, moved so the fingertips reach :func:`tip_depth` past it.
 
+    It moves back along the approach axis when they fall short, forward when they would reach into the table.
     The fingertips' reach is the farthest any finger collision geom extends along the approach axis with
     the gripper driven to either end of its control range (linkage fingers swing forward as they close;
     their passive joints follow only through the simulated equality constraints, so the gripper is
@@ -126,7 +128,7 @@ def site_to_grasp_depth(
     finally:
         model.opt.gravity[:] = gravity
     shift = reach - tip_depth(object_half)
-    if shift >= -_TIP_TOLERANCE:
+    if abs(shift) <= _TIP_TOLERANCE:
         return None
     body = int(model.site_bodyid[site])
     rot, origin = data.xmat[body].reshape(3, 3), data.xpos[body]

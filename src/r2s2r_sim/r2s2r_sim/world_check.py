@@ -261,8 +261,13 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
     if moved is not None:
         report.warnings.append(
             f"robot.ee_site: the fingertips reach {(tip_depth(half) + moved[1]) * 1000:.0f} mm past the "
-            f"tool frame, {tip_depth(half) * 1000:.0f} mm expected (half the object less 5 mm); the fingers "
-            "close on the object's top edge only.  Move it back along its approach axis with robot.tool_frame"
+            f"tool frame, {tip_depth(half) * 1000:.0f} mm expected (half the object less 5 mm); "
+            + (
+                "the fingers close on the object's top edge only.  Move it back"
+                if moved[1] < 0
+                else "the fingertips meet the table before the fingers reach the object.  Move it forward"
+            )
+            + " along its approach axis with robot.tool_frame"
         )
 
 

@@ -256,7 +256,8 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
             robot["tool_frame"], shift = moved
             tool_pos = tool_pos + shift * tool_z
             notes.append(
-                f"tool frame: the site {site!r} moved {-shift * 1000:.0f} mm back along its approach axis, "
+                f"tool frame: the site {site!r} moved {abs(shift) * 1000:.0f} mm "
+                f"{'back' if shift < 0 else 'forward'} along its approach axis, "
                 f"so the fingertips reach {tip_depth(_CUBE_HALF) * 1000:.0f} mm past it"
             )
     else:
