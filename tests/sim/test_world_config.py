@@ -194,6 +194,34 @@ def test_mesh_escaping_world_folder(world_copy: Path) -> None:
         SimWorld(world_copy)
 
 
+_TETRAHEDRON_OBJ = "v 0 0 0\nv 0.01 0 0\nv 0 0.01 0\nv 0 0 0.01\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+
+
+def test_robot_mesh_folder_linked_into_the_robots_folder(world_copy: Path, tmp_path: Path) -> None:
+    """A robot file outside the world folder keeps its own layout: a linked mesh folder inside the robot's
+    folder is accepted; a mesh reached by ``..`` out of it is still refused."""
+    elsewhere = tmp_path / "mesh_store"
+    elsewhere.mkdir()
+    (elsewhere / "m.obj").write_text(_TETRAHEDRON_OBJ)
+    robot_dir = tmp_path / "my_robot"
+    robot_dir.mkdir()
+    (robot_dir / "meshes").symlink_to(elsewhere, target_is_directory=True)
+    arm = (world_copy / "robot" / "arm6.xml").read_text()
+    robot = robot_dir / "arm6.xml"
+    robot.write_text(
+        arm.replace("<worldbody>", '<asset><mesh name="m" file="meshes/m.obj"/></asset>\n  <worldbody>', 1)
+    )
+    edit_yaml(world_copy, lambda data: data["robot"].update(mjcf=str(robot)))
+    assert SimWorld(world_copy).model.nmesh == 1
+    robot.write_text(
+        arm.replace(
+            "<worldbody>", '<asset><mesh name="m" file="../mesh_store/m.obj"/></asset>\n  <worldbody>', 1
+        )
+    )
+    with pytest.raises(WorldError, match="mesh 'm' file '../mesh_store/m.obj' escapes the robot's folders"):
+        SimWorld(world_copy)
+
+
 def test_compose_error_is_wrapped(world_copy: Path) -> None:
     # A scene body with the same name as a robot body clashes when attached without a prefix.
     scene = world_copy / "scene.xml"

@@ -80,6 +80,41 @@ def test_world_new_fits_the_grasp_to_the_xarm7(xarm7: tuple[Path, str]) -> None:
     assert "it holds 3 g" in report.text()
 
 
+def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(tmp_path: Path) -> None:
+    """The bundled arm with its finger coupling replaced by one servo per finger (as some Franka files have
+    it): `world new` drives both with the gripper command, and the reference policy picks and places."""
+    from r2s2r_sim.worlds import WORLDS
+
+    robot = shutil.copytree(WORLDS["tabletop-pick-v1"] / "robot", tmp_path / "robot") / "arm6.xml"
+    text = robot.read_text()
+    for start, end in (("<tendon>", "</tendon>"), ("<equality>", "</equality>")):
+        text = text[: text.index(start)] + text[text.index(end) + len(end) :]
+    servo = 'kp="1000" kv="20" ctrlrange="0 0.045" forcerange="-40 40"'
+    text = text.replace(
+        text[text.index('<position name="gripper"') : text.index("</actuator>")],
+        f'<position name="left_finger_servo" joint="left_finger" {servo}/>\n'
+        f'    <position name="right_finger_servo" joint="right_finger" {servo}/>\n  ',
+    )
+    text = text.replace('1.2416 0 0.04"/>', '1.2416 0 0.04 0.04"/>')
+    robot.write_text(text)
+    out = tmp_path / "world"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    gripper = yaml.safe_load((out / "world.yaml").read_text())["robot"]["gripper"]
+    assert gripper["actuator"] == ["left_finger_servo", "right_finger_servo"]
+    assert gripper["joints"] == ["left_finger", "right_finger"]
+    world = SimWorld(out)
+    world.reset(0)
+    world.set_gripper_command(gripper["command_range"][1])
+    world.step(500)
+    assert world.joint_state()[0][-2:] == pytest.approx([0.0, 0.0], abs=0.002)  # both fingers closed
+    report = check_world(out)
+    assert not report.errors and "it holds 3 g" in report.text(), report.text()
+    with EpisodeRunner(out, render_profile="fast") as runner:
+        results = [runner.run(ReferencePolicy(), seed, camera_rate_hz=1.0) for seed in range(2)]
+    assert all(r.success for r in results), [r.reason for r in results]
+
+
 @needs_robots
 def test_a_tool_site_at_the_flange_is_moved_forward(xarm7: tuple[Path, str], tmp_path: Path) -> None:
     """The same xArm7 with its tool site 72 mm back, at the flange: the fingertips would reach the table

@@ -93,7 +93,7 @@ def site_to_grasp_depth(
     data: mujoco.MjData,
     site: int,
     finger_bodies: set[int],
-    grip_act: int,
+    grip_act: int | list[int],
     object_half: float,
 ) -> tuple[dict[str, Any], float] | None:
     """A tool frame on the site's body, moved so the fingertips reach :func:`tip_depth` past it.
@@ -109,18 +109,19 @@ def site_to_grasp_depth(
         for g in range(model.ngeom)
         if int(model.geom_bodyid[g]) in finger_bodies and (model.geom_contype[g] or model.geom_conaffinity[g])
     ]
-    if not geoms or grip_act < 0:
+    acts = [int(a) for a in np.atleast_1d(grip_act)]
+    if not geoms or not acts or min(acts) < 0:
         return None
     gravity = model.opt.gravity.copy()
     model.opt.gravity[:] = 0.0
     sim = mujoco.MjData(model)
     reach = -math.inf
-    lo, hi = model.actuator_ctrlrange[grip_act] if model.actuator_ctrllimited[grip_act] else (-1.0, 1.0)
+    lo, hi = model.actuator_ctrlrange[acts[0]] if model.actuator_ctrllimited[acts[0]] else (-1.0, 1.0)
     try:
         for ctrl in (lo, hi):
             sim.qpos[:], sim.qvel[:] = data.qpos, 0.0
             sim.ctrl[:] = data.ctrl
-            sim.ctrl[grip_act] = ctrl
+            sim.ctrl[acts] = ctrl
             for _ in range(int(1.0 / model.opt.timestep)):
                 mujoco.mj_step(model, sim)
             pos, z = sim.site_xpos[site], sim.site_xmat[site].reshape(3, 3)[:, 2]
@@ -166,7 +167,7 @@ def grip_hold(
     *,
     object_body: int,
     site: int,
-    grip_act: int,
+    grip_act: int | list[int],
     ctrl: tuple[float, float],
     loads: tuple[float, ...] = HOLD_LOADS_G,
 ) -> float:
@@ -195,7 +196,7 @@ def grip_hold(
             sim = mujoco.MjData(model)
             mujoco.mj_copyData(sim, model, data)
             model.opt.gravity[:] = 0.0
-            sim.ctrl[grip_act] = ctrl[0]
+            sim.ctrl[np.atleast_1d(grip_act)] = ctrl[0]
             for _ in range(steps // 2):
                 mujoco.mj_step(model, sim)
             rot = sim.site_xmat[site].reshape(3, 3).copy()
@@ -204,7 +205,7 @@ def grip_hold(
             sim.qpos[qadr : qadr + 3] = sim.site_xpos[site]
             sim.qpos[qadr + 3 : qadr + 7] = quat
             sim.qvel[vadr : vadr + 6] = 0.0
-            sim.ctrl[grip_act] = ctrl[1]
+            sim.ctrl[np.atleast_1d(grip_act)] = ctrl[1]
             for _ in range(steps):
                 mujoco.mj_step(model, sim)
             start = _in_tool(sim, object_body, site)

@@ -53,21 +53,34 @@ class GripperConfig:
 
     Attributes:
         joints: joints reported on ``joint_states`` (unprefixed names).
-        actuator: the one actuator driven by the gripper command (unprefixed name).
+        actuators: the actuators driven by the gripper command, all with the same ctrl (unprefixed names):
+            one for a coupled gripper, one per finger where each finger has its own.  ``actuator`` in
+            world.yaml: a name or a list of names.
         command_range: ``[open, closed]`` in the gripper's joint units (m or rad); either order.
         ctrl_range: actuator ctrl values that ``command_range`` maps onto linearly, end for end.
     """
 
     joints: tuple[str, ...]
-    actuator: str
+    actuators: tuple[str, ...]
     command_range: tuple[float, float]
     ctrl_range: tuple[float, float]
 
     def __post_init__(self) -> None:
         _check(len(self.joints) > 0, "joints", "must list at least one joint")
         _check(len(set(self.joints)) == len(self.joints), "joints", f"has duplicates: {list(self.joints)}")
+        _check(len(self.actuators) > 0, "actuator", "must name at least one actuator")
+        _check(
+            len(set(self.actuators)) == len(self.actuators),
+            "actuator",
+            f"has duplicates: {list(self.actuators)}",
+        )
         _check_range(self.command_range, "command_range", ordered=False)
         _check_range(self.ctrl_range, "ctrl_range", ordered=False)
+
+    @property
+    def actuator(self) -> str:
+        """The first (for a coupled gripper, the only) actuator."""
+        return self.actuators[0]
 
     @property
     def open_command(self) -> float:
@@ -159,13 +172,16 @@ class RobotConfig:
 
 def _parse_gripper(r: _Reader) -> GripperConfig:
     joints = r.strs("joints")
-    actuator = r.str_("actuator")
+    # One name, or a list of names (one actuator per finger).
+    actuators = (
+        r.strs("actuator") if isinstance(r.raw("actuator", required=True), list) else (r.str_("actuator"),)
+    )
     command_range = _pair(r, "command_range")
     ctrl_range = _pair(r, "ctrl_range", required=False)
     return r.build(
         GripperConfig,
         joints=joints,
-        actuator=actuator,
+        actuators=actuators,
         command_range=command_range,
         ctrl_range=ctrl_range if ctrl_range is not None else command_range,
     )

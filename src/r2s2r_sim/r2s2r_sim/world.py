@@ -205,7 +205,7 @@ class SimWorld:
         self.gripper_joint_names: tuple[str, ...] = ()
         self.gripper_command_range: tuple[float, float] | None = None
         self._grip_jnt = np.zeros(0, dtype=np.int64)
-        self._grip_act = -1
+        self._grip_act = np.zeros(0, dtype=np.int64)
         if cfg.gripper is not None:
             g = cfg.gripper
             self.gripper_joint_names = g.joints
@@ -216,13 +216,16 @@ class SimWorld:
                 ],
                 dtype=np.int64,
             )
-            self._grip_act = self._robot_id(
-                mujoco.mjtObj.mjOBJ_ACTUATOR, g.actuator, "robot.gripper.actuator", "actuator"
+            self._grip_act = np.array(
+                [
+                    self._robot_id(mujoco.mjtObj.mjOBJ_ACTUATOR, n, "robot.gripper.actuator", "actuator")
+                    for n in g.actuators
+                ],
+                dtype=np.int64,
             )
-            if self._grip_act in set(self._arm_act.tolist()):
-                raise WorldError(
-                    f"{self._src}: robot.gripper.actuator: {g.actuator!r} also drives an arm joint"
-                )
+            for n, act in zip(g.actuators, self._grip_act.tolist(), strict=True):
+                if act in set(self._arm_act.tolist()):
+                    raise WorldError(f"{self._src}: robot.gripper.actuator: {n!r} also drives an arm joint")
             self.gripper_command_range = (min(g.command_range), max(g.command_range))
         self.joint_names: tuple[str, ...] = self.arm_joint_names + self.gripper_joint_names
         all_jnt = np.concatenate([self._arm_jnt, self._grip_jnt])
@@ -331,7 +334,7 @@ class SimWorld:
         if cfg is not None:
             if self._home_key >= 0:
                 # Keep the keyframe's gripper ctrl; report it in command units.
-                self._gripper_command = self._ctrl_to_command(float(data.ctrl[self._grip_act]))
+                self._gripper_command = self._ctrl_to_command(float(data.ctrl[self._grip_act[0]]))
             else:
                 self.set_gripper_command(cfg.open_command, immediate=True)
         if self.task is not None:

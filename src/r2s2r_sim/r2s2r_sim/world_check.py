@@ -106,7 +106,8 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
         report.lines.append("gripper: none")
     else:
         report.lines.append(
-            f"gripper: actuator {g.actuator!r}, joints {list(g.joints)}; command {g.open_command:.4g} "
+            f"gripper: actuator {g.actuator if len(g.actuators) == 1 else list(g.actuators)!r}, "
+            f"joints {list(g.joints)}; command {g.open_command:.4g} "
             f"(open) .. {g.closed_command:.4g} (closed) -> ctrl {g.ctrl_range[0]:.4g} .. "
             f"{g.ctrl_range[1]:.4g}"
         )
@@ -231,7 +232,7 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
     assert task is not None and gripper is not None and robot.ee_site is not None
     body = model.body(task.object_body).id
     site = model.site(robot.prefix + robot.ee_site).id
-    act = model.actuator(robot.prefix + gripper.actuator).id
+    act = [model.actuator(robot.prefix + n).id for n in gripper.actuators]
     mass = float(model.body_subtreemass[body])
     held = grip_hold(model, world.data, object_body=body, site=site, grip_act=act, ctrl=gripper.ctrl_range)
     if held >= HOLD_LOADS_G[0]:

@@ -79,7 +79,7 @@ def cmd_new(ns: argparse.Namespace) -> int:
             world_id=ns.id,
             arm_joints=_names(ns.arm_joints),
             gripper_joints=_names(ns.gripper_joints),
-            gripper_actuator=ns.gripper_actuator,
+            gripper_actuators=_names(ns.gripper_actuator),
             no_gripper=ns.no_gripper,
             gripper_open=ns.gripper_open,
             gripper_closed=ns.gripper_closed,
@@ -135,7 +135,10 @@ def _add_new(parser: argparse.ArgumentParser) -> None:
         "--arm-joints", help="arm joints in command order, comma-separated (default: guessed)"
     )
     parser.add_argument("--gripper-joints", help="joints reported as the gripper, comma-separated")
-    parser.add_argument("--gripper-actuator", help="the actuator the gripper command drives")
+    parser.add_argument(
+        "--gripper-actuator",
+        help="the actuator the gripper command drives; comma-separated when each finger has its own",
+    )
     parser.add_argument("--no-gripper", action="store_true", help="the robot has no gripper")
     parser.add_argument("--gripper-open", type=float, help="gripper command of fully open (joint units)")
     parser.add_argument("--gripper-closed", type=float, help="gripper command of fully closed (joint units)")

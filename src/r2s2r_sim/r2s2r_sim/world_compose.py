@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -184,11 +185,17 @@ def _load_spec(cfg: WorldConfig, path: Path, field: str) -> mujoco.MjSpec:
 def _check_asset_paths(
     cfg: WorldConfig, spec: mujoco.MjSpec, path: Path, field: str, roots: tuple[Path, ...] | None
 ) -> None:
-    """Refuse mesh/texture/hfield files that resolve outside the world folder (or ``roots``)."""
+    """Refuse mesh/texture/hfield files that resolve outside the world folder (or ``roots``).
+
+    A robot file's own layout is the user's: a mesh folder linked into the robot's folder is inside it
+    as written, wherever the link points.  Inside the world folder links are followed, since a world folder
+    is what gets shared.
+    """
     if cfg.allow_external_paths:
         return
     allowed = roots if roots is not None else (cfg.world_dir.resolve(),)
     base = path.parent
+    as_written = () if roots is None else (*allowed, Path(os.path.normpath(base.absolute())))
     for kind, items, subdir in (
         ("mesh", spec.meshes, spec.meshdir),
         ("texture", spec.textures, spec.texturedir),
@@ -197,8 +204,11 @@ def _check_asset_paths(
         for item in items:
             if not item.file:
                 continue
-            resolved = (base / (subdir or "") / item.file).resolve()
-            if not any(resolved.is_relative_to(root) for root in allowed):
+            file = base / (subdir or "") / item.file
+            resolved, lexical = file.resolve(), Path(os.path.normpath(file.absolute()))
+            if not any(resolved.is_relative_to(root) for root in allowed) and not any(
+                lexical.is_relative_to(root) for root in as_written
+            ):
                 where = (
                     f"the world folder {allowed[0]}"
                     if roots is None

@@ -34,6 +34,13 @@ import yaml
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.grasp_fit import GRASP_IMPRATIO, site_to_grasp_depth, stable_armature, subtree, tip_depth
+from r2s2r_sim.gripper_guess import (
+    GRIPPER_RE,
+    actuator_joints,
+    geom_centres,
+    gripper_section,
+    guess_gripper_actuators,
+)
 from r2s2r_sim.kinematics import KinematicArm
 from r2s2r_sim.robot_source import (
     ServoConfig,
@@ -47,7 +54,6 @@ from r2s2r_sim.worlds import WORLDS
 
 __all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "write_world"]
 
-_GRIPPER_RE = re.compile(r"finger|jaw|gripper|knuckle|claw|thumb|hand", re.IGNORECASE)
 _TCP_SITE_RE = re.compile(r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|attachment", re.IGNORECASE)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 _BUNDLED = WORLDS["tabletop-pick-v1"]
@@ -73,7 +79,8 @@ class NewWorldOptions:
         robot: the robot file, as written into world.yaml (a path or ``package://``).
         robot_file: the robot file on disk.
         world_id: the id of the new world.
-        arm_joints, gripper_joints, gripper_actuator: override the guess.
+        arm_joints, gripper_joints, gripper_actuators: override the guess (several gripper actuators: one
+            per finger, driven with the same ctrl).
         no_gripper: the robot has no gripper, whatever the names say.
         gripper_open, gripper_closed: the command range ends (joint units).
         ee_site: use this site of the robot file as tool frame.
@@ -88,7 +95,7 @@ class NewWorldOptions:
     world_id: str = "my-arm-pick-v1"
     arm_joints: tuple[str, ...] | None = None
     gripper_joints: tuple[str, ...] | None = None
-    gripper_actuator: str | None = None
+    gripper_actuators: tuple[str, ...] | None = None
     no_gripper: bool = False
     gripper_open: float | None = None
     gripper_closed: float | None = None
@@ -123,26 +130,6 @@ def _joint_ids(model: mujoco.MjModel, names: Sequence[str], what: str) -> list[i
     return ids
 
 
-def _actuator_joints(model: mujoco.MjModel, act: int) -> list[int]:
-    """Joints an actuator moves: its joint, or the joints of its fixed tendon."""
-    kind, target = int(model.actuator_trntype[act]), int(model.actuator_trnid[act, 0])
-    if kind in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)):
-        return [target]
-    if kind == int(mujoco.mjtTrn.mjTRN_TENDON):
-        adr, num = int(model.tendon_adr[target]), int(model.tendon_num[target])
-        return [
-            int(model.wrap_objid[w])
-            for w in range(adr, adr + num)
-            if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)
-        ]
-    return []
-
-
-def _geom_centres(model: mujoco.MjModel, data: mujoco.MjData, bodies: set[int]) -> np.ndarray:
-    ids = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies]
-    return data.geom_xpos[ids] if ids else np.zeros((0, 3))
-
-
 def _robot_model(opts: NewWorldOptions) -> tuple[mujoco.MjModel, mujoco.MjSpec]:
     spec = load_robot_spec(
         opts.robot_file, field="--robot", xacro_args=opts.xacro_args, packages=opts.packages
@@ -169,32 +156,27 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
         key = key if key >= 0 else 0
         mujoco.mj_resetDataKeyframe(model, data, key)
     # gripper
-    grip_act, grip_joints = -1, []
+    grip_acts: list[int] = []
+    grip_joints: list[int] = []
     if not opts.no_gripper:
-        if opts.gripper_actuator is not None:
-            grip_act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, opts.gripper_actuator)
-            if grip_act < 0:
-                have = [model.actuator(i).name for i in range(model.nu)]
-                raise WorldError(
-                    f"--gripper-actuator: {opts.gripper_actuator!r} not in the robot file ({have})"
-                )
+        if opts.gripper_actuators is not None:
+            for name in opts.gripper_actuators:
+                act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
+                if act < 0:
+                    have = [model.actuator(i).name for i in range(model.nu)]
+                    raise WorldError(f"--gripper-actuator: {name!r} not in the robot file ({have})")
+                grip_acts.append(act)
         else:
-            for act in range(model.nu):
-                joints = _actuator_joints(model, act)
-                if _GRIPPER_RE.search(model.actuator(act).name or "") or any(
-                    _GRIPPER_RE.search(model.joint(j).name) for j in joints
-                ):
-                    grip_act = act
-                    break
-        if grip_act >= 0:
-            grip_joints = _actuator_joints(model, grip_act)
+            grip_acts = guess_gripper_actuators(model, notes)
+        for act in grip_acts:
+            grip_joints += [j for j in actuator_joints(model, act) if j not in grip_joints]
         if opts.gripper_joints is not None:
             grip_joints = _joint_ids(model, opts.gripper_joints, "--gripper-joints")
-        if grip_act < 0 and opts.gripper_joints is not None:
+        if not grip_acts and opts.gripper_joints is not None:
             raise WorldError(
                 "--gripper-joints: also give --gripper-actuator (no actuator drives those joints)"
             )
-    finger_joints = {j for j in moving if _GRIPPER_RE.search(model.joint(j).name)} | set(grip_joints)
+    finger_joints = {j for j in moving if GRIPPER_RE.search(model.joint(j).name)} | set(grip_joints)
 
     # arm joints
     if opts.arm_joints is not None:
@@ -249,7 +231,7 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
         tool_pos, tool_z = data.site_xpos[sid].copy(), data.site_xmat[sid].reshape(3, 3)[:, 2].copy()
         moved = None
         if opts.ee_site is None:  # a site the user named is taken as it is
-            moved = site_to_grasp_depth(model, data, sid, finger_bodies, grip_act, _CUBE_HALF)
+            moved = site_to_grasp_depth(model, data, sid, finger_bodies, grip_acts, _CUBE_HALF)
         if moved is None:
             robot["ee_site"] = site
         else:
@@ -268,8 +250,10 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
         tool_pos = data.xpos[body] + rot @ np.asarray(frame["pos"])
         tool_z = rot @ np.asarray(frame["z_axis"])
 
-    if grip_act >= 0 and grip_joints:
-        robot["gripper"] = _gripper(model, data, opts, grip_act, grip_joints, finger_bodies, tool_pos, tool_z)
+    if grip_acts and grip_joints:
+        robot["gripper"] = gripper_section(
+            model, data, opts, grip_acts, grip_joints, finger_bodies, tool_pos, tool_z
+        )
     elif not opts.no_gripper:
         notes.append("no gripper found (no actuator on a finger/jaw/gripper joint); the world has none")
 
@@ -340,7 +324,7 @@ def _jaw_shift(
     for value in model.jnt_range[joint]:
         data.qpos[adr] = value
         mujoco.mj_kinematics(model, data)
-        ends.append(_geom_centres(model, data, finger_bodies).mean(axis=0))
+        ends.append(geom_centres(model, data, finger_bodies).mean(axis=0))
     data.qpos[adr] = keep
     mujoco.mj_kinematics(model, data)
     lateral = [e - z * float(e @ z) for e in ends]
@@ -373,7 +357,7 @@ def _tool_frame(
             raise WorldError(f"--tool-body: body {opts.tool_body!r} not in the robot file (bodies: {have})")
     rot = data.xmat[body].reshape(3, 3)
     axis = _unit(data.xaxis[arm[-1]].copy())
-    fingers = _geom_centres(model, data, finger_bodies)
+    fingers = geom_centres(model, data, finger_bodies)
     if len(fingers):
         centre = fingers.mean(axis=0)
         z = _unit(centre - wrist)
@@ -409,55 +393,6 @@ def _tool_frame(
         k: v if isinstance(v, str) else [round(float(x), 6) for x in v] for k, v in frame.items()
     }
     ToolFrameConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in out.items()})  # validates
-    return out
-
-
-def _gripper(
-    model: mujoco.MjModel,
-    data: mujoco.MjData,
-    opts: NewWorldOptions,
-    act: int,
-    joints: list[int],
-    finger_bodies: set[int],
-    tool_pos: np.ndarray,
-    tool_z: np.ndarray,
-) -> dict[str, Any]:
-    """Gripper joints, actuator and ranges; the open end is where the fingers spread widest."""
-    lo, hi = (float(v) for v in model.jnt_range[joints[0]])
-    if not model.jnt_limited[joints[0]] and (opts.gripper_open is None or opts.gripper_closed is None):
-        raise WorldError(
-            f"--gripper-open/--gripper-closed: gripper joint {model.joint(joints[0]).name!r} has no range; "
-            "give both"
-        )
-
-    def spread(end: int) -> float:
-        for j in joints:
-            data.qpos[model.jnt_qposadr[j]] = model.jnt_range[j, end]
-        mujoco.mj_kinematics(model, data)
-        pts = _geom_centres(model, data, finger_bodies) - tool_pos
-        radial = pts - np.outer(pts @ tool_z, tool_z)
-        return float(np.linalg.norm(radial, axis=1).mean()) if len(pts) else 0.0
-
-    open_high = spread(1) > spread(0)
-    joint_range = (hi, lo) if open_high else (lo, hi)
-    command = (
-        opts.gripper_open if opts.gripper_open is not None else joint_range[0],
-        opts.gripper_closed if opts.gripper_closed is not None else joint_range[1],
-    )
-    out: dict[str, Any] = {
-        "joints": [model.joint(j).name for j in joints],
-        "actuator": model.actuator(act).name,
-        "command_range": [round(float(v), 6) for v in command],
-    }
-    if (
-        int(model.actuator_trntype[act]) == int(mujoco.mjtTrn.mjTRN_TENDON)
-        and model.actuator_ctrllimited[act]
-    ):
-        # ctrl over the tendon: its range maps onto the joint range end for end (same direction as the gain)
-        c0, c1 = (float(v) for v in model.actuator_ctrlrange[act])
-        span = hi - lo
-        ctrl = [c0 + (v - lo) / span * (c1 - c0) for v in command]
-        out["ctrl_range"] = [round(v, 6) for v in ctrl]
     return out
 
 
