@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -220,6 +221,14 @@ def test_robot_mesh_folder_linked_into_the_robots_folder(world_copy: Path, tmp_p
     )
     with pytest.raises(WorldError, match="mesh 'm' file '../mesh_store/m.obj' escapes the robot's folders"):
         SimWorld(world_copy)
+
+
+def test_robot_user_data_sizes_are_kept_without_a_warning(world_copy: Path) -> None:
+    robot = world_copy / "robot" / "arm6.xml"
+    robot.write_text(robot.read_text().replace("<worldbody>", '<size nuser_actuator="3"/>\n  <worldbody>', 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert SimWorld(world_copy).model.nuser_actuator == 3
 
 
 def test_compose_error_is_wrapped(world_copy: Path) -> None:

@@ -109,6 +109,11 @@ def compose_world(
     if cfg.robot.options_from_robot:
         for name in _ROBOT_OPTION_FIELDS:
             setattr(scene_spec.option, name, getattr(robot_spec.option, name))
+    # Sizes of the robot's user data (a robot file may declare some): the scene takes them rather than
+    # have the attach warn that it keeps its own default.
+    for field in _NUSER_FIELDS:
+        if getattr(scene_spec, field) == -1:
+            setattr(scene_spec, field, getattr(robot_spec, field))
     frame = _attach_frame(cfg, scene_spec)
     keyframe_conflict = not scene_spec.keys and bool(robot_spec.keys)
     with warnings.catch_warnings(), _quiet_empty_prefix_warning(keyframe_conflict):
@@ -180,6 +185,11 @@ def _load_spec(cfg: WorldConfig, path: Path, field: str) -> mujoco.MjSpec:
     except ValueError as err:
         raise WorldError(f"{cfg.source}: {field}: {_rel(cfg, path)} does not compile: {err}") from err
     return spec
+
+
+_NUSER_FIELDS = tuple(
+    f"nuser_{k}" for k in ("body", "jnt", "geom", "site", "cam", "tendon", "actuator", "sensor")
+)
 
 
 def _check_asset_paths(
