@@ -69,7 +69,7 @@ def _actuator_line(model: mujoco.MjModel, act: int) -> str:
         what = f"transmission {kind}"
     servo = ""
     if int(model.actuator_biastype[act]) == int(mujoco.mjtBias.mjBIAS_AFFINE):
-        servo = f" kp {model.actuator_gainprm[act, 0]:.4g} kv {-model.actuator_biasprm[act, 2]:.4g}"
+        servo = f" kp {model.actuator_gainprm[act, 0]:.4g} kv {0.0 - model.actuator_biasprm[act, 2]:.4g}"
     ctrl = _fmt(model.actuator_ctrlrange[act]) if model.actuator_ctrllimited[act] else "unlimited"
     force = _fmt(model.actuator_forcerange[act]) if model.actuator_forcelimited[act] else "unlimited"
     return f"  {model.actuator(act).name!r} -> {what}{servo} ctrl {ctrl} force {force}"
