@@ -285,3 +285,30 @@ def test_effort_sensors_replace_the_robots_own() -> None:
         EFFORT_SENSOR.format("shoulder_pan"),
     ]
     assert [s.name for s in spec.sensors] == ["tool_force"]
+
+
+def test_a_servo_modelled_without_damping_is_identified() -> None:
+    """kv 0 in the robot file, the joint's damping standing in for it (several vendors' files): its kv is
+    searched over an absolute range instead of being refused, and the damping is still recovered."""
+
+    def undamped(spec: mujoco.MjSpec) -> mujoco.MjSpec:
+        spec.actuator("elbow").biasprm[2] = 0.0
+        return spec
+
+    bare = undamped(mujoco.MjSpec.from_file(str(ARM)))
+    nominal = bare.compile()
+    truth_spec = undamped(mujoco.MjSpec.from_file(str(ARM)))
+    truth_spec.joint("elbow").damping = [4.0, 0.0, 0.0]  # the file has 1
+    truth = truth_spec.compile()
+    home = np.array([nominal.key_qpos[0][nominal.jnt_qposadr[nominal.joint(n).id]] for n in ALL])
+    cfg = ExcitationConfig(duration_s=6.0, base_freq_hz=0.25, max_velocity=1.5, ramp_s=0.5)
+    t, q_cmd = excitation_trajectory(nominal, ALL, cfg, seed=3, center=home)
+    rec = S.simulate_recording(truth, t, q_cmd, ALL)
+    sysid_cfg = S.SysidConfig(joints=("elbow",), kinds=("kp", "kv", "damping"), fit_delay=False, max_iters=20)
+    params = S._build_params(bare, nominal, S._Problem(nominal, rec), sysid_cfg)
+    assert params["elbow/kv"].nominal[0] == 0.0 and params["elbow/kv"].max_value[0] > 10.0
+    result = S.identify(bare, rec, sysid_cfg)
+    print("\n" + result.summary())
+    assert rec.effort is not None  # the efforts tell the servo's kv from the joint's damping
+    assert result.fitted["elbow/damping"] == pytest.approx(4.0, rel=0.05)
+    assert result.fitted["elbow/kv"] < 0.2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -260,6 +261,13 @@ def _build_params(
                 # Many robot files leave armature out: search an absolute range instead of multiples.
                 params.add(sysid.Parameter(name, 0.0, 0.0, cfg.armature_max, modifier=modifier))
                 continue
+            if kind == "kv" and nominal == 0:
+                # A servo modelled without damping (the joint's own damping stands in for it, as in
+                # several vendors' files): search up to ``hi`` times its critical damping.
+                params.add(
+                    sysid.Parameter(name, 0.0, 0.0, hi * _critical_kv(model, aid, dof), modifier=modifier)
+                )
+                continue
             if kind == "damping" and nominal == 0:
                 # Nor do they all have damping: search up to the servo's own kv (gear and bearing drag).
                 kv = max(-float(model.actuator_biasprm[aid, 2]), 1.0)
@@ -296,6 +304,16 @@ def _build_params(
         params.add(sysid.Parameter("command_delay_s", 0.0, 0.0, cfg.delay_max_s))
         problem.delay_param = "command_delay_s"
     return params
+
+
+def _critical_kv(model: mujoco.MjModel, aid: int, dof: int) -> float:
+    """The servo's critical damping ``2 sqrt(kp M)`` on its joint at ``qpos0`` (N·m·s/rad), at least 1."""
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    inertia = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, inertia)
+    kp = max(float(model.actuator_gainprm[aid, 0]), 0.0)
+    return max(2.0 * math.sqrt(kp * float(inertia[dof, dof])), 1.0)
 
 
 def _x_scale(params: sysid.ParameterDict, cfg: SysidConfig) -> np.ndarray:
