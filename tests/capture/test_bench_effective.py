@@ -98,3 +98,9 @@ def test_command_delay_truth_is_the_delay_the_emulated_arm_shows(tmp_path, effec
             break
     assert changed_at is not None, "the command never reached the servo"
     assert changed_at - given == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_parameter_zero_in_truth_is_exact_only_at_zero() -> None:
+    assert B._pct(0.0, 0.0) == 0.0 and B._pct(5e-7, 0.0) == 0.0  # the fit left it where it is
+    assert B._pct(0.01, 0.0) == float("inf")  # no relative error to give it
+    assert B._pct(1.05, 1.0) == pytest.approx(5.0)
