@@ -252,8 +252,11 @@ def _rot_deg(R: np.ndarray) -> float:
 
 
 def _pct(value: float, truth: float) -> float:
-    """Relative error (%); a parameter that is zero in truth has none: it counts as exact only when the fit
-    leaves it at zero (within 1e-6), and as infinitely off otherwise."""
+    """Relative error (%).
+
+    A parameter that is zero in truth has none: it counts as exact only when the fit leaves it at zero
+    (within 1e-6), and as infinitely off otherwise.
+    """
     if truth:
         return 100.0 * abs(value - truth) / abs(truth)
     return 0.0 if abs(value) <= 1e-6 else float("inf")
