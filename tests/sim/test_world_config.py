@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BUNDLED, edit_yaml
+from r2s2r_sim.cli import main as r2s2r
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_config import TaskType, WorldConfig, load_world_config
@@ -198,7 +199,9 @@ def test_mesh_escaping_world_folder(world_copy: Path) -> None:
 _TETRAHEDRON_OBJ = "v 0 0 0\nv 0.01 0 0\nv 0 0.01 0\nv 0 0 0.01\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
 
 
-def test_robot_mesh_folder_linked_into_the_robots_folder(world_copy: Path, tmp_path: Path) -> None:
+def test_robot_mesh_folder_linked_into_the_robots_folder(
+    world_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A robot file outside the world folder keeps its own layout: a linked mesh folder inside the robot's
     folder is accepted; a mesh reached by ``..`` out of it is still refused."""
     elsewhere = tmp_path / "mesh_store"
@@ -221,6 +224,10 @@ def test_robot_mesh_folder_linked_into_the_robots_folder(world_copy: Path, tmp_p
     )
     with pytest.raises(WorldError, match="mesh 'm' file '../mesh_store/m.obj' escapes the robot's folders"):
         SimWorld(world_copy)
+    # `world new` names the user's robot file, not the scratch world it probes with.
+    assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(tmp_path / "new")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --robot: {robot}: mesh 'm'" in err and "r2s2r-world-new-" not in err
 
 
 def test_robot_user_data_sizes_are_kept_without_a_warning(world_copy: Path) -> None:

@@ -461,7 +461,12 @@ def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
     with tempfile.TemporaryDirectory(prefix="r2s2r-world-new-") as tmp:
         probe_dir = Path(tmp)
         _write(probe_dir, opts, guess.robot, BUNDLED_LAYOUT, "", guess.physics)
-        world = SimWorld(probe_dir)
+        try:
+            world = SimWorld(probe_dir)
+        except WorldError as err:
+            # The probe world is this command's own scratch: name the user's robot file, not it.
+            scratch = re.escape(f"{probe_dir / 'world.yaml'}: ") + r"robot\.(mjcf|urdf): "
+            raise WorldError(re.sub(scratch, "--robot: ", str(err))) from None
         world.reset(0)
         home = world.joint_state()[0][: len(world.arm_joint_names)].copy()
         first = world.model.joint(world.config.robot.prefix + world.config.robot.arm_joints[0]).id
