@@ -70,6 +70,10 @@ def test_template_lists_every_joint_servo_and_contact_geom(template: tuple[str, 
         assert model.actuator_trntype[model.actuator("gripper").id] == mujoco.mjtTrn.mjTRN_TENDON
         assert phys.servos["gripper"].kp == 100 and phys.servos["gripper"].kv == 10
         assert "body:left_finger/0" in phys.geom_friction and "body:right_finger/0" in phys.geom_friction
+    # Each reset places the task object per seed: a pose in the template would be overridden.
+    task = SimWorld(world_dir).config.task
+    assert task is not None and profile.objects[task.object_body].pose is None
+    assert all(o.pose is not None for n, o in profile.objects.items() if n != task.object_body)
     cam = profile.camera
     assert (cam.intrinsics.cx, cam.intrinsics.cy) == (319.5, 239.5)
     assert cam.distortion.d().tolist() == [0.0] * 5

@@ -101,10 +101,13 @@ def profile_template(world: SimWorld) -> tuple[dict[str, Any], list[str]]:
         name = model.body(b).name
         if b in robot or not name or int(model.body_parentid[b]) != 0:
             continue
-        # The robot file's pose (each reset then places the task object per seed, as in the sim).
+        # The scene file's pose.  The task object has none here: each reset places it per seed, as in the
+        # sim, so a pose written for it would be overridden at every episode.
         rpy = mat2euler(_quat_to_mat(model.body_quat[b]), "sxyz")
-        entry: dict[str, Any] = {"pose": {"position": _vec(model.body_pos[b]), "rpy": _vec(rpy)}}
-        if name == task_body:
+        entry: dict[str, Any] = {}
+        if name != task_body:
+            entry["pose"] = {"position": _vec(model.body_pos[b]), "rpy": _vec(rpy)}
+        else:
             sizes = {
                 model.geom(g).name: _vec(model.geom_size[g])
                 for g in range(int(model.body_geomadr[b]), int(model.body_geomadr[b] + model.body_geomnum[b]))
@@ -176,6 +179,7 @@ def _header(world: SimWorld, other: list[str]) -> str:
         "# physics.geom_friction lists every geom that can touch something ([sliding, torsional, rolling]).",
         "# physics.servos: force = kp (s ctrl - q) - kv qdot for every actuator of that form, tendon-driven",
         "# ones included (q is then the tendon's length); s, the command scale, stays the world's.",
+        "# objects: the task object has no pose: each reset places it per seed (x, y, yaw), as in the sim.",
     ]
     if other:
         lines.append(f"# Actuators that are not servos (no profile entry): {', '.join(other)}.")
