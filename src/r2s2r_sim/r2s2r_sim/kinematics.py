@@ -8,13 +8,23 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-__all__ = ["KinematicArm", "subtree_bodies", "tool_down_rotation"]
+__all__ = ["KinematicArm", "summed_reach", "subtree_bodies", "tool_down_rotation"]
 
 
 def tool_down_rotation(yaw: float) -> np.ndarray:
     """Tool orientation (3x3, world) with z pointing down and the finger (y) axis at ``yaw`` about world z."""
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[-s, c, 0.0], [c, s, 0.0], [0.0, 0.0, -1.0]])
+
+
+def summed_reach(data: mujoco.MjData, joints: list[int], tool: np.ndarray, base: np.ndarray) -> float:
+    """Summed distances (m) from ``base`` through each joint anchor to ``tool``: a bound of the reach from it.
+
+    The same in any pose when ``base`` is on the first joint's parent body, since consecutive anchors (and
+    the tool) are rigidly linked through one body.
+    """
+    anchors = [np.asarray(base), *(data.xanchor[j] for j in joints), np.asarray(tool)]
+    return float(sum(np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True)))
 
 
 def subtree_bodies(model: mujoco.MjModel, root: int) -> list[int]:

@@ -26,6 +26,7 @@ from r2s2r_sim.grasp_fit import (
     subtree,
     tip_depth,
 )
+from r2s2r_sim.kinematics import summed_reach
 from r2s2r_sim.rendering import camera_intrinsics
 
 if TYPE_CHECKING:
@@ -174,14 +175,11 @@ def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
     base, _ = world.base_pose()
     # The summed link lengths bound the reach; a start or target beyond it is an error, not a hard episode.
     prefix = world.config.robot.prefix
-    anchors = [world.data.xanchor[world.model.joint(prefix + j).id] for j in world.arm_joint_names]
-    reach = float(
-        np.linalg.norm(anchors[0] - base)
-        + sum(np.linalg.norm(b - a) for a, b in zip([*anchors[1:], tool], anchors, strict=True))
-    )
+    joints = [world.model.joint(prefix + j).id for j in world.arm_joint_names]
+    reach = summed_reach(world.data, joints, tool, base)
     report.lines.append(
         f"task: {task.object_body!r} at {_fmt(obj)} -> {task.target_site!r} at {_fmt(target)}; "
-        f"arm reach about {reach:.3f} m"
+        f"arm reach about {reach:.3f} m from the robot base"
     )
     for what, point in (("task object", obj), ("target", target)):
         dist = float(np.linalg.norm(point - base))

@@ -41,7 +41,7 @@ from r2s2r_sim.gripper_guess import (
     gripper_section,
     guess_gripper_actuators,
 )
-from r2s2r_sim.kinematics import KinematicArm
+from r2s2r_sim.kinematics import KinematicArm, summed_reach
 from r2s2r_sim.robot_source import (
     ServoConfig,
     ToolFrameConfig,
@@ -272,12 +272,8 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
             "MuJoCo's pyramidal default, under which a squeezed object slides out of the fingers)"
         )
 
-    anchors = [data.xanchor[j] for j in arm] + [tool_pos]
-    base = data.xpos[int(model.jnt_bodyid[arm[0]])]
-    reach = float(
-        np.linalg.norm(anchors[0] - base)
-        + sum(np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True))
-    )
+    # From the first joint's body, where the layout measures from.
+    reach = summed_reach(data, arm, tool_pos, data.xpos[int(model.jnt_bodyid[arm[0]])])
     return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes), physics=physics)
 
 
@@ -524,7 +520,7 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
         notes.append("the arm does not reach the whole workspace tool-down even at this scale; check it")
     comment = (
         f"# Arm {facing}; workspace scaled to {layout.scale:.2f} of the bundled one "
-        f"(reach {guess.reach:.2f} m).\n"
+        f"(reach {guess.reach:.2f} m from the first joint).\n"
     )
     out.mkdir(parents=True, exist_ok=True)
     path = _write(out, opts, robot, layout.scene, comment, guess.physics)
