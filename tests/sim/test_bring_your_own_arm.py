@@ -61,6 +61,8 @@ def test_world_points_at_the_robot_and_guesses_joints(new_world: tuple[str, Path
     assert Path(robot[key]).resolve().is_relative_to(SHARED_ROBOTS.resolve())
     assert not any(p.suffix in (".stl", ".obj") for p in out.rglob("*"))  # nothing copied in
     assert robot["arm_joints"] == arm
+    # Named after the robot file, so two arms' worlds do not share an id.
+    assert data["id"] == Path(ARMS[name][0]).name.split(".")[0].lower().replace("_", "-") + "-pick-v1"
     if gripper is None:
         assert "gripper" not in robot
     else:

@@ -130,7 +130,7 @@ def _add_new(parser: argparse.ArgumentParser) -> None:
         "--robot", required=True, help="robot file: MJCF, URDF or xacro; a path or package://PKG/PATH"
     )
     parser.add_argument("--out", default="my_world", help="world folder to write (must not hold a world)")
-    parser.add_argument("--id", default="my-arm-pick-v1", help="world id")
+    parser.add_argument("--id", help="world id (default: the robot file's name, e.g. xarm7-pick-v1)")
     parser.add_argument(
         "--arm-joints", help="arm joints in command order, comma-separated (default: guessed)"
     )

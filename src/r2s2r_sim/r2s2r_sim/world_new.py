@@ -78,7 +78,7 @@ class NewWorldOptions:
     Attributes:
         robot: the robot file, as written into world.yaml (a path or ``package://``).
         robot_file: the robot file on disk.
-        world_id: the id of the new world.
+        world_id: the id of the new world; None: ``<robot file name>-pick-v1``.
         arm_joints, gripper_joints, gripper_actuators: override the guess (several gripper actuators: one
             per finger, driven with the same ctrl).
         no_gripper: the robot has no gripper, whatever the names say.
@@ -92,7 +92,7 @@ class NewWorldOptions:
 
     robot: str
     robot_file: Path
-    world_id: str = "my-arm-pick-v1"
+    world_id: str | None = None
     arm_joints: tuple[str, ...] | None = None
     gripper_joints: tuple[str, ...] | None = None
     gripper_actuators: tuple[str, ...] | None = None
@@ -277,6 +277,14 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes), physics=physics)
 
 
+def world_id(opts: NewWorldOptions) -> str:
+    """The new world's id: the user's, or one named after the robot file (``xarm7-pick-v1``)."""
+    if opts.world_id is not None:
+        return opts.world_id
+    stem = opts.robot_file.name.split(".")[0]
+    return (re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") or "my-arm") + "-pick-v1"
+
+
 def opts_key(opts: NewWorldOptions) -> str:
     """``urdf`` or ``mjcf``: the world.yaml key of the robot file."""
     return "urdf" if is_urdf(opts.robot_file) else "mjcf"
@@ -434,9 +442,9 @@ def _write(
 ) -> Path:
     rest = _scene(out, scene)
     rest["physics"] = {**rest["physics"], **physics}
-    world = {"id": opts.world_id, "scene": "scene.xml", "robot": robot, **rest}
+    world = {"id": world_id(opts), "scene": "scene.xml", "robot": robot, **rest}
     header = (
-        f"# {opts.world_id}: the table task (pick the cube, place it in the bin) with the robot "
+        f"# {world_id(opts)}: the table task (pick the cube, place it in the bin) with the robot "
         f"{opts.robot}.\n# Written by `r2s2r world new`; check it with `r2s2r world check {out}`.\n{comment}"
     )
     text = header + yaml.safe_dump(world, sort_keys=False, default_flow_style=None)
