@@ -1,4 +1,5 @@
-"""The privileged demonstration expert: succeeds, is memoryless, and recovers from a missed grasp."""
+"""The privileged demonstration experts: they succeed, are memoryless, and recover (a missed grasp, a push
+that slips sideways)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import mujoco
 import numpy as np
 import pytest
 from r2s2r_eval.episodes.runner import EpisodeRunner
-from r2s2r_eval.learning.demo_expert import PrivilegedExpert
-from r2s2r_eval.policy import Action, EpisodeInfo, Observation, Policy
+from r2s2r_eval.learning.demo_expert import PrivilegedExpert, privileged_expert
+from r2s2r_eval.learning.push_expert import PushExpert
+from r2s2r_eval.policy import Action, EpisodeInfo, Observation, Policy, PolicyError
 
 WORLD = "tabletop-pick-v1"
+PUSH_WORLD = "tabletop-push-v1"
 
 
 class _Traced(Policy):
@@ -17,7 +20,7 @@ class _Traced(Policy):
 
     requires = PrivilegedExpert.requires
 
-    def __init__(self, expert: PrivilegedExpert, on_step=None) -> None:
+    def __init__(self, expert: PrivilegedExpert | PushExpert, on_step=None) -> None:
         super().__init__()
         self.expert = expert
         self.rules: list[str] = []
@@ -39,6 +42,14 @@ class _Traced(Policy):
         return action
 
 
+def _move_object(world, dx: float) -> None:  # type: ignore[no-untyped-def]
+    """Move the task object ``dx`` (m) along world x, at rest, between two steps."""
+    body = world.model.body(world.config.task.object_body).id
+    world.data.qpos[int(world.model.jnt_qposadr[world.model.body_jntadr[body]])] += dx
+    world.data.qvel[:] = 0.0
+    mujoco.mj_forward(world.model, world.data)
+
+
 def _phases(rules: list[str]) -> list[str]:
     return [r for i, r in enumerate(rules) if i == 0 or rules[i - 1] != r]
 
@@ -53,16 +64,17 @@ def test_expert_picks_and_places(seed: int) -> None:
     assert traced.expert.done
 
 
-def test_expert_is_memoryless() -> None:
+@pytest.mark.parametrize("world", [WORLD, PUSH_WORLD])
+def test_expert_is_memoryless(world: str) -> None:
     """At every step a fresh expert, given the same observation and world, commands the same: no hidden
     phase or timer, which is what makes the labels learnable from the observed state."""
-    with EpisodeRunner(WORLD) as runner:
+    with EpisodeRunner(world) as runner:
         mismatches: list[int] = []
 
         class Compare(_Traced):
             def act(self, observation: Observation) -> Action:
                 action = super().act(observation)
-                fresh = PrivilegedExpert(runner.world)
+                fresh = privileged_expert(runner.world)
                 fresh.reset(self.expert._info)
                 again = fresh.act(observation)
                 if not (
@@ -72,7 +84,7 @@ def test_expert_is_memoryless() -> None:
                     mismatches.append(len(self.rules))
                 return action
 
-        traced = Compare(PrivilegedExpert(runner.world))
+        traced = Compare(privileged_expert(runner.world))
         result = runner.run(traced, 3, control_rate_hz=10.0, camera_rate_hz=1e-3)
     assert result.success
     assert len(traced.rules) > 20
@@ -83,15 +95,11 @@ def test_expert_regrasps_after_a_miss() -> None:
     """The cube is pushed 3 cm away while the gripper closes: the expert opens, re-approaches, succeeds."""
     with EpisodeRunner(WORLD) as runner:
         world = runner.world
-        body = world.model.body(world.config.task.object_body).id
-        qadr = int(world.model.jnt_qposadr[world.model.body_jntadr[body]])
         pushed = []
 
         def push(traced: _Traced) -> None:
             if traced.rules[-1] == "close" and not pushed:
-                world.data.qpos[qadr] += 0.03
-                world.data.qvel[:] = 0.0
-                mujoco.mj_forward(world.model, world.data)
+                _move_object(world, 0.03)
                 pushed.append(True)
 
         traced = _Traced(PrivilegedExpert(world), on_step=push)
@@ -101,3 +109,51 @@ def test_expert_regrasps_after_a_miss() -> None:
     assert "regrasp" in phases or phases.count("descend") >= 2, phases
     assert phases.count("close") >= 2, phases
     assert result.success, (result.reason, phases)
+
+
+def _object_to_target(runner: EpisodeRunner) -> float:
+    task = runner.world.config.task
+    obj, _ = runner.world.body_pose(task.object_body)
+    target, _ = runner.world.site_pose(task.target_site)
+    return float(np.linalg.norm(obj[:2] - target[:2]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_push_expert_pushes_into_the_target(seed: int) -> None:
+    with EpisodeRunner(PUSH_WORLD) as runner:
+        expert = privileged_expert(runner.world)
+        assert isinstance(expert, PushExpert)
+        traced = _Traced(expert)
+        start = _object_to_target(runner)
+        result = runner.run(traced, seed, control_rate_hz=10.0, camera_rate_hz=1e-3)
+        end = _object_to_target(runner)
+    phases = _phases(traced.rules)
+    assert result.success, (result.reason, phases)
+    assert phases[:3] == ["approach", "descend", "push"], phases
+    assert phases[-1] == "leave" and traced.expert.done
+    assert start > 0.1 and end < 0.02, (start, end)
+
+
+def test_push_expert_goes_round_again_when_the_object_slips_sideways() -> None:
+    """Mid-push the object is moved 4 cm across the line: the expert rises, re-approaches and succeeds."""
+    with EpisodeRunner(PUSH_WORLD) as runner:
+        world = runner.world
+        moved = []
+
+        def shove(traced: _Traced) -> None:
+            if traced.rules.count("push") == 5 and not moved:
+                _move_object(world, 0.04)  # world x: across a push that runs along +y
+                moved.append(True)
+
+        traced = _Traced(PushExpert(world), on_step=shove)
+        result = runner.run(traced, 0, control_rate_hz=10.0, camera_rate_hz=1e-3)
+    phases = _phases(traced.rules)
+    assert moved
+    assert phases.count("push") >= 2 and "rise" in phases, phases
+    assert result.success, (result.reason, phases)
+
+
+def test_tasks_without_a_privileged_expert_are_named() -> None:
+    with EpisodeRunner("tabletop-drawer-v1") as runner:
+        with pytest.raises(PolicyError, match="'drawer' task; the privileged experts do pick-and-place"):
+            privileged_expert(runner.world)
