@@ -42,8 +42,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--expert",
         choices=EXPERT_KINDS,
         default="privileged",
-        help="privileged: state feedback from the simulator's cube pose (default); reference: the "
-        "reference policy, perceiving once",
+        help="privileged: state feedback from the simulator's object pose, pick-and-place or push by the "
+        "world's task (default); reference: the reference policy, perceiving once",
     )
     p.add_argument("--no-validate", action="store_true", help="skip validating the dataset at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
