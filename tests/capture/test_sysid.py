@@ -148,6 +148,25 @@ def test_write_identification(result: IdentificationResult, tmp_path: Path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left behind
 
 
+def test_write_identification_finds_meshes_from_the_robots_folder(
+    result: IdentificationResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A robot identified from its spec, with relative mesh paths and no meshdir (as ``MjSpec.to_xml``
+    writes): the meshes are found from the robot's folder, whatever the working directory."""
+    robot_dir = tmp_path / "robot"
+    (robot_dir / "meshes").mkdir(parents=True)
+    (robot_dir / "meshes" / "m.obj").write_text(
+        "v 0 0 0\nv 0.01 0 0\nv 0 0.01 0\nv 0 0 0.01\nf 1 3 2\nf 1 2 4\n"
+    )
+    xml = ARM.read_text().replace(
+        "<worldbody>", '<asset><mesh name="m" file="meshes/m.obj"/></asset>\n  <worldbody>', 1
+    )
+    with_mesh = dataclasses.replace(result, _ctx={**result._ctx, "model_xml": xml, "model_dir": robot_dir})
+    monkeypatch.chdir(tmp_path)
+    paths = write_identification(with_mesh, tmp_path / "out", report=False)
+    assert mujoco.MjModel.from_xml_path(str(paths["mjcf"])).nmesh == 1
+
+
 def test_recording_npz_round_trip_and_errors(recording: JointRecording, tmp_path: Path) -> None:
     path = recording.save_npz(tmp_path / "rec.npz")
     back = JointRecording.load_npz(path)

@@ -118,15 +118,19 @@ def write_identification(
             if model_xml is None
             else mujoco.MjSpec.from_string(model_xml)
         )
-        # Keep asset paths valid from the new location.
+        # Keep asset paths valid from the new location: relative ones (no meshdir at all included, as
+        # MjSpec.to_xml writes) are relative to the robot's folder, never to the working directory.
         for attr in ("meshdir", "texturedir"):
-            value = getattr(spec, attr, "")
-            if value and not Path(value).is_absolute():
+            value = getattr(spec, attr, "") or ""
+            if not Path(value).is_absolute():
                 setattr(spec, attr, str((Path(ctx.get("model_dir", model_path.parent)) / value).resolve()))
         sysid.apply_param_modifiers_spec(ctx["fitted"], spec)
         if "command_delay_s" in result.fitted:
             spec.add_numeric(name=DELAY_NUMERIC, data=[result.fitted["command_delay_s"]])
-        spec.compile()
+        try:
+            spec.compile()
+        except ValueError as err:
+            raise IdentificationError(f"{model_path}: the identified model does not compile: {err}") from err
         mjcf = tmp / f"{model_path.stem if model_xml is None else 'robot'}_identified.xml"
         mjcf.write_text(spec.to_xml(), encoding="utf-8")
         summary = {
