@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import mujoco
+import numpy as np
 import pytest
 import yaml
 from conftest import SHARED_ROBOTS, edit_yaml
@@ -113,6 +114,37 @@ def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(tmp_path:
     with EpisodeRunner(out, render_profile="fast") as runner:
         results = [runner.run(ReferencePolicy(), seed, camera_rate_hz=1.0) for seed in range(2)]
     assert all(r.success for r in results), [r.reason for r in results]
+
+
+@pytest.mark.parametrize("coupling", ["tendon", "equality"])
+def test_a_guessed_tool_frame_lands_where_the_bundled_arms_site_is(coupling: str, tmp_path: Path) -> None:
+    """The bundled arm with its tool site taken out: the guessed frame sits between the fingers at grasp
+    depth, where the site was.  With one servo on one finger and the other following through the joint
+    equality (a linkage gripper's far jaw), the gripper still closes from both sides: no jaw offset."""
+    from r2s2r_sim.worlds import WORLDS
+
+    robot = shutil.copytree(WORLDS["tabletop-pick-v1"] / "robot", tmp_path / "robot") / "arm6.xml"
+    text = robot.read_text()
+    site = text[text.index('<site name="ee_site"') : text.index("/>", text.index('<site name="ee_site"')) + 2]
+    text = text.replace(site, "")
+    if coupling == "equality":
+        text = text[: text.index("<tendon>")] + text[text.index("</tendon>") + len("</tendon>") :]
+        text = text.replace('tendon="gripper_tendon"', 'joint="left_finger"')
+    robot.write_text(text)
+    out = tmp_path / "world"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    frame = yaml.safe_load((out / "world.yaml").read_text())["robot"]["tool_frame"]
+    model = mujoco.MjModel.from_xml_path(str(WORLDS["tabletop-pick-v1"] / "robot" / "arm6.xml"))
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    body, site = model.body(frame["body"]).id, model.site("ee_site").id
+    rot = data.xmat[body].reshape(3, 3)
+    where_the_site_was = rot.T @ (data.site_xpos[site] - data.xpos[body])
+    assert frame["pos"] == pytest.approx(where_the_site_was.tolist(), abs=0.003), (frame, printed.getvalue())
+    finger_axis = rot.T @ data.site_xmat[site].reshape(3, 3)[:, 1]
+    assert abs(float(np.dot(frame["y_axis"], finger_axis))) > 0.99, frame
 
 
 @needs_robots

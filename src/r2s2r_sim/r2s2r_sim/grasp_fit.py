@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import mujoco
@@ -18,6 +19,8 @@ __all__ = [
     "STABLE_DAMPING_RATIO",
     "extent_along",
     "grip_hold",
+    "fingertip_reach",
+    "grasp_depth_shift",
     "site_to_grasp_depth",
     "stable_armature",
     "subtree",
@@ -88,21 +91,19 @@ def stable_armature(
     return out
 
 
-def site_to_grasp_depth(
+def fingertip_reach(
     model: mujoco.MjModel,
     data: mujoco.MjData,
-    site: int,
+    frame: Callable[[mujoco.MjData], tuple[np.ndarray, np.ndarray]],
     finger_bodies: set[int],
     grip_act: int | list[int],
-    object_half: float,
-) -> tuple[dict[str, Any], float] | None:
-    """A tool frame on the site's body, moved so the fingertips reach :func:`tip_depth` past it.
+) -> float | None:
+    """How far (m) the fingertips reach past a tool frame along its approach axis; None without fingers.
 
-    It moves back along the approach axis when they fall short, forward when they would reach into the table.
-    The fingertips' reach is the farthest any finger collision geom extends along the approach axis with
-    the gripper driven to either end of its control range (linkage fingers swing forward as they close;
-    their passive joints follow only through the simulated equality constraints, so the gripper is
-    stepped there, without gravity, from the pose in ``data``).  None when the site is close enough.
+    ``frame(data)`` gives the frame's world position and approach axis.  The reach is the farthest any
+    finger collision geom extends along that axis with the gripper driven to either end of its control
+    range (linkage fingers swing forward as they close; their passive joints follow only through the
+    simulated equality constraints, so the gripper is stepped there, without gravity, from ``data``).
     """
     geoms = [
         g
@@ -124,12 +125,43 @@ def site_to_grasp_depth(
             sim.ctrl[acts] = ctrl
             for _ in range(int(1.0 / model.opt.timestep)):
                 mujoco.mj_step(model, sim)
-            pos, z = sim.site_xpos[site], sim.site_xmat[site].reshape(3, 3)[:, 2]
+            pos, z = frame(sim)
             reach = max(reach, *(extent_along(model, sim, g, pos, z) for g in geoms))
     finally:
         model.opt.gravity[:] = gravity
+    return reach
+
+
+def grasp_depth_shift(reach: float | None, object_half: float) -> float | None:
+    """How far (m) to move a tool frame along its approach axis for the fingertips to reach :func:`tip_depth`.
+
+    Negative back, positive forward; None when it is close enough (or there are no fingers).
+    """
+    if reach is None:
+        return None
     shift = reach - tip_depth(object_half)
-    if abs(shift) <= _TIP_TOLERANCE:
+    return None if abs(shift) <= _TIP_TOLERANCE else shift
+
+
+def site_to_grasp_depth(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    site: int,
+    finger_bodies: set[int],
+    grip_act: int | list[int],
+    object_half: float,
+) -> tuple[dict[str, Any], float] | None:
+    """A tool frame on the site's body, moved so the fingertips reach :func:`tip_depth` past it.
+
+    It moves back along the approach axis when they fall short (see :func:`fingertip_reach`), forward when
+    they would reach into the table.  None when the site is close enough.
+    """
+
+    def at_site(sim: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
+        return sim.site_xpos[site], sim.site_xmat[site].reshape(3, 3)[:, 2]
+
+    shift = grasp_depth_shift(fingertip_reach(model, data, at_site, finger_bodies, grip_act), object_half)
+    if shift is None:
         return None
     body = int(model.site_bodyid[site])
     rot, origin = data.xmat[body].reshape(3, 3), data.xpos[body]

@@ -5,15 +5,15 @@ What the robot file does not say is guessed from the model and can be confirmed 
 - gripper: the actuator that drives a joint (or a tendon over joints) whose name says finger, jaw,
   gripper, knuckle or claw; its open end is the end of the joint range where the finger geoms lie
   farthest from the approach axis;
-- tool frame: a site named like a tool centre (tcp, pinch, ee, tool, grasp, attachment), else one placed
-  on the last arm body, on the axis from the wrist to the fingers, at finger depth, moved half a cube
+- tool frame: a site named like a tool centre (tcp, pinch, ee, tool, grasp, grip, attachment), else one placed
+  on the last arm body, on the axis from the wrist to the fingers, at grasp depth, moved half a cube
   off a fixed jaw for a gripper with one moving jaw (see :class:`r2s2r_sim.robot_source.ToolFrameConfig`
   for the axis convention);
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
 The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
 and the bin are scaled to where the arm reaches tool-down, and the camera keeps its offset from them
 (:mod:`r2s2r_sim.world_layout`).  The grasp is fitted to the arm where its file falls short: armature on
-servos that would limit-cycle, the elliptic friction cone, a vendor tool site moved back to grasp depth
+servos that would limit-cycle, the elliptic friction cone, a tool frame moved to grasp depth
 (:mod:`r2s2r_sim.grasp_fit`).
 """
 
@@ -33,7 +33,15 @@ import numpy as np
 import yaml
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.grasp_fit import GRASP_IMPRATIO, site_to_grasp_depth, stable_armature, subtree, tip_depth
+from r2s2r_sim.grasp_fit import (
+    GRASP_IMPRATIO,
+    fingertip_reach,
+    grasp_depth_shift,
+    site_to_grasp_depth,
+    stable_armature,
+    subtree,
+    tip_depth,
+)
 from r2s2r_sim.gripper_guess import (
     GRIPPER_RE,
     actuator_joints,
@@ -54,7 +62,9 @@ from r2s2r_sim.worlds import WORLDS
 
 __all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "write_world"]
 
-_TCP_SITE_RE = re.compile(r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|attachment", re.IGNORECASE)
+_TCP_SITE_RE = re.compile(
+    r"tcp|pinch|(^|_)ee(_|$)|end_?effector|tool|grasp|(^|_)grip(_|$)|attachment", re.IGNORECASE
+)
 _HINGE, _SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 _BUNDLED = WORLDS["tabletop-pick-v1"]
 _BUNDLED_PHYSICS: dict[str, Any] = yaml.safe_load((_BUNDLED / "world.yaml").read_text(encoding="utf-8"))[
@@ -244,9 +254,25 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
             )
     else:
         frame = _tool_frame(model, data, opts, arm, grip_joints, finger_bodies, last_body, wrist)
-        robot["tool_frame"] = frame
         body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, frame["body"])
         rot = data.xmat[body].reshape(3, 3)
+        if opts.tool_pos is None:  # a guessed origin sits at the fingers' mean depth: fit it as a site's
+            local, local_z = np.asarray(frame["pos"]), np.asarray(frame["z_axis"])
+
+            def at_frame(sim: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
+                r = sim.xmat[body].reshape(3, 3)
+                return sim.xpos[body] + r @ local, r @ local_z
+
+            reach = fingertip_reach(model, data, at_frame, finger_bodies, grip_acts)
+            shift = grasp_depth_shift(reach, _CUBE_HALF)
+            if shift is not None:
+                frame["pos"] = [round(float(v), 6) for v in local + shift * local_z]
+                notes.append(
+                    f"tool frame: moved {abs(shift) * 1000:.0f} mm {'back' if shift < 0 else 'forward'} "
+                    "from the fingers' mean depth, so the fingertips reach "
+                    f"{tip_depth(_CUBE_HALF) * 1000:.0f} mm past it"
+                )
+        robot["tool_frame"] = frame
         tool_pos = data.xpos[body] + rot @ np.asarray(frame["pos"])
         tool_z = rot @ np.asarray(frame["z_axis"])
 
@@ -310,6 +336,19 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 1e-9 else v
 
 
+def _coupled(model: mujoco.MjModel, joint: int, finger_bodies: set[int]) -> bool:
+    """Whether an equality constraint moves other fingers with ``joint`` (a linkage gripper's far jaw)."""
+    for e in range(model.neq):
+        kind, a, b = int(model.eq_type[e]), int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        if kind == int(mujoco.mjtEq.mjEQ_JOINT) and joint in (a, b):
+            return True
+        if kind in (int(mujoco.mjtEq.mjEQ_CONNECT), int(mujoco.mjtEq.mjEQ_WELD)) and (
+            a in finger_bodies or b in finger_bodies
+        ):
+            return True
+    return False
+
+
 def _jaw_shift(
     model: mujoco.MjModel, data: mujoco.MjData, grip_joints: list[int], finger_bodies: set[int], z: np.ndarray
 ) -> np.ndarray:
@@ -319,7 +358,7 @@ def _jaw_shift(
     grasp centre lies half a cube (and a margin) from the fixed jaw toward where the moving jaw opens.
     Zero for grippers whose fingers close from both sides.
     """
-    if len(grip_joints) != 1 or model.nu == 0:
+    if len(grip_joints) != 1 or model.nu == 0 or _coupled(model, grip_joints[0], finger_bodies):
         return np.zeros(3)
     joint = grip_joints[0]
     adr = int(model.jnt_qposadr[joint])
@@ -375,8 +414,10 @@ def _tool_frame(
         a = data.xpos[int(model.jnt_bodyid[grip_joints[0]])]
         b = data.xpos[int(model.jnt_bodyid[grip_joints[1]])]
         y = _unit(a - b)
+    elif grip_joints and int(model.jnt_type[grip_joints[0]]) == _SLIDE:
+        y = _unit(data.xaxis[grip_joints[0]].copy())  # a sliding finger closes along its joint axis
     elif grip_joints:
-        y = _unit(np.cross(data.xaxis[grip_joints[0]], z))
+        y = _unit(np.cross(data.xaxis[grip_joints[0]], z))  # a jaw swings about its axis
     else:
         y = _unit(np.cross(z, [0.0, 0.0, 1.0]) if abs(z[2]) < 0.9 else np.cross(z, [1.0, 0.0, 0.0]))
     y = _unit(y - z * float(y @ z))
