@@ -241,8 +241,13 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
         report.warnings.append(
             f"grip: closed on {task.object_body!r} ({mass:.3g} kg) at the tool frame, the gripper lets it "
             "slip out under its own weight: the squeeze force or the friction is too low for the object "
-            f"(raise the force of the gripper actuator {gripper.actuator!r}, lower the object's mass, or use "
-            "physics.cone: elliptic), or the tool frame sits outside the fingers"
+            f"(raise the force of the gripper actuator {gripper.actuator!r} or lower the object's mass"
+            + (
+                ""
+                if int(model.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC)
+                else ", or use physics.cone: elliptic"
+            )
+            + "), or the tool frame sits outside the fingers"
         )
     if int(model.opt.cone) != int(mujoco.mjtCone.mjCONE_ELLIPTIC):
         report.warnings.append(

@@ -510,7 +510,7 @@ def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
             world = SimWorld(probe_dir)
         except WorldError as err:
             # The probe world is this command's own scratch: name the user's robot file, not it.
-            scratch = re.escape(f"{probe_dir / 'world.yaml'}: ") + r"robot\.(mjcf|urdf): "
+            scratch = re.escape(f"{probe_dir / 'world.yaml'}: ") + r"(robot\.(mjcf|urdf): )?"
             raise WorldError(re.sub(scratch, "--robot: ", str(err))) from None
         world.reset(0)
         home = world.joint_state()[0][: len(world.arm_joint_names)].copy()
