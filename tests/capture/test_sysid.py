@@ -112,6 +112,20 @@ def test_identification_recovers_truth(result: IdentificationResult) -> None:
     assert result.rms_val_after < 0.2 * result.rms_val_before
     assert result.rms_train_after < 0.2 * result.rms_train_before
     assert result.n_train + result.n_val == 601 and result.n_val == 150
+    assert result.iterations >= 1 and result.stop_reason and not result.warnings
+
+
+def test_a_fit_that_never_moved_says_so(recording: JointRecording, result: IdentificationResult) -> None:
+    """Zero iterations on a recording the robot file already reproduces is a perfect fit; with error left it
+    means every 'fitted' value is the file's own, which the summary and sysid.yaml must say."""
+    nominal = mujoco.MjModel.from_xml_path(str(ARM))
+    exact = S.simulate_recording(nominal, recording.t, recording.q_cmd, ALL)
+    perfect = S.identify(ARM, exact, S.SysidConfig(joints=FIT, max_iters=20))
+    assert perfect.iterations == 0 and "gradient" in perfect.stop_reason
+    assert not perfect.warnings, perfect.warnings
+    stalled = dataclasses.replace(result, iterations=0, stop_reason=perfect.stop_reason)
+    assert len(stalled.warnings) == 1 and "0 iterations" in stalled.warnings[0]
+    assert "warning: the optimiser stopped after 0 iterations" in stalled.summary()
 
 
 def test_residual_weights_ignore_where_each_joint_zero_is() -> None:
@@ -142,6 +156,7 @@ def test_write_identification(result: IdentificationResult, tmp_path: Path) -> N
     assert model.numeric(DELAY_NUMERIC).data[0] == pytest.approx(result.fitted["command_delay_s"], rel=1e-5)
     summary = yaml.safe_load(paths["summary"].read_text())
     assert summary["rms_joint_error_rad"]["validation"]["after"] == pytest.approx(result.rms_val_after)
+    assert summary["optimiser"]["iterations"] == result.iterations and summary["warnings"] == []
     assert "<html" in paths["report"].read_text()[:500].lower()
     with pytest.raises(IdentificationError, match="already exists"):
         write_identification(result, tmp_path / "out", report=False)

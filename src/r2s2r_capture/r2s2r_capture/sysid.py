@@ -10,6 +10,7 @@ import dataclasses
 import io
 import math
 import os
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +44,8 @@ PARAM_KINDS = ("damping", "armature", "frictionloss", "kp")
 # Opt-in kinds (not fitted by default): ``kv``, the position servo's derivative gain.  Joint damping and
 # servo kv act alike on position tracking (both are -c qdot), so fit one of the two, not both.
 EXTRA_KINDS = ("kv",)
+# mujoco.minimize's last words in its log: "Terminated after 12 iterations: <reason>. y: ..."
+_STOP_RE = re.compile(r"Terminated after (\d+) iterations?: ([^.]*)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -466,6 +469,7 @@ def identify(
         std, tau = standard_errors(train_fn, fitted, opt_result.jac)
     wall = time.perf_counter() - start
     after = (_rms_q(train_fn, fitted, q), _rms_q(val_fn, fitted, q))
+    stopped = _STOP_RE.search(log.getvalue())
     return IdentificationResult(
         nominal={k: float(params[k].nominal[0]) for k in params.keys()},
         fitted={k: float(fitted[k].value[0]) for k in fitted.keys()},
@@ -479,6 +483,8 @@ def identify(
         effort_corrections=corrections,
         std=after_effort_correction(std, corrections, list(fitted.keys())),
         residual_autocorrelation_time=tau,
+        iterations=int(stopped.group(1)) if stopped else -1,
+        stop_reason=stopped.group(2).strip() if stopped else "",
         _spec=spec,
         _ctx={
             "params": params,

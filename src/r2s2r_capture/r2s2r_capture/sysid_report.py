@@ -24,6 +24,10 @@ __all__ = ["DELAY_NUMERIC", "IdentificationResult", "quiet_toolbox", "write_iden
 DELAY_NUMERIC = COMMAND_DELAY_NUMERIC
 
 
+# RMS joint error (rad) below which a recording counts as reproduced exactly (no sensor is this quiet).
+_EXACT_RAD = 1e-9
+
+
 @dataclasses.dataclass(frozen=True)
 class IdentificationResult:
     """Fitted parameters and fit quality.
@@ -41,6 +45,8 @@ class IdentificationResult:
             see it), see :mod:`r2s2r_capture.fit_uncertainty`.
         residual_autocorrelation_time: integrated autocorrelation time of the training residuals
             (samples) by which the errors were widened.
+        iterations: optimiser iterations run (-1: unknown).
+        stop_reason: why the optimiser stopped, in its words.
     """
 
     nominal: dict[str, float]
@@ -55,9 +61,24 @@ class IdentificationResult:
     effort_corrections: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     std: dict[str, float] = dataclasses.field(default_factory=dict)
     residual_autocorrelation_time: float = 1.0
+    iterations: int = -1
+    stop_reason: str = ""
     # The toolbox objects, for the report and the fitted MJCF.
     _spec: Any = dataclasses.field(repr=False, compare=False, default=None)
     _ctx: Any = dataclasses.field(repr=False, compare=False, default=None)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What makes the fit untrustworthy even though it ran."""
+        # Zero iterations on a recording the model already reproduces exactly is a perfect fit, not a stall.
+        if self.iterations == 0 and self.rms_train_before > _EXACT_RAD:
+            return (
+                f"the optimiser stopped after 0 iterations ({self.stop_reason or 'no reason given'}) with "
+                f"{self.rms_train_before:.5f} rad RMS joint error: every fitted value is the robot file's; "
+                "check that the capture moved every joint and that the robot file's servos track their "
+                "commands",
+            )
+        return ()
 
     def summary(self) -> str:
         """Human-readable table of the fit."""
@@ -70,6 +91,7 @@ class IdentificationResult:
             f"RMS joint error (rad): train {self.rms_train_before:.5f} -> {self.rms_train_after:.5f}, "
             f"validation {self.rms_val_before:.5f} -> {self.rms_val_after:.5f}"
         )
+        lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -149,6 +171,8 @@ def write_identification(
                 j: {"scale": c, "kv_to_damping": b} for j, (c, b) in result.effort_corrections.items()
             },
             "wall_s": result.wall_s,
+            "optimiser": {"iterations": result.iterations, "stop_reason": result.stop_reason},
+            "warnings": list(result.warnings),
         }
         (tmp / "sysid.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
         (tmp / "optimizer.log").write_text(ctx["log"], encoding="utf-8")
