@@ -116,6 +116,45 @@ def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(tmp_path:
     assert all(r.success for r in results), [r.reason for r in results]
 
 
+def test_an_arm_driven_by_torque_motors_gets_position_servos(tmp_path: Path) -> None:
+    """The bundled arm with its arm servos replaced by torque motors (as KUKA and robosuite files have it):
+    `world new` turns each into a position servo that keeps the motor's torque limit, and the reference
+    policy picks and places."""
+    from r2s2r_sim.worlds import WORLDS
+
+    robot = shutil.copytree(WORLDS["tabletop-pick-v1"] / "robot", tmp_path / "robot") / "arm6.xml"
+    text = robot.read_text()
+    torque = {}
+    for line in text[text.index("<actuator>") : text.index('<position name="gripper"')].splitlines():
+        if "<position" in line:
+            joint = line.split('joint="')[1].split('"')[0]
+            torque[joint] = float(line.split('forcerange="-')[1].split(" ")[0])
+            half = torque[joint] / 2
+            text = text.replace(
+                line, f'    <motor name="{joint}_motor" joint="{joint}" gear="2" ctrlrange="-{half} {half}"/>'
+            )
+    text = text.replace('ctrl="0 0.3 1.6 0 1.2416 0 0.04"', 'ctrl="0 0 0 0 0 0 0.04"')
+    robot.write_text(text)
+    out = tmp_path / "world"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    assert "torque motors drive" in printed.getvalue(), printed.getvalue()
+    assert yaml.safe_load((out / "world.yaml").read_text())["robot"]["servos"]["kp"] > 0
+    world = SimWorld(out)
+    model = world.model
+    for joint, limit in torque.items():
+        act = next(a for a in range(model.nu) if model.actuator_trnid[a, 0] == model.joint(joint).id)
+        assert model.actuator_gainprm[act, 0] == pytest.approx(-model.actuator_biasprm[act, 1])  # a servo
+        assert model.actuator_gear[act, 0] == 1.0  # ctrl is the joint position
+        assert model.actuator_forcerange[act] == pytest.approx([-limit, limit])  # gear * ctrlrange
+    report = check_world(out)
+    assert not report.errors, report.text()
+    with EpisodeRunner(out, render_profile="fast") as runner:
+        results = [runner.run(ReferencePolicy(), seed, camera_rate_hz=1.0) for seed in range(2)]
+    assert all(r.success for r in results), [r.reason for r in results]
+
+
 @pytest.mark.parametrize("coupling", ["tendon", "equality"])
 def test_a_guessed_tool_frame_lands_where_the_bundled_arms_site_is(coupling: str, tmp_path: Path) -> None:
     """The bundled arm with its tool site taken out: the guessed frame sits between the fingers at grasp

@@ -17,8 +17,9 @@ from conftest import SHARED_ROBOTS
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
 from r2s2r_sim.cli import main as r2s2r
-from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.kinematics import KinematicArm, base_footprint, tool_down_rotation
 from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world_layout import BUNDLED_LAYOUT
 from r2s2r_sim.worlds import WORLDS
 
 BUNDLED = WORLDS["tabletop-pick-v1"]
@@ -72,6 +73,36 @@ def test_small_arm_faces_a_scene_it_reaches(so_arm100: Path) -> None:
     for target in targets:
         _, err = arm.ik(np.asarray(target), tool_down_rotation(0.0), home, iterations=200)
         assert err < 0.003, target
+
+
+@needs_robots
+def test_the_bin_keeps_off_the_small_arms_base(so_arm100: Path) -> None:
+    """Shrunk toward a small arm, the bin would sit against its base, and a reconstruction would fuse the two
+    (real2sim then finds no target): its nearest edge keeps more than the clustering radius off the base."""
+    world = SimWorld(so_arm100)
+    world.reset(0)
+    model = world.model
+    base, _ = world.base_pose()
+    first = model.joint(world.arm_joint_names[0]).id
+    footprint = base_footprint(model, world.data, first, world.robot_body_ids, base)
+    bin_xy = world.body_pose("bin")[0][:2] - base[:2]
+    nearest = float(np.linalg.norm(np.maximum(np.abs(bin_xy) - 0.08, 0.0)))  # the bin is 16 cm wide
+    assert nearest >= footprint + 0.012, (nearest, footprint)
+
+
+def test_a_scaled_layout_moves_the_bin_off_the_base_only_when_asked() -> None:
+    """Further round the arm first (an edge toward the base clears it at the same radius), else outward."""
+    plain = BUNDLED_LAYOUT.scaled(0.35)
+    kept = BUNDLED_LAYOUT.scaled(0.35, min_clear=0.1)
+    assert kept.cube_x == plain.cube_x and kept.cube_y == plain.cube_y
+    for layout, clear in ((plain, 0.0), (kept, 0.1)):
+        nearest = float(np.linalg.norm(np.maximum(np.abs(np.asarray(layout.bin_xy)) - 0.08, 0.0)))
+        assert nearest >= clear
+    assert kept.bin_xy != pytest.approx(plain.bin_xy)
+    assert np.linalg.norm(kept.bin_xy) >= np.linalg.norm(plain.bin_xy) - 1e-9  # never nearer the arm
+    centre = np.asarray(plain.centre)
+    assert np.linalg.norm(kept.bin_xy - centre) >= np.linalg.norm(plain.bin_xy - centre) - 1e-9
+    assert BUNDLED_LAYOUT.scaled(1.0, min_clear=0.1).bin_xy == pytest.approx(BUNDLED_LAYOUT.bin_xy)
 
 
 @needs_robots

@@ -32,7 +32,7 @@ fx, fy (px)              U(590, 625); cx, cy: centre + U(-6, 6)
 k1, k2, p1, p2, k3       U(-0.08, -0.02), U(0, 0.08), U(-1e-3, 1e-3) x2, U(-0.03, 0)
 camera position (m)      sim + U(-0.02, 0.02) per axis; rpy sim + U(-0.02, 0.02) rad
 task object half size    x U(0.95, 1.1) (the bundled cube: 0.019 to 0.022 m); target: position sim +
-                         U(-0.02, 0.02), yaw U(-0.1, 0.1)
+                         U(-0.02, 0.02) across and U(0, 0.02) away from the robot base, yaw U(-0.1, 0.1)
 =======================  ==============================================
 """
 
@@ -93,6 +93,8 @@ class _WorldFacts:
     target_body: str
     object_geoms: tuple[str, ...]
     object_half_size: float
+    object_xy: tuple[float, float]
+    base_xy: tuple[float, float]
     table_z: float
     template: dict[str, Any]
     pads: tuple[str, ...]
@@ -151,6 +153,9 @@ def _world_facts(world: str | Path) -> _WorldFacts:
         target_body=target,
         object_geoms=tuple(model.geom(g).name for g in geoms if model.geom(g).name),
         object_half_size=float(max(model.geom_size[g][0] for g in geoms)),
+        # the scene file's place (the profile template writes none: each reset draws it per seed)
+        object_xy=(float(obj.pos[0]), float(obj.pos[1])),
+        base_xy=(float(w.base_pose()[0][0]), float(w.base_pose()[0][1])),
         table_z=float(cfg.task.table_top_z if cfg.task.table_top_z is not None else 0.75),
         template=doc,
         pads=pads,
@@ -213,19 +218,22 @@ def random_profile(
         "rpy": [float(v + rng.uniform(-0.02, 0.02)) for v in sim_pose["rpy"]],
     }
     h = float(facts.object_half_size * rng.uniform(0.95, 1.1))
-    obj_pose = facts.template["objects"][facts.object_body]["pose"]
+    # A resized object rests on the table: its pose keeps it there (each reset draws x, y and yaw anew).
     doc["objects"][facts.object_body] = {
-        "pose": {"position": [*obj_pose["position"][:2], facts.table_z + h], "rpy": [0, 0, 0]},
+        "pose": {"position": [*facts.object_xy, facts.table_z + h], "rpy": [0, 0, 0]},
         "geom_sizes": {g: [h, h, h] for g in facts.object_geoms},
     }
     bin_pose = facts.template["objects"][facts.target_body]["pose"]
+    # Never moved toward the robot base: a target against the base fuses with it in the reconstruction
+    # (real2sim asks for them apart), and `world new` leaves only a small gap there on a small arm.
+    bin_xy = np.asarray(bin_pose["position"][:2], dtype=np.float64)
+    out_dir = bin_xy - np.asarray(facts.base_xy)
+    out_dir /= max(float(np.linalg.norm(out_dir)), 1e-9)
+    along = np.array([-out_dir[1], out_dir[0]])
+    bin_xy = bin_xy + along * rng.uniform(-0.02, 0.02) + out_dir * abs(rng.uniform(-0.02, 0.02))
     doc["objects"][facts.target_body] = {
         "pose": {
-            "position": [
-                float(bin_pose["position"][0] + rng.uniform(-0.02, 0.02)),
-                float(bin_pose["position"][1] + rng.uniform(-0.02, 0.02)),
-                float(bin_pose["position"][2]),
-            ],
+            "position": [float(bin_xy[0]), float(bin_xy[1]), float(bin_pose["position"][2])],
             "rpy": [0, 0, float(rng.uniform(-0.1, 0.1))],
         }
     }

@@ -316,7 +316,7 @@ def _pick_task(objects: Sequence[Any], marker: bool) -> tuple[str, str | None]:
     if len(objects) < 2:
         raise ReconstructionError(
             f"the scene shows {len(objects)} object(s) on the table; the task needs an object and a target "
-            "(bin): record the scene phase with both in view"
+            "(bin): record the scene phase with both in view and clear of the robot's base"
         )
     boxes = [o for o in objects if o.primitive is PrimitiveKind.OPEN_BOX]
     target = max(boxes or objects, key=lambda o: o.volume)
@@ -481,6 +481,8 @@ def real2sim(
         f"{len(ident.fitted)} parameters, held-out RMS {ident.rms_val_before:.5f} -> "
         f"{ident.rms_val_after:.5f} rad; joint readings' noise {noise[0]:.2g} rad, {noise[1]:.2g} rad/s",
     )
+    for warning in ident.warnings:
+        say(f"[identification] warning: {warning}")
 
     # A marker target (taped disc) has no depth: it is placed where its colour lies on the table.
     site = tcfg.task.target_site if tcfg.task is not None else ""

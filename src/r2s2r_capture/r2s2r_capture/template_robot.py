@@ -6,8 +6,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 __all__ = ["base_radius", "robot_with_fit", "template_robot_spec"]
 
 
@@ -88,34 +86,12 @@ def base_radius(template_dir: Path, most: float = 0.15) -> float:
     Any part of the robot inside the cylinder marks its whole cluster as robot, so the base suffices; a
     wider cylinder would swallow objects placed close to a small arm.
     """
+    from r2s2r_sim.kinematics import base_footprint
     from r2s2r_sim.world import SimWorld
 
     world = SimWorld(template_dir)
     model, data = world.model, world.data
-    root = int(model.jnt_bodyid[model.joint(world.arm_joint_names[0]).id])
-    while int(model.body_parentid[root]) in world.robot_body_ids:
-        root = int(model.body_parentid[root])
     base, _ = world.base_pose()
-    reach = [
-        _horizontal_reach(model, data, g, base[:2])
-        for g in range(model.ngeom)
-        if int(model.geom_bodyid[g]) == root
-    ]
-    return min(most, max(reach, default=most))
-
-
-def _horizontal_reach(model: Any, data: Any, geom: int, centre: np.ndarray) -> float:
-    """Horizontal reach (m) of a geom from ``centre``: a mesh by its vertices, else by its bounding sphere.
-
-    A mesh's bounding sphere can be half as large again as its footprint, which would push the keep-out
-    over a bin set close to a small arm.
-    """
-    import mujoco
-
-    pos = data.geom_xpos[geom]
-    mesh = int(model.geom_dataid[geom])
-    if int(model.geom_type[geom]) == int(mujoco.mjtGeom.mjGEOM_MESH) and mesh >= 0:
-        first, count = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
-        verts = model.mesh_vert[first : first + count] @ data.geom_xmat[geom].reshape(3, 3).T + pos
-        return float(np.linalg.norm(verts[:, :2] - centre, axis=1).max())
-    return float(np.linalg.norm(pos[:2] - centre) + model.geom_rbound[geom])
+    first = model.joint(world.config.robot.prefix + world.arm_joint_names[0]).id
+    radius = base_footprint(model, data, first, world.robot_body_ids, base)
+    return min(most, radius or most)

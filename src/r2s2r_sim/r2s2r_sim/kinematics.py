@@ -8,7 +8,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-__all__ = ["KinematicArm", "summed_reach", "subtree_bodies", "tool_down_rotation"]
+__all__ = ["KinematicArm", "base_footprint", "summed_reach", "subtree_bodies", "tool_down_rotation"]
 
 
 def tool_down_rotation(yaw: float) -> np.ndarray:
@@ -25,6 +25,43 @@ def summed_reach(data: mujoco.MjData, joints: list[int], tool: np.ndarray, base:
     """
     anchors = [np.asarray(base), *(data.xanchor[j] for j in joints), np.asarray(tool)]
     return float(sum(np.linalg.norm(b - a) for a, b in zip(anchors[:-1], anchors[1:], strict=True)))
+
+
+def base_footprint(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    first_joint: int,
+    robot: set[int] | frozenset[int],
+    centre: np.ndarray,
+) -> float:
+    """Horizontal radius (m) of the robot's root body around ``centre``.
+
+    The root is the body the first arm joint's body hangs from, up to the world: what a camera sees of the
+    base whatever the arm does.
+    """
+    root = int(model.jnt_bodyid[first_joint])
+    while int(model.body_parentid[root]) in robot:
+        root = int(model.body_parentid[root])
+    reach = [
+        _horizontal_reach(model, data, g, np.asarray(centre[:2], dtype=np.float64))
+        for g in range(model.ngeom)
+        if int(model.geom_bodyid[g]) == root
+    ]
+    return max(reach, default=0.0)
+
+
+def _horizontal_reach(model: mujoco.MjModel, data: mujoco.MjData, geom: int, centre: np.ndarray) -> float:
+    """Horizontal reach (m) of a geom from ``centre``: a mesh by its vertices, else by its bounding sphere.
+
+    A mesh's bounding sphere can be half as large again as its footprint.
+    """
+    pos = data.geom_xpos[geom]
+    mesh = int(model.geom_dataid[geom])
+    if int(model.geom_type[geom]) == int(mujoco.mjtGeom.mjGEOM_MESH) and mesh >= 0:
+        first, count = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
+        verts = model.mesh_vert[first : first + count] @ data.geom_xmat[geom].reshape(3, 3).T + pos
+        return float(np.linalg.norm(verts[:, :2] - centre, axis=1).max())
+    return float(np.linalg.norm(pos[:2] - centre) + model.geom_rbound[geom])
 
 
 def subtree_bodies(model: mujoco.MjModel, root: int) -> list[int]:

@@ -5,7 +5,8 @@ path, a relative path that leaves the folder, or ``package://<package>/<path>``.
 through the world's ``robot.packages`` mapping first, then the ament index (``ament_index_python``), then
 the ``package.xml`` that encloses the robot file.  A URDF (or a xacro file, expanded with the ``xacro``
 package) is compiled by MuJoCo after its ``package://`` and ``file://`` mesh paths are made absolute; as
-a URDF has no actuators, ``robot.servos`` adds a position servo to each listed joint that has none.  A
+a URDF has no actuators, ``robot.servos`` adds a position servo to each listed joint that has none (and
+turns a torque motor on a listed joint into one, keeping its torque limit).  A
 ``robot.tool_frame`` becomes a site on its parent body, so the rest of r2s2r sees an ordinary ee site.
 """
 
@@ -36,6 +37,7 @@ __all__ = [
     "resolve_package",
     "set_armature",
     "tool_frame_quat",
+    "servo_reason",
 ]
 
 PACKAGE_SCHEME = "package://"
@@ -101,7 +103,9 @@ def tool_frame_quat(frame: ToolFrameConfig) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class ServoConfig:
-    """Position servos added to robot joints that the robot file leaves without an actuator (URDF).
+    """Position servos on robot joints the robot file leaves without an actuator (URDF) or gives a motor.
+
+    A torque motor (``<motor>``) is turned into a servo that keeps its torque limit.
 
     force = kp·(ctrl − q) − kv·q̇, clipped to ``force_limit`` when given.
 
@@ -300,24 +304,94 @@ def _can_touch(a: mujoco.MjsBody, b: mujoco.MjsBody) -> bool:
     )
 
 
-def _add_servos(spec: mujoco.MjSpec, joints: tuple[str, ...], servos: ServoConfig, field: str) -> None:
+def _is_torque_motor(act: mujoco.MjsActuator) -> bool:
+    """A joint actuator whose force is ``gear * ctrl``: a torque motor, not a position servo."""
+    return (
+        act.trntype == mujoco.mjtTrn.mjTRN_JOINT
+        and act.gaintype == mujoco.mjtGain.mjGAIN_FIXED
+        and act.biastype == mujoco.mjtBias.mjBIAS_NONE
+    )
+
+
+def servo_reason(spec: mujoco.MjSpec, joints: tuple[str, ...], *, urdf: bool) -> str | None:
+    """Why ``joints`` need ``robot.servos`` (no actuator, or a torque motor), or None."""
+    if urdf:
+        return "the URDF has no actuators"
+    motors = [a.target for a in spec.actuators if a.target in joints and _is_torque_motor(a)]
+    if motors:
+        return f"torque motors drive {motors}"
     driven = {a.target for a in spec.actuators if a.trntype == mujoco.mjtTrn.mjTRN_JOINT}
+    bare = [name for name in joints if name not in driven]
+    return f"no actuator drives {bare}" if bare else None
+
+
+def _limited(flag: int, bounds: np.ndarray) -> bool:
+    """Whether an MjSpec ``*limited`` flag with its range limits (``auto``: a range was given)."""
+    return flag == mujoco.mjtLimited.mjLIMITED_TRUE or (
+        flag == mujoco.mjtLimited.mjLIMITED_AUTO and bounds[0] < bounds[1]
+    )
+
+
+def _driven_through_coupling(spec: mujoco.MjSpec) -> set[str]:
+    """Joints that move with others and need no servo of their own.
+
+    Those an actuator drives through a tendon (a tendon-coupled gripper's fingers) and those a joint
+    equality makes follow another joint (a linkage's or a URDF mimic's passive finger).
+    """
+    try:
+        model = spec.copy().compile()
+    except ValueError:
+        return set()  # the caller's own compile reports what is wrong
+    tendons = {
+        int(model.actuator_trnid[a, 0])
+        for a in range(model.nu)
+        if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_TENDON)
+    }
+    out: set[str] = set()
+    for t in tendons:
+        adr, num = int(model.tendon_adr[t]), int(model.tendon_num[t])
+        for w in range(adr, adr + num):
+            if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT):
+                out.add(model.joint(int(model.wrap_objid[w])).name)
+    for e in range(model.neq):
+        if int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT) and int(model.eq_obj2id[e]) >= 0:
+            out.add(model.joint(int(model.eq_obj1id[e])).name)
+    return out
+
+
+def _add_servos(spec: mujoco.MjSpec, joints: tuple[str, ...], servos: ServoConfig, field: str) -> None:
+    # A torque motor becomes a position servo, as a torque-controlled arm's joint impedance controller
+    # offers ros2_control a position interface; it keeps the motor's torque limit (gear * ctrlrange).
+    by_joint = {a.target: a for a in spec.actuators if a.trntype == mujoco.mjtTrn.mjTRN_JOINT}
+    coupled = _driven_through_coupling(spec)
     for name in joints:
         joint = spec.joint(name)
         if joint is None:
             raise WorldError(f"{field}: joint {name!r} not in the robot file")
-        if name in driven:
+        if name in coupled:
             continue
-        act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        limit = servos.force_limit
+        act = by_joint.get(name)
+        if act is not None:
+            if not _is_torque_motor(act):
+                continue
+            gear = abs(float(act.gear[0])) or 1.0
+            if limit is None and _limited(act.ctrllimited, act.ctrlrange):
+                limit = gear * float(np.max(np.abs(act.ctrlrange)))
+            if _limited(act.forcelimited, act.forcerange):
+                motor_limit = float(np.max(np.abs(act.forcerange)))
+                limit = motor_limit if limit is None else min(limit, motor_limit)
+            act.gear[0] = 1.0
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        else:
+            act = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         act.set_to_position(kp=servos.kp, kv=servos.kv)
-        if joint.limited == mujoco.mjtLimited.mjLIMITED_TRUE or (
-            joint.limited == mujoco.mjtLimited.mjLIMITED_AUTO and joint.range[0] < joint.range[1]
-        ):
+        if _limited(joint.limited, joint.range):
             act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
             act.ctrlrange = joint.range
-        if servos.force_limit is not None:
+        if limit is not None:
             act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            act.forcerange = [-servos.force_limit, servos.force_limit]
+            act.forcerange = [-limit, limit]
 
 
 def _add_tool_frame(spec: mujoco.MjSpec, frame: ToolFrameConfig, field: str) -> None:
@@ -358,7 +432,7 @@ def load_robot_spec(
         field: the world.yaml field, for messages.
         xacro_args: ``name:=value`` arguments of a xacro file.
         packages: package folders for ``package://`` paths and ``$(find ...)``.
-        servo_joints: joints given a position servo (``servos``) when they have no actuator.
+        servo_joints: joints given a position servo (``servos``) when they have no actuator or a torque motor.
         servos: servo gains; ``None`` adds none.
         tool_frame: a tool frame to add as a site.
 

@@ -164,7 +164,7 @@ class SimWorld:
         ):
             raise WorldError(
                 f"{self._src}: {field}: actuator {model.actuator(act).name!r} on joint {name!r} is not a "
-                "position servo (ctrl must be a joint position)"
+                "position servo (ctrl must be a joint position; robot.servos turns a torque motor into one)"
             )
         return act
 

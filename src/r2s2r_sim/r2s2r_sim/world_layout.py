@@ -10,7 +10,8 @@ straight down:
 - **scale**: the bundled layout (cube region, bin, at the bundled arm's reach) shrunk by the largest factor
   at which every corner of the cube region is reached tool-down at grasp and approach height and the bin
   at release and carry height; the bin swings further round the arm when the shrunken layout would put it
-  over the cube region.  The cube and the bin keep their size, so the camera keeps its distance to them.
+  over the cube region, and keeps its whole width off the robot's base.
+  The cube and the bin keep their size, so the camera keeps its distance to them.
 - **start pose**: the home keyframe, unless the arm shows in the camera's view of the cube region (grown
   by a cube) in it; then the first joint turns the arm aside (away from the bin first) until the view is
   clear and the arm keeps 5 cm from the scene.
@@ -50,6 +51,9 @@ _PROBE_RADII = (0.3, 0.45, 0.6, 0.75)
 _BIN_HALF = 0.08
 _CUBE_HALF_DIAG = 0.03
 _SWING_DEG = (30, 60, 90, 120, 150)
+# The gap (m) the bin keeps from the robot's base: more than real2sim's clustering radius (12 mm), so a
+# reconstruction never fuses the two into one cluster.
+_BASE_GAP = 0.015
 # A turned start pose keeps this far (m) from everything in the scene it was not already near at home.
 _CLEARANCE_M = 0.05
 
@@ -76,11 +80,12 @@ class SceneLayout:
         """The cube region's corners and centre."""
         return [np.array([x, y]) for x in self.cube_x for y in self.cube_y] + [self.centre]
 
-    def scaled(self, scale: float) -> SceneLayout:
+    def scaled(self, scale: float, min_clear: float = 0.0) -> SceneLayout:
         """The layout shrunk toward the mount; the bin swings round the arm to stay clear of the cube region.
 
-        The bin keeps its radius and turns (away from the cube region) until its edge clears the region's
-        farthest corner by a cube.
+        The bin keeps its radius (moved out until its nearest edge is ``min_clear`` from the mount, so that
+        it stays off the robot's base) and turns (away from the cube region) until its edge clears the
+        region's farthest corner by a cube.
         """
         out = SceneLayout(
             cube_x=(scale * self.cube_x[0], scale * self.cube_x[1]),
@@ -99,6 +104,23 @@ class SceneLayout:
             c, s = math.cos(side * math.radians(5)), math.sin(side * math.radians(5))
             bin_xy = np.array([[c, -s], [s, c]]) @ bin_xy
         bin_xy = bin_xy * radius / max(float(np.linalg.norm(bin_xy)), 1e-9)
+
+        def off_base(xy: np.ndarray) -> bool:  # the (axis-aligned) bin's nearest edge to the mount
+            return float(np.linalg.norm(np.maximum(np.abs(xy) - _BIN_HALF, 0.0))) >= min_clear
+
+        if not off_base(bin_xy):
+            # further round, away from the cube region (an edge, not a corner, toward the base), else out
+            for deg in range(5, 50, 5):
+                c, s = math.cos(side * math.radians(deg)), math.sin(side * math.radians(deg))
+                turned = np.array([[c, -s], [s, c]]) @ bin_xy
+                if off_base(turned):
+                    bin_xy = turned
+                    break
+            for _ in range(40):
+                if off_base(bin_xy):
+                    break
+                bin_xy = bin_xy * (radius + 0.005) / radius
+                radius += 0.005
         return SceneLayout(cube_x=out.cube_x, cube_y=out.cube_y, bin_xy=(float(bin_xy[0]), float(bin_xy[1])))
 
 
@@ -207,7 +229,13 @@ def _layout_reached(probe: _Probe, layout: SceneLayout, yaw: float, mount: np.nd
 
 
 def choose_layout(
-    arm: KinematicArm, home: np.ndarray, mount: np.ndarray, table_z: float, base_xy: np.ndarray, reach: float
+    arm: KinematicArm,
+    home: np.ndarray,
+    mount: np.ndarray,
+    table_z: float,
+    base_xy: np.ndarray,
+    reach: float,
+    base_radius: float = 0.0,
 ) -> Layout:
     """The turn and scale of the scene for ``arm`` (see the module docstring).
 
@@ -218,18 +246,21 @@ def choose_layout(
         table_z: the table top's height (m).
         base_xy: the first arm joint's (x, y) in the probe world (m).
         reach: the arm's reach (m), base to tool centre along its links.
+        base_radius: the robot base's horizontal radius about the mount (m); the bin keeps its whole width
+            and a gap of :data:`_BASE_GAP` off it, so that a camera (and real2sim) tells the two apart.
     """
+    min_bin = base_radius + _BASE_GAP if base_radius > 0 else 0.0
     probe = _Probe(arm, home, np.asarray(base_xy, dtype=np.float64), table_z)
     forward = _forward_azimuth(probe, reach)
     yaw = math.atan2(math.sin(-forward), math.cos(-forward))
     mount = np.asarray(mount, dtype=np.float64)
     scale = 1.0
     while scale >= _MIN_SCALE - 1e-9:
-        scene = BUNDLED_LAYOUT.scaled(scale)
+        scene = BUNDLED_LAYOUT.scaled(scale, min_bin)
         if _layout_reached(probe, scene, yaw, mount):
             return Layout(yaw=yaw, scale=round(scale, 4), scene=scene, reached=True)
         scale -= _SCALE_STEP
-    return Layout(yaw=yaw, scale=_MIN_SCALE, scene=BUNDLED_LAYOUT.scaled(_MIN_SCALE), reached=False)
+    return Layout(yaw=yaw, scale=_MIN_SCALE, scene=BUNDLED_LAYOUT.scaled(_MIN_SCALE, min_bin), reached=False)
 
 
 def _hidden(

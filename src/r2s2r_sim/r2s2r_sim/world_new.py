@@ -49,12 +49,13 @@ from r2s2r_sim.gripper_guess import (
     gripper_section,
     guess_gripper_actuators,
 )
-from r2s2r_sim.kinematics import KinematicArm, summed_reach
+from r2s2r_sim.kinematics import KinematicArm, base_footprint, summed_reach
 from r2s2r_sim.robot_source import (
     ServoConfig,
     ToolFrameConfig,
     is_urdf,
     load_robot_spec,
+    servo_reason,
 )
 from r2s2r_sim.world import SimWorld
 from r2s2r_sim.world_layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
@@ -77,7 +78,8 @@ _WORKSPACE_CENTRE = (0.45, -0.05, 0.77)
 # Half the bundled cube's edge and the gap left between it and a fixed jaw when descending (m).
 _CUBE_HALF = 0.02
 _JAW_MARGIN = 0.005
-# Default servos for joints a URDF leaves without an actuator: stiff enough to hold a 5-10 kg arm.
+# Default servos for arm joints a URDF leaves without an actuator or a robot file drives by torque motors:
+# stiff enough to hold a 5-10 kg arm.
 DEFAULT_SERVOS = ServoConfig(kp=2000.0, kv=100.0)
 
 
@@ -140,9 +142,16 @@ def _joint_ids(model: mujoco.MjModel, names: Sequence[str], what: str) -> list[i
     return ids
 
 
-def _robot_model(opts: NewWorldOptions) -> tuple[mujoco.MjModel, mujoco.MjSpec]:
+def _robot_model(
+    opts: NewWorldOptions, servo_joints: tuple[str, ...] = ()
+) -> tuple[mujoco.MjModel, mujoco.MjSpec]:
     spec = load_robot_spec(
-        opts.robot_file, field="--robot", xacro_args=opts.xacro_args, packages=opts.packages
+        opts.robot_file,
+        field="--robot",
+        xacro_args=opts.xacro_args,
+        packages=opts.packages,
+        servo_joints=servo_joints,
+        servos=DEFAULT_SERVOS if servo_joints else None,
     )
     try:
         return spec.compile(), spec
@@ -156,7 +165,7 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     Raises:
         WorldError: an override names something the robot file lacks, or nothing can be guessed.
     """
-    model, _ = _robot_model(opts)
+    model, spec = _robot_model(opts)
     data = mujoco.MjData(model)
     notes: list[str] = []
     moving = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (_HINGE, _SLIDE)]
@@ -222,11 +231,17 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     else:
         robot["home_qpos"] = [round(float(v), 6) for v in home_q]
     robot["arm_joints"] = [model.joint(j).name for j in arm]
-    if is_urdf(opts.robot_file):
+    servo_why = servo_reason(spec, tuple(robot["arm_joints"]), urdf=is_urdf(opts.robot_file))
+    if servo_why:
         robot["servos"] = {"kp": DEFAULT_SERVOS.kp, "kv": DEFAULT_SERVOS.kv}
-        notes.append(
-            f"the URDF has no actuators: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}"
-        )
+        notes.append(f"{servo_why}: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}")
+        # What follows (grasp and stability fits) sees the servos the world will have.
+        model, _ = _robot_model(opts, tuple(robot["arm_joints"]))
+        data = mujoco.MjData(model)
+        if key >= 0:
+            mujoco.mj_resetDataKeyframe(model, data, key)
+        data.qpos[model.jnt_qposadr[arm]] = home_q
+        mujoco.mj_kinematics(model, data)
 
     last_body = int(model.jnt_bodyid[arm[-1]])
     wrist = data.xanchor[arm[-1]].copy()
@@ -517,7 +532,8 @@ def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
         first = world.model.joint(world.config.robot.prefix + world.config.robot.arm_joints[0]).id
         base_xy = world.data.xanchor[first][:2].copy()
         mount = np.asarray(guess.robot["attach"]["pos"][:2], dtype=np.float64)
-        return choose_layout(_arm(world), home, mount, _TABLE_Z, base_xy, guess.reach)
+        base = base_footprint(world.model, world.data, first, world.robot_body_ids, mount)
+        return choose_layout(_arm(world), home, mount, _TABLE_Z, base_xy, guess.reach, base)
 
 
 def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
