@@ -49,6 +49,41 @@ def test_the_bundled_world_passes_the_grip_checks() -> None:
     assert "it holds 3 g" in report.text()
 
 
+@pytest.mark.parametrize(
+    ("z_axis", "y_axis", "expect"),
+    [
+        ([0, 0, -1], [0, 1, 0], "errors"),  # approach pointing back into the arm
+        ([0, 0, 1], [1, 0, 0], "warnings"),  # y across the fingers' closing
+        ([0, 0, 1], [0, 1, 0], None),  # the bundled site's own axes
+    ],
+)
+def test_world_check_says_when_the_tool_frames_axes_are_wrong(
+    world_copy: Path, z_axis: list[int], y_axis: list[int], expect: str | None
+) -> None:
+    """A site named with --ee-site (or a declared frame) whose axes do not match the gripper fails every
+    grasp: the check compares them with the wrist-to-fingers direction and the fingers' closing."""
+
+    def edit(data: dict) -> None:  # type: ignore[type-arg]
+        data["robot"].pop("ee_site")
+        data["robot"]["tool_frame"] = {
+            "name": "tool_frame",
+            "body": "gripper_link",
+            "pos": [0, 0, 0.065],
+            "z_axis": z_axis,
+            "y_axis": y_axis,
+        }
+
+    edit_yaml(world_copy, edit)
+    report = check_world(world_copy)
+    axis_lines = [line for line in report.errors + report.warnings if "tool frame's" in line]
+    if expect is None:
+        assert not axis_lines, report.text()
+    else:
+        found = [line for line in getattr(report, expect) if "tool frame's" in line]
+        assert len(found) == 1 and len(axis_lines) == 1, report.text()
+        assert ("z axis" if expect == "errors" else "y axis") in found[0]
+
+
 @pytest.fixture(scope="module")
 def xarm7(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     if not SHARED_ROBOTS.is_dir():

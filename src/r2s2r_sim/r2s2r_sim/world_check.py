@@ -1,9 +1,10 @@
 """``r2s2r world check``: what a world folder resolves to, every problem found, a picture of its tool frame.
 
-Errors stop the world from running (the loader's :class:`WorldError`, a missing tool frame or task);
-warnings are things a user should look at (a gripper joint without a range, a tool frame whose approach
-axis does not point down at home is fine, but one whose origin is far from the fingers is not; a gripper
-that cannot hold the task object, servos that limit-cycle, a grasp-slipping friction cone).
+Errors stop the world from running (the loader's :class:`WorldError`, a missing tool frame or task, a tool
+frame whose approach axis points away from the fingers); warnings are things a user should look at (a
+gripper joint without a range, a tool frame axis tilted off the gripper's, one whose origin is far from the
+fingers; a tool frame that does not point down at home is fine; a gripper that cannot hold the task object,
+servos that limit-cycle, a grasp-slipping friction cone).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["WorldReport", "check_world", "draw_tool_frame"]
 
 _AXIS_LENGTH = 0.08
+# A tool axis this far (deg) from where the gripper says it points is worth a look; past 90 it is wrong.
+_AXIS_WARN_DEG = 30.0
+_AXIS_ERROR_DEG = 90.0
 _AXIS_COLOURS = ((1.0, 0.1, 0.1, 1.0), (0.1, 0.9, 0.1, 1.0), (0.1, 0.3, 1.0, 1.0))
 
 
@@ -153,6 +157,7 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
     else:
         _check_task(world, pos, report)
         if g is not None and robot.ee_site is not None:
+            _check_tool_axes(world, rot, pos, report)
             _check_grip(world, report)
     if picture is not None:
         try:
@@ -221,6 +226,57 @@ def _check_servos(world: SimWorld, report: WorldReport) -> None:
             f"the joint's inertia, so it limit-cycles once its force saturates; set robot.armature.{name}: "
             f"{armature:.4g} (what `r2s2r world new` writes)"
         )
+
+
+def _check_tool_axes(world: SimWorld, rot: np.ndarray, pos: np.ndarray, report: WorldReport) -> None:
+    """The tool frame's axes against the gripper.
+
+    z (approach) points from the wrist toward the fingers, y along the way they close: what the reference
+    policy descends along and turns to the object's faces.
+    """
+    model, data, robot = world.model, world.data, world.config.robot
+    gripper = robot.gripper
+    assert gripper is not None
+    joints = [model.joint(robot.prefix + n).id for n in gripper.joints]
+    fingers: set[int] = set()
+    for j in joints:
+        fingers |= subtree(model, int(model.jnt_bodyid[j]))
+    geoms = [g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in fingers]
+    wrist = data.xanchor[model.joint(robot.prefix + robot.arm_joints[-1]).id]
+    if geoms:
+        toward = data.geom_xpos[geoms].mean(axis=0) - wrist
+        if float(np.linalg.norm(toward)) > 1e-6:
+            cos = float(rot[:, 2] @ toward) / float(np.linalg.norm(toward))
+            angle = float(np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))))
+            if angle > _AXIS_ERROR_DEG:
+                report.errors.append(
+                    f"robot.ee_site: the tool frame's z axis (approach) points {angle:.0f} deg away from the "
+                    "direction from the wrist to the fingers: the reference policy would descend with the "
+                    "fingers facing up or sideways (declare robot.tool_frame with z_axis toward the "
+                    "fingertips)"
+                )
+            elif angle > _AXIS_WARN_DEG:
+                report.warnings.append(
+                    f"robot.ee_site: the tool frame's z axis (approach) is {angle:.0f} deg off the direction "
+                    "from the wrist to the fingers; check the picture"
+                )
+    bodies = sorted({int(model.jnt_bodyid[j]) for j in joints})
+    if len(bodies) >= 2:
+        closing = data.xpos[bodies[0]] - data.xpos[bodies[1]]
+    elif int(model.jnt_type[joints[0]]) == int(mujoco.mjtJoint.mjJNT_SLIDE):
+        closing = data.xaxis[joints[0]].copy()
+    else:
+        closing = np.cross(data.xaxis[joints[0]], rot[:, 2])  # a jaw swings about its axis
+    closing = closing - rot[:, 2] * float(closing @ rot[:, 2])
+    if float(np.linalg.norm(closing)) > 1e-6:
+        cos = abs(float(rot[:, 1] @ closing)) / float(np.linalg.norm(closing))
+        angle = float(np.degrees(np.arccos(np.clip(cos, 0.0, 1.0))))
+        if angle > _AXIS_WARN_DEG:
+            report.warnings.append(
+                f"robot.ee_site: the tool frame's y axis is {angle:.0f} deg off the way the fingers close: "
+                "the reference policy turns y to the object's faces, so it would grasp across a corner "
+                "(declare robot.tool_frame with y_axis along the fingers' closing)"
+            )
 
 
 def _check_grip(world: SimWorld, report: WorldReport) -> None:
