@@ -28,6 +28,14 @@ needs_robots = pytest.mark.skipif(
 )
 
 
+def _world_new(robot: Path, out: Path) -> str:
+    """Run `r2s2r world new` on ``robot``; what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    return printed.getvalue()
+
+
 def test_physics_cone_and_armature_reach_the_model(world_copy: Path) -> None:
     def edit(data: dict) -> None:  # type: ignore[type-arg]
         data["physics"].update(cone="pyramidal", impratio=3.0)
@@ -89,11 +97,7 @@ def xarm7(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     if not SHARED_ROBOTS.is_dir():
         pytest.skip(f"conformance robots not found at {SHARED_ROBOTS}")
     out = tmp_path_factory.mktemp("xarm7") / "world"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        robot = SHARED_ROBOTS / "ufactory_xarm7" / "xarm7.xml"
-        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
-    return out, printed.getvalue()
+    return out, _world_new(SHARED_ROBOTS / "ufactory_xarm7" / "xarm7.xml", out)
 
 
 @needs_robots
@@ -134,8 +138,7 @@ def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(tmp_path:
     text = text.replace('1.2416 0 0.04"/>', '1.2416 0 0.04 0.04"/>')
     robot.write_text(text)
     out = tmp_path / "world"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    _world_new(robot, out)
     gripper = yaml.safe_load((out / "world.yaml").read_text())["robot"]["gripper"]
     assert gripper["actuator"] == ["left_finger_servo", "right_finger_servo"]
     assert gripper["joints"] == ["left_finger", "right_finger"]
@@ -171,10 +174,8 @@ def test_an_arm_driven_by_torque_motors_gets_position_servos(tmp_path: Path) -> 
     text = text.replace('ctrl="0 0.3 1.6 0 1.2416 0 0.04"', 'ctrl="0 0 0 0 0 0 0.04"')
     robot.write_text(text)
     out = tmp_path / "world"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
-    assert "torque motors drive" in printed.getvalue(), printed.getvalue()
+    printed = _world_new(robot, out)
+    assert "torque motors drive" in printed, printed
     assert yaml.safe_load((out / "world.yaml").read_text())["robot"]["servos"]["kp"] > 0
     world = SimWorld(out)
     model = world.model
@@ -206,9 +207,7 @@ def test_a_guessed_tool_frame_lands_where_the_bundled_arms_site_is(coupling: str
         text = text.replace('tendon="gripper_tendon"', 'joint="left_finger"')
     robot.write_text(text)
     out = tmp_path / "world"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    printed = _world_new(robot, out)
     frame = yaml.safe_load((out / "world.yaml").read_text())["robot"]["tool_frame"]
     model = mujoco.MjModel.from_xml_path(str(WORLDS["tabletop-pick-v1"] / "robot" / "arm6.xml"))
     data = mujoco.MjData(model)
@@ -216,7 +215,7 @@ def test_a_guessed_tool_frame_lands_where_the_bundled_arms_site_is(coupling: str
     body, site = model.body(frame["body"]).id, model.site("ee_site").id
     rot = data.xmat[body].reshape(3, 3)
     where_the_site_was = rot.T @ (data.site_xpos[site] - data.xpos[body])
-    assert frame["pos"] == pytest.approx(where_the_site_was.tolist(), abs=0.003), (frame, printed.getvalue())
+    assert frame["pos"] == pytest.approx(where_the_site_was.tolist(), abs=0.003), (frame, printed)
     finger_axis = rot.T @ data.site_xmat[site].reshape(3, 3)[:, 1]
     assert abs(float(np.dot(frame["y_axis"], finger_axis))) > 0.99, frame
 
@@ -230,13 +229,11 @@ def test_a_tool_site_at_the_flange_is_moved_forward(xarm7: tuple[Path, str], tmp
         robot.read_text().replace('name="link_tcp" pos="0 0 .172"', 'name="link_tcp" pos="0 0 .1"')
     )
     out = tmp_path / "world"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(out)]) == 0
+    printed = _world_new(robot, out)
     frame = yaml.safe_load((out / "world.yaml").read_text())["robot"]["tool_frame"]
     fingertip_frame = yaml.safe_load((xarm7[0] / "world.yaml").read_text())["robot"]["tool_frame"]
     assert frame["pos"] == pytest.approx(fingertip_frame["pos"], abs=0.002)
-    assert "moved 59 mm forward" in printed.getvalue()
+    assert "moved 59 mm forward" in printed
     # The same site named as the tool frame is taken as it is, and the check says which way to move it.
     edit_yaml(out, lambda data: data["robot"].pop("tool_frame") and data["robot"].update(ee_site="link_tcp"))
     text = check_world(out).text()
