@@ -14,7 +14,13 @@ import yaml
 from mujoco import sysid as mjsysid
 from r2s2r_capture.effort_fit import EFFORT_SENSOR, with_effort_sensors
 from r2s2r_capture.errors import IdentificationError
-from r2s2r_capture.sysid_recording import ExcitationConfig, JointRecording, excitation_trajectory
+from r2s2r_capture.sysid_recording import (
+    ExcitationConfig,
+    JointRecording,
+    excitation_centre,
+    excitation_trajectory,
+    move_commands,
+)
 from r2s2r_capture.sysid_report import DELAY_NUMERIC, IdentificationResult, write_identification
 
 from r2s2r_capture import capture_cli
@@ -88,6 +94,35 @@ def test_excitation_of_a_continuous_joint_centres_where_it_starts() -> None:
     limited[0] = model.jnt_range[model.joint("shoulder_pan").id, 1] + 0.1
     with pytest.raises(IdentificationError, match="must lie strictly inside the joint limits"):
         excitation_trajectory(model, ALL, cfg, seed=7, center=limited)
+
+
+def test_a_home_near_a_limit_is_excited_about_a_centre_with_room() -> None:
+    """A folded elbow 0.1 rad from its limit would swing a tenth of a radian about home (too little
+    to see its inertia): the excitation's centre keeps 0.6 rad (or 15 % of the range) off each limit, and
+    the capture moves there and back smoothly, outside the excitation."""
+    model = mujoco.MjModel.from_xml_path(str(ARM))
+    lo, hi = model.jnt_range[model.joint("elbow").id]
+    home = np.array([0.0, 0.3, hi - 0.1, 0.0, 1.2416, 0.0])
+    centre = excitation_centre(model, ALL, home)
+    assert centre[2] == pytest.approx(hi - 0.6)
+    assert np.delete(centre, 2) == pytest.approx(np.delete(home, 2))  # joints with room stay
+    cfg = ExcitationConfig(duration_s=10.0, max_velocity=0.8)
+    _, q = excitation_trajectory(model, ALL, cfg, seed=7, center=centre)
+    _, q_home = excitation_trajectory(model, ALL, cfg, seed=7, center=_inside_home(model, home))
+    assert np.ptp(q[:, 2]) > 2 * np.ptp(q_home[:, 2])  # 0.6 rad of room for 0.26
+    moves = move_commands(home, centre, 100.0, 0.4)
+    assert moves[-1] == pytest.approx(centre) and len(moves) >= 100 * 1.875 * 0.5 / 0.4
+    speed = np.abs(np.diff(np.vstack([home, moves]), axis=0)) * 100.0
+    assert speed.max() <= 0.4 + 1e-6
+    assert move_commands(home, home, 100.0, 0.4).shape == (0, 6)
+
+
+def _inside_home(model: mujoco.MjModel, home: np.ndarray) -> np.ndarray:
+    """``home`` itself as the centre, kept strictly inside the limits (what the capture used to take)."""
+    lo, hi = model.jnt_range[model.joint("elbow").id]
+    out = home.copy()
+    out[2] = min(out[2], hi - 0.05 * (hi - lo))
+    return out
 
 
 def test_identification_recovers_truth(result: IdentificationResult) -> None:

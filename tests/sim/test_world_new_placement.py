@@ -7,7 +7,10 @@ episode runner) with the camera at 1 Hz and the fast render profile, as the swee
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +47,38 @@ def test_bundled_arm_gets_the_bundled_scene(tmp_path: Path) -> None:
     for name in ("bin", "cube"):
         np.testing.assert_allclose(new.body_pose(name)[0], bundled.body_pose(name)[0], atol=1e-4)
     np.testing.assert_allclose(new.camera_pose("camera")[0], bundled.camera_pose("camera")[0], atol=1e-4)
+
+
+def test_an_arm_that_cannot_fold_gets_the_scene_moved_out(tmp_path: Path) -> None:
+    """The bundled arm with its elbow stopped at 1.8 rad (a long arm's limits, as on a KUKA iiwa) reaches
+    tool-down only beyond the cube region's near edge: shrinking the scene toward it would make that worse,
+    so the scene moves out instead, camera with it, and the reference policy picks and places there."""
+    robot = shutil.copytree(BUNDLED / "robot", tmp_path / "robot") / "arm6.xml"
+    text = robot.read_text()
+    for old in (
+        '<joint name="elbow" axis="0 1 0" range="-2.6 2.6"/>',
+        'ctrlrange="-2.6 2.6" forcerange="-100 100"',
+    ):
+        assert old in text
+        text = text.replace(old, old.replace("2.6", "1.8"))
+    robot.write_text(text)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        out = _new_world(tmp_path, robot)
+    assert "workspace moved 0.075 m out from the arm" in printed.getvalue(), printed.getvalue()
+    new, bundled = SimWorld(out), SimWorld(BUNDLED)
+    assert new.config.task is not None and bundled.config.task is not None
+    r_new, r_bundled = new.config.task.object_pose_range, bundled.config.task.object_pose_range
+    assert r_new is not None and r_bundled is not None
+    assert r_new.x == pytest.approx((r_bundled.x[0] + 0.075, r_bundled.x[1] + 0.075))
+    assert r_new.y == pytest.approx(r_bundled.y)
+    shift = np.array([0.075, 0.0, 0.0])
+    np.testing.assert_allclose(
+        new.camera_pose("camera")[0], bundled.camera_pose("camera")[0] + shift, atol=1e-4
+    )
+    with EpisodeRunner(out, render_profile="fast") as runner:
+        results = [runner.run(ReferencePolicy(), seed, camera_rate_hz=1.0) for seed in range(2)]
+    assert all(r.success for r in results), [r.reason for r in results]
 
 
 @pytest.fixture(scope="module")

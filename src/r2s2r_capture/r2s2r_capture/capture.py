@@ -40,7 +40,7 @@ import json
 import math
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,12 @@ from r2s2r_capture.charuco import CharucoBoardSpec, board_pose_in_plane_geom, wr
 from r2s2r_capture.errors import CaptureError, refuse_existing
 from r2s2r_capture.phase_hooks import PhaseHooks
 from r2s2r_capture.slide_capture import SLIDE_PHASE, SlideConfig
-from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory
+from r2s2r_capture.sysid_recording import (
+    ExcitationConfig,
+    excitation_centre,
+    excitation_trajectory,
+    move_commands,
+)
 
 __all__ = [
     "CAPTURE_BOARD",
@@ -462,11 +467,26 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
 
         # 4. excitation
         home = world.joint_state()[0][[names.index(n) for n in arm_names]]
-        t_cmd, q_cmd = excitation_trajectory(
-            model, arm_names, cfg.excitation, seed=cfg.seed, center=_inside_limits(model, arm_names, home)
-        )
+        centre = excitation_centre(model, arm_names, home)
+        t_cmd, q_cmd = excitation_trajectory(model, arm_names, cfg.excitation, seed=cfg.seed, center=centre)
         cmd_steps = max(1, int(round(1.0 / cfg.excitation.rate_hz / arm.dt)))
         every = max(1, int(round(js_dt / arm.dt)))
+
+        # Off home (a joint near its limit swings too little about it): a smooth move there first, at half
+        # the excitation's velocity bound, outside the excitation phase.
+        def move(start: np.ndarray, end: np.ndarray) -> None:
+            moves = move_commands(start, end, cfg.excitation.rate_hz, 0.5 * cfg.excitation.max_velocity)
+            for k, target in enumerate(moves):
+                arm.submit_arm(target)
+                msgs.array("arm_command", ns(), target)
+                for i in range(cmd_steps):
+                    arm.advance(1)
+                    if (k * cmd_steps + i) % every == 0:
+                        publish_state()
+            if len(moves):
+                hold(0.5)
+
+        move(home, centre)
         msgs.phase(ns(), "excitation", "start", rate_hz=cfg.excitation.rate_hz)
         step = 0
         for target in q_cmd:
@@ -479,6 +499,8 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
                     publish_state()
         hold(0.5)  # the last commands arrive after the latency
         msgs.phase(ns(), "excitation", "end")
+        if np.any(centre != home):  # the phases that follow start near where the capture did
+            move(q_cmd[-1], home)
         say(
             f"excitation: {len(t_cmd)} commands over {t_cmd[-1]:.1f} s, "
             f"{msgs.counts['joint_states']} joint states"
@@ -546,18 +568,6 @@ def _phase_hooks(
         msgs.array("gripper_command", ns(), np.array([value]))
 
     return PhaseHooks(marker=marker, command=command, hold=hold, frames=frames, gripper=gripper)
-
-
-def _inside_limits(model: mujoco.MjModel, names: Sequence[str], q: np.ndarray) -> np.ndarray:
-    """``q`` nudged strictly inside the joint limits (the excitation centre must be interior)."""
-    out = np.array(q, dtype=np.float64)
-    for k, n in enumerate(names):
-        j = model.joint(n).id
-        if model.jnt_limited[j]:
-            lo, hi = model.jnt_range[j]
-            margin = 0.05 * (hi - lo)
-            out[k] = min(max(out[k], lo + margin), hi - margin)
-    return out
 
 
 def _scene_truth(arm: Any) -> dict[str, Any]:

@@ -13,7 +13,18 @@ from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.errors import IdentificationError, refuse_existing
 
-__all__ = ["MAX_SAMPLES", "ExcitationConfig", "JointRecording", "excitation_trajectory", "joint_id"]
+__all__ = [
+    "MAX_SAMPLES",
+    "ExcitationConfig",
+    "JointRecording",
+    "excitation_centre",
+    "excitation_trajectory",
+    "joint_id",
+    "move_commands",
+]
+# The excitation's centre keeps this fraction of each joint's range (at most this many rad or m) from a limit.
+_EXCITATION_ROOM = 0.15
+_EXCITATION_ROOM_MAX = 0.6
 
 # Largest recording we accept (samples): guards memory when reading untrusted .npz files.
 MAX_SAMPLES = 2_000_000
@@ -157,6 +168,40 @@ def joint_id(model: mujoco.MjModel, name: str) -> int:
     if int(model.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
         raise IdentificationError(f"joint {name!r} is not a hinge or slide joint")
     return jid
+
+
+def excitation_centre(model: mujoco.MjModel, names: Sequence[str], q: np.ndarray) -> np.ndarray:
+    """``q`` moved off the joint limits: the excitation's centre.
+
+    The excitation swings each joint by a fraction of the room between its centre and the nearer limit; a
+    home pose a few tenths of a radian from a limit (a folded elbow) would leave that joint nearly still and
+    its inertia unidentified.  So the centre keeps :data:`_EXCITATION_ROOM` of the range (at most
+    :data:`_EXCITATION_ROOM_MAX`) from either limit.
+    """
+    out = np.array(q, dtype=np.float64)
+    for k, n in enumerate(names):
+        j = model.joint(n).id
+        if model.jnt_limited[j]:
+            lo, hi = model.jnt_range[j]
+            margin = min(_EXCITATION_ROOM * (hi - lo), _EXCITATION_ROOM_MAX)
+            out[k] = min(max(out[k], lo + margin), hi - margin)
+    return out
+
+
+def move_commands(start: np.ndarray, end: np.ndarray, rate_hz: float, speed: float) -> np.ndarray:
+    """Commands (N, J) at ``rate_hz`` from ``start`` to ``end`` on a quintic, no joint faster than ``speed``.
+
+    Empty when they coincide.
+    """
+    step = np.asarray(end, dtype=np.float64) - np.asarray(start, dtype=np.float64)
+    largest = float(np.max(np.abs(step))) if step.size else 0.0
+    if largest < 1e-9:
+        return np.zeros((0, step.size))
+    duration = max(1.875 * largest / speed, 0.5)  # a quintic's peak speed is 1.875 x its mean
+    r = np.arange(1, int(math.ceil(duration * rate_hz)) + 1) / (duration * rate_hz)
+    r = np.clip(r, 0.0, 1.0)
+    blend = r**3 * (10 - 15 * r + 6 * r**2)
+    return np.asarray(start) + np.outer(blend, step)
 
 
 def excitation_trajectory(

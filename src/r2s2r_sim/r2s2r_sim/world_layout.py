@@ -7,11 +7,13 @@ straight down:
 - **forward**: the azimuth about the arm's first joint whose ray holds the most tool-down grasps (the
   middle of the widest run of best azimuths; an arm that reaches all round faces the way its home pose
   points).  The arm is turned on its mount so that this azimuth is +x, where the bundled scene lies.
-- **scale**: the bundled layout (cube region, bin, at the bundled arm's reach) shrunk by the largest factor
-  at which every corner of the cube region is reached tool-down at grasp and approach height and the bin
-  at release and carry height; the bin swings further round the arm when the shrunken layout would put it
-  over the cube region, and keeps its whole width off the robot's base.
-  The cube and the bin keep their size, so the camera keeps its distance to them.
+- **scale** (or **shift**): the bundled layout (cube region, bin, at the bundled arm's reach) shrunk by the
+  largest factor at which every corner of the cube region is reached tool-down at grasp and approach height
+  and the bin at release and carry height; the bin swings further round the arm when the shrunken layout
+  would put it over the cube region, and keeps its whole width off the robot's base.  An arm that reaches
+  tool-down only beyond the cube region's near edge (a long arm whose elbow cannot fold far enough) gets the
+  bundled layout moved out instead, by the smallest step that it reaches.  The cube and the bin keep their
+  size, so the camera keeps its distance to them.
 - **start pose**: the home keyframe, unless the arm shows in the camera's view of the cube region (grown
   by a cube) in it; then the first joint turns the arm aside (away from the bin first) until the view is
   clear and the arm keeps 5 cm from the scene.
@@ -44,6 +46,9 @@ _REACHED_M = 0.003
 _IK_ITERATIONS = 120
 _SCALE_STEP = 0.05
 _MIN_SCALE = 0.2
+# Outward moves of the scene tried when no scale fits (m); the bundled table ends 0.3 m past the cube region.
+_SHIFT_STEP = 0.025
+_MAX_SHIFT = 0.25
 _AZIMUTH_STEP_DEG = 15
 # Radii (fractions of the reach) of the azimuth scan's tool-down probes.
 _PROBE_RADII = (0.3, 0.45, 0.6, 0.75)
@@ -123,6 +128,14 @@ class SceneLayout:
                 radius += 0.005
         return SceneLayout(cube_x=out.cube_x, cube_y=out.cube_y, bin_xy=(float(bin_xy[0]), float(bin_xy[1])))
 
+    def shifted(self, dx: float) -> SceneLayout:
+        """The layout moved ``dx`` (m) further out along the arm's forward axis, bin and all."""
+        return SceneLayout(
+            cube_x=(self.cube_x[0] + dx, self.cube_x[1] + dx),
+            cube_y=self.cube_y,
+            bin_xy=(self.bin_xy[0] + dx, self.bin_xy[1]),
+        )
+
 
 # The bundled world's layout (tabletop-pick-v1: cube x 0.35-0.55 m, y -0.15-0.05 m, bin at 0.25, 0.38 m),
 # made for its arm's reach: scale 1.
@@ -136,6 +149,8 @@ class Layout:
     Attributes:
         yaw: rotation (rad) of the arm about the vertical at its mount, so that it faces +x.
         scale: of the bundled layout, in (0, 1].
+        shift: how far (m) the bundled layout was moved out from the arm (at scale 1), for an arm that
+            reaches tool-down only beyond the bundled cube region's near edge.
         scene: the scaled layout (mount frame, after the turn).
         reached: every check of the scaled layout passed (False: the smallest scale tried, unchecked).
     """
@@ -144,6 +159,7 @@ class Layout:
     scale: float
     scene: SceneLayout
     reached: bool
+    shift: float = 0.0
 
 
 def _rot(yaw: float) -> np.ndarray:
@@ -260,6 +276,11 @@ def choose_layout(
         if _layout_reached(probe, scene, yaw, mount):
             return Layout(yaw=yaw, scale=round(scale, 4), scene=scene, reached=True)
         scale -= _SCALE_STEP
+    # A long arm whose elbow cannot fold far enough reaches tool-down only further out: move the layout out.
+    for k in range(1, int(round(_MAX_SHIFT / _SHIFT_STEP)) + 1):
+        scene = BUNDLED_LAYOUT.scaled(1.0, min_bin).shifted(k * _SHIFT_STEP)
+        if _layout_reached(probe, scene, yaw, mount):
+            return Layout(yaw=yaw, scale=1.0, scene=scene, reached=True, shift=round(k * _SHIFT_STEP, 4))
     return Layout(yaw=yaw, scale=_MIN_SCALE, scene=BUNDLED_LAYOUT.scaled(_MIN_SCALE, min_bin), reached=False)
 
 

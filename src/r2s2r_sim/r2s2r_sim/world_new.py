@@ -11,10 +11,10 @@ What the robot file does not say is guessed from the model and can be confirmed 
   for the axis convention);
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
 The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
-and the bin are scaled to where the arm reaches tool-down, and the camera keeps its offset from them
-(:mod:`r2s2r_sim.world_layout`).  The grasp is fitted to the arm where its file falls short: armature on
-servos that would limit-cycle, the elliptic friction cone, a tool frame moved to grasp depth
-(:mod:`r2s2r_sim.grasp_fit`).
+and the bin are scaled to (or moved out to) where the arm reaches tool-down, and the camera keeps its
+offset from them (:mod:`r2s2r_sim.world_layout`).  The grasp is fitted to the arm where its file falls
+short: armature on servos that would limit-cycle, the elliptic friction cone, a tool frame moved to grasp
+depth (:mod:`r2s2r_sim.grasp_fit`).
 """
 
 from __future__ import annotations
@@ -580,13 +580,17 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
     }
     notes = list(guess.notes)
     facing = f"turned {math.degrees(yaw):.0f} deg on its mount to face the scene"
-    notes.append(f"{facing}; workspace scaled to {layout.scale:.2f} of the bundled one")
-    if not layout.reached:
-        notes.append("the arm does not reach the whole workspace tool-down even at this scale; check it")
-    comment = (
-        f"# Arm {facing}; workspace scaled to {layout.scale:.2f} of the bundled one "
-        f"(reach {guess.reach:.2f} m from the first joint).\n"
+    placed = (
+        f"workspace moved {layout.shift:.3f} m out from the arm"
+        if layout.shift
+        else f"workspace scaled to {layout.scale:.2f} of the bundled one"
     )
+    notes.append(f"{facing}; {placed}")
+    if not layout.reached:
+        notes.append(
+            "the arm does not reach the whole workspace tool-down at any scale or outward move; check it"
+        )
+    comment = f"# Arm {facing}; {placed} (reach {guess.reach:.2f} m from the first joint).\n"
     out.mkdir(parents=True, exist_ok=True)
     path = _write(out, opts, robot, layout.scene, comment, guess.physics)
     start = _start_pose(out, layout)
