@@ -110,7 +110,8 @@ class RobotConfig:
         options_from_robot: copy the robot's ``<option>`` (integrator, cone, ...) into the composed model.
         xacro_args: arguments of a xacro robot file.
         packages: folders of the packages named by ``package://`` paths and ``$(find ...)``.
-        servos: position servos for arm and gripper joints without an actuator (URDF); ``None``: none.
+        servos: position servos for arm and gripper joints without an actuator (URDF) or driven by a torque
+            motor (the motor's torque limit kept); ``None``: none.
         tool_frame: tool-centre frame added as the site ``ee_site`` names.
         armature: rotor inertia (kg·m² or kg) set on these joints of the robot file: a servo whose
             damping is stiff for its joint's inertia at the timestep limit-cycles once its force saturates.
