@@ -9,28 +9,27 @@ What a capture holds (everything ``r2s2r real2sim`` needs), in this order, each 
 2. ``board_known_pose``: the board lying flat on the table at poses the operator knows (e.g. against a jig);
    each view's ``start`` marker carries ``T_world_board`` (4x4, OpenCV board frame in the world) and the
    board definition.  Used for the camera extrinsics (board-at-known-pose).
-3. ``scene``: RGB-D frames of the scene with the board removed.  The camera is fixed, so every frame has the
-   same pose: the reconstruction fuses them (>= 1 is enough; more average the depth).
-4. ``excitation``: a sum-of-sines joint trajectory
-   (:func:`r2s2r_capture.sysid_recording.excitation_trajectory`) sent as arm commands, with the measured
-   ``/joint_states``.  Used for dynamics identification.
+3. ``scene``: RGB-D frames of the scene with the board removed; the camera is fixed, so the reconstruction
+   fuses them (>= 1 is enough; more average the depth).
+4. ``excitation``: a sum-of-sines joint trajectory (:mod:`r2s2r_capture.sysid_recording`) sent as arm
+   commands about a centre off the joint limits, with the measured ``/joint_states``.  Used for dynamics
+   identification.
 
 Topics and types are those of the real interface (``config/interface.yaml``): ``/joint_states``,
-``/forward_position_controller/commands``, ``/gripper_controller/commands``,
-``/<camera>/color/image_raw`` (rgb8), ``/<camera>/aligned_depth_to_color/image_raw`` (16UC1, mm),
-``/<camera>/color/camera_info``.  The emulated driver's ``CameraInfo`` carries the profile's factory ``K``,
-``D``; real2sim only takes the image size from it and calibrates ``K``, ``D`` from the board views.
+``/forward_position_controller/commands``, ``/gripper_controller/commands``, ``/<camera>/color/image_raw``
+(rgb8), ``/<camera>/aligned_depth_to_color/image_raw`` (16UC1, mm), ``/<camera>/color/camera_info`` (the
+profile's factory ``K``, ``D``; real2sim takes only the image size from it and calibrates from the board).
 
 **Why in-process.**  The emulator core (:class:`r2s2r_sim.emulated_hardware.EmulatedArm` and its
 :class:`~r2s2r_sim.emulated_camera.DistortedRgbdCamera`) is stepped directly and the bag is written with
 :class:`~r2s2r_capture.bag_writer.BagWriter`: deterministic, faster than real time, and the same bytes the
-ROS path would record (that path, ``r2s2r record`` against ``emulated_hardware_node``, is covered by the
-recorder tests).  Time stamps are the emulator's clock.  On a real cell the same phases are recorded with
-``r2s2r record`` while the operator moves the board and a script sends the excitation commands.
+ROS path would record (``r2s2r record`` against ``emulated_hardware_node``, covered by the recorder tests).
+Time stamps are the emulator's clock.  On a real cell the same phases are recorded with ``r2s2r record``
+while the operator moves the board and a script sends the excitation commands.
 
 The board exists in the emulated world through a *capture variant* of the world: a copy of the world folder
-whose scene gains a textured ``plane`` geom on a mocap body (no collisions).  Nothing of the hardware
-profile is changed: it is applied to the variant exactly as to the original world.
+whose scene gains a textured ``plane`` geom on a mocap body (no collisions); the hardware profile is applied
+to the variant exactly as to the original world.
 """
 
 from __future__ import annotations
@@ -98,9 +97,8 @@ class CaptureConfig:
         seed: episode seed (object placement) and excitation seed.
         articulation: the ``articulation`` phase, recorded after the excitation in a world whose task is an
             articulated object (the drawer): see :mod:`r2s2r_capture.articulation_capture`.
-        slide: the ``slide`` phase, recorded after the excitation in a world whose task pushes its object
-            (flicks that measure how far it slides): see :mod:`r2s2r_capture.slide_capture`; ``None``
-            leaves it out.
+        slide: the ``slide`` phase after the excitation in a world whose task pushes its object (flicks that
+            measure how far it slides, :mod:`r2s2r_capture.slide_capture`); ``None`` leaves it out.
         interface: topic interface profile or file the bag's topic names follow (empty: the default).
     """
 
@@ -472,31 +470,27 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
         cmd_steps = max(1, int(round(1.0 / cfg.excitation.rate_hz / arm.dt)))
         every = max(1, int(round(js_dt / arm.dt)))
 
-        # Off home (a joint near its limit swings too little about it): a smooth move there first, at half
-        # the excitation's velocity bound, outside the excitation phase.
-        def move(start: np.ndarray, end: np.ndarray) -> None:
-            moves = move_commands(start, end, cfg.excitation.rate_hz, 0.5 * cfg.excitation.max_velocity)
-            for k, target in enumerate(moves):
+        def send(commands: np.ndarray) -> None:
+            step = 0
+            for target in commands:
                 arm.submit_arm(target)
                 msgs.array("arm_command", ns(), target)
-                for i in range(cmd_steps):
+                for _ in range(cmd_steps):
                     arm.advance(1)
-                    if (k * cmd_steps + i) % every == 0:
+                    step += 1
+                    if step % every == 0:
                         publish_state()
+
+        # Off home, a smooth move at half the excitation's velocity bound, outside the excitation phase.
+        def move(start: np.ndarray, end: np.ndarray) -> None:
+            moves = move_commands(start, end, cfg.excitation.rate_hz, 0.5 * cfg.excitation.max_velocity)
             if len(moves):
+                send(moves)
                 hold(0.5)
 
         move(home, centre)
         msgs.phase(ns(), "excitation", "start", rate_hz=cfg.excitation.rate_hz)
-        step = 0
-        for target in q_cmd:
-            arm.submit_arm(target)
-            msgs.array("arm_command", ns(), target)
-            for _ in range(cmd_steps):
-                arm.advance(1)
-                step += 1
-                if step % every == 0:
-                    publish_state()
+        send(q_cmd)
         hold(0.5)  # the last commands arrive after the latency
         msgs.phase(ns(), "excitation", "end")
         if np.any(centre != home):  # the phases that follow start near where the capture did

@@ -5,10 +5,9 @@ What the robot file does not say is guessed from the model and can be confirmed 
 - gripper: the actuator that drives a joint (or a tendon over joints) whose name says finger, jaw,
   gripper, knuckle or claw; its open end is the end of the joint range where the finger geoms lie
   farthest from the approach axis;
-- tool frame: a site named like a tool centre (tcp, pinch, ee, tool, grasp, grip, attachment), else one placed
-  on the last arm body, on the axis from the wrist to the fingers, at grasp depth, moved half a cube
-  off a fixed jaw for a gripper with one moving jaw (see :class:`r2s2r_sim.robot_source.ToolFrameConfig`
-  for the axis convention);
+- tool frame: a site named like a tool centre (tcp, pinch, ee, tool, grasp, grip, attachment), else one on
+  the last arm body, on the axis from the wrist to the fingers, at grasp depth, half a cube off a fixed jaw
+  (axis convention: :class:`r2s2r_sim.robot_source.ToolFrameConfig`);
 - home: the keyframe ``home`` (else the first one), else ``--home`` or zero clipped to the limits.
 The scene is the bundled table, cube and bin: the arm is turned on its mount to face it, the cube region
 and the bin are scaled to (or moved out to) where the arm reaches tool-down, and the camera keeps its
@@ -78,8 +77,7 @@ _WORKSPACE_CENTRE = (0.45, -0.05, 0.77)
 # Half the bundled cube's edge and the gap left between it and a fixed jaw when descending (m).
 _CUBE_HALF = 0.02
 _JAW_MARGIN = 0.005
-# Default servos for arm joints a URDF leaves without an actuator or a robot file drives by torque motors:
-# stiff enough to hold a 5-10 kg arm.
+# Servos for arm joints with no actuator (URDF) or a torque motor: stiff enough to hold a 5-10 kg arm.
 DEFAULT_SERVOS = ServoConfig(kp=2000.0, kv=100.0)
 
 
@@ -91,8 +89,7 @@ class NewWorldOptions:
         robot: the robot file, as written into world.yaml (a path or ``package://``).
         robot_file: the robot file on disk.
         world_id: the id of the new world; None: ``<robot file name>-pick-v1``.
-        arm_joints, gripper_joints, gripper_actuators: override the guess (several gripper actuators: one
-            per finger, driven with the same ctrl).
+        arm_joints, gripper_joints, gripper_actuators: override the guess (one actuator a finger: one ctrl).
         no_gripper: the robot has no gripper, whatever the names say.
         gripper_open, gripper_closed: the command range ends (joint units).
         ee_site: use this site of the robot file as tool frame.
@@ -544,8 +541,7 @@ def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
     arm_ids = [model.joint(robot.prefix + j).id for j in robot.arm_joints]
     camera = world.camera_id(world.config.cameras[0].name)
     scene = layout.scene
-    # The cube region grown by a cube edge and as high as two cubes: an arm beside the cube in the image
-    # merges with it in a colour mask (an orange arm and the red cube) as surely as one in front of it.
+    # The cube region grown by a cube edge, two cubes high: an arm beside the cube merges with it in a mask.
     grow, tall = 0.04, 0.08
     xs, ys = (
         (scene.cube_x[0] - grow, scene.cube_x[1] + grow),
@@ -559,10 +555,7 @@ def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
 
 
 def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
-    """Write ``out/world.yaml`` and ``out/scene.xml``; never overwrites a world.
-
-    The arm is turned on its mount to face the scene, which is scaled to where it reaches tool-down, and
-    its start pose leaves the camera's view clear (:mod:`r2s2r_sim.world_layout`).
+    """Write ``out/world.yaml`` and ``out/scene.xml`` (see :mod:`r2s2r_sim.world_layout`), never over a world.
 
     Raises:
         WorldError: ``out`` holds a world already, or the robot cannot be guessed (names the flag).
