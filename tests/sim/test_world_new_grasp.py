@@ -106,7 +106,8 @@ def test_world_new_fits_the_grasp_to_the_xarm7(xarm7: tuple[Path, str]) -> None:
     data = yaml.safe_load((out / "world.yaml").read_text())
     robot = data["robot"]
     # the wrist servos whose kv * dt passes twice their inertia (joint7: 80 * 0.002 on 0.001 kg·m²)
-    assert set(robot["armature"]) == {"joint5", "joint6", "joint7"}
+    # and the roll joints 1 and 3, whose axes line up at home (joint2 = 0): a light mode between them
+    assert set(robot["armature"]) == {"joint1", "joint3", "joint5", "joint6", "joint7"}
     assert robot["armature"]["joint7"] == pytest.approx(80 * 0.002 - 0.001, abs=0.005)
     assert data["physics"]["cone"] == "elliptic" and data["physics"]["impratio"] >= 10
     # link_tcp sits at the fingertips: the tool frame is the site moved back along its approach axis
@@ -120,9 +121,14 @@ def test_world_new_fits_the_grasp_to_the_xarm7(xarm7: tuple[Path, str]) -> None:
     assert "it holds 3 g" in report.text()
 
 
-def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mirrored", [False, True], ids=["same-ranges", "mirrored"])
+def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(
+    mirrored: bool, tmp_path: Path
+) -> None:
     """The bundled arm with its finger coupling replaced by one servo per finger (as some Franka files have
-    it): `world new` drives both with the gripper command, and the reference policy picks and places."""
+    it): `world new` drives both with the gripper command, and the reference policy picks and places.
+    Mirrored, the second finger's joint runs the other way with ctrlrange [-0.045, 0] (robosuite's Panda
+    gripper): it gets its own ctrl range, and `world check` refuses the first one's for it."""
     from r2s2r_sim.worlds import WORLDS
 
     robot = shutil.copytree(WORLDS["tabletop-pick-v1"] / "robot", tmp_path / "robot") / "arm6.xml"
@@ -130,23 +136,45 @@ def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(tmp_path:
     for start, end in (("<tendon>", "</tendon>"), ("<equality>", "</equality>")):
         text = text[: text.index(start)] + text[text.index(end) + len(end) :]
     servo = 'kp="1000" kv="20" ctrlrange="0 0.045" forcerange="-40 40"'
+    right, open_right = servo, "0.04"
+    if mirrored:
+        text = text.replace(
+            '<joint name="right_finger" axis="0 -1 0" class="finger"/>',
+            '<joint name="right_finger" axis="0 1 0" class="finger" range="-0.045 0"/>',
+        )
+        right, open_right = servo.replace('ctrlrange="0 0.045"', 'ctrlrange="-0.045 0"'), "-0.04"
     text = text.replace(
         text[text.index('<position name="gripper"') : text.index("</actuator>")],
         f'<position name="left_finger_servo" joint="left_finger" {servo}/>\n'
-        f'    <position name="right_finger_servo" joint="right_finger" {servo}/>\n  ',
+        f'    <position name="right_finger_servo" joint="right_finger" {right}/>\n  ',
     )
-    text = text.replace('1.2416 0 0.04"/>', '1.2416 0 0.04 0.04"/>')
+    text = text.replace('1.2416 0 0.04 0.04"', f'1.2416 0 0.04 {open_right}"')
+    text = text.replace('1.2416 0 0.04"/>', f'1.2416 0 0.04 {open_right}"/>')
     robot.write_text(text)
     out = tmp_path / "world"
     _world_new(robot, out)
     gripper = yaml.safe_load((out / "world.yaml").read_text())["robot"]["gripper"]
     assert gripper["actuator"] == ["left_finger_servo", "right_finger_servo"]
     assert gripper["joints"] == ["left_finger", "right_finger"]
+    if mirrored:
+        assert gripper["ctrl_range"] == [[0.045, 0.0], [-0.045, 0.0]]
+    else:
+        assert "ctrl_range" not in gripper
     world = SimWorld(out)
     world.reset(0)
+    world.set_gripper_command(gripper["command_range"][0])
+    world.step(500)
+    assert world.joint_state()[0][-2:] == pytest.approx([0.045, -0.045 if mirrored else 0.045], abs=0.002)
     world.set_gripper_command(gripper["command_range"][1])
     world.step(500)
     assert world.joint_state()[0][-2:] == pytest.approx([0.0, 0.0], abs=0.002)  # both fingers closed
+    if mirrored:
+        # The first finger's ctrl range for both, as the file had it before: the second never moves.
+        edit_yaml(out, lambda data: data["robot"]["gripper"].update(ctrl_range=[0.045, 0.0]))
+        text = check_world(out).text()
+        assert "actuator 'right_finger_servo' gets ctrl 0.045 .. 0 but its ctrlrange is [-0.045, 0]" in text
+        assert "never moves" in text
+        edit_yaml(out, lambda data: data["robot"]["gripper"].update(ctrl_range=gripper["ctrl_range"]))
     report = check_world(out)
     assert not report.errors and "it holds 3 g" in report.text(), report.text()
     with EpisodeRunner(out, render_profile="fast") as runner:
@@ -262,6 +290,8 @@ def test_world_check_says_why_the_xarm7_file_as_it_stands_fails(
     assert "physics.cone: pyramidal" in text
     assert "fingertips reach 2 mm past the tool frame, 15 mm expected" in text
     assert sorted(w.split("'")[1] for w in report.warnings if w.startswith("robot.armature")) == [
+        "joint1",
+        "joint3",
         "joint5",
         "joint6",
         "joint7",

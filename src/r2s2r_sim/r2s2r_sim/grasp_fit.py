@@ -21,6 +21,7 @@ __all__ = [
     "grip_hold",
     "fingertip_reach",
     "grasp_depth_shift",
+    "site_frame",
     "site_to_grasp_depth",
     "stable_armature",
     "subtree",
@@ -62,19 +63,22 @@ def tip_depth(object_half: float) -> float:
 def stable_armature(
     model: mujoco.MjModel, data: mujoco.MjData, arm: list[int], dt: float
 ) -> dict[str, float]:
-    """Armature for each arm servo whose ``kv * dt`` passes twice its joint's inertia at home.
+    """Armature for the arm servos whose ``kv * dt`` passes twice the inertia they drive at home.
 
     Damping integrated explicitly is stable while ``kv * dt / inertia < 2``.  A servo past that (a light
     last wrist behind a stiff servo: kv 80 N·m·s/rad on 0.001 kg·m²) is stable only while MuJoCo integrates
     its damping implicitly; once its force range clips the force it turns into a bang-bang limit cycle.  The
     armature brings the ratio to 1; geared arms have rotor inertia of this order (the bundled arm models
-    0.05-0.1 kg·m²).  Returns ``{joint name: armature}`` (kg·m² or kg) for those joints only (servos
+    0.05-0.1 kg·m²).  Joints are coupled, so the ratio is also checked for the arm as a whole (every
+    generalized eigenvalue of ``kv * dt`` against the mass matrix): two wrist joints whose axes nearly line
+    up share a light mode that neither joint's own inertia shows, and the joints in it get armature
+    ``kv * dt`` each.  Returns ``{joint name: armature}`` (kg·m² or kg) for those joints only (servos
     without a force range never clip and are left alone).
     """
     mujoco.mj_forward(model, data)
     inertia = np.zeros((model.nv, model.nv))
     mujoco.mj_fullM(model, data, inertia)
-    out: dict[str, float] = {}
+    servo: dict[int, tuple[int, float]] = {}  # dof: (joint, kv * dt)
     for act in range(model.nu):
         if int(model.actuator_trntype[act]) != int(mujoco.mjtTrn.mjTRN_JOINT):
             continue
@@ -83,12 +87,27 @@ def stable_armature(
             continue
         if not model.actuator_forcelimited[act]:  # never clipped: its damping stays implicit
             continue
-        dof = int(model.jnt_dofadr[joint])
-        kv = -float(model.actuator_biasprm[act, 2])
-        need = kv * dt - float(inertia[dof, dof])
-        if kv * dt > STABLE_DAMPING_RATIO * float(inertia[dof, dof]):
-            out[model.joint(joint).name] = round(float(model.dof_armature[dof]) + need, 4)
-    return out
+        servo[int(model.jnt_dofadr[joint])] = (joint, -float(model.actuator_biasprm[act, 2]) * dt)
+    added = {dof: max(0.0, k - float(inertia[dof, dof])) for dof, (_, k) in servo.items()}
+    added = {dof: a for dof, a in added.items() if servo[dof][1] > STABLE_DAMPING_RATIO * (inertia[dof, dof])}
+    dofs = sorted(servo)
+    damping = np.array([servo[d][1] for d in dofs])
+    for _ in range(len(dofs) if dofs else 0):
+        mass = inertia[np.ix_(dofs, dofs)] + np.diag([added.get(d, 0.0) for d in dofs])
+        lower = np.linalg.cholesky(mass)
+        inv = np.linalg.inv(lower)
+        ratio, modes = np.linalg.eigh(inv @ np.diag(damping) @ inv.T)
+        if ratio[-1] < STABLE_DAMPING_RATIO:
+            break
+        mode = np.abs(inv.T @ modes[:, -1])
+        for i in np.flatnonzero(mode > 0.1 * mode.max()):
+            armature_now = float(model.dof_armature[dofs[i]]) + added.get(dofs[i], 0.0)
+            added[dofs[i]] = added.get(dofs[i], 0.0) + max(0.0, damping[i] - armature_now)
+    return {
+        model.joint(servo[dof][0]).name: round(float(model.dof_armature[dof] + a), 4)
+        for dof, a in sorted(added.items())
+        if a > 0.0
+    }
 
 
 def fingertip_reach(
@@ -117,12 +136,13 @@ def fingertip_reach(
     model.opt.gravity[:] = 0.0
     sim = mujoco.MjData(model)
     reach = -math.inf
-    lo, hi = model.actuator_ctrlrange[acts[0]] if model.actuator_ctrllimited[acts[0]] else (-1.0, 1.0)
+    # Each actuator to each end of its own range (a mirrored finger's range runs the other way).
+    ends = np.array([model.actuator_ctrlrange[a] if model.actuator_ctrllimited[a] else (-1, 1) for a in acts])
     try:
-        for ctrl in (lo, hi):
+        for end in (0, 1):
             sim.qpos[:], sim.qvel[:] = data.qpos, 0.0
             sim.ctrl[:] = data.ctrl
-            sim.ctrl[acts] = ctrl
+            sim.ctrl[acts] = ends[:, end]
             for _ in range(int(1.0 / model.opt.timestep)):
                 mujoco.mj_step(model, sim)
             pos, z = frame(sim)
@@ -163,6 +183,20 @@ def site_to_grasp_depth(
     shift = grasp_depth_shift(fingertip_reach(model, data, at_site, finger_bodies, grip_act), object_half)
     if shift is None:
         return None
+    return site_frame(model, data, site, shift), shift
+
+
+def site_frame(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    site: int,
+    shift: float = 0.0,
+    y_axis: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The site as a ``robot.tool_frame`` on its body.
+
+    Moved ``shift`` (m) along its z, with ``y_axis`` (world frame, across z) for its own y where given.
+    """
     body = int(model.site_bodyid[site])
     rot, origin = data.xmat[body].reshape(3, 3), data.xpos[body]
     site_rot = data.site_xmat[site].reshape(3, 3)
@@ -171,10 +205,9 @@ def site_to_grasp_depth(
         "body": model.body(body).name,
         "pos": rot.T @ (data.site_xpos[site] + shift * site_rot[:, 2] - origin),
         "z_axis": rot.T @ site_rot[:, 2],
-        "y_axis": rot.T @ site_rot[:, 1],
+        "y_axis": rot.T @ (site_rot[:, 1] if y_axis is None else y_axis),
     }
-    out = {k: v if isinstance(v, str) else [round(float(x), 6) for x in v] for k, v in frame.items()}
-    return out, shift
+    return {k: v if isinstance(v, str) else [round(float(x), 6) for x in v] for k, v in frame.items()}
 
 
 def extent_along(
@@ -200,13 +233,14 @@ def grip_hold(
     object_body: int,
     site: int,
     grip_act: int | list[int],
-    ctrl: tuple[float, float],
+    ctrl: tuple[float | np.ndarray, float | np.ndarray],
     loads: tuple[float, ...] = HOLD_LOADS_G,
 ) -> float:
     """The largest load (multiple of g, from ``loads``) under which the closed gripper holds the object.
 
     A squeeze test on a copy of ``data``: without gravity the gripper opens (``ctrl[0]``), the object is
-    put at the tool frame with its axes, the gripper closes (``ctrl[1]``), then gravity times the load pulls
+    put at the tool frame with its axes, the gripper closes (``ctrl[1]``; either end one value for every
+    actuator, or one per actuator), then gravity times the load pulls
     the object along the approach axis (a tool-down carry) for a second.  It holds when it moves less than
     ``_HOLD_SLIP_M`` in the tool frame.  This is the squeeze force, the friction and the tool frame's depth
     together, as a grasp meets them.  0 when even 1 g pulls it out (or ``loads`` is empty).

@@ -57,13 +57,15 @@ class GripperConfig:
             one for a coupled gripper, one per finger where each finger has its own.  ``actuator`` in
             world.yaml: a name or a list of names.
         command_range: ``[open, closed]`` in the gripper's joint units (m or rad); either order.
-        ctrl_range: actuator ctrl values that ``command_range`` maps onto linearly, end for end.
+        ctrl_ranges: per actuator, the ctrl values that ``command_range`` maps onto linearly, end for end.
+            ``ctrl_range`` in world.yaml: one ``[open, closed]`` pair for every actuator, or a list of
+            pairs, one per actuator (a finger whose joint runs the other way has its range mirrored).
     """
 
     joints: tuple[str, ...]
     actuators: tuple[str, ...]
     command_range: tuple[float, float]
-    ctrl_range: tuple[float, float]
+    ctrl_ranges: tuple[tuple[float, float], ...]
 
     def __post_init__(self) -> None:
         _check(len(self.joints) > 0, "joints", "must list at least one joint")
@@ -75,7 +77,24 @@ class GripperConfig:
             f"has duplicates: {list(self.actuators)}",
         )
         _check_range(self.command_range, "command_range", ordered=False)
-        _check_range(self.ctrl_range, "ctrl_range", ordered=False)
+        _check(
+            len(self.ctrl_ranges) == len(self.actuators),
+            "ctrl_range",
+            f"has {len(self.ctrl_ranges)} pairs for {len(self.actuators)} actuators",
+        )
+        for pair in self.ctrl_ranges:
+            _check_range(pair, "ctrl_range", ordered=False)
+
+    @property
+    def ctrl_range(self) -> tuple[float, float]:
+        """The first actuator's ctrl range, which the gripper command is read back from."""
+        return self.ctrl_ranges[0]
+
+    def ctrl(self, command: float) -> tuple[float, ...]:
+        """Each actuator's ctrl for a gripper ``command`` (command units)."""
+        c0, c1 = self.command_range
+        f = (command - c0) / (c1 - c0)
+        return tuple(u0 + f * (u1 - u0) for u0, u1 in self.ctrl_ranges)
 
     @property
     def actuator(self) -> str:
@@ -178,13 +197,25 @@ def _parse_gripper(r: _Reader) -> GripperConfig:
         r.strs("actuator") if isinstance(r.raw("actuator", required=True), list) else (r.str_("actuator"),)
     )
     command_range = _pair(r, "command_range")
-    ctrl_range = _pair(r, "ctrl_range", required=False)
+    raw = r.raw("ctrl_range", required=False)
+    if isinstance(raw, list) and raw and all(isinstance(v, list) for v in raw):
+        # One pair per actuator.
+        ranges = []
+        for i, pair in enumerate(raw):
+            key = f"ctrl_range[{i}]"
+            value = _Reader({key: pair}, r.where, r.path).floats(key, 2)
+            assert value is not None
+            ranges.append((value[0], value[1]))
+        ctrl_ranges = tuple(ranges)
+    else:
+        one = _pair(r, "ctrl_range", required=False)
+        ctrl_ranges = ((one if one is not None else command_range),) * len(actuators)
     return r.build(
         GripperConfig,
         joints=joints,
         actuators=actuators,
         command_range=command_range,
-        ctrl_range=ctrl_range if ctrl_range is not None else command_range,
+        ctrl_ranges=ctrl_ranges,
     )
 
 

@@ -60,7 +60,7 @@ class SimWorld:
 
     Arm commands are joint positions (rad or m) in ``arm_joint_names`` order, written to the ctrl of the
     position actuator that drives each joint (found through ``actuator_trnid``, never by name).  The
-    gripper command is mapped linearly from ``gripper.command_range`` onto ``gripper.ctrl_range``.
+    gripper command is mapped linearly from ``gripper.command_range`` onto each actuator's ``ctrl_range``.
     """
 
     def __init__(
@@ -406,8 +406,7 @@ class SimWorld:
             return CommandCheck(False, False, f"gripper command must be finite, got {v}")
         lo, hi = self.gripper_command_range
         c = min(max(v, lo), hi)
-        (c0, c1), (u0, u1) = g.command_range, g.ctrl_range
-        self._command("gripper", np.array([u0 + (c - c0) * (u1 - u0) / (c1 - c0)]), c, immediate)
+        self._command("gripper", np.array(g.ctrl(c)), c, immediate)
         if c != v:
             return CommandCheck(True, True, f"clamped to the gripper command range [{lo}, {hi}]")
         return CommandCheck(True, False, "")
@@ -435,7 +434,7 @@ class SimWorld:
         if kind == "arm":
             self.data.ctrl[self._arm_act] = ctrl
         else:
-            self.data.ctrl[self._grip_act] = ctrl[0]
+            self.data.ctrl[self._grip_act] = ctrl
             self._gripper_command = gripper
 
     def step(self, n: int = 1) -> None:

@@ -27,10 +27,12 @@ from r2s2r_sim.grasp_fit import (
     subtree,
     tip_depth,
 )
+from r2s2r_sim.gripper_guess import closing_direction
 from r2s2r_sim.kinematics import summed_reach
 from r2s2r_sim.rendering import camera_intrinsics
 
 if TYPE_CHECKING:
+    from r2s2r_sim.robot_config import GripperConfig
     from r2s2r_sim.world import SimWorld
 
 __all__ = ["WorldReport", "check_world", "draw_tool_frame"]
@@ -110,12 +112,13 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
     if g is None:
         report.lines.append("gripper: none")
     else:
+        ctrl = ", ".join(f"{u0:.4g} .. {u1:.4g}" for u0, u1 in g.ctrl_ranges)
         report.lines.append(
             f"gripper: actuator {g.actuator if len(g.actuators) == 1 else list(g.actuators)!r}, "
             f"joints {list(g.joints)}; command {g.open_command:.4g} "
-            f"(open) .. {g.closed_command:.4g} (closed) -> ctrl {g.ctrl_range[0]:.4g} .. "
-            f"{g.ctrl_range[1]:.4g}"
+            f"(open) .. {g.closed_command:.4g} (closed) -> ctrl {ctrl}"
         )
+        _check_gripper_ctrl(model, robot.prefix, g, report)
         for name in g.joints:
             jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot.prefix + name)
             if not model.jnt_limited[jid]:
@@ -223,7 +226,8 @@ def _check_servos(world: SimWorld, report: WorldReport) -> None:
     for name, armature in stable_armature(model, data, arm, float(model.opt.timestep)).items():
         report.warnings.append(
             f"robot.armature: joint {name!r}: its servo's kv * timestep is over {STABLE_DAMPING_RATIO:g}x "
-            f"the joint's inertia, so it limit-cycles once its force saturates; set robot.armature.{name}: "
+            "the inertia it drives (alone, or with joints whose axes line up with its own), so it "
+            f"limit-cycles once its force saturates; set robot.armature.{name}: "
             f"{armature:.4g} (what `r2s2r world new` writes)"
         )
 
@@ -260,16 +264,9 @@ def _check_tool_axes(world: SimWorld, rot: np.ndarray, pos: np.ndarray, report: 
                     f"robot.ee_site: the tool frame's z axis (approach) is {angle:.0f} deg off the direction "
                     "from the wrist to the fingers; check the picture"
                 )
-    bodies = sorted({int(model.jnt_bodyid[j]) for j in joints})
-    if len(bodies) >= 2:
-        closing = data.xpos[bodies[0]] - data.xpos[bodies[1]]
-    elif int(model.jnt_type[joints[0]]) == int(mujoco.mjtJoint.mjJNT_SLIDE):
-        closing = data.xaxis[joints[0]].copy()
-    else:
-        closing = np.cross(data.xaxis[joints[0]], rot[:, 2])  # a jaw swings about its axis
-    closing = closing - rot[:, 2] * float(closing @ rot[:, 2])
-    if float(np.linalg.norm(closing)) > 1e-6:
-        cos = abs(float(rot[:, 1] @ closing)) / float(np.linalg.norm(closing))
+    closing = closing_direction(model, data, joints, rot[:, 2])
+    if closing is not None:
+        cos = abs(float(rot[:, 1] @ closing))
         angle = float(np.degrees(np.arccos(np.clip(cos, 0.0, 1.0))))
         if angle > _AXIS_WARN_DEG:
             report.warnings.append(
@@ -277,6 +274,31 @@ def _check_tool_axes(world: SimWorld, rot: np.ndarray, pos: np.ndarray, report: 
                 "the reference policy turns y to the object's faces, so it would grasp across a corner "
                 "(declare robot.tool_frame with y_axis along the fingers' closing)"
             )
+
+
+def _check_gripper_ctrl(model: mujoco.MjModel, prefix: str, g: GripperConfig, report: WorldReport) -> None:
+    """Each actuator's ctrl range against the actuator's own ``ctrlrange``, which MuJoCo clamps to.
+
+    A finger whose joint runs the other way (ctrlrange ``[-0.04, 0]``) driven with the first finger's
+    ctrl is clamped to one end and never moves.
+    """
+    for name, (u0, u1) in zip(g.actuators, g.ctrl_ranges, strict=True):
+        act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, prefix + name)
+        if act < 0 or not model.actuator_ctrllimited[act]:
+            continue
+        lo, hi = (float(v) for v in model.actuator_ctrlrange[act])
+        moved = min(max(u0, u1), hi) - max(min(u0, u1), lo)
+        where = (
+            f"robot.gripper.ctrl_range: actuator {name!r} gets ctrl {u0:.4g} .. {u1:.4g} but its "
+            f"ctrlrange is [{lo:.4g}, {hi:.4g}]"
+        )
+        if moved <= 1e-9 * max(abs(u1 - u0), 1e-12):
+            report.errors.append(
+                f"{where}: the command is clamped to one end and that actuator never moves (give one "
+                "[open, closed] pair per actuator)"
+            )
+        elif min(u0, u1) < lo - 1e-9 * (hi - lo) or max(u0, u1) > hi + 1e-9 * (hi - lo):
+            report.warnings.append(f"{where}: part of the command range is clamped")
 
 
 def _check_grip(world: SimWorld, report: WorldReport) -> None:
@@ -288,7 +310,8 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
     site = model.site(robot.prefix + robot.ee_site).id
     act = [model.actuator(robot.prefix + n).id for n in gripper.actuators]
     mass = float(model.body_subtreemass[body])
-    held = grip_hold(model, world.data, object_body=body, site=site, grip_act=act, ctrl=gripper.ctrl_range)
+    ctrl = (np.array([r[0] for r in gripper.ctrl_ranges]), np.array([r[1] for r in gripper.ctrl_ranges]))
+    held = grip_hold(model, world.data, object_body=body, site=site, grip_act=act, ctrl=ctrl)
     if held >= HOLD_LOADS_G[0]:
         report.lines.append(
             f"grip: closed on {task.object_body!r} ({mass:.3g} kg) at the tool frame, it holds {held:g} g"

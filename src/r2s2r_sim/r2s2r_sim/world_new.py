@@ -36,6 +36,7 @@ from r2s2r_sim.grasp_fit import (
     GRASP_IMPRATIO,
     fingertip_reach,
     grasp_depth_shift,
+    site_frame,
     site_to_grasp_depth,
     stable_armature,
     subtree,
@@ -44,9 +45,11 @@ from r2s2r_sim.grasp_fit import (
 from r2s2r_sim.gripper_guess import (
     GRIPPER_RE,
     actuator_joints,
+    closing_direction,
     geom_centres,
     gripper_section,
     guess_gripper_actuators,
+    y_to_closing,
 )
 from r2s2r_sim.kinematics import KinematicArm, base_footprint, summed_reach
 from r2s2r_sim.robot_source import (
@@ -251,19 +254,24 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     if site is not None:
         sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)
         tool_pos, tool_z = data.site_xpos[sid].copy(), data.site_xmat[sid].reshape(3, 3)[:, 2].copy()
-        moved = None
+        shift, closing = 0.0, None
         if opts.ee_site is None:  # a site the user named is taken as it is
             moved = site_to_grasp_depth(model, data, sid, finger_bodies, grip_acts, _CUBE_HALF)
-        if moved is None:
+            shift = moved[1] if moved else 0.0
+            closing = y_to_closing(model, data, grip_joints, data.site_xmat[sid].reshape(3, 3))
+        if not shift and closing is None:
             robot["ee_site"] = site
         else:
-            robot["tool_frame"], shift = moved
+            robot["tool_frame"] = site_frame(model, data, sid, shift, closing)
             tool_pos = tool_pos + shift * tool_z
-            notes.append(
-                f"tool frame: the site {site!r} moved {abs(shift) * 1000:.0f} mm "
-                f"{'back' if shift < 0 else 'forward'} along its approach axis, "
-                f"so the fingertips reach {tip_depth(_CUBE_HALF) * 1000:.0f} mm past it"
-            )
+            if shift:
+                notes.append(
+                    f"tool frame: the site {site!r} moved {abs(shift) * 1000:.0f} mm "
+                    f"{'back' if shift < 0 else 'forward'} along its approach axis, "
+                    f"so the fingertips reach {tip_depth(_CUBE_HALF) * 1000:.0f} mm past it"
+                )
+            if closing is not None:
+                notes.append(f"tool frame: y turned about z from the site {site!r}'s to the fingers' closing")
     else:
         frame = _tool_frame(model, data, opts, arm, grip_joints, finger_bodies, last_body, wrist)
         body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, frame["body"])
@@ -422,17 +430,9 @@ def _tool_frame(
     else:
         z = axis
         pos = data.xpos[body].copy()
-    if len(grip_joints) >= 2:
-        a = data.xpos[int(model.jnt_bodyid[grip_joints[0]])]
-        b = data.xpos[int(model.jnt_bodyid[grip_joints[1]])]
-        y = _unit(a - b)
-    elif grip_joints and int(model.jnt_type[grip_joints[0]]) == _SLIDE:
-        y = _unit(data.xaxis[grip_joints[0]].copy())  # a sliding finger closes along its joint axis
-    elif grip_joints:
-        y = _unit(np.cross(data.xaxis[grip_joints[0]], z))  # a jaw swings about its axis
-    else:
+    y = closing_direction(model, data, grip_joints, z)
+    if y is None:
         y = _unit(np.cross(z, [0.0, 0.0, 1.0]) if abs(z[2]) < 0.9 else np.cross(z, [1.0, 0.0, 0.0]))
-    y = _unit(y - z * float(y @ z))
     frame = {
         "name": "tool_frame",
         "body": model.body(body).name,
