@@ -80,6 +80,16 @@ SCHEMA_CASES = [
     (_set(["robot", "attach", "quat"], [0, 0, 0, 0]), "robot.attach.quat", "non-zero"),
     (_set(["robot", "home_qpos"], [0, 0, 0, 0, 0, 0]), "robot.home_keyframe", "exactly one"),
     (_set(["robot", "gripper", "command_range"], [0.0, 0.0]), "robot.gripper.command_range", "must differ"),
+    (
+        _set(["robot", "gripper", "ctrl_range"], [[0.04, 0.0], [-0.04, 0.0]]),
+        "robot.gripper.ctrl_range",
+        "has 2 pairs for 1 actuators",
+    ),
+    (
+        _set(["robot", "gripper", "ctrl_range"], [[0.04, "shut"]]),
+        "robot.gripper.ctrl_range[0][1]",
+        "number",
+    ),
     (_set(["robot", "gripper", "joints"], ["elbow"]), "robot.gripper.joints", "also in robot.arm_joints"),
     (_set(["physics", "timestep"], -0.001), "physics.timestep", "must be in"),
     (_set(["physics", "timestep"], float("nan")), "physics.timestep", "must be finite"),
@@ -203,7 +213,8 @@ def test_robot_mesh_folder_linked_into_the_robots_folder(
     world_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A robot file outside the world folder keeps its own layout: a linked mesh folder inside the robot's
-    folder is accepted; a mesh reached by ``..`` out of it is still refused."""
+    folder is accepted; a mesh reached by ``..`` out of it is refused unless its folder is mapped in
+    ``robot.packages``."""
     elsewhere = tmp_path / "mesh_store"
     elsewhere.mkdir()
     (elsewhere / "m.obj").write_text(_TETRAHEDRON_OBJ)
@@ -228,6 +239,10 @@ def test_robot_mesh_folder_linked_into_the_robots_folder(
     assert r2s2r(["world", "new", "--robot", str(robot), "--out", str(tmp_path / "new")]) == 2
     err = capsys.readouterr().err
     assert f"error: --robot: {robot}: mesh 'm'" in err and "r2s2r-world-new-" not in err
+    assert "map the folder that holds it in robot.packages" in err
+    # Mapped as a package, the folder is the user's too.
+    edit_yaml(world_copy, lambda data: data["robot"].update(packages={"mesh_store": str(elsewhere)}))
+    assert SimWorld(world_copy).model.nmesh == 1
 
 
 def test_robot_user_data_sizes_are_kept_without_a_warning(world_copy: Path) -> None:

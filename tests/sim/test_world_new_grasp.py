@@ -92,6 +92,34 @@ def test_world_check_says_when_the_tool_frames_axes_are_wrong(
         assert ("z axis" if expect == "errors" else "y axis") in found[0]
 
 
+def test_a_tool_site_turned_across_the_fingers_gets_y_along_their_closing(tmp_path: Path) -> None:
+    """The bundled arm with its tool site turned 90 deg about its approach axis (as robosuite's
+    `grip_site` is): `world new` writes a tool frame at the site with y along the fingers' closing, the
+    check has nothing to say about its axes, and the reference policy picks and places."""
+    from r2s2r_sim.worlds import WORLDS
+
+    robot = shutil.copytree(WORLDS["tabletop-pick-v1"] / "robot", tmp_path / "robot") / "arm6.xml"
+    text = robot.read_text()
+    robot.write_text(
+        text.replace(
+            '<site name="ee_site" pos="0 0 0.065"', '<site name="ee_site" pos="0 0 0.065" euler="0 0 1.5708"'
+        )
+    )
+    out = tmp_path / "world"
+    printed = _world_new(robot, out)
+    assert "y turned about z from the site 'ee_site''s to the fingers' closing" in printed, printed
+    frame = yaml.safe_load((out / "world.yaml").read_text())["robot"]["tool_frame"]
+    assert frame["body"] == "gripper_link"
+    assert frame["pos"] == pytest.approx([0.0, 0.0, 0.065], abs=0.003)
+    assert frame["z_axis"] == pytest.approx([0.0, 0.0, 1.0], abs=1e-6)
+    assert abs(frame["y_axis"][1]) == pytest.approx(1.0, abs=1e-6)  # the fingers slide along the body's y
+    report = check_world(out)
+    assert not [line for line in report.errors + report.warnings if "tool frame's" in line], report.text()
+    with EpisodeRunner(out, render_profile="fast") as runner:
+        results = [runner.run(ReferencePolicy(), seed, camera_rate_hz=1.0) for seed in range(2)]
+    assert all(r.success for r in results), [r.reason for r in results]
+
+
 @pytest.fixture(scope="module")
 def xarm7(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     if not SHARED_ROBOTS.is_dir():

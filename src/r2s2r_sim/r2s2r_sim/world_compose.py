@@ -224,9 +224,15 @@ def _check_asset_paths(
                     if roots is None
                     else f"the robot's folders {[str(r) for r in allowed]}"
                 )
+                fix = (
+                    ""
+                    if roots is None
+                    else "; map the folder that holds it in robot.packages (NAME: DIR; `r2s2r world new "
+                    "--package NAME=DIR`), or copy it beside the robot file"
+                )
                 raise WorldError(
                     f"{cfg.source}: {field}: {_rel(cfg, path)}: {kind} {item.name or item.file!r} file "
-                    f"{item.file!r} escapes {where}"
+                    f"{item.file!r} escapes {where}{fix}"
                 )
 
 
