@@ -149,28 +149,31 @@ def test_world_new_fits_the_grasp_to_the_xarm7(xarm7: tuple[Path, str]) -> None:
     assert "it holds 3 g" in report.text()
 
 
-@pytest.mark.parametrize("mirrored", [False, True], ids=["same-ranges", "mirrored"])
-def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(
-    mirrored: bool, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("variant", ["same-ranges", "mirrored", "narrow-ctrl"])
+def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(variant: str, tmp_path: Path) -> None:
     """The bundled arm with its finger coupling replaced by one servo per finger (as some Franka files have
     it): `world new` drives both with the gripper command, and the reference policy picks and places.
     Mirrored, the second finger's joint runs the other way with ctrlrange [-0.045, 0] (robosuite's Panda
-    gripper): it gets its own ctrl range, and `world check` refuses the first one's for it."""
+    gripper): it gets its own ctrl range, and `world check` refuses the first one's for it.  With servos whose
+    ctrlrange stops short of their joints' ranges (robosuite's Rethink gripper), the fingers open only as
+    far as the servos reach, and so does the command range."""
     from r2s2r_sim.worlds import WORLDS
+
+    mirrored = variant != "same-ranges"
+    reach = 0.042 if variant == "narrow-ctrl" else 0.045
 
     robot = shutil.copytree(WORLDS["tabletop-pick-v1"] / "robot", tmp_path / "robot") / "arm6.xml"
     text = robot.read_text()
     for start, end in (("<tendon>", "</tendon>"), ("<equality>", "</equality>")):
         text = text[: text.index(start)] + text[text.index(end) + len(end) :]
-    servo = 'kp="1000" kv="20" ctrlrange="0 0.045" forcerange="-40 40"'
+    servo = f'kp="1000" kv="20" ctrlrange="0 {reach}" forcerange="-40 40"'
     right, open_right = servo, "0.04"
     if mirrored:
         text = text.replace(
             '<joint name="right_finger" axis="0 -1 0" class="finger"/>',
             '<joint name="right_finger" axis="0 1 0" class="finger" range="-0.045 0"/>',
         )
-        right, open_right = servo.replace('ctrlrange="0 0.045"', 'ctrlrange="-0.045 0"'), "-0.04"
+        right, open_right = servo.replace(f'ctrlrange="0 {reach}"', f'ctrlrange="-{reach} 0"'), "-0.04"
     text = text.replace(
         text[text.index('<position name="gripper"') : text.index("</actuator>")],
         f'<position name="left_finger_servo" joint="left_finger" {servo}/>\n'
@@ -184,19 +187,20 @@ def test_a_gripper_with_one_actuator_per_finger_is_driven_through_both(
     gripper = yaml.safe_load((out / "world.yaml").read_text())["robot"]["gripper"]
     assert gripper["actuator"] == ["left_finger_servo", "right_finger_servo"]
     assert gripper["joints"] == ["left_finger", "right_finger"]
+    assert gripper["command_range"] == [reach, 0.0]
     if mirrored:
-        assert gripper["ctrl_range"] == [[0.045, 0.0], [-0.045, 0.0]]
+        assert gripper["ctrl_range"] == [[reach, 0.0], [-reach, 0.0]]
     else:
         assert "ctrl_range" not in gripper
     world = SimWorld(out)
     world.reset(0)
     world.set_gripper_command(gripper["command_range"][0])
     world.step(500)
-    assert world.joint_state()[0][-2:] == pytest.approx([0.045, -0.045 if mirrored else 0.045], abs=0.002)
+    assert world.joint_state()[0][-2:] == pytest.approx([reach, -reach if mirrored else reach], abs=0.002)
     world.set_gripper_command(gripper["command_range"][1])
     world.step(500)
     assert world.joint_state()[0][-2:] == pytest.approx([0.0, 0.0], abs=0.002)  # both fingers closed
-    if mirrored:
+    if variant == "mirrored":
         # The first finger's ctrl range for both, as the file had it before: the second never moves.
         edit_yaml(out, lambda data: data["robot"]["gripper"].update(ctrl_range=[0.045, 0.0]))
         text = check_world(out).text()

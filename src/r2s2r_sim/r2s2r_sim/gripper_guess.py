@@ -162,14 +162,21 @@ def gripper_section(
         radial = pts - np.outer(pts @ tool_z, tool_z)
         return float(np.linalg.norm(radial, axis=1).mean()) if len(pts) else 0.0
 
-    def open_to_closed(moved: list[int]) -> tuple[float, float]:
+    def open_to_closed(moved: list[int], driver: int) -> tuple[float, float]:
         a, b = (float(v) for v in model.jnt_range[moved[0]])
+        if (
+            int(model.actuator_trntype[driver]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+            and int(model.actuator_trnid[driver, 0]) == moved[0]
+            and model.actuator_ctrllimited[driver]
+        ):  # a servo's ctrl is the joint's target: it reaches only where both ranges allow
+            c0, c1 = (float(v) for v in model.actuator_ctrlrange[driver])
+            a, b = max(a, c0), min(b, c1)
         return (b, a) if spread(1, moved) > spread(0, moved) else (a, b)
 
     # The first actuator's own joints: with a finger each, the others may open the other way.
     lead = actuator_joints(model, act)
     joint_range = open_to_closed(
-        [joints[0], *(j for j in lead if j != joints[0])] if joints[0] in lead else joints
+        [joints[0], *(j for j in lead if j != joints[0])] if joints[0] in lead else joints, act
     )
     command = (
         opts.gripper_open if opts.gripper_open is not None else joint_range[0],
@@ -213,5 +220,5 @@ def _follower_ctrl(
     moved = actuator_joints(model, act)
     if int(model.actuator_trntype[act]) != int(mujoco.mjtTrn.mjTRN_JOINT) or not model.jnt_limited[moved[0]]:
         return list(command)
-    o, c = open_to_closed(moved)
+    o, c = open_to_closed(moved, act)
     return [o + (v - lead[0]) / (lead[1] - lead[0]) * (c - o) for v in command]

@@ -307,8 +307,8 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     if armature:
         robot["armature"] = armature
         notes.append(
-            "armature added where a servo's damping is stiff for its joint's inertia (kv*dt > 2 * inertia; "
-            f"such a servo limit-cycles at its force limit): {armature}"
+            "armature added where a servo's damping is stiff for the inertia it drives, alone or with joints "
+            f"lined up with it (kv*dt > 2 * inertia; it limit-cycles at its force limit): {armature}"
         )
     physics: dict[str, Any] = {}
     if "gripper" in robot and int(model.opt.cone) != int(mujoco.mjtCone.mjCONE_ELLIPTIC):
