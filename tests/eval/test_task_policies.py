@@ -3,6 +3,7 @@ world's variation defaults are what a sweep reads."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from r2s2r_eval.cli.sweep import default_variations
 from r2s2r_eval.episodes.runner import EpisodeRunner
@@ -70,3 +71,33 @@ def test_task_worlds_bring_their_variation_defaults(world: str) -> None:
     assert default_variations("tabletop-pick-v1") == config_dir() / "variations.yaml"
     with pytest.raises(SweepError, match="--world: unknown world 'nowhere-v1'"):
         default_variations("nowhere-v1")
+
+
+def test_drawer_policy_on_a_nominal_camera_misplaces_the_handle_only_where_the_camera_differs() -> None:
+    """In the bundled world the nominal camera is the true one: the handle is found where the observed
+    camera puts it.  On the emulated hardware the camera sits centimetres away from its nominal pose, so a
+    policy that assumes the nominal model sees the handle elsewhere."""
+    from pathlib import Path
+
+    from r2s2r_sim.emulated_cell import EmulatedCell
+
+    world = "tabletop-drawer-v1"
+    nominal = DrawerParams(assume_camera_of=world)
+
+    def handles(runner: EpisodeRunner) -> float:
+        found = []
+        for params in (DrawerParams(), nominal):
+            policy = DrawerPolicy(params)
+            runner.run(policy, 0, episode_index=0, max_steps=2)
+            assert policy.handle is not None
+            found.append(policy.handle)
+        return float(np.linalg.norm(found[0] - found[1]))
+
+    with EpisodeRunner(world, render_profile="fast") as runner:
+        in_sim = handles(runner)
+        result = runner.run(DrawerPolicy(nominal), 0)
+    assert result.success, result.reason
+    profile = Path(__file__).resolve().parents[2] / "config/emulated_hardware/realistic_profile.yaml"
+    with EpisodeRunner(EmulatedCell(world, profile)) as real:
+        on_real = handles(real)
+    assert in_sim < 0.002 and on_real > 0.01, (in_sim, on_real)

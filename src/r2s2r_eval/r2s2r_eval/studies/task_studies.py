@@ -105,6 +105,7 @@ _DRAWER_FAMILY = _family(
     {"perception_noise_m": 0.02},
     {"hook_depth_m": -0.025},  # fingertips above the bar's centre: they slip over it
     {"perception_noise_m": 0.04},
+    {"assume_camera_of": "tabletop-drawer-v1"},  # the nominal camera, not the calibrated one
 )
 
 

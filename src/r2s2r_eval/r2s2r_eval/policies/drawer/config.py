@@ -25,6 +25,9 @@ class DrawerParams(FrameParams):
         open_to_m: the opening (m along the joint axis) the policy pulls the drawer to; in (0, 1].
         pull_speed_m_s: tool speed while pulling (m/s); in (0, 0.5].
         speed: scale of the Cartesian, yaw and joint speed limits outside the pull; in (0, 10].
+        assume_camera_of: a bundled world id whose camera (intrinsics and pose) the policy assumes
+            instead of the observed ``CameraInfo`` and ``/tf``: a policy developed against a nominal,
+            uncalibrated camera model.  Empty: trust the observation.
         control_rate_hz: rate (Hz) the policy asks to be called at; in (0, 1000].
         image_width, image_height, image_rate_hz: the frames it reads (see :class:`FrameParams`; it looks
             once, at the start).
@@ -36,4 +39,5 @@ class DrawerParams(FrameParams):
     open_to_m: float = within(0.15, "(0, 1]")
     pull_speed_m_s: float = within(0.08, "(0, 0.5]")
     speed: float = within(1.0, "(0, 10]")
+    assume_camera_of: str = ""
     control_rate_hz: float = within(10.0, "(0, 1000]")

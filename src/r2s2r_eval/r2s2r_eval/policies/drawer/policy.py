@@ -13,6 +13,7 @@ import numpy as np
 
 from r2s2r_eval.policies.drawer.config import DrawerParams
 from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
+from r2s2r_eval.policies.scripted.camera import nominal_camera
 from r2s2r_eval.policies.scripted.motion import LINEAR_SPEED, CartesianMover
 from r2s2r_eval.policies.scripted.perception import blob_points, geom_colour
 from r2s2r_eval.policies.scripted.scene import ArmScene, arm_scene
@@ -125,7 +126,11 @@ class DrawerPolicy(ScriptedPolicy, PhasedPolicy):
         if obs.rgb is None or obs.depth is None or obs.camera_k is None or obs.camera_pose is None:
             raise PolicyError("drawer policy: the first observation lacks rgb, depth, camera_k or pose")
         scene = self._scene
-        pts = blob_points(obs.rgb, obs.depth, obs.camera_k, obs.camera_pose, scene.colour)
+        camera_k, camera_pose = obs.camera_k, obs.camera_pose
+        if self._p.assume_camera_of:
+            height, width = obs.rgb.shape[:2]
+            camera_k, camera_pose = nominal_camera(self._p.assume_camera_of, width, height)
+        pts = blob_points(obs.rgb, obs.depth, camera_k, camera_pose, scene.colour)
         if pts is None:
             raise PolicyError("drawer policy: handle not found in the colour image")
         if obs.base_pose is not None:  # observed world frame -> model world frame

@@ -16,6 +16,7 @@ from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
 from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
 from r2s2r_eval.policies.scripted.base import PhasedPolicy
+from r2s2r_eval.policies.scripted.camera import nominal_camera
 from r2s2r_eval.policies.scripted.motion import CartesianMover
 from r2s2r_eval.policies.scripted.scene import arm_scene, body_geom, half_height
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, PolicyError
@@ -98,29 +99,6 @@ class SceneModel:
 
 
 @lru_cache(maxsize=4)
-def _nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
-    """Intrinsics (for ``width`` x ``height``) and optical-frame pose of a world's first camera."""
-    import transforms3d
-    from r2s2r_sim.rendering import camera_intrinsics
-    from r2s2r_sim.world import SimWorld
-    from r2s2r_sim.worlds import world_path
-
-    try:
-        world = SimWorld(world_path(world_id))
-    except (ValueError, OSError) as err:
-        raise PolicyError(f"reference policy: assume_camera_of: {err}") from err
-    if not world.config.cameras:
-        raise PolicyError(f"reference policy: assume_camera_of: world {world_id!r} has no camera")
-    cam = world.config.cameras[0]
-    mjcf_camera = world.model.camera(world.camera_id(cam.name)).name
-    k = camera_intrinsics(world.model, mjcf_camera, width, height)
-    pos, quat = world.camera_pose(cam.name)
-    pose = np.eye(4)
-    pose[:3, :3] = transforms3d.quaternions.quat2mat(quat)
-    pose[:3, 3] = pos
-    return np.asarray(k, dtype=np.float64), pose
-
-
 @lru_cache(maxsize=4)
 def _scene_model(world_dir: Path) -> SceneModel:
     scene = arm_scene(world_dir, "reference")
@@ -291,7 +269,7 @@ class ReferencePolicy(PhasedPolicy):
         camera_k, camera_pose = obs.camera_k, obs.camera_pose
         if self._p.assume_camera_of:
             height, width = obs.rgb.shape[:2]
-            camera_k, camera_pose = _nominal_camera(self._p.assume_camera_of, width, height)
+            camera_k, camera_pose = nominal_camera(self._p.assume_camera_of, width, height)
         # Observed world frame -> model world frame, through the observed and the modelled base pose.
         if obs.base_pose is not None:
             self._world_to_model = scene.base_pose @ np.linalg.inv(obs.base_pose)

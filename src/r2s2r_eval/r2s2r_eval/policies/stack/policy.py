@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r_eval.policies.reference.perception import estimate_cube
-from r2s2r_eval.policies.reference.policy import ReferencePolicy, _nominal_camera
+from r2s2r_eval.policies.reference.policy import ReferencePolicy
+from r2s2r_eval.policies.scripted.camera import nominal_camera
 from r2s2r_eval.policies.scripted.perception import geom_colour
 from r2s2r_eval.policies.scripted.scene import arm_scene, body_geom, half_height
 from r2s2r_eval.policies.stack.config import StackParams
@@ -66,7 +67,7 @@ class StackPolicy(ReferencePolicy):
         camera_k, camera_pose = obs.camera_k, obs.camera_pose
         if self._p.assume_camera_of:
             height, width = obs.rgb.shape[:2]
-            camera_k, camera_pose = _nominal_camera(self._p.assume_camera_of, width, height)
+            camera_k, camera_pose = nominal_camera(self._p.assume_camera_of, width, height)
         assert camera_k is not None and camera_pose is not None
         found = estimate_cube(
             obs.rgb, obs.depth, camera_k, camera_pose, self._support_colour, self._support_half
