@@ -45,3 +45,31 @@ def test_existing_frames_are_not_overwritten(tmp_path: Path) -> None:
         collect_perception_frames(tmp_path / "pf", cfg)
     with pytest.raises(ValueError, match="missing"):
         load_perception_frames(tmp_path / "nothing")
+
+
+HANDLE_RGB = (0.95, 0.8, 0.1)  # tabletop_drawer scene.xml handle_mat
+
+
+def test_a_drawer_is_drawn_anywhere_along_its_slide(tmp_path: Path) -> None:
+    """A jointed task object: frames set its joint across the joint's range, and the label follows it."""
+    cfg = PerceptionFramesConfig(
+        world="tabletop-drawer-v1",
+        worlds=1,
+        per_world=10,
+        arm_at_start=1.0,
+        image_width=192,
+        image_height=144,
+    )
+    collect_perception_frames(tmp_path / "pf", cfg)
+    images, env = load_perception_frames(tmp_path / "pf")
+    # The slide (range 0 to 0.17 m along world x) moves only x; the drawer body sits at x 0.36 when shut.
+    assert np.all((env[:, 0] >= 0.36 - 1e-6) & (env[:, 0] <= 0.53 + 1e-6))
+    assert np.ptp(env[:, 0]) > 0.08
+    assert np.ptp(env[:, 1]) < 1e-6 and np.ptp(env[:, 2]) < 1e-6
+    # The yellow handle moves in the image with the labelled opening.
+    rows = []
+    for img in images:
+        v, _ = np.nonzero(segment_colour(img, HANDLE_RGB))
+        assert v.size > 5
+        rows.append(v.mean())
+    assert abs(np.corrcoef(rows, env[:, 0])[0, 1]) > 0.9

@@ -276,13 +276,17 @@ class _Recorder(Policy):
         return action
 
     def _environment_state(self) -> np.ndarray:
-        """The task object's position and quarter-turn-symmetric yaw (see :data:`ENV_STATE_NAMES`)."""
         if self.object_body is None:
             return np.full(len(ENV_STATE_NAMES), np.nan, np.float32)
-        pos, quat = self.world.body_pose(self.object_body)
-        w, x, y, z = quat
-        yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-        return np.array([*pos, math.cos(4 * yaw), math.sin(4 * yaw)], np.float32)
+        return object_state(self.world, self.object_body)
+
+
+def object_state(world: Any, body: str) -> np.ndarray:
+    """The task object's position and quarter-turn-symmetric yaw (see :data:`ENV_STATE_NAMES`)."""
+    pos, quat = world.body_pose(body)
+    w, x, y, z = quat
+    yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return np.array([*pos, math.cos(4 * yaw), math.sin(4 * yaw)], np.float32)
 
 
 def _read_attempts(root: Path) -> list[dict[str, Any]]:
