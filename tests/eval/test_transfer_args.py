@@ -55,10 +55,43 @@ def test_task_push_with_its_privileged_expert(monkeypatch: pytest.MonkeyPatch, t
 def test_privileged_expert_refused_for_other_tasks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert transfer.cmd_transfer(_parse("--out", str(tmp_path / "out"), "--task", "drawer")) == 2
+    argv = ("--out", str(tmp_path / "out"), "--task", "drawer", "--expert", "privileged")
+    assert transfer.cmd_transfer(_parse(*argv)) == 2
     err = capsys.readouterr().err
     assert "task 'drawer': the privileged experts demonstrate pick and push only" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("task", ["stack", "drawer"])
+def test_tasks_without_a_privileged_expert_default_to_their_reference(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, task: str
+) -> None:
+    cfg = _config_of(monkeypatch, "--out", str(tmp_path), "--task", task)
+    assert (cfg.task, cfg.expert) == (task, "reference")
+
+
+def test_the_drawer_defaults_to_the_recipe_that_sees_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The drawer's phases are told apart by time: its study trains with the time and the image features."""
+    pick = _config_of(monkeypatch, "--out", str(tmp_path))
+    drawer = _config_of(monkeypatch, "--out", str(tmp_path), "--task", "drawer")
+    assert (pick.time_input, pick.head_features) == (False, False)
+    assert (drawer.time_input, drawer.head_features, drawer.teacher_forcing_m) == (True, True, 0.0)
+    assert (drawer.steps, drawer.max_steps) == (3000, task_study("drawer").max_steps)
+    # Each part of the recipe can be turned off (or on for pick) from the command line.
+    old = _config_of(monkeypatch, "--out", str(tmp_path), "--task", "drawer", "--no-time-input")
+    assert (old.time_input, old.head_features) == (False, True)
+    seeing = _config_of(monkeypatch, "--out", str(tmp_path), "--head-features")
+    assert (seeing.task, seeing.head_features, seeing.teacher_forcing_m) == ("pick", True, 0.0)
+    # A CI-sized run keeps its tiny sizes whatever the task's recipe says.
+    small = _config_of(monkeypatch, "--out", str(tmp_path), "--task", "drawer", "--small")
+    assert (small.steps, small.max_steps, small.demos) == (
+        transfer.SMALL.steps,
+        transfer.SMALL.max_steps,
+        transfer.SMALL.demos,
+    )
+    assert small.time_input and small.expert == "reference"
 
 
 def test_unknown_task_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,3 +180,11 @@ def test_each_stage_stores_its_results_and_wall_time_and_resumes(
     assert (dataset["episodes"], dataset["frames"], dataset["attempts"], dataset["valid"]) == (3, 30, 4, True)
     assert list(frames) == ["paths", "frames", "wall_s"] and frames["frames"] == 6
     assert dataset["wall_s"] >= 0 and frames["wall_s"] >= 0
+
+
+@pytest.mark.parametrize("task", sorted(transfer.TASK_STUDIES))
+@pytest.mark.parametrize("small", [False, True])
+def test_every_tasks_defaults_make_a_valid_config(task: str, small: bool) -> None:
+    cfg = transfer.task_config(task, small=small)
+    assert cfg.task == task
+    assert cfg.expert == ("privileged" if task in transfer.PRIVILEGED_TASKS else "reference")

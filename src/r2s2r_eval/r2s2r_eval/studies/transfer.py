@@ -31,7 +31,7 @@ import functools
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,10 @@ PRIVILEGED_TASKS = ("pick", "push")
 
 @dataclass(frozen=True, kw_only=True)
 class TransferConfig:
-    """Sizes of a transfer run (``--small``: the CI-sized one).
+    """Sizes and recipe of a transfer run (``--small``: the CI-sized one).
+
+    The field defaults are pick's; :func:`task_config` gives another task's defaults (its expert and the
+    recipe measured on it).
 
     Attributes:
         demos: successful demonstrations per ablation, split over ``workers`` dataset shards.
@@ -138,6 +141,22 @@ SMALL = TransferConfig(
     perception_worlds=2,
     perception_per_world=10,
 )
+
+
+def task_config(task: str, *, small: bool = False) -> TransferConfig:
+    """The study's defaults for ``task``: pick's, with the task's own expert and recipe over them.
+
+    With ``small`` the CI sizes of :data:`SMALL` win over the task's (a CI run stays tiny).
+
+    Raises:
+        ValueError: an unknown task, naming the known ones.
+    """
+    base = SMALL if small else TransferConfig()
+    sized = {
+        f.name for f in fields(TransferConfig) if getattr(SMALL, f.name) != getattr(TransferConfig(), f.name)
+    }
+    own = {k: v for k, v in task_study(task).transfer.items() if not (small and k in sized)}
+    return replace(base, task=task, **own)
 
 
 def shard_seed(seed: int, shard: int) -> int:
@@ -470,7 +489,22 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--workers", type=int, help="processes for demonstrations and evaluations")
     ap.add_argument("--chunk", type=int, help="actions predicted per step (action chunking)")
     ap.add_argument("--action-noise", type=float, help="DART noise of the demonstrations (rad)")
-    ap.add_argument("--expert", choices=("privileged", "reference"), help="the demonstrating expert")
+    ap.add_argument(
+        "--expert",
+        choices=("privileged", "reference"),
+        help="the demonstrating expert (default: privileged for pick and push, else the task's reference)",
+    )
+    ap.add_argument(
+        "--time-input",
+        action=argparse.BooleanOptionalAction,
+        help="give the network the episode time (default: the task's recipe; on for the drawer)",
+    )
+    ap.add_argument(
+        "--head-features",
+        action=argparse.BooleanOptionalAction,
+        help="the action head reads the image features, not only the estimated object state "
+        "(default: the task's recipe; on for the drawer)",
+    )
     ap.add_argument("--no-reference", action="store_true", help="skip the reference expert's row")
     ap.add_argument("--ablation", action="append", choices=ABLATIONS, help="run only these (repeatable)")
     ap.add_argument(
@@ -483,7 +517,10 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def cmd_transfer(ns: argparse.Namespace) -> int:
     """Run (or resume) the transfer study of ``ns``; 0 when it finished, 2 on bad input."""
-    base = SMALL if ns.small else TransferConfig()
+    try:
+        base = task_config(ns.task, small=ns.small)
+    except ValueError as err:
+        return bad_input("transfer", err)
     over = {
         k: v
         for k, v in {
@@ -497,10 +534,13 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
             "chunk": ns.chunk,
             "action_noise": ns.action_noise,
             "expert": ns.expert,
-            "task": ns.task,
+            "time_input": ns.time_input,
+            "head_features": ns.head_features,
         }.items()
         if v is not None
     }
+    if ns.head_features:
+        over["teacher_forcing_m"] = 0.0  # teacher forcing trains a head that reads only the object state
     if ns.no_reference:
         over["reference_row"] = False
     if ns.ablation:
