@@ -116,6 +116,8 @@ LISTENER = textwrap.dedent("""
     while time.monotonic() < end and len(got) < 10:
         rclpy.spin_once(node, timeout_sec=0.05)
     print("GOT " + json.dumps({"got": got, "clocks": clocks}), flush=True)
+    node.destroy_node()
+    rclpy.try_shutdown()  # left to interpreter exit, DDS teardown can hang
 """)
 
 
@@ -203,6 +205,8 @@ OUTCOMES = textwrap.dedent("""
         print("acked", flush=True)
     else:
         print("not acked", flush=True)
+    node.destroy_node()
+    rclpy.try_shutdown()
 """)
 
 

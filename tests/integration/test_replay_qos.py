@@ -37,6 +37,9 @@ LATCHED_LISTENER = textwrap.dedent("""
     while time.monotonic() < end and (len(static) < want_static or len(chatter) < want_chatter):
         rclpy.spin_once(node, timeout_sec=0.05)
     print("GOT " + json.dumps({"static": static, "chatter": chatter}), flush=True)
+    # A node shuts its context down itself: left to interpreter exit, DDS teardown can hang.
+    node.destroy_node()
+    rclpy.try_shutdown()
 """)
 
 
