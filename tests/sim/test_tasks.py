@@ -167,6 +167,25 @@ def test_push_failures_say_what_happened(push: SimWorld) -> None:
     assert v is not None and v.reason == "not_settled (timeout)"
 
 
+@pytest.mark.parametrize("world_id", ["tabletop-push-v1", "tabletop-stack-v1", "tabletop-pick-v1"])
+def test_a_dropped_object_ends_the_episode_at_the_timeout(world_id: str) -> None:
+    """A dropped object stays dropped: the task keeps seeing that failure, and the timeout still ends it."""
+    world = SimWorld(WORLDS[world_id])
+    assert world.config.task is not None
+    timeout = world.config.task.timeout
+    world.reset(0)
+    _put(world, world.config.task.object_body, (1.2, 0.0, 0.3))  # off the table's edge
+    world.data.time = timeout - 1.0
+    mujoco.mj_forward(world.model, world.data)
+    steps_per_s = round(1.0 / world.timestep)
+    world.step(steps_per_s // 2)
+    assert world.verdict is None  # a failure seen earlier does not end the episode: the policy may redo it
+    world.step(steps_per_s)
+    v = world.verdict
+    assert v is not None and not v.success and v.reason == "object_dropped"
+    assert v.time_s == pytest.approx(timeout, abs=0.06)
+
+
 # ------------------------------------------------------------------------------------------------ stack
 
 

@@ -125,7 +125,8 @@ class EpisodeJudge:
     * before any done, a success that has held without a break for the task's settle period ends the
       episode as a success at once (a policy that never says done, e.g. behaviour cloning, is not run to
       the timeout after it has succeeded; the task's success condition already is that hold);
-    * otherwise the task's timeout ends it with the task's timeout verdict.
+    * otherwise the task's timeout ends it with the task's timeout verdict, or with the failure the task
+      sees then (``object_dropped``: an object off the table stays there, and the timeout still ends it).
 
     A failure seen earlier (a drop, a toppled support) does not end the episode (the policy may still redo
     it), nor does a success that has not held for the settle period.
@@ -163,8 +164,8 @@ class EpisodeJudge:
             return
         if verdict is not None and verdict.success and self.judge_at is None:
             ended: str | None = None  # held through the settle period without a done
-        elif verdict is not None and _timed_out(verdict):
-            ended = "timeout"
+        elif (verdict is not None and _timed_out(verdict)) or world.time >= task.config.timeout - 1e-9:
+            ended = "timeout"  # also past a failure the task keeps seeing (a dropped object stays dropped)
         elif self.judge_at is not None and world.time >= self.judge_at - 1e-9:
             ended = None
         else:
