@@ -164,7 +164,7 @@ class EpisodeJudge:
             return
         if verdict is not None and verdict.success and self.judge_at is None:
             ended: str | None = None  # held through the settle period without a done
-        elif (verdict is not None and _timed_out(verdict)) or world.time >= task.config.timeout - 1e-9:
+        elif verdict is not None and (_timed_out(verdict) or world.time >= task.config.timeout):
             ended = "timeout"  # also past a failure the task keeps seeing (a dropped object stays dropped)
         elif self.judge_at is not None and world.time >= self.judge_at - 1e-9:
             ended = None
