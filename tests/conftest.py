@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,6 +79,40 @@ class Processes:
         )
         self.procs.append(proc)
         return proc
+
+    def wait_for_line(self, proc: subprocess.Popen[str], prefix: str, timeout_s: float) -> str:
+        """The first line ``proc`` prints that starts with ``prefix``, waiting at most ``timeout_s`` for it.
+
+        Why: a test checks what a helper process printed, not how it exits. A test listener's DDS teardown
+        after its last line can hang on a loaded machine; the fixture stops the process afterwards.
+        """
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, name="line-pump", daemon=True).start()
+        deadline = time.monotonic() + timeout_s
+        seen: list[str] = []
+        while True:
+            try:
+                line = lines.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                raise AssertionError(
+                    f"waited {timeout_s} s for a line starting {prefix!r} from {proc.args}; "
+                    f"it printed: {''.join(seen)[-2000:]!r}"
+                ) from None
+            if line is None:
+                raise AssertionError(
+                    f"{proc.args} exited (code {proc.wait()}) without a line starting {prefix!r}; "
+                    f"it printed: {''.join(seen)[-2000:]!r}"
+                )
+            if line.startswith(prefix):
+                return line
+            seen.append(line)
 
     def stop_all(self) -> None:
         for proc in reversed(self.procs):

@@ -43,16 +43,15 @@ def _record(processes, out: Path, duration: float, *params: str) -> tuple:
     return rec, pub
 
 
-def _sent(pub) -> dict[str, int]:
-    out = pub.communicate(timeout=60)[0]
-    return json.loads(next(line for line in out.splitlines() if line.startswith("SENT "))[5:])
+def _sent(processes, pub) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    return json.loads(processes.wait_for_line(pub, "SENT ", timeout_s=60)[5:])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_record_then_signal_closes_bag(processes, tmp_path: Path, sig: int) -> None:
     out = tmp_path / "bag"
     rec, pub = _record(processes, out, 2.0)
-    sent = _sent(pub)
+    sent = _sent(processes, pub)
     # No grace period: the recorder takes what already arrived before it closes the bag.
     rec.send_signal(sig)
     log = rec.communicate(timeout=30)[0]
@@ -67,7 +66,7 @@ def test_record_then_signal_closes_bag(processes, tmp_path: Path, sig: int) -> N
 def test_record_compressed(processes, tmp_path: Path, mode: str) -> None:
     out = tmp_path / "zstd"
     rec, pub = _record(processes, out, 2.0, f"compression_mode:={mode}", "compression_format:=zstd")
-    sent = _sent(pub)
+    sent = _sent(processes, pub)
     # No grace period: the recorder takes what already arrived before it closes the bag.
     rec.send_signal(signal.SIGINT)
     log = rec.communicate(timeout=30)[0]
@@ -155,8 +154,7 @@ def test_player_replays_with_timing_and_clock(processes, tmp_path: Path) -> None
     log = player.communicate(timeout=120)[0]
     assert player.returncode == 0, log
     assert "/chatter: published 10" in log
-    out = listener.communicate(timeout=120)[0]
-    data = json.loads(next(line for line in out.splitlines() if line.startswith("GOT "))[4:])
+    data = json.loads(processes.wait_for_line(listener, "GOT ", timeout_s=120)[4:])
     got = data["got"]
     assert [d for _, d in got] == [f"m{i}" for i in range(10)]
     gaps = [b[0] - a[0] for a, b in zip(got, got[1:], strict=False)]
@@ -216,8 +214,18 @@ def test_recorder_stamps_provenance(processes, tmp_path: Path) -> None:
     out = tmp_path / "prov"
     pub = processes.start([sys.executable, "-c", OUTCOMES])
     assert pub.stdout is not None and pub.stdout.readline().strip() == "published"
-    rec = processes.start(["recorder_node", "--ros-args", "-p", f"output:={out}",
-                           "-p", "topics:=['/r2s2r/episode_outcome']", "-p", f"calibration:={calibration}"])
+    rec = processes.start(
+        [
+            "recorder_node",
+            "--ros-args",
+            "-p",
+            f"output:={out}",
+            "-p",
+            "topics:=['/r2s2r/episode_outcome']",
+            "-p",
+            f"calibration:={calibration}",
+        ]
+    )
     assert pub.stdout.readline().strip() == "acked"  # bounded by the publisher's own 120 s / 60 s waits
     rec.send_signal(signal.SIGINT)
     log = rec.communicate(timeout=30)[0]
@@ -225,9 +233,13 @@ def test_recorder_stamps_provenance(processes, tmp_path: Path) -> None:
     custom = yaml.safe_load((out / "metadata.yaml").read_text())["rosbag2_bagfile_information"]["custom_data"]
     assert set(json.loads(custom["r2s2r.software"])) >= {"r2s2r_sim", "r2s2r_capture"}
     assert json.loads(custom["r2s2r.calibration"]) == {
-        "path": str(calibration), "sha256": hashlib.sha256(calibration.read_bytes()).hexdigest()}
+        "path": str(calibration),
+        "sha256": hashlib.sha256(calibration.read_bytes()).hexdigest(),
+    }
     episodes = json.loads(custom["r2s2r.episodes"])
     assert [(e["world_hash"], e["variation_seed"], e["success"]) for e in episodes] == [
-        ("h0", 40, True), ("h1", 41, False)]
+        ("h0", 40, True),
+        ("h1", 41, False),
+    ]
     with BagReader(out) as bag:
         assert bag.topics["/r2s2r/episode_outcome"].message_count == 2

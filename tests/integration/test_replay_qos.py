@@ -43,9 +43,8 @@ LATCHED_LISTENER = textwrap.dedent("""
 """)
 
 
-def _got(proc) -> dict:  # type: ignore[no-untyped-def]
-    out = proc.communicate(timeout=90)[0]
-    return json.loads(next(line for line in out.splitlines() if line.startswith("GOT "))[4:])
+def _got(processes, proc) -> dict:  # type: ignore[no-untyped-def]
+    return json.loads(processes.wait_for_line(proc, "GOT ", timeout_s=90)[4:])
 
 
 def test_compressed_bag_replay_reaches_transient_local_subscribers(processes, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -73,7 +72,7 @@ def test_compressed_bag_replay_reaches_transient_local_subscribers(processes, tm
     assert "/tf_static: reliable, transient_local, keep_last 1 (recorded)" in log
     assert "/chatter: reliable, transient_local, keep_last 1000 (override of recorded)" in log
     assert "/tf_static: published 1" in log and "/chatter: published 10" in log
-    got = _got(listener)
+    got = _got(processes, listener)
     assert got["static"] == [["world", "camera_link", 0.5, -0.25, 1.25]]
     assert got["chatter"] == [f"m{i}" for i in range(10)]
 
@@ -107,7 +106,7 @@ def test_recorded_graph_replay_gives_a_static_listener_its_transforms(processes)
     log = player.communicate(timeout=120)[0]
     assert player.returncode == 0, log
     assert "/tf_static: published 1" in log
-    pairs = [(parent, child) for parent, child, *_ in _got(listener)["static"]]
+    pairs = [(parent, child) for parent, child, *_ in _got(processes, listener)["static"]]
     assert pairs == recorded
 
 
@@ -202,7 +201,7 @@ def test_no_start_race_on_a_loaded_machine(processes, tmp_path: Path, wait: str)
     )
     log = player.communicate(timeout=120)[0]
     assert player.returncode == 0, log
-    got = _got(listener)["got"]
+    got = _got(processes, listener)["got"]
     first_second = [f"m{i}" for i in range(100)]
     lost = sorted(set(first_second) - set(got), key=lambda s: int(s[1:]))
     assert not lost, f"lost {len(lost)} of the first second's 100 messages: {lost[:10]}...\n{log}"
