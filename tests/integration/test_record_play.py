@@ -16,18 +16,15 @@ pytestmark = pytest.mark.integration
 TOPICS = ["/camera/color/image_raw", "/camera/depth/image_raw", "/joint_states"]
 
 
+def _recorder(processes, out: Path, topics: list[str], *params: str):  # type: ignore[no-untyped-def]
+    """``recorder_node`` writing ``topics`` to ``out``, with ``name:=value`` parameters ``params``."""
+    topic_list = "topics:=[" + ",".join(f"'{t}'" for t in topics) + "]"
+    args = ["--ros-args", "-p", f"output:={out}", "-p", topic_list]
+    return processes.start(["recorder_node", *args, *(item for p in params for item in ("-p", p))])
+
+
 def _record(processes, out: Path, duration: float, *params: str) -> tuple:
-    rec = processes.start(
-        [
-            "recorder_node",
-            "--ros-args",
-            "-p",
-            f"output:={out}",
-            "-p",
-            "topics:=[" + ",".join(f"'{t}'" for t in TOPICS) + "]",
-            *(item for p in params for item in ("-p", p)),
-        ]
-    )
+    rec = _recorder(processes, out, TOPICS, *params)
     pub = processes.start(
         [
             sys.executable,
@@ -214,18 +211,7 @@ def test_recorder_stamps_provenance(processes, tmp_path: Path) -> None:
     out = tmp_path / "prov"
     pub = processes.start([sys.executable, "-c", OUTCOMES])
     assert pub.stdout is not None and pub.stdout.readline().strip() == "published"
-    rec = processes.start(
-        [
-            "recorder_node",
-            "--ros-args",
-            "-p",
-            f"output:={out}",
-            "-p",
-            "topics:=['/r2s2r/episode_outcome']",
-            "-p",
-            f"calibration:={calibration}",
-        ]
-    )
+    rec = _recorder(processes, out, ["/r2s2r/episode_outcome"], f"calibration:={calibration}")
     assert pub.stdout.readline().strip() == "acked"  # bounded by the publisher's own 120 s / 60 s waits
     rec.send_signal(signal.SIGINT)
     log = rec.communicate(timeout=30)[0]
