@@ -1,6 +1,6 @@
 """Bring up a world and evaluate a policy in it: ``ros2 launch r2s2r_sim world.launch.py mode:=sim``.
 
-The node list is not written here: it comes from ``r2s2r_sim.graph``, the single definition that
+The node list is not written here: it comes from ``r2s2r_sim.graph.node_graph``, the single definition that
 the pip-mode ``r2s2r launch world`` also runs. This file only turns it into launch_ros actions.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
-from r2s2r_sim.graph import load_graph, resolve
+from r2s2r_sim.graph.node_graph import load_graph, resolve
 
 from launch import LaunchContext, LaunchDescription
 

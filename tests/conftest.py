@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from r2s2r_sim.dds import claim_domain
+from r2s2r_sim.ros.dds import claim_domain
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -14,20 +14,20 @@ REPO = Path(__file__).resolve().parents[1]
 # driver-topic nodes, the episode runner, the sweep and studies' engine, metrics and comparison, and the
 # policies.
 CORE_MODULES = (
-    "r2s2r_sim.world",
-    "r2s2r_sim.world_config",
-    "r2s2r_sim.task",
+    "r2s2r_sim.world.sim_world",
+    "r2s2r_sim.world.config",
+    "r2s2r_sim.tasks.registry",
     "r2s2r_sim.variations",
     "r2s2r_sim.variations.engine",
-    "r2s2r_sim.rendering",
-    "r2s2r_sim.cell",
-    "r2s2r_sim.emulated_hardware",
-    "r2s2r_sim.hardware_profile",
-    "r2s2r_sim.emulated_camera",
-    "r2s2r_sim.emulated_cell",
-    "r2s2r_sim.serving",
-    "r2s2r_sim.sim_server",
-    "r2s2r_sim.sim_node_config",
+    "r2s2r_sim.render.renderer",
+    "r2s2r_sim.cells.sim_cell",
+    "r2s2r_sim.hardware.emulated_arm",
+    "r2s2r_sim.hardware.profile",
+    "r2s2r_sim.hardware.emulated_camera",
+    "r2s2r_sim.cells.emulated_cell",
+    "r2s2r_sim.serving.loop",
+    "r2s2r_sim.serving.sim_server",
+    "r2s2r_sim.serving.sim_server_config",
     "r2s2r_eval.policy",
     "r2s2r_eval.episodes.sensor_arrays",
     "r2s2r_eval.episodes.runner",
@@ -68,7 +68,7 @@ _PROBE = textwrap.dedent(
     if len(sys.argv) > 2:
         from r2s2r_eval.policy import load_policy
         from r2s2r_eval.episodes.runner import EpisodeRunner
-        from r2s2r_sim.emulated_cell import EmulatedCell
+        from r2s2r_sim.cells.emulated_cell import EmulatedCell
 
         before = set(sys.modules)
         profile = Path(sys.argv[2]) / "config/emulated_hardware/ideal_profile.yaml"
@@ -100,6 +100,6 @@ def test_core_modules_import_no_ros_package() -> None:
 
 def test_the_probe_reports_a_message_package() -> None:
     """The check can fail: the ROS adapter's conversions module is reported with its message packages."""
-    found = _probe(json.dumps(["r2s2r_sim.ros_conversions"]))
-    assert list(found) == ["r2s2r_sim.ros_conversions"]
-    assert any(n.split(".")[0].endswith("_msgs") for n in found["r2s2r_sim.ros_conversions"]), found
+    found = _probe(json.dumps(["r2s2r_sim.ros.conversions"]))
+    assert list(found) == ["r2s2r_sim.ros.conversions"]
+    assert any(n.split(".")[0].endswith("_msgs") for n in found["r2s2r_sim.ros.conversions"]), found

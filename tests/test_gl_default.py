@@ -9,7 +9,7 @@ import sys
 import pytest
 
 # The first module each package's users import that loads mujoco itself.
-ENTRY_MODULES = ("r2s2r_sim.world", "r2s2r_capture.capture", "r2s2r_eval.episodes.runner")
+ENTRY_MODULES = ("r2s2r_sim.world.sim_world", "r2s2r_capture.procedures.session", "r2s2r_eval.episodes.runner")
 
 _PROBE = (
     "import importlib, os, sys; importlib.import_module(sys.argv[1]); import mujoco; "
@@ -34,4 +34,4 @@ def test_headless_egl_is_the_default(module: str) -> None:
 
 
 def test_a_callers_choice_is_kept() -> None:
-    assert _probe("r2s2r_capture.capture", "osmesa") == "osmesa True"
+    assert _probe("r2s2r_capture.procedures.session", "osmesa") == "osmesa True"

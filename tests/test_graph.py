@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from r2s2r_sim.graph import GraphError, load_graph, parse_arguments, resolve
+from r2s2r_sim.graph.node_graph import GraphError, load_graph, parse_arguments, resolve
 from r2s2r_sim.paths import config_dir
 
 REPO = Path(__file__).resolve().parents[1]

@@ -40,7 +40,7 @@ def test_capture_default_profile_comes_from_the_package(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    from r2s2r_capture import real2sim_cli
+    from r2s2r_capture.cli import real2sim as real2sim_cli
 
     monkeypatch.chdir(tmp_path)
     parser = argparse.ArgumentParser()

@@ -20,13 +20,13 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
-from r2s2r_capture.articulation import estimate_articulation  # noqa: E402
-from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: E402
+from r2s2r_capture.real2sim.articulation import estimate_articulation  # noqa: E402
+from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated  # noqa: E402
 from r2s2r_capture.errors import IdentificationError  # noqa: E402
-from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
-from r2s2r_sim.hardware_profiles import profile_path  # noqa: E402
+from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
+from r2s2r_sim.hardware.shipped_profiles import profile_path  # noqa: E402
 from r2s2r_sim.variations import load_variation_config  # noqa: E402
-from r2s2r_sim.world import SimWorld  # noqa: E402
+from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 
 pytestmark = pytest.mark.timeout(1800)  # a capture and an identification per profile (minutes of CPU)
@@ -113,7 +113,7 @@ def test_world_carries_the_joint_and_its_variations(run: dict) -> None:
 
 
 def test_capture_without_articulation_phase_is_refused(tmp_path: Path) -> None:
-    from r2s2r_capture.sysid_recording import ExcitationConfig
+    from r2s2r_capture.sysid.recording import ExcitationConfig
 
     tiny = CaptureConfig(
         n_intrinsics_views=0,

@@ -1,7 +1,7 @@
 from pathlib import Path
 
 import pytest
-from r2s2r_capture.bag_reader import BagReader, normalize_type
+from r2s2r_capture.bags.reader import BagReader, normalize_type
 from r2s2r_capture.errors import BagError
 
 # folder: (total messages from MANIFEST.md, first ns, last ns)

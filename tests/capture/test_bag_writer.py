@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from r2s2r_capture.bag_reader import BagReader
-from r2s2r_capture.bag_writer import (
+from r2s2r_capture.bags.reader import BagReader
+from r2s2r_capture.bags.writer import (
     BagWriter,
     Compression,
     Storage,

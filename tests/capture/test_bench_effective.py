@@ -4,9 +4,9 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from r2s2r_sim.arm_effects import JointEffects  # noqa: E402
+from r2s2r_sim.hardware.arm_effects import JointEffects  # noqa: E402
 
-from r2s2r_capture import bench_real2sim as B  # noqa: E402
+from r2s2r_capture.bench import real2sim as B  # noqa: E402
 
 TRUTHS = {"kp": 400.0, "kv": 40.0, "damping": 2.0, "viscous": 42.0, "armature": 0.1, "frictionloss": 0.3}
 
@@ -69,10 +69,10 @@ def test_effective_parameters_are_not_scored() -> None:
 def test_command_delay_truth_is_the_delay_the_emulated_arm_shows(tmp_path, effects: str) -> None:
     # The delay is scored against what the stand-in does with a command given on its grid: wait out the
     # latency, then apply it on the next step or driver tick.
-    from r2s2r_sim.emulated_hardware import EmulatedArm
-    from r2s2r_sim.hardware_profile import load_hardware_profile
+    from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+    from r2s2r_sim.hardware.profile import load_hardware_profile
     from r2s2r_sim.paths import config_dir
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
     from r2s2r_sim.worlds import world_path
 
     path = tmp_path / "profile.yaml"

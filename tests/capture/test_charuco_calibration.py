@@ -15,7 +15,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
-from r2s2r_capture.charuco import (  # noqa: E402
+from r2s2r_capture.calibration.charuco import (  # noqa: E402
     DEFAULT_BOARD,
     CharucoBoardSpec,
     board_pose_in_plane_geom,
@@ -23,10 +23,10 @@ from r2s2r_capture.charuco import (  # noqa: E402
     write_board_png,
 )
 from r2s2r_capture.errors import CalibrationError  # noqa: E402
-from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics  # noqa: E402
+from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics  # noqa: E402
 from transforms3d.euler import euler2mat, euler2quat  # noqa: E402
 
-from r2s2r_capture import calibration as cal  # noqa: E402
+from r2s2r_capture.calibration import camera as cal  # noqa: E402
 
 W, H, FOVY = 640, 480, 50.0
 CAM_POS = np.array([0.05, -0.02, 0.6])

@@ -16,7 +16,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from r2s2r_capture.bag_reader import BagReader
+from r2s2r_capture.bags.reader import BagReader
 from r2s2r_eval.episodes.evaluation import outcomes_from_records
 from r2s2r_eval.nodes.conversions import (
     TfTree,
@@ -198,7 +198,7 @@ def test_player_output_recorded_again_is_byte_identical(processes, tmp_path: Pat
         [
             sys.executable,
             "-m",
-            "r2s2r_capture.player_node",
+            "r2s2r_capture.ros.player_node",
             "--ros-args",
             "-p",
             f"bag:={BAG}",

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from r2s2r_capture.bag_reader import BagReader
+from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError
-from r2s2r_capture.playback import replay_qos
-from r2s2r_capture.signature import compare, signature_of_bag
+from r2s2r_capture.bags.playback import replay_qos
+from r2s2r_capture.bags.signature import compare, signature_of_bag
 
 EDGE = Path(__file__).resolve().parents[1] / "data" / "bags" / "edge"
 CHATTER = [f"m{i}" for i in range(10)]
@@ -81,7 +81,7 @@ def test_message_mode_metadata_with_plain_payloads_refused(tmp_path: Path) -> No
     meta = yaml.safe_load((bag / "metadata.yaml").read_text())
     src = EDGE / "message_compressed" / "message_compressed_0.mcap"
     (bag / src.name).unlink()
-    from r2s2r_capture._bag_files import zstd  # the module rosbags uses
+    from r2s2r_capture.bags.files import zstd  # the module rosbags uses
 
     (bag / src.name).write_bytes(zstd.decompress((tmp_path / "x.mcap.zstd").read_bytes()))
     (bag / "metadata.yaml").write_text(yaml.safe_dump(meta))
@@ -166,7 +166,7 @@ def test_signature_qos_from_mcap_channels_without_metadata(tmp_path: Path) -> No
 
 
 def test_file_decompression_guards_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
-    import r2s2r_capture._bag_files as files
+    import r2s2r_capture.bags.files as files
 
     usage = shutil.disk_usage("/")._replace(free=files.FREE_MARGIN_BYTES + 100)
     monkeypatch.setattr(files.shutil, "disk_usage", lambda path: usage)  # a nearly full temporary disk

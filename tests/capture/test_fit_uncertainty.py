@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import scipy.signal
 from mujoco import sysid as mjsysid
-from r2s2r_capture.fit_uncertainty import after_effort_correction, autocorrelation_time
-from r2s2r_capture.sysid_recording import ExcitationConfig, excitation_trajectory
+from r2s2r_capture.sysid.uncertainty import after_effort_correction, autocorrelation_time
+from r2s2r_capture.sysid.recording import ExcitationConfig, excitation_trajectory
 
-from r2s2r_capture import sysid as S
+from r2s2r_capture.sysid import identify as S
 
 ARM = Path(__file__).resolve().parents[2] / "src/r2s2r_sim/r2s2r_sim/worlds/tabletop_pick/robot/arm6.xml"
 ALL = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")

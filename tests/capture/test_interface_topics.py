@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from r2s2r_capture.capture import PHASE_TOPIC, topic_names
+from r2s2r_capture.procedures.session import PHASE_TOPIC, topic_names
 from r2s2r_sim.interface import InterfaceError
 
 
@@ -26,7 +26,7 @@ def test_capture_topics_follow_the_profile(tmp_path: Path) -> None:
 
 def test_recorder_interface_topics_cover_the_driver_topics_per_camera() -> None:
     pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
-    from r2s2r_capture.recorder_node import interface_topics
+    from r2s2r_capture.ros.recorder_node import interface_topics
     from r2s2r_sim.interface import load_interface
 
     names = interface_topics(load_interface(), ["camera", "wrist"])

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 from r2s2r_capture.errors import BagError
-from r2s2r_capture.playback import (
+from r2s2r_capture.bags.playback import (
     PlayerConfig,
     ReplayQos,
     apply_override,

@@ -17,10 +17,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from r2s2r_capture.errors import CalibrationError, IdentificationError, ReconstructionError  # noqa: E402
-from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
-from r2s2r_capture.resim import resim  # noqa: E402
-from r2s2r_capture.sysid_recording import ExcitationConfig  # noqa: E402
-from r2s2r_sim.hardware_profile import load_hardware_profile  # noqa: E402
+from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
+from r2s2r_capture.real2sim.resim import resim  # noqa: E402
+from r2s2r_capture.sysid.recording import ExcitationConfig  # noqa: E402
+from r2s2r_sim.hardware.profile import load_hardware_profile  # noqa: E402
 from r2s2r_sim.variations import (  # noqa: E402
     for_world,
     load_variation_config,
@@ -28,10 +28,10 @@ from r2s2r_sim.variations import (  # noqa: E402
     sample_variation,
 )
 from r2s2r_sim.variations.config import SensorVariationConfig  # noqa: E402
-from r2s2r_sim.world import SimWorld  # noqa: E402
+from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 
-from r2s2r_capture import bench_real2sim as B  # noqa: E402
-from r2s2r_capture import capture as C  # noqa: E402
+from r2s2r_capture.bench import real2sim as B  # noqa: E402
+from r2s2r_capture.procedures import session as C  # noqa: E402
 
 # Each module fixture runs a whole capture and identification (minutes of CPU); on a loaded machine that
 # alone can pass the suite's default 300 s, which counts fixture set-up.
@@ -112,7 +112,7 @@ def _check(run: dict) -> None:
 def _check_world_camera(run: dict, world: SimWorld) -> None:
     """The sim draws the calibrated camera: its fx, fy, cx, cy, not a centred one of the same view."""
     import yaml
-    from r2s2r_sim.rendering import camera_intrinsics
+    from r2s2r_sim.render.renderer import camera_intrinsics
 
     info = yaml.safe_load((run["result"].world_dir / "calibration/camera_info.yaml").read_text())
     calibrated = np.asarray(info["camera_matrix"]["data"], dtype=np.float64).reshape(3, 3)
@@ -218,8 +218,8 @@ def test_config_refuses_too_few_views_frames_or_samples(change: dict, match: str
 
 def test_capture_bag_offers_the_driver_qos(tmp_path: Path) -> None:
     """A capture replays like a recording of the drivers: the QoS of config/interface.yaml is in the bag."""
-    from r2s2r_capture.bag_reader import BagReader
-    from r2s2r_capture.playback import replay_qos
+    from r2s2r_capture.bags.reader import BagReader
+    from r2s2r_capture.bags.playback import replay_qos
 
     cfg = dataclasses.replace(SMALL, excitation=dataclasses.replace(EXC, duration_s=1.0))
     bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag

@@ -19,11 +19,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
-from r2s2r_capture.capture import CaptureConfig, capture_emulated  # noqa: E402
-from r2s2r_capture.real2sim import Real2SimConfig, real2sim  # noqa: E402
-from r2s2r_sim.hardware_profiles import profile_path  # noqa: E402
+from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated  # noqa: E402
+from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
+from r2s2r_sim.hardware.shipped_profiles import profile_path  # noqa: E402
 from r2s2r_sim.variations import load_variation_config  # noqa: E402
-from r2s2r_sim.world import SimWorld  # noqa: E402
+from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 
 pytestmark = pytest.mark.timeout(1800)  # a capture, an identification and the slide fit (minutes of CPU)
 

@@ -19,12 +19,12 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from r2s2r_capture.errors import ReconstructionError  # noqa: E402
-from r2s2r_capture.tsdf import integrate_tsdf  # noqa: E402
-from r2s2r_capture.world_writer import CameraModel, TaskSpec, write_world  # noqa: E402
-from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics  # noqa: E402
-from r2s2r_sim.world import SimWorld  # noqa: E402
+from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
+from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, write_world  # noqa: E402
+from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics  # noqa: E402
+from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 
-from r2s2r_capture import reconstruction as rc  # noqa: E402
+from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
 
 WORLD = Path(__file__).resolve().parents[2] / "src/r2s2r_sim/r2s2r_sim/worlds/tabletop_pick"
 W, H = 640, 480
@@ -227,7 +227,7 @@ def test_cli_reconstruct(capture: dict, tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "r2s2r_capture.reconstruct_cli",
+        "r2s2r_capture.cli.reconstruct",
         str(frames),
         "--template",
         str(WORLD),
@@ -247,7 +247,7 @@ def test_cli_reconstruct(capture: dict, tmp_path: Path) -> None:
 
 def test_marker_target_is_kept_from_the_template(capture: dict, tmp_path: Path) -> None:
     """A push target is a taped disc (no depth): the world keeps the template's, the object is measured."""
-    from r2s2r_capture.world_writer import marker_target
+    from r2s2r_capture.real2sim.world_writer import marker_target
 
     push = WORLD.parent / "tabletop_push"
     assert marker_target(push, "target_center") == pytest.approx((0.44, 0.15, 0.77, 0.05))

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 import pytest
-from r2s2r_capture.reconstruction import PrimitiveKind, SegmentConfig, segment_scene
-from r2s2r_capture.tsdf import _o3d
+from r2s2r_capture.reconstruction.scene import PrimitiveKind, SegmentConfig, segment_scene
+from r2s2r_capture.reconstruction.tsdf import _o3d
 
 TABLE_Z = 0.75
 STEP = 0.004

@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 import yaml
 from mujoco import sysid as mjsysid
-from r2s2r_capture.effort_fit import EFFORT_SENSOR, with_effort_sensors
+from r2s2r_capture.sysid.effort_fit import EFFORT_SENSOR, with_effort_sensors
 from r2s2r_capture.errors import IdentificationError
-from r2s2r_capture.sysid_recording import (
+from r2s2r_capture.sysid.recording import (
     ExcitationConfig,
     JointRecording,
     excitation_centre,
     excitation_trajectory,
     move_commands,
 )
-from r2s2r_capture.sysid_report import DELAY_NUMERIC, IdentificationResult, write_identification
+from r2s2r_capture.sysid.report import DELAY_NUMERIC, IdentificationResult, write_identification
 
-from r2s2r_capture import capture_cli
-from r2s2r_capture import sysid as S
+from r2s2r_capture.cli import calibration as capture_cli
+from r2s2r_capture.sysid import identify as S
 
 ARM = Path(__file__).resolve().parents[2] / "src/r2s2r_sim/r2s2r_sim/worlds/tabletop_pick/robot/arm6.xml"
 ALL = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")

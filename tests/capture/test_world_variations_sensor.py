@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import yaml
-from r2s2r_capture.world_variations import sensor_ranges
+from r2s2r_capture.real2sim.world_variations import sensor_ranges
 from r2s2r_sim.variations import parse_variation_text, sample_variation, sensor_effects
 from r2s2r_sim.variations.config import SensorVariationConfig
 

@@ -16,7 +16,7 @@ from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.episodes.sweep_plan import PolicySpec
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyParams
 from r2s2r_eval.studies.closed_loop import ClosedLoopConfig, operator_variations, run_closed_loop
-from r2s2r_sim.emulated_cell import EmulatedCell, check_operator_config
+from r2s2r_sim.cells.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.variations import (
     VariationError,
     load_variation_config,
@@ -116,7 +116,7 @@ def test_reference_policy_succeeds_on_the_emulated_hardware() -> None:
     assert result.reason == "success" and result.duration_s < cell.world.config.task.timeout
 
 
-# What `r2s2r real2sim` writes into a reconstructed world (r2s2r_capture.world_variations), by hand.
+# What `r2s2r real2sim` writes into a reconstructed world (r2s2r_capture.real2sim.world_variations), by hand.
 WORLD_AXES = {
     "appearance": {"enabled": False},
     "objects": {"enabled": False},

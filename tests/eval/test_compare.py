@@ -14,7 +14,7 @@ from r2s2r_eval.analysis.compare_page import write_report
 from r2s2r_eval.episodes.results import EpisodeRow, ResultsStore, utc_now
 from r2s2r_eval.episodes.sweep_export import export_rows
 
-from r2s2r_sim import cli
+from r2s2r_sim.cli import main as cli
 
 # Policy "strong" fails when friction < 0.5, "weak" when friction < 0.8; both sides alike but for noise.
 POLICIES = {"strong": ({}, 0.5), "weak": ({"perception_noise_m": 0.03}, 0.8)}

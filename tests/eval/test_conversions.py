@@ -23,7 +23,7 @@ from r2s2r_eval.policy import Action, PolicyError
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from tf2_msgs.msg import TFMessage
 
-from r2s2r_sim import ros_conversions as rc
+from r2s2r_sim.ros import conversions as rc
 
 
 def _tf(parent: str, child: str, pos: list[float], quat_wxyz: list[float]) -> TransformStamped:

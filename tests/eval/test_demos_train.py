@@ -174,7 +174,7 @@ def test_bc_policy_is_registered_and_runs_an_episode(checkpoint: Path) -> None:
 
 
 def test_bc_policy_on_emulated_hardware(checkpoint: Path) -> None:
-    from r2s2r_sim.emulated_cell import EmulatedCell
+    from r2s2r_sim.cells.emulated_cell import EmulatedCell
 
     policy = load_policy("bc", {"checkpoint": str(checkpoint)})
     cell = EmulatedCell("tabletop-pick-v1", REPO / "config/emulated_hardware/ideal_profile.yaml")

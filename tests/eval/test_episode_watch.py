@@ -6,7 +6,7 @@ import threading
 
 import pytest
 from r2s2r_eval.episodes.episode_watch import EpisodeEnd, episode_key, wait_episode_end
-from r2s2r_sim.liveness import Liveness
+from r2s2r_sim.serving.liveness import Liveness
 
 
 class FakeClock:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from r2s2r_sim import cli
+from r2s2r_sim.cli import main as cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "sim_real_example.csv"
 HEADER = "policy,sim_success,real_success,sim_trials,real_trials\n"

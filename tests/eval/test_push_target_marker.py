@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.push import PushPolicy
-from r2s2r_sim.cell import SimCell
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.cells.sim_cell import SimCell
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import WORLDS
 
 PUSH = WORLDS["tabletop-push-v1"]

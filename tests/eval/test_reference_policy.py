@@ -80,7 +80,7 @@ def test_assumed_nominal_camera_fails_only_where_the_camera_differs(runner: Epis
     # In the bundled world the nominal camera is the true one; on the emulated hardware the camera sits
     # ~2 cm and ~1.6 deg away, so a policy that trusts the nominal model misjudges where the cube is there:
     # its grasps close on nothing (the fingers say so) and it must retry, or fails.
-    from r2s2r_sim.emulated_cell import EmulatedCell
+    from r2s2r_sim.cells.emulated_cell import EmulatedCell
 
     params = ReferenceParams(assume_camera_of=WORLD)
 

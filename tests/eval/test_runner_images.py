@@ -15,10 +15,10 @@ from r2s2r_eval.policy import (
     Policy,
     PolicyError,
 )
-from r2s2r_sim.camera_frames import CameraFrames
-from r2s2r_sim.render_profile import FAST, FULL
-from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.cells.camera_frames import CameraFrames
+from r2s2r_sim.render.profile import FAST, FULL
+from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 WORLD = "tabletop-pick-v1"

@@ -14,7 +14,7 @@ from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig, plan_sweep
 from r2s2r_eval.policy import ImageRequest, Observation
 from r2s2r_sim.variations import VariationConfig, sample_variation
 from r2s2r_sim.variations.config import SensorVariationConfig
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 from test_runner_images import _Watcher
 

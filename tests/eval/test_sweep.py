@@ -33,7 +33,7 @@ from r2s2r_eval.episodes.sweep_plan import (
     plan_sweep,
 )
 from r2s2r_sim.variations import load_variation_config
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -368,7 +368,7 @@ def test_sweep_whose_episodes_all_error_exits_1(tmp_path: Path, capsys) -> None:
 
 def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
     from r2s2r_eval.studies.closed_loop import operator_variations
-    from r2s2r_sim.hardware_profile import load_hardware_profile
+    from r2s2r_sim.hardware.profile import load_hardware_profile
 
     profile = ROOT / "config/emulated_hardware/ideal_profile.yaml"
     with pytest.raises(SweepError, match="--hardware-profile: .*cannot be varied by an operator"):

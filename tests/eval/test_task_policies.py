@@ -14,7 +14,7 @@ from r2s2r_eval.policies.stack import StackParams, StackPolicy
 from r2s2r_eval.policy import PolicyError
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import load_variation_config
-from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import WORLDS
 
 # Two seeds each keep the file fast; the 50-seed rates are measured with `r2s2r sweep` (README).
@@ -79,7 +79,7 @@ def test_drawer_policy_on_a_nominal_camera_misplaces_the_handle_only_where_the_c
     policy that assumes the nominal model sees the handle elsewhere."""
     from pathlib import Path
 
-    from r2s2r_sim.emulated_cell import EmulatedCell
+    from r2s2r_sim.cells.emulated_cell import EmulatedCell
 
     world = "tabletop-drawer-v1"
     nominal = DrawerParams(assume_camera_of=world)

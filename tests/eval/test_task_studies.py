@@ -9,8 +9,8 @@ import pytest
 from r2s2r_eval.policy import load_policy
 from r2s2r_eval.studies import closed_loop
 from r2s2r_eval.studies.task_studies import TASK_STUDIES, TaskStudy, task_study
-from r2s2r_sim.hardware_profile import load_hardware_profile
-from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.hardware.profile import load_hardware_profile
+from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import WORLDS
 
 

@@ -1,6 +1,6 @@
 """Run the world graph for the fault tests: the shipped graph, with cameras off and a cheap policy.
 
-The graph is resolved from ``r2s2r_sim.graph`` (what `r2s2r launch world` runs) and started as the
+The graph is resolved from ``r2s2r_sim.graph.node_graph`` (what `r2s2r launch world` runs) and started as the
 `r2s2r launch` command would, through a small driver script, so a test can read its output line by line,
 find the nodes' pids and signal or kill them.
 """
@@ -22,8 +22,8 @@ HERE = Path(__file__).resolve().parent
 POLICY = "fault_policies:HoldPolicy"
 _DRIVER = """
 import dataclasses, json, sys
-from r2s2r_sim.graph import load_graph, resolve
-from r2s2r_sim.launcher import Launcher
+from r2s2r_sim.graph.node_graph import load_graph, resolve
+from r2s2r_sim.graph.launcher import Launcher
 args, extra = sys.argv[1:-1], json.loads(sys.argv[-1])
 nodes = [dataclasses.replace(n, parameters={**n.parameters, **extra.get(n.name, {})})
          for n in resolve(load_graph("world"), dict(a.split(":=", 1) for a in args))]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from subprocess import Popen
 
-from r2s2r_capture.bag_reader import BagReader
+from r2s2r_capture.bags.reader import BagReader
 
 
 def wait_recorded(rec: Popen[str], out: Path, topics: Sequence[str], *, min_count: int = 1,

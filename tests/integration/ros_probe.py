@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import rclpy
 from r2s2r_sim.interface import Interface
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros.qos import interface_class, qos_profile
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 

@@ -15,7 +15,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from r2s2r_sim.interface import load_interface  # noqa: E402
-from r2s2r_sim.world_config import load_world_config  # noqa: E402
+from r2s2r_sim.world.config import load_world_config  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 

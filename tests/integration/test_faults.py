@@ -101,7 +101,7 @@ def test_ctrl_c_at_a_random_moment_leaves_the_store_and_the_bag_valid(  # type: 
     """SIGINT to the launcher and the recorder after a seeded-random number of output lines."""
     import random
 
-    from r2s2r_capture.bag_reader import BagReader
+    from r2s2r_capture.bags.reader import BagReader
 
     lines = random.Random(moment).randint(1, 60)  # start-up, mid-episode or between episodes
     db, bag = tmp_path / "results.sqlite", tmp_path / "bag"

@@ -59,7 +59,7 @@ def test_foxglove_client_receives_an_image_transforms_and_the_robot(processes: A
     sim = processes.start(["sim_node", "--ros-args", "--params-file", str(REPO / "config" / "sim_node.yaml"),
                            "-p", "real_time:=true"])
     sim_log = _drain(sim)
-    view = processes.start([sys.executable, "-m", "r2s2r_sim.foxglove_node", "--ros-args", "-p", "port:=0"])
+    view = processes.start([sys.executable, "-m", "r2s2r_sim.ros.foxglove_node", "--ros-args", "-p", "port:=0"])
     view_log = _drain(view)
     port = _wait_port(view_log, view)
     typestore = get_typestore(Stores.ROS2_JAZZY)
@@ -108,7 +108,7 @@ def test_foxglove_client_receives_an_image_transforms_and_the_robot(processes: A
 
 
 def _refused(processes: Any, port: int) -> str:
-    args = [sys.executable, "-m", "r2s2r_sim.foxglove_node", "--ros-args", "-p", f"port:={port}"]
+    args = [sys.executable, "-m", "r2s2r_sim.ros.foxglove_node", "--ros-args", "-p", f"port:={port}"]
     proc = processes.start(args)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 1, out

@@ -25,7 +25,7 @@ from launch.actions import IncludeLaunchDescription, RegisterEventHandler, SetEn
 from launch.event_handlers import OnProcessExit  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
-from r2s2r_sim.world import SimWorld  # noqa: E402
+from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from r2s2r_sim.graph import Graph, NodeSpec, resolve
-from r2s2r_sim.launcher import EXIT_INTERRUPTED, EXIT_NOT_STARTED, EXIT_OUTPUT_CLOSED, Launcher
+from r2s2r_sim.graph.node_graph import Graph, NodeSpec, resolve
+from r2s2r_sim.graph.launcher import EXIT_INTERRUPTED, EXIT_NOT_STARTED, EXIT_OUTPUT_CLOSED, Launcher
 
 pytestmark = pytest.mark.integration
 NODES = Path(__file__).with_name("graph_nodes.py")
@@ -108,8 +108,8 @@ def _graph_script(tmp_path: Path, roles: tuple[str, ...]) -> Path:
     script.write_text(
         "import sys\n"
         "from pathlib import Path\n"
-        "from r2s2r_sim.graph import Graph, NodeSpec, resolve\n"
-        "from r2s2r_sim.launcher import Launcher\n"
+        "from r2s2r_sim.graph.node_graph import Graph, NodeSpec, resolve\n"
+        "from r2s2r_sim.graph.launcher import Launcher\n"
         f"nodes = [NodeSpec(package={PKG!r}, executable=r, name=r, modes=frozenset({{None}})) "
         f"for r in {roles!r}]\n"
         f"g = Graph(name='t', description='', arguments=(), nodes=tuple(nodes))\n"
@@ -186,7 +186,7 @@ def test_cli_refuses_bad_arguments(ros_env: dict[str, str]) -> None:
 def test_a_respawn_node_is_restarted_each_time_it_exits(prefix: dict[str, str], tmp_path: Path) -> None:
     import threading
 
-    from r2s2r_sim.graph import Argument
+    from r2s2r_sim.graph.node_graph import Argument
 
     graph = Graph(name="t", description="respawn", arguments=(Argument(name="again", default="true",
                                                                       description="respawn"),),

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import rclpy
 from r2s2r_sim.interface import load_interface
-from r2s2r_sim.ros_params import spin_until_shutdown
-from r2s2r_sim.ros_qos import interface_class, qos_profile
+from r2s2r_sim.ros.params import spin_until_shutdown
+from r2s2r_sim.ros.qos import interface_class, qos_profile
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
@@ -54,12 +54,12 @@ def test_spin_ends_when_the_signal_wakes_the_executor_before_the_shutdown(
 # ------------------------------------------------------------------------- SIGINT inherited as ignored
 
 NODE_MODULES = [
-    "r2s2r_sim/r2s2r_sim/sim_node.py",
-    "r2s2r_sim/r2s2r_sim/emulated_hardware_node.py",
+    "r2s2r_sim/r2s2r_sim/ros/sim_node.py",
+    "r2s2r_sim/r2s2r_sim/ros/emulated_hardware_node.py",
     "r2s2r_eval/r2s2r_eval/nodes/policy_node.py",
     "r2s2r_eval/r2s2r_eval/nodes/evaluator_node.py",
-    "r2s2r_capture/r2s2r_capture/recorder_node.py",
-    "r2s2r_capture/r2s2r_capture/player_node.py",
+    "r2s2r_capture/r2s2r_capture/ros/recorder_node.py",
+    "r2s2r_capture/r2s2r_capture/ros/player_node.py",
 ]
 
 
@@ -71,7 +71,7 @@ def test_every_node_module_restores_sigint_before_its_other_imports(module: str)
     src = Path(__file__).resolve().parents[2] / "src" / module
     imports = [n for n in ast.parse(src.read_text()).body if isinstance(n, ast.Import | ast.ImportFrom)]
     first = [n for n in imports if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")][0]
-    assert isinstance(first, ast.Import) and first.names[0].name == "r2s2r_sim.interrupts", src
+    assert isinstance(first, ast.Import) and first.names[0].name == "r2s2r_sim.ros.interrupts", src
 
 
 def _ignoring_sigint() -> None:

@@ -7,7 +7,7 @@ import resource
 from pathlib import Path
 
 import pytest
-from r2s2r_capture.bag_reader import BagReader
+from r2s2r_capture.bags.reader import BagReader
 
 pytestmark = pytest.mark.integration
 LIMIT = 512 * 1024  # bytes any one file of the recorder may reach (RLIMIT_FSIZE)

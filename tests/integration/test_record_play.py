@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from r2s2r_capture.bag_reader import BagReader
-from r2s2r_capture.bag_writer import BagWriter, TopicSpec, load_typestore
+from r2s2r_capture.bags.reader import BagReader
+from r2s2r_capture.bags.writer import BagWriter, TopicSpec, load_typestore
 from recording import wait_recorded
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ def _record(processes, out: Path, duration: float, *params: str) -> tuple:
         [
             sys.executable,
             "-m",
-            "r2s2r_capture.bench_recorder",
+            "r2s2r_capture.bench.recorder",
             "publish",
             "--duration",
             str(duration),

@@ -7,8 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from r2s2r_capture.bag_reader import BagReader
-from r2s2r_capture.bag_writer import BagWriter, TopicSpec, load_typestore
+from r2s2r_capture.bags.reader import BagReader
+from r2s2r_capture.bags.writer import BagWriter, TopicSpec, load_typestore
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
 pytestmark = pytest.mark.integration

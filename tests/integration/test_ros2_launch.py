@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from r2s2r_eval.episodes.results import ResultsStore
-from r2s2r_sim.graph import load_graph
-from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.graph.node_graph import load_graph
+from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 from ros2_tools import requires_ros2_tools, ros2
 

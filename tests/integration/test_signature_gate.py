@@ -1,7 +1,7 @@
 """Interface signature gate: the live sim node must look like the hardware of the committed real-mode bags.
 
 The reference is ``tests/data/bags/real_emulated_signature.yaml``, learned by ``make_bags.py`` (with
-``r2s2r_capture.signature``) from the full real-mode recording of the EMULATED HARDWARE (the committed bag is
+``r2s2r_capture.bags.signature``) from the full real-mode recording of the EMULATED HARDWARE (the committed bag is
 a decimated subset, so its rates are not the hardware's; its static fields are checked against the reference
 here too).  The sim node is recorded for a few seconds with our recorder and its signature compared.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from r2s2r_capture.signature import Tolerances, compare, signature_of_bag
+from r2s2r_capture.bags.signature import Tolerances, compare, signature_of_bag
 from r2s2r_sim.interface import load_interface
 from recording import wait_recorded
 

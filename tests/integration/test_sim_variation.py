@@ -11,9 +11,9 @@ import yaml
 
 pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 
-from r2s2r_sim.camera_frames import CameraFrames  # noqa: E402
-from r2s2r_sim.rendering import depth_to_uint16_mm  # noqa: E402
-from r2s2r_sim.sim_node import variation_hash  # noqa: E402
+from r2s2r_sim.cells.camera_frames import CameraFrames  # noqa: E402
+from r2s2r_sim.render.renderer import depth_to_uint16_mm  # noqa: E402
+from r2s2r_sim.ros.sim_node import variation_hash  # noqa: E402
 from r2s2r_sim.variations import (  # noqa: E402
     AXES,
     load_variation_config,
@@ -21,7 +21,7 @@ from r2s2r_sim.variations import (  # noqa: E402
     parse_variation_text,
     sample_variation,
 )
-from r2s2r_sim.world import SimWorld  # noqa: E402
+from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 from test_sim_interface import (  # noqa: E402
     CAMERA,
@@ -35,7 +35,7 @@ from test_sim_interface import (  # noqa: E402
     wait_for,
 )
 
-from r2s2r_sim import ros_conversions as conv  # noqa: E402
+from r2s2r_sim.ros import conversions as conv  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

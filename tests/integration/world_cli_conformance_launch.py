@@ -27,7 +27,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import PathJoinSubstitution
 from launch_ros.substitutions import FindPackageShare
 from r2s2r_sim.interface import load_interface
-from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 
 import launch

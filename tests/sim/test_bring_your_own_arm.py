@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import SHARED_ROBOTS
-from r2s2r_sim.cli import main as r2s2r
+from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.variations import (
     VariationConfig,
     for_world,
@@ -18,7 +18,7 @@ from r2s2r_sim.variations import (
     make_world,
     sample_variation,
 )
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world.sim_world import SimWorld
 
 pytestmark = pytest.mark.skipif(
     not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"

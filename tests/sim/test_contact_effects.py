@@ -7,9 +7,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from r2s2r_sim.contact_effects import rounded_box
-from r2s2r_sim.emulated_hardware import EmulatedArm
-from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
+from r2s2r_sim.hardware.contact_effects import rounded_box
+from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.paths import config_dir
 from scipy.spatial import ConvexHull
 

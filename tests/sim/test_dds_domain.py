@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from r2s2r_sim.dds import DOMAIN_IDS, claim_domain
+from r2s2r_sim.ros.dds import DOMAIN_IDS, claim_domain
 
 
 def test_a_held_domain_is_refused_with_its_lock_file_and_free_again_after_release() -> None:

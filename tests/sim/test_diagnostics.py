@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs is not installed; run `make setup`")
 
-from r2s2r_sim.diagnostics import (  # noqa: E402
+from r2s2r_sim.ros.diagnostics import (  # noqa: E402
     ERROR,
     OK,
     WARN,

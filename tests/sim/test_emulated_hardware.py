@@ -11,11 +11,11 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from r2s2r_sim.emulated_camera import render_geometry
-from r2s2r_sim.emulated_hardware import EmulatedArm
-from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
-from r2s2r_sim.rendering import camera_intrinsics
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.hardware.emulated_camera import render_geometry
+from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
+from r2s2r_sim.render.renderer import camera_intrinsics
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 REPO = Path(__file__).resolve().parents[2]

@@ -234,7 +234,7 @@ def test_unreadable_interface_files(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------- conversions
 
-conv = pytest.importorskip("r2s2r_sim.ros_conversions", reason="ROS 2 message packages are not installed")
+conv = pytest.importorskip("r2s2r_sim.ros.conversions", reason="ROS 2 message packages are not installed")
 
 
 def test_time_round_trip() -> None:
@@ -259,7 +259,7 @@ def test_camera_info_fields() -> None:
 
 
 def test_images_round_trip_and_depth_in_mm() -> None:
-    from r2s2r_sim.rendering import depth_to_uint16_mm
+    from r2s2r_sim.render.renderer import depth_to_uint16_mm
 
     rgb = np.random.default_rng(0).integers(0, 255, (4, 5, 3), dtype=np.uint8)
     msg = conv.rgb_image_msg(rgb, conv.time_msg(7), "cam")
@@ -339,8 +339,8 @@ def test_joint_state_commands_and_outcome() -> None:
 
 
 def test_variation_hash_and_qos_helpers() -> None:
-    from r2s2r_sim.ros_qos import interface_class, qos_profile
-    from r2s2r_sim.sim_node import variation_hash
+    from r2s2r_sim.ros.qos import interface_class, qos_profile
+    from r2s2r_sim.ros.sim_node import variation_hash
     from rclpy.qos import DurabilityPolicy, ReliabilityPolicy, qos_profile_system_default
 
     a = variation_hash("abc", "", 1)

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import yaml
 from conftest import BUNDLED
-from r2s2r_capture.joint_motion import JointMotion, reading_noise
-from r2s2r_sim.cell import SimCell
+from r2s2r_capture.sysid.joint_motion import JointMotion, reading_noise
+from r2s2r_sim.cells.sim_cell import SimCell
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.world.config import load_world_config
 
 
 def _world(tmp_path: Path, noise: object) -> Path:

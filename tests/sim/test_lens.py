@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import yaml
 from conftest import BUNDLED
-from r2s2r_sim.camera_frames import CameraFrames
-from r2s2r_sim.cell import SimCell
+from r2s2r_sim.cells.camera_frames import CameraFrames
+from r2s2r_sim.cells.sim_cell import SimCell
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.lens import pinhole_margin
-from r2s2r_sim.render_profile import FULL
-from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_config import CameraConfig, load_world_config
+from r2s2r_sim.render.lens import pinhole_margin
+from r2s2r_sim.render.profile import FULL
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.world.config import CameraConfig, load_world_config
 
 # Stronger than a D435's colour lens, so that ignoring it would miss by tens of pixels at the corners.
 D = (-0.21, 0.09, 0.0012, -0.0009, -0.02)
@@ -97,7 +97,7 @@ def test_an_ideal_camera_draws_mujocos_image_untouched() -> None:
     ideal = CameraConfig(name="cal", mjcf_camera="cal", width=640, height=480, rate_hz=15.0, frame_id="f")
     lens = CameraConfig(name="cal", mjcf_camera="cal", width=640, height=480, rate_hz=15.0, frame_id="f",
                         distortion=D)  # fmt: skip
-    from r2s2r_sim.rendering import RgbdRenderer
+    from r2s2r_sim.render.renderer import RgbdRenderer
 
     with CameraFrames(model, "cal", ideal, FULL) as frames:
         frame = frames.render(data)

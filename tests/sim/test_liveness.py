@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from r2s2r_sim.liveness import Liveness
+from r2s2r_sim.serving.liveness import Liveness
 
 
 class FakeClock:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 import yaml
-from r2s2r_sim.emulated_hardware import EmulatedArm
-from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
-from r2s2r_sim.hardware_profiles import PROFILES, profile_path
+from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
+from r2s2r_sim.hardware.shipped_profiles import PROFILES, profile_path
 from r2s2r_sim.worlds import WORLDS
 
 TASK_WORLDS = sorted(w for w in WORLDS if w.startswith("tabletop-"))

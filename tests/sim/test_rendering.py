@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from conftest import BUNDLED
 from r2s2r_sim.errors import RenderError, WorldError
-from r2s2r_sim.rendering import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
+from r2s2r_sim.world.sim_world import SimWorld
 
 MARKER_RADIUS = 0.008
 
@@ -201,8 +201,8 @@ def test_renderer_left_open_is_closed_before_the_display_goes(tmp_path: Path) ->
             state = {{}}
             # Registered first, so it runs last: after the renderers' exit hook and MuJoCo's display teardown.
             atexit.register(lambda: print("closed at exit:", state["r"]._gl is None, flush=True))
-            from r2s2r_sim.rendering import RgbdRenderer
-            from r2s2r_sim.world import SimWorld
+            from r2s2r_sim.render.renderer import RgbdRenderer
+            from r2s2r_sim.world.sim_world import SimWorld
             w = SimWorld({str(BUNDLED)!r})
             state["r"] = RgbdRenderer(w.model, 64, 48).__enter__()
             state["r"].render(w.data, "realsense")

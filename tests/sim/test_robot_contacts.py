@@ -6,7 +6,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from r2s2r_sim.robot_source import load_robot_spec
+from r2s2r_sim.world.robot_source import load_robot_spec
 
 # A base welded to the world and a first link whose geom overlaps it by 2 cm: MuJoCo does not filter a
 # parent welded to the world, so unedited the two touch and the joint between them rubs.

@@ -8,8 +8,8 @@ import mujoco
 import numpy as np
 import pytest
 from r2s2r_sim.interface import load_interface
-from r2s2r_sim.robot_description import RobotDescription, RobotDescriptionError, write_stl
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world.robot_description import RobotDescription, RobotDescriptionError, write_stl
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 from transforms3d import affines, euler, quaternions
 
@@ -20,7 +20,7 @@ WORLDS = [world_path("tabletop-pick-v1"), *sorted(p for p in (REPO / "tests/worl
 
 
 def _describe(world: SimWorld) -> RobotDescription:
-    from r2s2r_sim.robot_state import describe_robot
+    from r2s2r_sim.ros.robot_state import describe_robot
 
     return describe_robot(world, load_interface())
 

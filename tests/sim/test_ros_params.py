@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-ros_params = pytest.importorskip("r2s2r_sim.ros_params", reason="needs rclpy (the ROS 2 wheels)")
+ros_params = pytest.importorskip("r2s2r_sim.ros.params", reason="needs rclpy (the ROS 2 wheels)")
 
 
 @pytest.mark.parametrize(

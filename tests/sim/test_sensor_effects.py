@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from r2s2r_sim.emulated_hardware import EmulatedArm
-from r2s2r_sim.hardware_profile import HardwareProfileError, load_hardware_profile
+from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.paths import config_dir
-from r2s2r_sim.sensor_effects import (
+from r2s2r_sim.render.sensor_effects import (
     ColorSensor,
     DepthSensor,
     FrameTiming,

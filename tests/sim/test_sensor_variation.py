@@ -8,9 +8,9 @@ import cv2
 import numpy as np
 import pytest
 from conftest import BUNDLED, REPO
-from r2s2r_sim.camera_frames import CameraFrames
-from r2s2r_sim.cell import SimCell
-from r2s2r_sim.sensor_effects import SensorEffects, edge_pixels
+from r2s2r_sim.cells.camera_frames import CameraFrames
+from r2s2r_sim.cells.sim_cell import SimCell
+from r2s2r_sim.render.sensor_effects import SensorEffects, edge_pixels
 from r2s2r_sim.variations import (
     VariationConfig,
     VariationError,
@@ -21,7 +21,7 @@ from r2s2r_sim.variations import (
     sensor_effects,
 )
 from r2s2r_sim.variations.config import SensorVariationConfig
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, WORLDS
 
 OFF = VariationConfig().only()  # every axis off

@@ -10,7 +10,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-from r2s2r_sim.grasp_fit import stable_armature
+from r2s2r_sim.authoring.grasp_fit import stable_armature
 
 # Two hinges about the same axis: a light first link (0.001 kg·m² about z) carrying a heavier second one
 # (0.1).  Each joint's own inertia (0.101, 0.1) is over kv * dt / 2 = 0.05, but the mode where the two turn

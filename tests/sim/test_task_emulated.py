@@ -12,9 +12,9 @@ from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.drawer import DrawerParams, DrawerPolicy
 from r2s2r_eval.policy import load_policy
 from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
-from r2s2r_sim.emulated_cell import EmulatedCell
-from r2s2r_sim.hardware_profile import load_hardware_profile
-from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.cells.emulated_cell import EmulatedCell
+from r2s2r_sim.hardware.profile import load_hardware_profile
+from r2s2r_sim.hardware.shipped_profiles import profile_path
 
 SEEDS = (0, 1)
 # Both policies of a study look once a second (the closed loop's camera rate); it keeps the test short.

@@ -8,13 +8,13 @@ import mujoco
 import numpy as np
 import pytest
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.task import TASKS, make_task
-from r2s2r_sim.tasks._common import SettleClock, free_qpos_address
+from r2s2r_sim.tasks.registry import TASKS, make_task
+from r2s2r_sim.tasks.common import SettleClock, free_qpos_address
 from r2s2r_sim.tasks.drawer import DrawerTask
 from r2s2r_sim.tasks.push import PushTask
 from r2s2r_sim.tasks.stack import StackTask
-from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_config import TaskType
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.world.config import TaskType
 from r2s2r_sim.worlds import WORLDS
 
 
@@ -258,7 +258,7 @@ def test_drawer_task_needs_one_slide_or_hinge_joint(push: SimWorld) -> None:
     cfg = WORLDS["tabletop-drawer-v1"]
     from dataclasses import replace
 
-    from r2s2r_sim.world_config import load_world_config
+    from r2s2r_sim.world.config import load_world_config
 
     task_cfg = load_world_config(cfg).task
     assert task_cfg is not None

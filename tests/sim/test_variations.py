@@ -36,7 +36,7 @@ from r2s2r_sim.variations.config import (
     SensorVariationConfig,
 )
 from r2s2r_sim.variations.engine import dimension_names, sobol_points
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world.sim_world import SimWorld
 from scipy.stats import qmc
 
 YAML = REPO / "config" / "variations.yaml"
@@ -296,7 +296,7 @@ def test_camera_axis_on_a_calibrated_camera_scales_its_focal_length(tmp_path: Pa
     view is a focal-length scale, and the principal point stays."""
     import shutil
 
-    from r2s2r_sim.rendering import camera_intrinsics
+    from r2s2r_sim.render.renderer import camera_intrinsics
 
     dst = tmp_path / "world"
     shutil.copytree(BUNDLED, dst)

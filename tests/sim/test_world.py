@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import BUNDLED
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.task import Outcome, PickPlaceTask
-from r2s2r_sim.world import CommandCheck, SimWorld
+from r2s2r_sim.tasks.registry import Outcome, PickPlaceTask
+from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 from r2s2r_sim.worlds import WORLDS
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from conftest import BUNDLED, edit_yaml
-from r2s2r_sim.cli import main as r2s2r
+from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_config import TaskType, WorldConfig, load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.world.config import TaskType, WorldConfig, load_world_config
 from r2s2r_sim.worlds import WORLDS, world_path
 
 

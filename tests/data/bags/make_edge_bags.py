@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from r2s2r_capture.bag_writer import BagWriter, Compression, Storage, TopicSpec, WriterConfig, load_typestore
+from r2s2r_capture.bags.writer import BagWriter, Compression, Storage, TopicSpec, WriterConfig, load_typestore
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag1 import Writer as Ros1Writer
 from rosbags.rosbag2 import Writer

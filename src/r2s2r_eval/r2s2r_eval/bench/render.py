@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.bench_out import add_out_option, add_world_options, write_results
+from r2s2r_sim.bench.report import add_out_option, add_world_options, write_results
 
 from r2s2r_eval.episodes.sweep import run_sweep
 from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig
@@ -58,8 +58,8 @@ class RenderSetting:
 
 def _render_worker(world: str, setting: RenderSetting, seconds: float) -> tuple[int, float]:
     """Views drawn in about ``seconds`` (after a warm-up) and the time taken, in this process."""
-    from r2s2r_sim.rendering import RgbdRenderer, TiledRenderer
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.render.renderer import RgbdRenderer, TiledRenderer
+    from r2s2r_sim.world.sim_world import SimWorld
     from r2s2r_sim.worlds import world_path
 
     w = SimWorld(world_path(world))
@@ -167,7 +167,7 @@ def steady_state(
 
 
 def _run_node_cameras(world: str, seconds: float) -> dict[str, Any]:
-    from r2s2r_sim.bench import run_node
+    from r2s2r_sim.bench.sim import run_node
 
     domain = 40 + os.getpid() % 50
     runs: dict[str, Any] = {}

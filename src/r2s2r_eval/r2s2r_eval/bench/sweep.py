@@ -28,7 +28,7 @@ from typing import Any
 import mujoco
 import numpy as np
 from mujoco import rollout
-from r2s2r_sim.bench_out import add_out_option, add_world_options, write_results
+from r2s2r_sim.bench.report import add_out_option, add_world_options, write_results
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationConfig, load_variation_config, make_world, sweep_variation
 from r2s2r_sim.worlds import world_path

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path

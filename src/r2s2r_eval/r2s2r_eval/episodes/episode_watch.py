@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from r2s2r_sim.liveness import Liveness
+from r2s2r_sim.serving.liveness import Liveness
 
 __all__ = [
     "POLICY_LOST",

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from r2s2r_sim.ranges import check_fields, field_interval, within
-from r2s2r_sim.task import settle_period_s
-from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.tasks.registry import settle_period_s
+from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 
 __all__ = [

@@ -14,11 +14,11 @@ from pathlib import Path
 from types import TracebackType
 
 import numpy as np
-from r2s2r_sim.cell import Cell, CellError, SimCell
-from r2s2r_sim.render_profile import RenderProfile
+from r2s2r_sim.cells.sim_cell import Cell, CellError, SimCell
+from r2s2r_sim.render.profile import RenderProfile
 from r2s2r_sim.variations import Variation, make_world
-from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_config import CameraConfig
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.world.config import CameraConfig
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.episodes.sensor_arrays import NS_PER_S, depth_mm_to_metres, episode_stamp, pose_matrix
@@ -231,7 +231,7 @@ class EpisodeRunner:
     ) -> EpisodeResult:
         """Run one episode of ``policy`` from the cell reset with ``seed``.
 
-        Every cell ends an episode by one rule (:class:`r2s2r_sim.task.EpisodeJudge`): once the policy says
+        Every cell ends an episode by one rule (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): once the policy says
         ``done`` after an action, it is no longer called, the arm holds that last command for the task's
         settle period and the task judges then; before a done, a success held for that period ends it;
         otherwise the task's timeout judges (or the step limit, judged then).  A policy error or a refused

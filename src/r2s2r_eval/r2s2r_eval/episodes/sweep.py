@@ -2,7 +2,7 @@
 
 The plan (inputs, keys, seeds) is :mod:`r2s2r_eval.episodes.sweep_plan`.  A sweep runs on one
 side: the simulated world (the world built by ``r2s2r_sim.variations.make_world``) or the emulated
-hardware of a hardware profile (``r2s2r_sim.emulated_cell.EmulatedCell``, the variation restricted to what
+hardware of a hardware profile (``r2s2r_sim.cells.emulated_cell.EmulatedCell``, the variation restricted to what
 an operator changes).  Each episode runs through the one episode runner
 (:class:`r2s2r_eval.episodes.runner.EpisodeRunner`).  The episodes of one variation form a job; jobs are
 spread over a local process pool (spawn context, sized to the cores) or Ray tasks; both call the same
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.variations import Variation, VariationError, sweep_variation
-from r2s2r_sim.world import SimWorld
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.episodes.executors import ExecutorError, run_local, run_ray, start_ray
@@ -133,7 +133,7 @@ def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
             policy_images=task.policy_images,
         ).__enter__()
     else:
-        from r2s2r_sim.emulated_cell import EmulatedCell
+        from r2s2r_sim.cells.emulated_cell import EmulatedCell
 
         cell = EmulatedCell(task.world, task.hardware_profile, variation=variation)
         runner = EpisodeRunner(cell, policy_images=task.policy_images).__enter__()
@@ -229,8 +229,8 @@ def _check_side(cfg: SweepConfig) -> str | None:
     """The hardware profile's hash on the emulated side (None in sim), once the side is checked."""
     if cfg.hardware_profile is None:
         return None
-    from r2s2r_sim.emulated_cell import check_operator_config
-    from r2s2r_sim.hardware_profile import load_hardware_profile
+    from r2s2r_sim.cells.emulated_cell import check_operator_config
+    from r2s2r_sim.hardware.profile import load_hardware_profile
 
     try:
         profile = load_hardware_profile(cfg.hardware_profile)

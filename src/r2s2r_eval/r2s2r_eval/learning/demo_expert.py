@@ -18,12 +18,12 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = ["PrivilegedExpert", "privileged_expert"]
 
@@ -196,7 +196,7 @@ def privileged_expert(world: SimWorld, *, grasp_offset_m: float = 0.0) -> Policy
     Raises:
         PolicyError: the world's task has no privileged expert (names the task).
     """
-    from r2s2r_sim.world_config import TaskType
+    from r2s2r_sim.world.config import TaskType
 
     from r2s2r_eval.learning.push_expert import PushExpert
 

@@ -222,7 +222,7 @@ class _Recorder(Policy):
 
     def __init__(self, expert: Policy, runner: EpisodeRunner, cfg: DemoConfig) -> None:
         super().__init__()
-        from r2s2r_sim.rendering import RgbdRenderer
+        from r2s2r_sim.render.renderer import RgbdRenderer
 
         self.expert = expert
         self.world = runner.world
@@ -298,8 +298,8 @@ def _read_attempts(root: Path) -> list[dict[str, Any]]:
 
 def _write_mcap(path: Path, rec: _Recorder, cfg: DemoConfig, extra: dict[str, Any]) -> None:
     """One episode as a rosbag2 MCAP bag on the interface topics (small RGB on the colour topic)."""
-    from r2s2r_capture.bag_messages import BagMessages
-    from r2s2r_capture.bag_writer import BagWriter
+    from r2s2r_capture.bags.messages import BagMessages
+    from r2s2r_capture.bags.writer import BagWriter
     from r2s2r_sim.interface import load_interface
 
     iface = load_interface()

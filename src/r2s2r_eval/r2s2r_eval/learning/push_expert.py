@@ -13,14 +13,14 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_eval.policies.scripted.motion import tool_yaw
 from r2s2r_eval.policies.scripted.scene import body_geom, half_height
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = ["PushExpert"]
 

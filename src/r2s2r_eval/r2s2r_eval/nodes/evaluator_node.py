@@ -15,7 +15,7 @@ reset service and no task checker. Two hooks take their place:
   ``std_srvs/srv/Trigger``: ``success``, and a ``message`` that is JSON with ``reason``, ``seed`` and
   ``metrics`` (name -> number) as ``/emulated_hardware/judge`` sends, or plain text used as the reason).
 
-A real-mode episode ends by the rule every cell shares (:class:`r2s2r_sim.task.EpisodeJudge`): when the
+A real-mode episode ends by the rule every cell shares (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): when the
 policy node says it is done (``std_msgs/msg/UInt64`` with the episode's seed on ``policy_done_topic``, default
 ``/policy_node/episode_done``), the arm holds for the settle period of ``world``'s task, then the judge is
 asked; on a policy error (an ``EpisodeOutcome`` for the seed) or after ``episode_timeout_s`` of wall time,
@@ -35,7 +35,7 @@ lacks, without duplicates.
 
 from __future__ import annotations
 
-import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+import r2s2r_sim.ros.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
 
 # isort: split
 import sys
@@ -44,16 +44,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from r2s2r_sim.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
-from r2s2r_sim.liveness import Liveness
-from r2s2r_sim.ros_params import (
+from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
+from r2s2r_sim.serving.liveness import Liveness
+from r2s2r_sim.ros.params import (
     parameter_error,
     read_node_config,
     run_node,
     shut_down_executor,
     spin_until_shutdown,
 )
-from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
+from r2s2r_sim.ros.qos import declare_interface, interface_class, qos_profile
 from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -83,7 +83,7 @@ from r2s2r_eval.episodes.evaluation import (
 from r2s2r_eval.episodes.operator_prompt import OperatorPrompt, OperatorTimeout
 from r2s2r_eval.episodes.results import EpisodeRow, ResultsError, ResultsStore, utc_now
 from r2s2r_eval.policy import policy_params_from_yaml
-from r2s2r_sim import ros_conversions as rc
+from r2s2r_sim.ros import conversions as rc
 
 OPERATOR_TIMEOUT = "operator_timeout"  # the failure reason of an episode the operator did not judge in time
 

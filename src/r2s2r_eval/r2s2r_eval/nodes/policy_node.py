@@ -11,7 +11,7 @@ Episodes: the evaluator calls ``~/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode
 the node then drops its cached observations, resets the policy and acts until an ``EpisodeOutcome`` for that
 seed arrives. With ``autostart`` it starts episode 0 (seed ``seed``) on its own. A policy exception ends the
 episode: the node publishes a failed ``EpisodeOutcome`` with ``failure_reason = "policy_error: ..."``.
-Done signal (the one end-of-episode rule, :class:`r2s2r_sim.task.EpisodeJudge`): when the policy reports
+Done signal (the one end-of-episode rule, :class:`r2s2r_sim.tasks.registry.EpisodeJudge`): when the policy reports
 that it has finished (a ``done`` attribute, property or no-argument method that is true), the node publishes
 the episode's seed once on the interface's ``policy_done`` (``/policy_node/episode_done``,
 ``std_msgs/msg/UInt64``) and asks the policy no more: until the outcome arrives it re-sends the last arm and
@@ -25,7 +25,7 @@ and logs once until fresh data arrives.
 
 from __future__ import annotations
 
-import r2s2r_sim.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
+import r2s2r_sim.ros.interrupts  # noqa: F401 - first: a SIGINT during the imports below must stop us
 
 # isort: split
 import math
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from builtin_interfaces.msg import Time
-from r2s2r_sim.dds import use_large_data_transport
-from r2s2r_sim.ros_params import parameter_error, read_node_config, run_node, spin_single
-from r2s2r_sim.ros_qos import declare_interface, interface_class, qos_profile
-from r2s2r_sim.world_config import load_world_config
+from r2s2r_sim.ros.dds import use_large_data_transport
+from r2s2r_sim.ros.params import parameter_error, read_node_config, run_node, spin_single
+from r2s2r_sim.ros.qos import declare_interface, interface_class, qos_profile
+from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 from rclpy.node import Node
 from std_msgs.msg import UInt64
@@ -59,7 +59,7 @@ from r2s2r_eval.policy import (
     load_policy,
     policy_params_from_yaml,
 )
-from r2s2r_sim import ros_conversions as rc
+from r2s2r_sim.ros import conversions as rc
 
 __all__ = ["PolicyNode", "PolicyNodeConfig", "PolicyNodeError", "main"]
 

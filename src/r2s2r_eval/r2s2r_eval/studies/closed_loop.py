@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.variations import with_world_axes

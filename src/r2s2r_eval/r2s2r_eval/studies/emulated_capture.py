@@ -44,8 +44,8 @@ def reconstruct_emulated_world(
     Returns:
         The world folder and the wall time (s) of the stages that ran (``capture``, ``real2sim``).
     """
-    from r2s2r_capture.capture import CaptureConfig, capture_emulated
-    from r2s2r_capture.real2sim import Real2SimConfig, real2sim
+    from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
+    from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
 
     out = work / "world"
     wall: dict[str, float] = {}

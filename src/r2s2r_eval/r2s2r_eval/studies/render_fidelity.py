@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from r2s2r_sim.camera_frames import CameraFrames
+from r2s2r_sim.cells.camera_frames import CameraFrames
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.variations import load_variation_config, make_world, sweep_variation
 from r2s2r_sim.worlds import world_path

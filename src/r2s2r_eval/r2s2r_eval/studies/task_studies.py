@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from r2s2r_sim.hardware_profiles import profile_path
+from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 
 from r2s2r_eval.cli.common import Subcommand, bad_input
@@ -188,7 +188,7 @@ def make_real2sim_world(
 
 def real2sim_variations(world: Path, out: Path, base: Path = DEFAULT_VARIATIONS) -> Path:
     """``base`` variations for a real2sim world: existing colour targets, a wider bin keep-out."""
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
 
     doc = yaml.safe_load(base.read_text(encoding="utf-8"))
     model = SimWorld(world).model

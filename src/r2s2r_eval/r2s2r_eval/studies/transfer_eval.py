@@ -54,7 +54,7 @@ def _episodes(
     reduced to what an operator changes between trials (object pose, lighting, clutter;
     :func:`~r2s2r_eval.studies.closed_loop.operator_variations`) and the cell is rebuilt for each episode.
     """
-    from r2s2r_sim.emulated_cell import EmulatedCell
+    from r2s2r_sim.cells.emulated_cell import EmulatedCell
     from r2s2r_sim.variations import load_variation_config, sample_variation
 
     from r2s2r_eval.episodes.runner import EpisodeRunner

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from r2s2r_sim.task import Outcome
-from r2s2r_sim.tasks._common import SettleClock, check_type
-from r2s2r_sim.world_config import TaskConfig, TaskType
+from r2s2r_sim.tasks.registry import Outcome
+from r2s2r_sim.tasks.common import SettleClock, check_type
+from r2s2r_sim.world.config import TaskConfig, TaskType
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = ["HeldTask"]
 

@@ -8,13 +8,13 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.task import ObjectPose, Outcome
-from r2s2r_sim.tasks._common import touching_robot
+from r2s2r_sim.tasks.registry import ObjectPose, Outcome
+from r2s2r_sim.tasks.common import touching_robot
 from r2s2r_sim.tasks.base import HeldTask
-from r2s2r_sim.world_config import TaskType
+from r2s2r_sim.world.config import TaskType
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = ["DrawerTask"]
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from r2s2r_sim.task import ObjectPose, Outcome
-from r2s2r_sim.tasks._common import (
+from r2s2r_sim.tasks.registry import ObjectPose, Outcome
+from r2s2r_sim.tasks.common import (
     DROP_MARGIN_M,
     SETTLED_SPEED_M_S,
     body_speed,
@@ -17,10 +17,10 @@ from r2s2r_sim.tasks._common import (
     touching_robot,
 )
 from r2s2r_sim.tasks.base import HeldTask
-from r2s2r_sim.world_config import TaskType
+from r2s2r_sim.world.config import TaskType
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = ["PushTask"]
 

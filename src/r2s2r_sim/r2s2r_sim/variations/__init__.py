@@ -17,7 +17,7 @@ from r2s2r_sim.variations import (  # noqa: F401
     dynamics,
     objects,
     physics,
-    robot_state,
+    initial_joints,
     sensor,
 )
 from r2s2r_sim.variations.config import (

@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.variations.config import COMMAND_DELAY, Axis, DynamicsVariationConfig, lerp, not_found
-from r2s2r_sim.world_compose import COMMAND_DELAY_NUMERIC
+from r2s2r_sim.world.compose import COMMAND_DELAY_NUMERIC
 
 __all__ = ["DynamicsAxis"]
 

@@ -21,7 +21,7 @@ from typing import Literal
 import mujoco
 import numpy as np
 
-from r2s2r_sim.task import ObjectPose
+from r2s2r_sim.tasks.registry import ObjectPose
 from r2s2r_sim.variations.config import (
     AXES,
     AXIS_NAMES,
@@ -30,8 +30,8 @@ from r2s2r_sim.variations.config import (
     load_variation_config,
 )
 from r2s2r_sim.variations.sensor import sensor_effects
-from r2s2r_sim.world import SimWorld
-from r2s2r_sim.world_config import WorldConfig, load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.world.config import WorldConfig, load_world_config
 
 __all__ = [
     "Method",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import mujoco
 
-from r2s2r_sim.sensor_effects import ColorSensor, DepthSensor, SensorEffects
+from r2s2r_sim.render.sensor_effects import ColorSensor, DepthSensor, SensorEffects
 from r2s2r_sim.variations.config import Axis, lerp
 from r2s2r_sim.variations.sensor_config import COLOR_RANGES, DEPTH_RANGES, SensorVariationConfig
 
@@ -25,7 +25,7 @@ class SensorAxis(Axis):
     Parameters: every range field of the effects that are on (``subpixel_px``, ``baseline_m``, ...,
     ``vignetting``; see :class:`SensorVariationConfig`) and ``projector_side`` (+1 or -1, with depth).
     The world's model is not touched: :func:`sensor_effects` turns the parameters into the effects the
-    sim's camera frames get (``r2s2r_sim.camera_frames``), with each episode's noise drawn from its seed.
+    sim's camera frames get (``r2s2r_sim.cells.camera_frames``), with each episode's noise drawn from its seed.
     """
 
     name = "sensor"

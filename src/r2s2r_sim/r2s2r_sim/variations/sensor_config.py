@@ -1,8 +1,8 @@
 """Config of the sensor axis: ranges of the RGB-D sensor effects drawn for the sim's rendered frames.
 
-The ranges are those the emulated hardware draws its unseen profiles from (``r2s2r_sim.effect_sampling``,
+The ranges are those the emulated hardware draws its unseen profiles from (``r2s2r_sim.hardware.effect_sampling``,
 which takes them from here), i.e. the spread of public D4xx and small-pixel colour imager figures; the
-bounds every value must respect are the hardware profile's own (``r2s2r_sim.sensor_effects``), so a range
+bounds every value must respect are the hardware profile's own (``r2s2r_sim.render.sensor_effects``), so a range
 the emulator would refuse is refused here too.
 """
 
@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from r2s2r_sim.ranges import field_interval
-from r2s2r_sim.sensor_effects import ColorSensor, DepthSensor
+from r2s2r_sim.render.sensor_effects import ColorSensor, DepthSensor
 from r2s2r_sim.variations._checks import Range, check_range, fail
 
 __all__ = ["COLOR_RANGES", "DEPTH_RANGES", "SensorVariationConfig"]

@@ -72,7 +72,7 @@ class _PushScene:
 
 @lru_cache(maxsize=4)
 def _push_scene(world_dir: Path) -> _PushScene:
-    from r2s2r_sim.world_config import TaskType
+    from r2s2r_sim.world.config import TaskType
 
     scene = arm_scene(world_dir)
     model, task = scene.model, scene.task

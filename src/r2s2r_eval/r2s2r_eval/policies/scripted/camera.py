@@ -15,8 +15,8 @@ def nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray, 
     What a policy developed against a nominal, uncalibrated camera model assumes (``assume_camera_of``).
     """
     import transforms3d
-    from r2s2r_sim.rendering import camera_intrinsics
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.render.renderer import camera_intrinsics
+    from r2s2r_sim.world.sim_world import SimWorld
     from r2s2r_sim.worlds import world_path
 
     try:

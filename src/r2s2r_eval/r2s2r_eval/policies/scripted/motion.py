@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
 __all__ = [
     "JOINT_SPEED",

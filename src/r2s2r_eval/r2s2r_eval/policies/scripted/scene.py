@@ -8,8 +8,8 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from r2s2r_sim.kinematics import KinematicArm
-from r2s2r_sim.world_config import TaskConfig, WorldConfig
+from r2s2r_sim.world.kinematics import KinematicArm
+from r2s2r_sim.world.config import TaskConfig, WorldConfig
 
 from r2s2r_eval.policy import PolicyError
 
@@ -57,7 +57,7 @@ def arm_scene(world_dir: Path, policy: str = "scripted") -> ArmScene:
     Raises:
         PolicyError: the world has no task or no ``robot.ee_site``.
     """
-    from r2s2r_sim.world import SimWorld
+    from r2s2r_sim.world.sim_world import SimWorld
 
     world = SimWorld(world_dir)
     cfg = world.config

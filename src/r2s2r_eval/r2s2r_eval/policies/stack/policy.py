@@ -21,7 +21,7 @@ __all__ = ["StackPolicy"]
 @lru_cache(maxsize=4)
 def _support(world_dir: Path) -> tuple[tuple[float, float, float], float]:
     """Colour and half height (m) of the world's support block, from its MJCF."""
-    from r2s2r_sim.world_config import load_world_config
+    from r2s2r_sim.world.config import load_world_config
 
     task = load_world_config(world_dir).task
     if task is None or task.support_body is None:

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from r2s2r_sim.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_eval.policies.scripted.motion import StepClock, tool_yaw
 from r2s2r_eval.policies.scripted.scene import arm_scene

@@ -1,0 +1,1 @@
+"""The capture subcommands of the r2s2r command line."""

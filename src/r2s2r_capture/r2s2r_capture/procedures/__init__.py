@@ -1,0 +1,1 @@
+"""The capture phases: board views, excitation, scene frames, slide flick and articulation."""

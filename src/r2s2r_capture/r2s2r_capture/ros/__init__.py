@@ -1,0 +1,1 @@
+"""The ROS boundary of capture: the recorder and player nodes."""

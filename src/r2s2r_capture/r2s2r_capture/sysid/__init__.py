@@ -1,0 +1,1 @@
+"""System identification of the arm: recordings, the fit, effort correction and uncertainty."""

@@ -1,0 +1,1 @@
+"""Benchmarks of the sim (make bench): each a ratio against a baseline measured in the same run."""

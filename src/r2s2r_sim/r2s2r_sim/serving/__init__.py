@@ -1,0 +1,1 @@
+"""The ROS-free serving core the driver-topic nodes wrap: the physics loop, schedules, pacing and lockstep."""

@@ -1,0 +1,1 @@
+"""The world: its files (world.yaml, the robot, the scene), their composition into MuJoCo, and the SimWorld that steps it."""
