@@ -20,9 +20,9 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
-from r2s2r_capture.real2sim.articulation import estimate_articulation  # noqa: E402
-from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated  # noqa: E402
 from r2s2r_capture.errors import IdentificationError  # noqa: E402
+from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated  # noqa: E402
+from r2s2r_capture.real2sim.articulation import estimate_articulation  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_sim.hardware.shipped_profiles import profile_path  # noqa: E402
 from r2s2r_sim.variations import load_variation_config  # noqa: E402

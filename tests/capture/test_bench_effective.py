@@ -4,9 +4,8 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from r2s2r_sim.hardware.arm_effects import JointEffects  # noqa: E402
-
 from r2s2r_capture.bench import real2sim as B  # noqa: E402
+from r2s2r_sim.hardware.arm_effects import JointEffects  # noqa: E402
 
 TRUTHS = {"kp": 400.0, "kv": 40.0, "damping": 2.0, "viscous": 42.0, "armature": 0.1, "frictionloss": 0.3}
 

@@ -15,6 +15,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
+from r2s2r_capture.calibration import camera as cal  # noqa: E402
 from r2s2r_capture.calibration.charuco import (  # noqa: E402
     DEFAULT_BOARD,
     CharucoBoardSpec,
@@ -25,8 +26,6 @@ from r2s2r_capture.calibration.charuco import (  # noqa: E402
 from r2s2r_capture.errors import CalibrationError  # noqa: E402
 from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics  # noqa: E402
 from transforms3d.euler import euler2mat, euler2quat  # noqa: E402
-
-from r2s2r_capture.calibration import camera as cal  # noqa: E402
 
 W, H, FOVY = 640, 480, 50.0
 CAM_POS = np.array([0.05, -0.02, 0.6])

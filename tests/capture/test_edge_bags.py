@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from r2s2r_capture.bags.reader import BagReader
-from r2s2r_capture.errors import BagError
 from r2s2r_capture.bags.playback import replay_qos
+from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.bags.signature import compare, signature_of_bag
+from r2s2r_capture.errors import BagError
 
 EDGE = Path(__file__).resolve().parents[1] / "data" / "bags" / "edge"
 CHATTER = [f"m{i}" for i in range(10)]

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import scipy.signal
 from mujoco import sysid as mjsysid
-from r2s2r_capture.sysid.uncertainty import after_effort_correction, autocorrelation_time
-from r2s2r_capture.sysid.recording import ExcitationConfig, excitation_trajectory
-
 from r2s2r_capture.sysid import identify as S
+from r2s2r_capture.sysid.recording import ExcitationConfig, JointRecording, excitation_trajectory
+from r2s2r_capture.sysid.rollout import simulate_recording
+from r2s2r_capture.sysid.uncertainty import after_effort_correction, autocorrelation_time
 
 ARM = Path(__file__).resolve().parents[2] / "src/r2s2r_sim/r2s2r_sim/worlds/tabletop_pick/robot/arm6.xml"
 ALL = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
@@ -32,21 +32,21 @@ def _truth_model() -> mujoco.MjModel:
 
 
 @pytest.fixture(scope="module")
-def clean() -> S.JointRecording:
+def clean() -> JointRecording:
     cfg = ExcitationConfig(duration_s=3.0, base_freq_hz=0.5, max_velocity=1.5, ramp_s=0.3)
     t, q_cmd = excitation_trajectory(mujoco.MjModel.from_xml_path(str(ARM)), ALL, cfg, seed=3)
-    return S.simulate_recording(_truth_model(), t, q_cmd, ALL)
+    return simulate_recording(_truth_model(), t, q_cmd, ALL)
 
 
-def _noisy(rec: S.JointRecording, sigma: float, seed: int) -> S.JointRecording:
+def _noisy(rec: JointRecording, sigma: float, seed: int) -> JointRecording:
     """The recording with white encoder noise of ``sigma`` rad (velocity noise ``sigma`` / 10 ms)."""
     rng = np.random.default_rng(seed)
     q = rec.q + rng.normal(0.0, sigma, rec.q.shape)
     qd = rec.qd + rng.normal(0.0, sigma / 0.01, rec.qd.shape)
-    return S.JointRecording(rec.t, rec.q_cmd, q, qd, rec.joint_names, None)
+    return JointRecording(rec.t, rec.q_cmd, q, qd, rec.joint_names, None)
 
 
-def test_noisier_data_gives_larger_standard_errors(clean: S.JointRecording) -> None:
+def test_noisier_data_gives_larger_standard_errors(clean: JointRecording) -> None:
     quiet = S.identify(ARM, _noisy(clean, 1e-4, seed=0), CONFIG)
     loud = S.identify(ARM, _noisy(clean, 2e-3, seed=0), CONFIG)
     print("\n" + quiet.summary() + "\n" + loud.summary())
@@ -86,7 +86,7 @@ def test_errors_follow_the_effort_correction() -> None:
     }
 
 
-def test_efforts_narrow_what_positions_cannot_see(clean: S.JointRecording) -> None:
+def test_efforts_narrow_what_positions_cannot_see(clean: JointRecording) -> None:
     # A wrist's motion barely changes when all its parameters scale together; its efforts do.
     cfg = S.SysidConfig(
         joints=("wrist_1",), kinds=("armature", "kp"), fit_delay=False, max_iters=8, n_threads=1

@@ -18,14 +18,13 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import _depth_m, _undistort  # noqa: E402
-from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, measure_marker, write_world  # noqa: E402
+from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
+from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_sim.cells.emulated_cell import EmulatedCell  # noqa: E402
 from r2s2r_sim.hardware.shipped_profiles import profile_path  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import WORLDS  # noqa: E402
-
-from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
 
 PUSH = WORLDS["tabletop-push-v1"]
 TEMPLATE_XY = np.array([0.44, 0.15])  # the bundled world's target_center

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-from r2s2r_capture.errors import BagError
 from r2s2r_capture.bags.playback import (
     PlayerConfig,
     ReplayQos,
@@ -12,6 +11,7 @@ from r2s2r_capture.bags.playback import (
     parse_remaps,
     replay_qos,
 )
+from r2s2r_capture.errors import BagError
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
 T = QosTime(0, 0)

@@ -16,7 +16,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from r2s2r_capture.bench import real2sim as B  # noqa: E402
 from r2s2r_capture.errors import CalibrationError, IdentificationError, ReconstructionError  # noqa: E402
+from r2s2r_capture.procedures import session as C  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_capture.real2sim.resim import resim  # noqa: E402
 from r2s2r_capture.sysid.recording import ExcitationConfig  # noqa: E402
@@ -29,9 +31,6 @@ from r2s2r_sim.variations import (  # noqa: E402
 )
 from r2s2r_sim.variations.config import SensorVariationConfig  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
-
-from r2s2r_capture.bench import real2sim as B  # noqa: E402
-from r2s2r_capture.procedures import session as C  # noqa: E402
 
 # Each module fixture runs a whole capture and identification (minutes of CPU); on a loaded machine that
 # alone can pass the suite's default 300 s, which counts fixture set-up.
@@ -218,8 +217,8 @@ def test_config_refuses_too_few_views_frames_or_samples(change: dict, match: str
 
 def test_capture_bag_offers_the_driver_qos(tmp_path: Path) -> None:
     """A capture replays like a recording of the drivers: the QoS of config/interface.yaml is in the bag."""
-    from r2s2r_capture.bags.reader import BagReader
     from r2s2r_capture.bags.playback import replay_qos
+    from r2s2r_capture.bags.reader import BagReader
 
     cfg = dataclasses.replace(SMALL, excitation=dataclasses.replace(EXC, duration_s=1.0))
     bag = C.capture_emulated(tmp_path / "bag", profile=B.DEFAULT_PROFILE, config=cfg).bag

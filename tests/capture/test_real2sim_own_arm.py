@@ -19,14 +19,13 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
+from r2s2r_capture.bench import real2sim as B  # noqa: E402
+from r2s2r_capture.procedures import session as C  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_capture.sysid.recording import ExcitationConfig  # noqa: E402
 from r2s2r_sim.cli.main import main as r2s2r  # noqa: E402
 from r2s2r_sim.hardware.profile import load_hardware_profile  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
-
-from r2s2r_capture.bench import real2sim as B  # noqa: E402
-from r2s2r_capture.procedures import session as C  # noqa: E402
 
 SHARED_ROBOTS = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "robots"
 pytestmark = pytest.mark.skipif(

@@ -19,19 +19,18 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
-from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated  # noqa: E402
 from r2s2r_capture.errors import CaptureError  # noqa: E402
+from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated  # noqa: E402
+from r2s2r_capture.procedures.slide import Flick, SlideConfig, flick_profile  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import _undistort  # noqa: E402
 from r2s2r_capture.real2sim.slide import SlideEstimate, estimate_slide, read_slide  # noqa: E402
-from r2s2r_capture.procedures.slide import Flick, SlideConfig, flick_profile  # noqa: E402
+from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
 from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_sim.cells.emulated_cell import EmulatedCell  # noqa: E402
 from r2s2r_sim.hardware.shipped_profiles import profile_path  # noqa: E402
 from r2s2r_sim.worlds import WORLDS  # noqa: E402
 from transforms3d.affines import compose  # noqa: E402
 from transforms3d.quaternions import quat2mat  # noqa: E402
-
-from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
 
 PUSH = "tabletop-push-v1"
 MU = 0.3  # the slippery unit's sliding coefficient (MuJoCo takes the larger of puck and table)

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 import yaml
 from mujoco import sysid as mjsysid
-from r2s2r_capture.sysid.effort_fit import EFFORT_SENSOR, with_effort_sensors
+from r2s2r_capture.cli import calibration as capture_cli
 from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.sysid import identify as S
+from r2s2r_capture.sysid.effort_correction import apply_effort_correction
+from r2s2r_capture.sysid.effort_fit import EFFORT_SENSOR, with_effort_sensors
 from r2s2r_capture.sysid.recording import (
     ExcitationConfig,
     JointRecording,
@@ -22,9 +25,7 @@ from r2s2r_capture.sysid.recording import (
     move_commands,
 )
 from r2s2r_capture.sysid.report import DELAY_NUMERIC, IdentificationResult, write_identification
-
-from r2s2r_capture.cli import calibration as capture_cli
-from r2s2r_capture.sysid import identify as S
+from r2s2r_capture.sysid.rollout import RecordingProblem, simulate_recording
 
 ARM = Path(__file__).resolve().parents[2] / "src/r2s2r_sim/r2s2r_sim/worlds/tabletop_pick/robot/arm6.xml"
 ALL = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
@@ -53,7 +54,7 @@ def recording() -> JointRecording:
     home = np.array([nominal.key_qpos[0][nominal.jnt_qposadr[nominal.joint(n).id]] for n in ALL])
     cfg = ExcitationConfig(duration_s=6.0, base_freq_hz=0.25, max_velocity=1.5, ramp_s=0.5)
     t, q_cmd = excitation_trajectory(nominal, ALL, cfg, seed=1, center=home)
-    return S.simulate_recording(_truth_model(), t, q_cmd, ALL, delay_s=TRUE_DELAY)
+    return simulate_recording(_truth_model(), t, q_cmd, ALL, delay_s=TRUE_DELAY)
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +155,7 @@ def test_a_fit_that_never_moved_says_so(recording: JointRecording, result: Ident
     """Zero iterations on a recording the robot file already reproduces is a perfect fit; with error left it
     means every 'fitted' value is the file's own, which the summary and sysid.yaml must say."""
     nominal = mujoco.MjModel.from_xml_path(str(ARM))
-    exact = S.simulate_recording(nominal, recording.t, recording.q_cmd, ALL)
+    exact = simulate_recording(nominal, recording.t, recording.q_cmd, ALL)
     perfect = S.identify(ARM, exact, S.SysidConfig(joints=FIT, max_iters=20))
     assert perfect.iterations == 0 and "gradient" in perfect.stop_reason
     assert not perfect.warnings, perfect.warnings
@@ -211,7 +212,7 @@ def test_write_identification_finds_meshes_from_the_robots_folder(
     xml = ARM.read_text().replace(
         "<worldbody>", '<asset><mesh name="m" file="meshes/m.obj"/></asset>\n  <worldbody>', 1
     )
-    with_mesh = dataclasses.replace(result, _ctx={**result._ctx, "model_xml": xml, "model_dir": robot_dir})
+    with_mesh = dataclasses.replace(result, toolbox={**result.toolbox, "model_xml": xml, "model_dir": robot_dir})
     monkeypatch.chdir(tmp_path)
     paths = write_identification(with_mesh, tmp_path / "out", report=False)
     assert mujoco.MjModel.from_xml_path(str(paths["mjcf"])).nmesh == 1
@@ -298,11 +299,11 @@ def test_effort_correction_keeps_the_damping_of_a_world_without_any() -> None:
     q = np.tile(np.linspace(0.0, 0.5, 50)[:, None], (1, 3))
     rec = JointRecording(t, q, q, np.zeros_like(q), FIT, effort=np.zeros_like(q))
     cfg = S.SysidConfig(kinds=("kp", "kv", "armature", "frictionloss"), fit_delay=False)
-    params = S._build_params(spec, model, S._Problem(model, rec), cfg)
+    params = S.build_params(spec, model, RecordingProblem(model, rec), cfg)
     kv = -float(model.actuator("elbow").biasprm[2])
     assert params["elbow/damping"].nominal[0] == 0.0 and params["elbow/damping"].frozen
     beta = 0.15 * kv  # the profile's damping where a world has none: kv x U(0.05, 0.2)
-    applied = S.apply_effort_correction(params, FIT, np.ones(3), np.array([0.0, 0.0, beta]))
+    applied = apply_effort_correction(params, FIT, np.ones(3), np.array([0.0, 0.0, beta]))
     assert applied["elbow"] == (1.0, pytest.approx(beta))
     assert params["elbow/damping"].value[0] == pytest.approx(beta)
     assert params["elbow/kv"].value[0] + params["elbow/damping"].value[0] == pytest.approx(kv)
@@ -323,7 +324,7 @@ def test_efforts_identify_what_a_robot_file_leaves_out() -> None:
     cfg = ExcitationConfig(duration_s=6.0, base_freq_hz=0.25, max_velocity=1.5, ramp_s=0.5)
     t, q_cmd = excitation_trajectory(nominal, ALL, cfg, seed=2, center=home)
     truth = _truth_model()
-    rec = S.simulate_recording(truth, t, q_cmd, ALL, delay_s=TRUE_DELAY)
+    rec = simulate_recording(truth, t, q_cmd, ALL, delay_s=TRUE_DELAY)
     kinds = ("armature", "frictionloss", "kp", "kv")
     result = S.identify(bare, rec, S.SysidConfig(joints=FIT, kinds=kinds, max_iters=30))
     print("\n" + result.summary())
@@ -372,9 +373,9 @@ def test_a_servo_modelled_without_damping_is_identified() -> None:
     home = np.array([nominal.key_qpos[0][nominal.jnt_qposadr[nominal.joint(n).id]] for n in ALL])
     cfg = ExcitationConfig(duration_s=6.0, base_freq_hz=0.25, max_velocity=1.5, ramp_s=0.5)
     t, q_cmd = excitation_trajectory(nominal, ALL, cfg, seed=3, center=home)
-    rec = S.simulate_recording(truth, t, q_cmd, ALL)
+    rec = simulate_recording(truth, t, q_cmd, ALL)
     sysid_cfg = S.SysidConfig(joints=("elbow",), kinds=("kp", "kv", "damping"), fit_delay=False, max_iters=20)
-    params = S._build_params(bare, nominal, S._Problem(nominal, rec), sysid_cfg)
+    params = S.build_params(bare, nominal, RecordingProblem(nominal, rec), sysid_cfg)
     assert params["elbow/kv"].nominal[0] == 0.0 and params["elbow/kv"].max_value[0] > 10.0
     result = S.identify(bare, rec, sysid_cfg)
     print("\n" + result.summary())

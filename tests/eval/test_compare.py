@@ -13,7 +13,6 @@ from r2s2r_eval.analysis.compare_data import CompareError, load_episodes
 from r2s2r_eval.analysis.compare_page import write_report
 from r2s2r_eval.episodes.results import EpisodeRow, ResultsStore, utc_now
 from r2s2r_eval.episodes.sweep_export import export_rows
-
 from r2s2r_sim.cli import main as cli
 
 # Policy "strong" fails when friction < 0.5, "weak" when friction < 0.8; both sides alike but for noise.

@@ -20,10 +20,9 @@ from r2s2r_eval.nodes.conversions import (
     transform_to_matrix,
 )
 from r2s2r_eval.policy import Action, PolicyError
+from r2s2r_sim.ros import conversions as rc
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from tf2_msgs.msg import TFMessage
-
-from r2s2r_sim.ros import conversions as rc
 
 
 def _tf(parent: str, child: str, pos: list[float], quat_wxyz: list[float]) -> TransformStamped:

@@ -18,8 +18,8 @@ import pytest
 from r2s2r_eval.episodes.runner import EpisodeResult, EpisodeRunner
 from r2s2r_eval.learning.demo_expert import PrivilegedExpert
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy
-from r2s2r_sim.cells.sim_cell import Cell, SimCell
 from r2s2r_sim.cells.emulated_cell import EmulatedCell
+from r2s2r_sim.cells.sim_cell import Cell, SimCell
 from r2s2r_sim.tasks.registry import SETTLE_SAMPLE_S, settle_period_s
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path

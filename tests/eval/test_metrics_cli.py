@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from r2s2r_sim.cli import main as cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "sim_real_example.csv"

@@ -22,6 +22,7 @@ urdf = pytest.importorskip("urdf_parser_py.urdf", reason="urdf-parser-py is not 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from r2s2r_eval.nodes.conversions import TfTree  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
+from r2s2r_sim.ros import conversions as conv  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -30,8 +31,6 @@ from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from transforms3d import affines, quaternions  # noqa: E402
-
-from r2s2r_sim.ros import conversions as conv  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -14,12 +14,11 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run
 
 from r2s2r_sim.hardware.profile import load_hardware_profile  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
+from r2s2r_sim.ros import conversions as conv  # noqa: E402
 from r2s2r_sim.ros.qos import interface_class, qos_profile  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
-
-from r2s2r_sim.ros import conversions as conv  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from r2s2r_sim.graph.node_graph import Graph, NodeSpec, resolve
 from r2s2r_sim.graph.launcher import EXIT_INTERRUPTED, EXIT_NOT_STARTED, EXIT_OUTPUT_CLOSED, Launcher
+from r2s2r_sim.graph.node_graph import Graph, NodeSpec, resolve
 
 pytestmark = pytest.mark.integration
 NODES = Path(__file__).with_name("graph_nodes.py")

@@ -13,6 +13,7 @@ pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make s
 
 from r2s2r_sim.cells.camera_frames import CameraFrames  # noqa: E402
 from r2s2r_sim.render.renderer import depth_to_uint16_mm  # noqa: E402
+from r2s2r_sim.ros import conversions as conv  # noqa: E402
 from r2s2r_sim.ros.sim_node import variation_hash  # noqa: E402
 from r2s2r_sim.variations import (  # noqa: E402
     AXES,
@@ -34,8 +35,6 @@ from test_sim_interface import (  # noqa: E402
     stop,
     wait_for,
 )
-
-from r2s2r_sim.ros import conversions as conv  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from r2s2r_sim.cells.sim_cell import Cell, SimCell
 from r2s2r_sim.cells.emulated_cell import EmulatedCell
+from r2s2r_sim.cells.sim_cell import Cell, SimCell
 from r2s2r_sim.errors import RenderError, WorldError
 from r2s2r_sim.tasks.registry import TASKS, ObjectPose, make_task
 from r2s2r_sim.world.sim_world import SimWorld

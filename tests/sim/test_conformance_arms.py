@@ -6,9 +6,9 @@ import mujoco
 import numpy as np
 import pytest
 from conftest import SHARED_ROBOTS, TEST_WORLDS
+from r2s2r_sim.authoring.world_check import self_contacts
 from r2s2r_sim.render.renderer import RgbdRenderer
 from r2s2r_sim.world.sim_world import SimWorld
-from r2s2r_sim.authoring.world_check import self_contacts
 
 pytestmark = pytest.mark.skipif(
     not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"

@@ -11,8 +11,8 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
-from r2s2r_sim.hardware.emulated_camera import render_geometry
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.emulated_camera import render_geometry
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.render.renderer import camera_intrinsics
 from r2s2r_sim.world.sim_world import SimWorld

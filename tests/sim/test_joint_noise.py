@@ -12,8 +12,8 @@ from conftest import BUNDLED
 from r2s2r_capture.sysid.joint_motion import JointMotion, reading_noise
 from r2s2r_sim.cells.sim_cell import SimCell
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
 
 
 def _world(tmp_path: Path, noise: object) -> Path:

@@ -16,8 +16,8 @@ from r2s2r_sim.cells.sim_cell import SimCell
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render.lens import pinhole_margin
 from r2s2r_sim.render.profile import FULL
-from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.world.config import CameraConfig, load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
 
 # Stronger than a D435's colour lens, so that ignoring it would miss by tens of pixels at the corners.
 D = (-0.21, 0.09, 0.0012, -0.0009, -0.02)

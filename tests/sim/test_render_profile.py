@@ -12,8 +12,8 @@ from conftest import BUNDLED, edit_yaml
 from r2s2r_sim.errors import RenderError, WorldError
 from r2s2r_sim.render.profile import FAST, FULL, RenderProfile
 from r2s2r_sim.render.renderer import RgbdRenderer, TiledRenderer, tile_grid
-from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
 
 # A box hangs 1.5 m above a floor; a directional light at 45 degrees puts its shadow 1.5 m to +x, where a
 # camera 3 m up looks straight down.  The box itself is outside the camera's view, so the image centre

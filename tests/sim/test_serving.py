@@ -7,7 +7,15 @@ from typing import Any
 
 import mujoco
 import pytest
-from r2s2r_sim.serving.loop import NS, RenderJob, RenderWorker, ServingThreads, Ticker, WallPacer, variation_hash
+from r2s2r_sim.serving.loop import (
+    NS,
+    RenderJob,
+    RenderWorker,
+    ServingThreads,
+    Ticker,
+    WallPacer,
+    variation_hash,
+)
 
 _XML = "<mujoco><worldbody><body><freejoint/><geom size='0.1'/></body></worldbody></mujoco>"
 

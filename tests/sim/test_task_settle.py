@@ -9,10 +9,10 @@ import mujoco
 import pytest
 from conftest import BUNDLED
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.tasks.registry import SETTLE_SAMPLE_S, PickPlaceTask
 from r2s2r_sim.tasks.common import SettleClock
-from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.tasks.registry import SETTLE_SAMPLE_S, PickPlaceTask
 from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
 
 OPEN, CLOSED = 0.04, 0.0
 

@@ -8,13 +8,13 @@ import mujoco
 import numpy as np
 import pytest
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.tasks.registry import TASKS, make_task
 from r2s2r_sim.tasks.common import SettleClock, free_qpos_address
+from r2s2r_sim.tasks.config import TaskType
 from r2s2r_sim.tasks.drawer import DrawerTask
 from r2s2r_sim.tasks.push import PushTask
+from r2s2r_sim.tasks.registry import TASKS, make_task
 from r2s2r_sim.tasks.stack import StackTask
 from r2s2r_sim.world.sim_world import SimWorld
-from r2s2r_sim.world.config import TaskType
 from r2s2r_sim.worlds import WORLDS
 
 

@@ -10,8 +10,9 @@ import pytest
 from conftest import BUNDLED, edit_yaml
 from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.tasks.config import TaskType
+from r2s2r_sim.world.config import WorldConfig, load_world_config
 from r2s2r_sim.world.sim_world import SimWorld
-from r2s2r_sim.world.config import TaskType, WorldConfig, load_world_config
 from r2s2r_sim.worlds import WORLDS, world_path
 
 

@@ -19,9 +19,9 @@ import yaml
 from conftest import SHARED_ROBOTS, edit_yaml
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
+from r2s2r_sim.authoring.world_check import check_world
 from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.world.sim_world import SimWorld
-from r2s2r_sim.authoring.world_check import check_world
 
 needs_robots = pytest.mark.skipif(
     not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"

@@ -19,10 +19,10 @@ import yaml
 from conftest import SHARED_ROBOTS
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
+from r2s2r_sim.authoring.layout import BUNDLED_LAYOUT
 from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.world.kinematics import KinematicArm, base_footprint, tool_down_rotation
 from r2s2r_sim.world.sim_world import SimWorld
-from r2s2r_sim.authoring.layout import BUNDLED_LAYOUT
 from r2s2r_sim.worlds import WORLDS
 
 BUNDLED = WORLDS["tabletop-pick-v1"]

@@ -12,20 +12,20 @@ from r2s2r_sim.errors import WorldError
 _T = TypeVar("_T")
 
 
-def _check(cond: bool, field: str, msg: str) -> None:
+def check(cond: bool, field: str, msg: str) -> None:
     if not cond:
         raise WorldError(f"{field}: {msg}")
 
 
-def _check_range(value: tuple[float, float], field: str, *, ordered: bool = True) -> None:
-    _check(all(math.isfinite(v) for v in value), field, f"must be finite, got {list(value)}")
+def check_range(value: tuple[float, float], field: str, *, ordered: bool = True) -> None:
+    check(all(math.isfinite(v) for v in value), field, f"must be finite, got {list(value)}")
     if ordered:
-        _check(value[0] < value[1], field, f"must be [low, high] with low < high, got {list(value)}")
+        check(value[0] < value[1], field, f"must be [low, high] with low < high, got {list(value)}")
     else:
-        _check(value[0] != value[1], field, f"the two ends must differ, got {list(value)}")
+        check(value[0] != value[1], field, f"the two ends must differ, got {list(value)}")
 
 
-class _Reader:
+class Reader:
     """Reads one YAML mapping with field-path aware errors."""
 
     def __init__(self, data: Any, where: str, path: str) -> None:
@@ -114,11 +114,11 @@ class _Reader:
                 )
         return tuple(value)
 
-    def sub(self, key: str, *, required: bool = True) -> _Reader | None:
+    def sub(self, key: str, *, required: bool = True) -> Reader | None:
         value = self.raw(key, required=required)
         if value is None:
             return None
-        return _Reader(value, self.where, self.field(key))
+        return Reader(value, self.where, self.field(key))
 
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.used, key=str)
@@ -147,12 +147,12 @@ def _to_float(value: Any, fail: Callable[[str], WorldError]) -> float:
     return result
 
 
-def _pair(reader: _Reader, key: str, *, required: bool = True) -> tuple[float, float] | None:
+def read_pair(reader: Reader, key: str, *, required: bool = True) -> tuple[float, float] | None:
     value = reader.floats(key, 2, required=required)
     return None if value is None else (value[0], value[1])
 
 
-def _resolve_file(reader: _Reader, key: str, base: Path, world_dir: Path, allow_external: bool) -> Path:
+def resolve_file(reader: Reader, key: str, base: Path, world_dir: Path, allow_external: bool) -> Path:
     rel = reader.str_(key)
     assert rel is not None  # required=True
     candidate = Path(rel)

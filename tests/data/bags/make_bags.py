@@ -40,12 +40,12 @@ from pathlib import Path
 
 import yaml
 from r2s2r_capture.bags.reader import BagReader
-from r2s2r_capture.bags.writer import BagWriter, TopicSpec
 from r2s2r_capture.bags.signature import signature_of_bag
+from r2s2r_capture.bags.writer import BagWriter, TopicSpec
 from r2s2r_eval.episodes.evaluation import outcomes_from_records
+from r2s2r_sim.graph.launcher import Launcher
 from r2s2r_sim.graph.node_graph import load_graph, resolve
 from r2s2r_sim.interface import load_interface
-from r2s2r_sim.graph.launcher import Launcher
 from rosbags.rosbag2.metadata import parse_qos
 
 HERE = Path(__file__).resolve().parent

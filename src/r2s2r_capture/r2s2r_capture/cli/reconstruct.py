@@ -62,9 +62,9 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
     """Fuse, segment and write the world; prints one line per object."""
     import numpy as np
 
+    from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, write_world
     from r2s2r_capture.reconstruction import scene as rc
     from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
-    from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, write_world
 
     try:
         refuse_existing(ns.output, ReconstructionError)  # fail before the slow part

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from r2s2r_capture.errors import BagError
 from r2s2r_capture.bags.signature import Tolerances, compare, signature_of_bag
+from r2s2r_capture.errors import BagError
 
 
 def cmd_signature(ns: argparse.Namespace) -> int:

@@ -46,11 +46,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from r2s2r_capture.procedures.articulation import ARTICULATION_PHASE, ArticulationConfig
 from r2s2r_capture.bags.messages import BagMessages
 from r2s2r_capture.bags.writer import BagWriter, offered_qos
 from r2s2r_capture.calibration.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png
 from r2s2r_capture.errors import CaptureError, refuse_existing
+from r2s2r_capture.procedures.articulation import ARTICULATION_PHASE, ArticulationConfig
 from r2s2r_capture.procedures.phase_hooks import PhaseHooks
 from r2s2r_capture.procedures.slide import SLIDE_PHASE, SlideConfig
 from r2s2r_capture.sysid.recording import (
@@ -341,8 +341,8 @@ def capture_emulated(
     Raises:
         CaptureError: the output exists or the emulator cannot be built (message says why).
     """
-    from r2s2r_sim.hardware.emulated_arm import EmulatedArm
     from r2s2r_sim.errors import WorldError
+    from r2s2r_sim.hardware.emulated_arm import EmulatedArm
     from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 
     cfg = config or CaptureConfig()

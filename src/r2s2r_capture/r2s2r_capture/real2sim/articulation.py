@@ -300,9 +300,9 @@ def estimate_articulation(
     from r2s2r_sim.world.kinematics import KinematicArm
 
     from r2s2r_capture.procedures.session import topic_names
-    from r2s2r_capture.sysid.uncertainty import regression_std
     from r2s2r_capture.real2sim.pipeline import _undistort
     from r2s2r_capture.real2sim.world_variations import Z95
+    from r2s2r_capture.sysid.uncertainty import regression_std
 
     world, joint, colour, template_end, axis0 = _template_joint(Path(template_dir))
     cfg = world.config

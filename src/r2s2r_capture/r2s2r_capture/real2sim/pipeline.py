@@ -57,8 +57,8 @@ from r2s2r_capture.errors import (
     ReconstructionError,
     refuse_existing,
 )
-from r2s2r_capture.sysid.joint_motion import JointMotion, read_joint_motion, reading_noise
 from r2s2r_capture.real2sim.template_robot import base_radius, robot_with_fit, template_robot_spec
+from r2s2r_capture.sysid.joint_motion import JointMotion, read_joint_motion, reading_noise
 
 __all__ = [
     "CaptureData",
@@ -378,14 +378,20 @@ def real2sim(
     from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
     from r2s2r_capture.calibration import camera as cal
-    from r2s2r_capture.reconstruction import scene as rc
-    from r2s2r_capture.sysid import identify as S
     from r2s2r_capture.real2sim.articulation import articulation_variations
+    from r2s2r_capture.real2sim.world_variations import world_variations, write_world_variations
+    from r2s2r_capture.real2sim.world_writer import (
+        CameraModel,
+        TaskSpec,
+        marker_target,
+        measure_marker,
+        write_world,
+    )
+    from r2s2r_capture.reconstruction import scene as rc
+    from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
+    from r2s2r_capture.sysid import identify as S
     from r2s2r_capture.sysid.recording import JointRecording
     from r2s2r_capture.sysid.report import write_identification
-    from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
-    from r2s2r_capture.real2sim.world_variations import world_variations, write_world_variations
-    from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, marker_target, measure_marker, write_world
 
     cfg = config or Real2SimConfig()
     say = progress or (lambda _line: None)
@@ -495,7 +501,7 @@ def real2sim(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        robot_mjcf = robot_with_fit(tcfg, ident.fitted, ident._ctx["fitted"], tmp / "robot_src")
+        robot_mjcf = robot_with_fit(tcfg, ident.fitted, ident.toolbox["fitted"], tmp / "robot_src")
         write = functools.partial(
             write_world,
             tmp / "world",

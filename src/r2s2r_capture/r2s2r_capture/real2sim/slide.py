@@ -361,8 +361,8 @@ def _replay(world: Any, flick: dict[str, Any], before: np.ndarray, interface: st
     """Replay one flick in ``world`` from the object's seen ``before`` (x, y, yaw); its xy at rest."""
     import mujoco
 
-    from r2s2r_capture.sysid.joint_motion import read_joint_motion
     from r2s2r_capture.real2sim.resim import replay_commands
+    from r2s2r_capture.sysid.joint_motion import read_joint_motion
 
     motion = flick.get("_motion")
     if motion is None:

@@ -34,34 +34,23 @@ from typing import Any
 import yaml
 
 from r2s2r_capture.calibration.camera import IntrinsicsResult
-from r2s2r_capture.sysid.report import IdentificationResult
 from r2s2r_capture.real2sim.world_writer import TABLE_GEOM
+from r2s2r_capture.sysid.report import IdentificationResult
+from r2s2r_capture.sysid.uncertainty import Z95, parameter_range
 
 __all__ = [
     "FRICTION_PRIOR",
     "MASS_PRIOR",
-    "Z95",
-    "parameter_range",
     "sensor_ranges",
     "world_variations",
     "write_world_variations",
 ]
-
-Z95 = 1.96  # two-sided 95 % interval of a normal error, in standard errors
 
 # Friction coefficients of one pair of materials spread by about +-30 % between handbook tables and with
 # surface state and humidity; without a slide phase the capture sees no sliding, so it cannot narrow that.
 FRICTION_PRIOR = (0.7, 1.3)
 # The reconstruction gives the object's shape, not its density or mass distribution: the same +-30 %.
 MASS_PRIOR = (0.7, 1.3)
-
-
-def parameter_range(value: float, std: float, bounds: tuple[float, float]) -> tuple[float, float]:
-    """``value +- Z95 std`` clipped to ``bounds``; the whole of ``bounds`` when ``std`` is not finite."""
-    lo, hi = bounds
-    if not math.isfinite(std):
-        return float(lo), float(hi)
-    return float(max(lo, value - Z95 * std)), float(min(hi, value + Z95 * std))
 
 
 def sensor_ranges() -> dict[str, Any]:
@@ -108,7 +97,7 @@ def world_variations(
     has_table = any(model.geom(g).name == TABLE_GEOM for g in range(model.ngeom))
     parameters = []
     for name, value in ident.fitted.items():
-        p = ident._ctx["fitted"][name]
+        p = ident.toolbox["fitted"][name]
         bounds = (float(p.min_value[0]), float(p.max_value[0]))
         lo, hi = parameter_range(value, ident.std.get(name, math.inf), bounds)
         world_name = name if "/" not in name else cfg.robot.prefix + name

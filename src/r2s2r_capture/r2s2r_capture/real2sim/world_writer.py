@@ -354,8 +354,8 @@ def write_world(
             load (the message carries SimWorld's).
     """
     from r2s2r_sim.errors import WorldError
-    from r2s2r_sim.world.sim_world import SimWorld
     from r2s2r_sim.world.config import PLUMB_BOB_KEYS, load_world_config
+    from r2s2r_sim.world.sim_world import SimWorld
 
     out = Path(out_dir)
     if out.exists():

@@ -31,8 +31,6 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_check_compatible
 from rosgraph_msgs.msg import Clock
 
-from r2s2r_capture.bags.reader import BagReader, normalize_type
-from r2s2r_capture.errors import BagError, CaptureError
 from r2s2r_capture.bags.playback import (
     PlayerConfig,
     PlaySummary,
@@ -42,6 +40,8 @@ from r2s2r_capture.bags.playback import (
     parse_remaps,
     replay_qos,
 )
+from r2s2r_capture.bags.reader import BagReader, normalize_type
+from r2s2r_capture.errors import BagError, CaptureError
 
 __all__ = ["PlayerNode", "main"]
 POLL_S = 0.02  # how often the subscriber wait looks at the graph

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.interface import Interface
+from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.params import (
     SHUTDOWN_POLL_S,
     ParamSpecs,

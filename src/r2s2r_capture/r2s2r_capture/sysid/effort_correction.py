@@ -1,6 +1,7 @@
 """Efforts correcting a position-only fit afterwards: the alternative to fitting them as a residual term.
 
-:func:`r2s2r_capture.sysid.identify.identify` takes this path with ``SysidConfig(effort_in_fit=False)``.
+:func:`r2s2r_capture.sysid.identify.identify` takes this path with ``SysidConfig(effort_in_fit=False)``; the
+model side is the fit's own rollout (:func:`r2s2r_capture.sysid.rollout.simulate_recording`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import numpy as np
 from mujoco import sysid
 
 from r2s2r_capture.errors import IdentificationError
-from r2s2r_capture.sysid.uncertainty import regression_std
 from r2s2r_capture.sysid.recording import JointRecording
+from r2s2r_capture.sysid.rollout import RecordingProblem, simulate_recording
+from r2s2r_capture.sysid.uncertainty import regression_std
 
 __all__ = ["apply_effort_correction", "effort_correction"]
 
@@ -27,7 +29,7 @@ def _smooth(x: np.ndarray, n: int) -> np.ndarray:
     return np.column_stack([np.convolve(x[:, c], kernel, mode="valid") for c in range(x.shape[1])])
 
 
-def _gravcomp(model: mujoco.MjModel, problem: Any, q: np.ndarray) -> np.ndarray:
+def _gravcomp(model: mujoco.MjModel, problem: RecordingProblem, q: np.ndarray) -> np.ndarray:
     """Gravity compensation the actuators carry (``actuatorgravcomp`` joints) at each row of ``q``."""
     data = mujoco.MjData(model)
     data.qpos[:] = problem.base_qpos
@@ -66,13 +68,11 @@ def effort_correction(
     dt = float(model.opt.timestep)
     steps = np.rint(rec.t / dt).astype(int)
     keep = np.concatenate([[True], np.diff(steps) > 0])
-    from r2s2r_capture.sysid.identify import _Problem, simulate_recording  # the fit's own rollout and mapping
-
     sim = simulate_recording(
         model, steps[keep] * dt, rec.q_cmd[keep], rec.joint_names, delay_s=delay_s, q0=rec.q[0]
     )
     assert sim.effort is not None
-    problem = _Problem(model, rec)
+    problem = RecordingProblem(model, rec)  # the fit's own mapping
     n = max(1, int(round(smoothing_s / dt)))
     measured = _smooth(rec.effort[keep] - _gravcomp(model, problem, rec.q[keep]), n)
     modelled = _smooth(sim.effort - _gravcomp(model, problem, sim.q), n)

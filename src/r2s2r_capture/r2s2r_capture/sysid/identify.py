@@ -1,7 +1,8 @@
-"""Arm dynamics identification with ``mujoco.sysid``: the fit, and the simulated stand-in recording.
+"""Arm dynamics identification with ``mujoco.sysid``: the parameters, the fit and its errors.
 
-Recordings and the excitation trajectory are in :mod:`r2s2r_capture.sysid.recording`, the result and what is
-written to disk in :mod:`r2s2r_capture.sysid.report`.
+Recordings and the excitation trajectory are in :mod:`r2s2r_capture.sysid.recording`, the recording mapped
+onto the model and the simulated stand-in recording in :mod:`r2s2r_capture.sysid.rollout`, the result and
+what is written to disk in :mod:`r2s2r_capture.sysid.report`.
 """
 
 from __future__ import annotations
@@ -21,24 +22,15 @@ import numpy as np
 from mujoco import sysid
 from r2s2r_sim.ranges import check_fields, within
 
-from r2s2r_capture.sysid.effort_correction import apply_effort_correction, effort_correction
-from r2s2r_capture.sysid.effort_fit import effort_residual, effort_signals, with_effort_sensors
 from r2s2r_capture.errors import IdentificationError
+from r2s2r_capture.sysid.effort_correction import apply_effort_correction, effort_correction
+from r2s2r_capture.sysid.effort_fit import effort_residual, with_effort_sensors
+from r2s2r_capture.sysid.recording import JointRecording, joint_id
+from r2s2r_capture.sysid.report import IdentificationResult, quiet_toolbox
+from r2s2r_capture.sysid.rollout import RecordingProblem
 from r2s2r_capture.sysid.uncertainty import after_effort_correction, standard_errors
-from r2s2r_capture.sysid.recording import (
-    JointRecording,
-    joint_id,
-)
-from r2s2r_capture.sysid.report import (
-    IdentificationResult,
-    quiet_toolbox,
-)
 
-__all__ = [
-    "SysidConfig",
-    "identify",
-    "simulate_recording",
-]
+__all__ = ["EXTRA_KINDS", "PARAM_KINDS", "SysidConfig", "build_params", "centred_weights", "identify"]
 
 PARAM_KINDS = ("damping", "armature", "frictionloss", "kp")
 # Opt-in kinds (not fitted by default): ``kv``, the position servo's derivative gain.  Joint damping and
@@ -105,91 +97,6 @@ class SysidConfig:
         check_fields(self, error=IdentificationError, prefix="sysid.")
 
 
-def _actuator_for_joint(model: mujoco.MjModel, jid: int) -> int:
-    for a in range(model.nu):
-        if (
-            int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)
-            and model.actuator_trnid[a, 0] == jid
-        ):
-            return a
-    raise IdentificationError(f"joint {model.joint(jid).name!r} has no actuator; cannot identify its servo")
-
-
-def _default_state(model: mujoco.MjModel) -> mujoco.MjData:
-    data = mujoco.MjData(model)
-    if model.nkey > 0:
-        mujoco.mj_resetDataKeyframe(model, data, 0)
-    mujoco.mj_forward(model, data)
-    return data
-
-
-class _Problem:
-    """Maps a recording onto a model: control matrix, initial states and a delayed-command rollout."""
-
-    def __init__(self, model: mujoco.MjModel, rec: JointRecording, *, efforts: bool = False) -> None:
-        self.model = model
-        self.rec = rec
-        # Efforts in the residual: their columns come first, where the toolbox finds the sensors.
-        self.efforts = efforts and rec.effort is not None
-        n = len(rec.joint_names)
-        self.q_columns = slice(n, 2 * n) if self.efforts else slice(0, n)
-        self.jids = [joint_id(model, n) for n in rec.joint_names]
-        self.aids = [_actuator_for_joint(model, j) for j in self.jids]
-        base = _default_state(model)
-        self.base_qpos = base.qpos.copy()
-        # Actuators not in the recording hold their keyframe (or zero) command.
-        self.ctrl = np.tile(base.ctrl, (rec.t.size, 1))
-        self.ctrl[:, self.aids] = rec.q_cmd
-        self.delay_param: str | None = None
-
-    def initial_state(self, i: int) -> np.ndarray:
-        qpos = self.base_qpos.copy()
-        qvel = np.zeros(self.model.nv)
-        for k, j in enumerate(self.jids):
-            qpos[self.model.jnt_qposadr[j]] = self.rec.q[i, k]
-            qvel[self.model.jnt_dofadr[j]] = self.rec.qd[i, k]
-        state = sysid.create_initial_state(self.model, qpos, qvel)
-        state[0] = self.rec.t[i]  # mjSTATE_FULLPHYSICS starts with time
-        return state
-
-    def sequence(self, name: str, spec: mujoco.MjSpec, start: int, stop: int) -> sysid.ModelSequences:
-        rec = self.rec
-        names: list[tuple[str, sysid.SignalType]] = [
-            (n, sysid.SignalType.MjStateQPos) for n in rec.joint_names
-        ]
-        names += [(n, sysid.SignalType.MjStateQVel) for n in rec.joint_names]
-        columns = [rec.q[start:stop], rec.qd[start:stop]]
-        if self.efforts:
-            assert rec.effort is not None
-            names = effort_signals(rec.joint_names) + names
-            columns.insert(0, rec.effort[start:stop])
-        sensors = sysid.TimeSeries.from_names(rec.t[start:stop], np.hstack(columns), self.model, names)
-        control = sysid.TimeSeries.from_control_names(rec.t[start:stop], self.ctrl[start:stop], self.model)
-        return sysid.ModelSequences(
-            name, spec, name, self.initial_state(start), control, sensors, allow_missing_sensors=True
-        )
-
-    def delayed_rollout(self, **kw: Any) -> Any:
-        """Toolbox ``custom_rollout``: commands delayed by the candidate delay, linearly interpolated."""
-        controls = []
-        for ctrl_ts, params in zip(kw["control_signal"], kw["param_dicts"], strict=True):
-            delay = float(params[self.delay_param].value[0]) if self.delay_param else 0.0
-            times = np.asarray(ctrl_ts.times) - delay
-            data = np.column_stack(
-                [np.interp(times, self.rec.t, self.ctrl[:, a]) for a in range(self.model.nu)]
-            )
-            controls.append(sysid.TimeSeries(ctrl_ts.times, data, ctrl_ts.signal_mapping))
-        return sysid.sysid_rollout(
-            models=kw["models"],
-            datas=kw["datas"],
-            control_signal=controls,
-            initial_states=kw["initial_states"],
-            rollout_signal_mapping=kw["rollout_signal_mapping"],
-            rollout_state_mapping=kw["rollout_state_mapping"],
-            ctrl_mapping=kw["ctrl_mapping"],
-        )
-
-
 def _set_joint_attr(kind: str, joint: str) -> Any:
     def modifier(spec: mujoco.MjSpec, p: sysid.Parameter) -> None:
         target = spec.joint(joint)
@@ -218,9 +125,10 @@ def _set_kv(actuator: str) -> Any:
     return modifier
 
 
-def _build_params(
-    spec: mujoco.MjSpec, model: mujoco.MjModel, problem: _Problem, cfg: SysidConfig
+def build_params(
+    spec: mujoco.MjSpec, model: mujoco.MjModel, problem: RecordingProblem, cfg: SysidConfig
 ) -> sysid.ParameterDict:
+    """The toolbox parameters ``cfg`` asks for, each with its nominal value, bounds and spec modifier."""
     params = sysid.ParameterDict()
     joints = cfg.joints if cfg.joints is not None else problem.rec.joint_names
     lo, hi = cfg.scale_range
@@ -392,17 +300,8 @@ def identify(
         IdentificationError: bad model file, unknown joint, static arm, too short a recording.
     """
     cfg = config or SysidConfig()
-    path = Path("<MjSpec>") if isinstance(model_path, mujoco.MjSpec) else Path(model_path)
-    # A given spec has no file to reload the model from when the result is written: keep its XML.
-    model_xml = model_path.to_xml() if isinstance(model_path, mujoco.MjSpec) else None
     efforts = cfg.use_effort and cfg.effort_in_fit and recording.effort is not None
-    try:
-        spec = model_path if isinstance(model_path, mujoco.MjSpec) else mujoco.MjSpec.from_file(str(path))
-        if efforts:
-            spec = with_effort_sensors(spec, recording.joint_names)
-        model = spec.compile()
-    except (OSError, ValueError) as err:
-        raise IdentificationError(f"model {path} cannot be loaded: {err}") from err
+    path, model_xml, spec, model = _load_model(model_path, recording.joint_names if efforts else None)
     _check_excited(recording, cfg)
     n_train, n_val = recording.split(cfg.validation_fraction)
     if n_train < 20 or n_val < 10:
@@ -410,27 +309,9 @@ def identify(
             f"recording too short: {recording.t.size} samples give {n_train} train / {n_val} validation; "
             "need >= 20 / 10"
         )
-    problem = _Problem(model, recording, efforts=efforts)
-    params = _build_params(spec, model, problem, cfg)
-    n_threads = cfg.n_threads or min(4, os.cpu_count() or 1)
-    with quiet_toolbox():
-        train = problem.sequence("train", spec, 0, n_train)
-        val = problem.sequence("validation", spec, n_train, recording.t.size)
-    common = {"custom_rollout": problem.delayed_rollout, "n_threads": n_threads}
-    weights = centred_weights(train.sensordata[0].data)
-    if efforts:
-        dt = float(np.median(np.diff(recording.t)))
-        window = max(1, int(round(cfg.effort_fit_smoothing_s / dt)))
-        nj = len(recording.joint_names)
-        train_fn = sysid.build_residual_fn(
-            models_sequences=[train], modify_residual=effort_residual(nj, window, weights), **common
-        )
-        val_fn = sysid.build_residual_fn(
-            models_sequences=[val], modify_residual=effort_residual(nj, window, None), **common
-        )
-    else:
-        train_fn = sysid.build_residual_fn(models_sequences=[train], sensor_weights=weights, **common)
-        val_fn = sysid.build_residual_fn(models_sequences=[val], **common)
+    problem = RecordingProblem(model, recording, efforts=efforts)
+    params = build_params(spec, model, problem, cfg)
+    train, train_fn, val_fn = _residual_fns(problem, spec, cfg, n_train)
     q = problem.q_columns
     before = (_rms_q(train_fn, params, q), _rms_q(val_fn, params, q))
     start = time.perf_counter()
@@ -446,25 +327,8 @@ def identify(
             output=log,
         )
     corrections: dict[str, tuple[float, float]] = {}
-    scale_std: dict[str, float] = {}
     if cfg.use_effort and recording.effort is not None and not efforts:
-        fitted_model = sysid.model_modifier.apply_param_modifiers(fitted, spec)
-        delay = float(fitted["command_delay_s"].value[0]) if problem.delay_param else 0.0
-        train_rec = dataclasses.replace(
-            recording,
-            t=recording.t[:n_train],
-            q_cmd=recording.q_cmd[:n_train],
-            q=recording.q[:n_train],
-            qd=recording.qd[:n_train],
-            effort=recording.effort[:n_train],
-        )
-        c, beta, c_std = effort_correction(
-            fitted_model, train_rec, delay_s=delay, smoothing_s=cfg.effort_smoothing_s
-        )
-        scale_std = {j: float(e / abs(v)) for j, v, e in zip(recording.joint_names, c, c_std, strict=True)}
-        # The errors at the position fit's optimum, with each joint's scale known from the efforts.
-        std, tau = standard_errors(train_fn, fitted, opt_result.jac, scale_std=scale_std)
-        corrections = apply_effort_correction(fitted, recording.joint_names, c, beta)
+        std, tau, corrections = _correct_by_efforts(spec, problem, fitted, opt_result.jac, train_fn, n_train, cfg)
     else:
         std, tau = standard_errors(train_fn, fitted, opt_result.jac)
     wall = time.perf_counter() - start
@@ -485,8 +349,8 @@ def identify(
         residual_autocorrelation_time=tau,
         iterations=int(stopped.group(1)) if stopped else -1,
         stop_reason=stopped.group(2).strip() if stopped else "",
-        _spec=spec,
-        _ctx={
+        spec=spec,
+        toolbox={
             "params": params,
             "fitted": fitted,
             "opt_result": opt_result,
@@ -500,46 +364,85 @@ def identify(
     )
 
 
-def simulate_recording(
-    model: mujoco.MjModel,
-    t: np.ndarray,
-    q_cmd: np.ndarray,
-    joint_names: Sequence[str],
-    *,
-    delay_s: float = 0.0,
-    q0: np.ndarray | None = None,
-) -> JointRecording:
-    """Simulate what an arm driven by ``q_cmd`` would record (the stand-in for a real capture), efforts too.
+def _load_model(
+    model_path: str | Path | mujoco.MjSpec, effort_joints: Sequence[str] | None
+) -> tuple[Path, str | None, mujoco.MjSpec, mujoco.MjModel]:
+    """The spec to fit and its model: ``(path, XML of a given spec, spec, model)``.
 
-    The servo sees the commands delayed by ``delay_s`` and linearly interpolated at each physics step;
-    joint states are sampled at ``t``, which must be multiples of the model timestep.
-
-    Raises:
-        IdentificationError: ``t`` not on the physics time grid, or unknown joints.
+    A given spec has no file to reload the model from when the result is written, so its XML is kept.
+    With ``effort_joints`` the spec is a copy whose sensors are those joints' efforts (the toolbox finds
+    each measured column at its sensor's address).
     """
-    t = np.asarray(t, dtype=np.float64) - float(t[0])
-    dt = float(model.opt.timestep)
-    steps = np.rint(t / dt).astype(int)
-    if np.any(np.abs(steps * dt - t) > 1e-9) or np.any(np.diff(steps) <= 0):
-        raise IdentificationError(f"sample times must be increasing multiples of the timestep {dt} s")
-    rec0 = JointRecording(t, q_cmd, q_cmd, np.zeros_like(q_cmd), tuple(joint_names))
-    problem = _Problem(model, rec0)
-    data = mujoco.MjData(model)
-    data.qpos[:] = problem.base_qpos
-    for k, j in enumerate(problem.jids):
-        data.qpos[model.jnt_qposadr[j]] = q_cmd[0, k] if q0 is None else q0[k]
-    mujoco.mj_forward(model, data)
-    q = np.empty_like(rec0.q_cmd)
-    qd = np.empty_like(rec0.q_cmd)
-    effort = np.empty_like(rec0.q_cmd)
-    qadr = [model.jnt_qposadr[j] for j in problem.jids]
-    vadr = [model.jnt_dofadr[j] for j in problem.jids]
-    step = 0
-    for i, target in enumerate(steps):
-        while step < target:
-            ts = step * dt - delay_s
-            data.ctrl[:] = [np.interp(ts, t, problem.ctrl[:, a]) for a in range(model.nu)]
-            mujoco.mj_step(model, data)
-            step += 1
-        q[i], qd[i], effort[i] = data.qpos[qadr], data.qvel[vadr], data.qfrc_actuator[vadr]
-    return JointRecording(t, rec0.q_cmd, q, qd, tuple(joint_names), effort)
+    given = isinstance(model_path, mujoco.MjSpec)
+    path = Path("<MjSpec>") if given else Path(model_path)
+    model_xml = model_path.to_xml() if given else None
+    try:
+        spec = model_path if given else mujoco.MjSpec.from_file(str(path))
+        if effort_joints is not None:
+            spec = with_effort_sensors(spec, effort_joints)
+        model = spec.compile()
+    except (OSError, ValueError) as err:
+        raise IdentificationError(f"model {path} cannot be loaded: {err}") from err
+    return path, model_xml, spec, model
+
+
+def _residual_fns(
+    problem: RecordingProblem, spec: mujoco.MjSpec, cfg: SysidConfig, n_train: int
+) -> tuple[sysid.ModelSequences, Any, Any]:
+    """The training sequence and the residual functions of the training and held-out parts.
+
+    Only the training residual is weighted (:func:`centred_weights`): it is what the optimiser sees; the
+    held-out one reports errors.  With efforts in the fit both smooth the efforts first (:func:`effort_residual`).
+    """
+    recording = problem.rec
+    with quiet_toolbox():
+        train = problem.sequence("train", spec, 0, n_train)
+        val = problem.sequence("validation", spec, n_train, recording.t.size)
+    n_threads = cfg.n_threads or min(4, os.cpu_count() or 1)
+    common = {"custom_rollout": problem.delayed_rollout, "n_threads": n_threads}
+    weights = centred_weights(train.sensordata[0].data)
+    if not problem.efforts:
+        train_fn = sysid.build_residual_fn(models_sequences=[train], sensor_weights=weights, **common)
+        return train, train_fn, sysid.build_residual_fn(models_sequences=[val], **common)
+    dt = float(np.median(np.diff(recording.t)))
+    window = max(1, int(round(cfg.effort_fit_smoothing_s / dt)))
+    nj = len(recording.joint_names)
+    train_fn = sysid.build_residual_fn(
+        models_sequences=[train], modify_residual=effort_residual(nj, window, weights), **common
+    )
+    val_fn = sysid.build_residual_fn(
+        models_sequences=[val], modify_residual=effort_residual(nj, window, None), **common
+    )
+    return train, train_fn, val_fn
+
+
+def _correct_by_efforts(
+    spec: mujoco.MjSpec,
+    problem: RecordingProblem,
+    fitted: sysid.ParameterDict,
+    jacobian: np.ndarray,
+    train_fn: Any,
+    n_train: int,
+    cfg: SysidConfig,
+) -> tuple[dict[str, float], float, dict[str, tuple[float, float]]]:
+    """Standard errors and per-joint corrections where the efforts correct the position fit afterwards.
+
+    The errors are taken at the position fit's optimum with each joint's scale known from the efforts
+    (:func:`effort_correction` on the training part); the correction is then applied to ``fitted`` in place.
+    """
+    recording = problem.rec
+    assert recording.effort is not None
+    fitted_model = sysid.model_modifier.apply_param_modifiers(fitted, spec)
+    delay = float(fitted["command_delay_s"].value[0]) if problem.delay_param else 0.0
+    train_rec = dataclasses.replace(
+        recording,
+        t=recording.t[:n_train],
+        q_cmd=recording.q_cmd[:n_train],
+        q=recording.q[:n_train],
+        qd=recording.qd[:n_train],
+        effort=recording.effort[:n_train],
+    )
+    c, beta, c_std = effort_correction(fitted_model, train_rec, delay_s=delay, smoothing_s=cfg.effort_smoothing_s)
+    scale_std = {j: float(e / abs(v)) for j, v, e in zip(recording.joint_names, c, c_std, strict=True)}
+    std, tau = standard_errors(train_fn, fitted, jacobian, scale_std=scale_std)
+    return std, tau, apply_effort_correction(fitted, recording.joint_names, c, beta)

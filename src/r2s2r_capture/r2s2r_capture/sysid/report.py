@@ -63,9 +63,11 @@ class IdentificationResult:
     residual_autocorrelation_time: float = 1.0
     iterations: int = -1
     stop_reason: str = ""
-    # The toolbox objects, for the report and the fitted MJCF.
-    _spec: Any = dataclasses.field(repr=False, compare=False, default=None)
-    _ctx: Any = dataclasses.field(repr=False, compare=False, default=None)
+    # The toolbox objects, for the report and the fitted MJCF: the spec fitted, and ``toolbox`` with the
+    # parameters (``params``, ``fitted``), the optimiser's result, the training sequence and residual,
+    # the model's path (or XML) and the optimiser's log.
+    spec: Any = dataclasses.field(repr=False, compare=False, default=None)
+    toolbox: Any = dataclasses.field(repr=False, compare=False, default=None)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -128,7 +130,7 @@ def write_identification(
     """
     out = refuse_existing(out_dir, IdentificationError)
     out.parent.mkdir(parents=True, exist_ok=True)
-    ctx = result._ctx
+    ctx = result.toolbox
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary output folder

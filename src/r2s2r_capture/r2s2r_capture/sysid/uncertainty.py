@@ -23,9 +23,17 @@ import numpy as np
 import scipy.special
 from mujoco import sysid
 
-__all__ = ["after_effort_correction", "autocorrelation_time", "regression_std", "standard_errors"]
+__all__ = [
+    "Z95",
+    "after_effort_correction",
+    "autocorrelation_time",
+    "parameter_range",
+    "regression_std",
+    "standard_errors",
+]
 
 _SOKAL_C = 5.0  # window factor of the autocorrelation time estimate (Sokal 1997: 4 to 10)
+Z95 = 1.96  # two-sided 95 % interval of a normal error, in standard errors
 
 
 def autocorrelation_time(err: np.ndarray) -> float:
@@ -139,3 +147,11 @@ def after_effort_correction(
         else:
             out[name] = math.inf
     return out
+
+
+def parameter_range(value: float, std: float, bounds: tuple[float, float]) -> tuple[float, float]:
+    """``value +- Z95 std`` clipped to ``bounds``; the whole of ``bounds`` when ``std`` is not finite."""
+    lo, hi = bounds
+    if not math.isfinite(std):
+        return float(lo), float(hi)
+    return float(max(lo, value - Z95 * std)), float(min(hi, value + Z95 * std))

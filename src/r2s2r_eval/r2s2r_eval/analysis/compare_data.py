@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_eval.episodes.results import ResultsError, ResultsStore
+
 __all__ = ["CompareError", "EpisodeTable", "load_episodes", "policy_label"]
 
 REQUIRED_COLUMNS = ("policy", "success", "world_id")
@@ -79,8 +81,6 @@ def _table_from_records(source: str, records: list[dict[str, Any]], names: list[
 
 
 def _load_store(path: Path) -> EpisodeTable:
-    from r2s2r_eval.episodes.results import ResultsError, ResultsStore
-
     records: list[dict[str, Any]] = []
     names: dict[str, None] = {}
     try:

@@ -38,9 +38,18 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.bench.report import add_out_option, add_world_options, write_results
+from r2s2r_sim.bench.sim import run_node
+from r2s2r_sim.paths import config_dir
+from r2s2r_sim.render.renderer import RgbdRenderer, TiledRenderer
+from r2s2r_sim.variations import load_variation_config, sweep_variation
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.worlds import world_path
 
+from r2s2r_eval.episodes.results import ResultsStore
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.episodes.sweep import run_sweep
 from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig
+from r2s2r_eval.policy import load_policy
 
 __all__ = ["RenderSetting", "main", "render_rate", "sweep_arm"]
 
@@ -58,10 +67,6 @@ class RenderSetting:
 
 def _render_worker(world: str, setting: RenderSetting, seconds: float) -> tuple[int, float]:
     """Views drawn in about ``seconds`` (after a warm-up) and the time taken, in this process."""
-    from r2s2r_sim.render.renderer import RgbdRenderer, TiledRenderer
-    from r2s2r_sim.world.sim_world import SimWorld
-    from r2s2r_sim.worlds import world_path
-
     w = SimWorld(world_path(world))
     w.reset(0)
     cam = w.config.cameras[0]
@@ -105,8 +110,6 @@ def render_rate(world: str, setting: RenderSetting, *, workers: int, seconds: fl
 
 def sweep_arm(cfg: SweepConfig, workers: int, results: Path) -> dict[str, float]:
     """Episodes per minute of one sweep, and its mean control steps per episode."""
-    from r2s2r_eval.episodes.results import ResultsStore
-
     summary = run_sweep(cfg, results, workers=workers, progress=False)
     with ResultsStore(results) as store:
         rows = [r for r in store.rows() if r.episode_key in set(summary.keys)]
@@ -127,11 +130,6 @@ def steady_state(
 ) -> dict[str, Any]:
     """(e) Median wall time per episode of each BC arm, the arms alternating in one process."""
     import statistics
-
-    from r2s2r_sim.variations import sweep_variation
-
-    from r2s2r_eval.episodes.runner import EpisodeRunner
-    from r2s2r_eval.policy import load_policy
 
     policy = load_policy("bc", {"checkpoint": str(checkpoint.resolve()), "num_threads": 1})
     variation = sweep_variation(variations, seed=0, index=0)
@@ -167,8 +165,6 @@ def steady_state(
 
 
 def _run_node_cameras(world: str, seconds: float) -> dict[str, Any]:
-    from r2s2r_sim.bench.sim import run_node
-
     domain = 40 + os.getpid() % 50
     runs: dict[str, Any] = {}
     order = (("full_before", "full"), ("fast", "fast"), ("full_after", "full"))
@@ -189,9 +185,6 @@ def _run_node_cameras(world: str, seconds: float) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks, print a table and write JSON to ``--out``."""
-    from r2s2r_sim.paths import config_dir
-    from r2s2r_sim.variations import load_variation_config
-
     parser = argparse.ArgumentParser(prog="python -m r2s2r_eval.bench.render", description=__doc__)
     add_out_option(parser)
     add_world_options(parser)

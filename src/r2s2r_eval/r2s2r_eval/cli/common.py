@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2s2r_sim.cli.main import EXIT_BAD_INPUT, bad_input, config_from_args
+from r2s2r_sim.cli.common import EXIT_BAD_INPUT, bad_input, config_from_args
 
 __all__ = [
     "EXIT_BAD_INPUT",

@@ -17,8 +17,8 @@ import numpy as np
 from r2s2r_sim.cells.sim_cell import Cell, CellError, SimCell
 from r2s2r_sim.render.profile import RenderProfile
 from r2s2r_sim.variations import Variation, make_world
-from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.world.config import CameraConfig
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.episodes.sensor_arrays import NS_PER_S, depth_mm_to_metres, episode_stamp, pose_matrix

@@ -2,8 +2,8 @@
 
 The plan (inputs, keys, seeds) is :mod:`r2s2r_eval.episodes.sweep_plan`.  A sweep runs on one
 side: the simulated world (the world built by ``r2s2r_sim.variations.make_world``) or the emulated
-hardware of a hardware profile (``r2s2r_sim.cells.emulated_cell.EmulatedCell``, the variation restricted to what
-an operator changes).  Each episode runs through the one episode runner
+hardware of a hardware profile (``r2s2r_sim.cells.emulated_cell.EmulatedCell``, the variation
+restricted to what an operator changes).  Each episode runs through the one episode runner
 (:class:`r2s2r_eval.episodes.runner.EpisodeRunner`).  The episodes of one variation form a job; jobs are
 spread over a local process pool (spawn context, sized to the cores) or Ray tasks; both call the same
 :func:`run_batch`, and each worker keeps its cell (per variation) and policies between episodes.
@@ -32,13 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from r2s2r_sim.cells.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.hardware.profile import load_hardware_profile
 from r2s2r_sim.variations import Variation, VariationError, sweep_variation
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.episodes.executors import ExecutorError, run_local, run_ray, start_ray
 from r2s2r_eval.episodes.results import EpisodeRow, ResultsError, ResultsStore, utc_now
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.episodes.sweep_plan import (
     EpisodeTask,
     Executor,
@@ -114,7 +117,6 @@ def _row(
 
 def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
     global _worker_runner
-    from r2s2r_eval.episodes.runner import EpisodeRunner  # the renderer stack loads in workers only
 
     vkey = (
         f"{task.world}|{task.hardware_profile}|{task.variations_digest}|{task.method}|{task.sweep_seed}|"
@@ -133,8 +135,6 @@ def _runner_for(task: EpisodeTask, variation: Variation) -> Any:
             policy_images=task.policy_images,
         ).__enter__()
     else:
-        from r2s2r_sim.cells.emulated_cell import EmulatedCell
-
         cell = EmulatedCell(task.world, task.hardware_profile, variation=variation)
         runner = EpisodeRunner(cell, policy_images=task.policy_images).__enter__()
     _worker_runner = (vkey, runner)
@@ -229,8 +229,6 @@ def _check_side(cfg: SweepConfig) -> str | None:
     """The hardware profile's hash on the emulated side (None in sim), once the side is checked."""
     if cfg.hardware_profile is None:
         return None
-    from r2s2r_sim.cells.emulated_cell import check_operator_config
-    from r2s2r_sim.hardware.profile import load_hardware_profile
 
     try:
         profile = load_hardware_profile(cfg.hardware_profile)

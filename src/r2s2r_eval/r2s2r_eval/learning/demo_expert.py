@@ -18,8 +18,10 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from r2s2r_sim.tasks.config import TaskType
 from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
+from r2s2r_eval.learning.push_expert import PushExpert
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
 
 if TYPE_CHECKING:
@@ -196,10 +198,6 @@ def privileged_expert(world: SimWorld, *, grasp_offset_m: float = 0.0) -> Policy
     Raises:
         PolicyError: the world's task has no privileged expert (names the task).
     """
-    from r2s2r_sim.world.config import TaskType
-
-    from r2s2r_eval.learning.push_expert import PushExpert
-
     task = world.config.task
     if task is not None and task.type is TaskType.PUSH:
         return PushExpert(world)

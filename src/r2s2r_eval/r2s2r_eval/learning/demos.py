@@ -27,11 +27,18 @@ from typing import Any
 
 import cv2
 import numpy as np
+from r2s2r_capture.bags.messages import BagMessages
+from r2s2r_capture.bags.writer import BagWriter
+from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ranges import check_fields, within
+from r2s2r_sim.render.renderer import RgbdRenderer
+from r2s2r_sim.variations import load_variation_config, sample_variation
+from r2s2r_sim.variations.engine import dimension_names
+from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.learning.demo_expert import privileged_expert
-from r2s2r_eval.learning.lerobot_format import EpisodeData, LeRobotWriter
+from r2s2r_eval.learning.lerobot_format import EpisodeData, LeRobotWriter, read_info
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, Policy, load_policy
@@ -222,8 +229,6 @@ class _Recorder(Policy):
 
     def __init__(self, expert: Policy, runner: EpisodeRunner, cfg: DemoConfig) -> None:
         super().__init__()
-        from r2s2r_sim.render.renderer import RgbdRenderer
-
         self.expert = expert
         self.world = runner.world
         self.camera = runner.camera
@@ -298,10 +303,6 @@ def _read_attempts(root: Path) -> list[dict[str, Any]]:
 
 def _write_mcap(path: Path, rec: _Recorder, cfg: DemoConfig, extra: dict[str, Any]) -> None:
     """One episode as a rosbag2 MCAP bag on the interface topics (small RGB on the colour topic)."""
-    from r2s2r_capture.bags.messages import BagMessages
-    from r2s2r_capture.bags.writer import BagWriter
-    from r2s2r_sim.interface import load_interface
-
     iface = load_interface()
     cam = rec.camera.name
     keys = {"joint_states": None, "arm_command": None, "gripper_command": None, "color_image": cam}
@@ -335,10 +336,6 @@ def collect_demos(
         DemoError: the world has no gripper; VariationError / WorldError for a bad world or config.
         DatasetError: ``out`` holds a dataset with another schema.
     """
-    from r2s2r_sim.variations import load_variation_config, sample_variation
-    from r2s2r_sim.variations.engine import dimension_names
-    from r2s2r_sim.worlds import world_path
-
     root = Path(out)
     vcfg = load_variation_config(cfg.variations) if cfg.variations is not None else None
     var_names = dimension_names(vcfg) if vcfg is not None else ()
@@ -346,8 +343,6 @@ def collect_demos(
     attempts = _read_attempts(root)
     writer: LeRobotWriter | None = None
     if (root / "meta/info.json").exists():
-        from r2s2r_eval.learning.lerobot_format import read_info
-
         info = read_info(root)
         writer = LeRobotWriter(
             root,

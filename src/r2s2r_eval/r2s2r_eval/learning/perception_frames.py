@@ -24,9 +24,12 @@ from typing import Any
 
 import mujoco
 import numpy as np
-from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 from r2s2r_sim.ranges import check_fields, within
+from r2s2r_sim.render.renderer import RgbdRenderer
+from r2s2r_sim.variations import load_variation_config, sample_variation
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.learning.demos import ENV_STATE_NAMES, attempt_seed, downscale, object_state
 
 __all__ = ["FRAMES_FILE", "PerceptionFramesConfig", "collect_perception_frames", "load_perception_frames"]
@@ -163,11 +166,6 @@ def collect_perception_frames(
         ValueError: ``out`` holds frames already, or the world has no task, camera or tool site.
         VariationError / WorldError: a bad variation config or world.
     """
-    from r2s2r_sim.render.renderer import RgbdRenderer
-    from r2s2r_sim.variations import load_variation_config, sample_variation
-
-    from r2s2r_eval.episodes.runner import EpisodeRunner
-
     out = Path(out)
     if (out / FRAMES_FILE).exists():
         raise ValueError(f"{out / FRAMES_FILE}: exists already, not overwriting")

@@ -15,6 +15,9 @@ import numpy as np
 from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_eval.learning.lerobot_format import read_episode, read_info
+from r2s2r_eval.learning.perception_frames import load_perception_frames
+from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
+from r2s2r_eval.policies.bc.policy import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS
 
 __all__ = ["TRAIN_STATE", "TrainConfig", "TrainError", "TrainSummary", "load_demonstrations", "train"]
 
@@ -282,9 +285,6 @@ def train(
     import torch
     import torch.nn.functional as F
 
-    from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
-    from r2s2r_eval.policies.bc.policy import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS
-
     cfg = cfg or TrainConfig()
     out = Path(out)
     if (out / CHECKPOINT_WEIGHTS).exists():
@@ -302,8 +302,6 @@ def train(
     use_aux = cfg.aux_weight > 0 and data.env is not None
     p_images = p_env = None
     if cfg.perception_frames:
-        from r2s2r_eval.learning.perception_frames import load_perception_frames
-
         loaded = []
         for folder in cfg.perception_frames:
             try:

@@ -44,8 +44,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from r2s2r_sim.ros import conversions as rc
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, Reading, evaluation_reading
-from r2s2r_sim.serving.liveness import Liveness
 from r2s2r_sim.ros.params import (
     parameter_error,
     read_node_config,
@@ -54,6 +54,7 @@ from r2s2r_sim.ros.params import (
     spin_until_shutdown,
 )
 from r2s2r_sim.ros.qos import declare_interface, interface_class, qos_profile
+from r2s2r_sim.serving.liveness import Liveness
 from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -83,7 +84,6 @@ from r2s2r_eval.episodes.evaluation import (
 from r2s2r_eval.episodes.operator_prompt import OperatorPrompt, OperatorTimeout
 from r2s2r_eval.episodes.results import EpisodeRow, ResultsError, ResultsStore, utc_now
 from r2s2r_eval.policy import policy_params_from_yaml
-from r2s2r_sim.ros import conversions as rc
 
 OPERATOR_TIMEOUT = "operator_timeout"  # the failure reason of an episode the operator did not judge in time
 

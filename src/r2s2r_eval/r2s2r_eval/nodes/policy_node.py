@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builtin_interfaces.msg import Time
+from r2s2r_sim.ros import conversions as rc
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.params import parameter_error, read_node_config, run_node, spin_single
 from r2s2r_sim.ros.qos import declare_interface, interface_class, qos_profile
@@ -59,7 +60,6 @@ from r2s2r_eval.policy import (
     load_policy,
     policy_params_from_yaml,
 )
-from r2s2r_sim.ros import conversions as rc
 
 __all__ = ["PolicyNode", "PolicyNodeConfig", "PolicyNodeError", "main"]
 

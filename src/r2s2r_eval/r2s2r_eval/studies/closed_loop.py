@@ -50,9 +50,12 @@ import numpy as np
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ranges import check_fields, within
-from r2s2r_sim.variations import with_world_axes
+from r2s2r_sim.variations import load_variation_config, with_world_axes
 
 from r2s2r_eval.analysis import failure_regions as fr
+from r2s2r_eval.analysis.compare import TARGETS, CompareSettings, compare
+from r2s2r_eval.analysis.compare_data import load_episodes, policy_label
+from r2s2r_eval.analysis.compare_page import write_report
 from r2s2r_eval.cli.common import Subcommand, bad_input
 from r2s2r_eval.episodes.results import ResultsStore
 from r2s2r_eval.episodes.sweep import run_sweep
@@ -138,8 +141,6 @@ def operator_variations(path: str | Path) -> Any:
     physics, robot start state and camera are disabled (an operator does not repaint the cube, swap the
     table top or move the camera).
     """
-    from r2s2r_sim.variations import load_variation_config
-
     cfg = load_variation_config(path)
     rep = dataclasses.replace
     return rep(
@@ -227,8 +228,6 @@ def _metric(summary: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _pairs(store: Path, keys: set[str]) -> list[tuple[str, int, bool]]:
     """``(policy label, episode seed, success)`` of the episodes of a results store with these keys."""
-    from r2s2r_eval.analysis.compare_data import policy_label
-
     with ResultsStore(store) as s:
         return [
             (policy_label(r.policy, r.parameters), int(r.seed), bool(r.success))
@@ -263,8 +262,6 @@ def build_summary(
     variation and seed); the sim-trained tree's accuracy over the Sobol sweep is kept beside it as
     ``failure_prediction_tree_accuracy``.
     """
-    from r2s2r_eval.analysis.compare import TARGETS
-
     by_b = {p["policy"]: p for p in bundled["policies"]}
     policies = []
     for p in recon["policies"]:
@@ -416,10 +413,6 @@ def format_closed_loop(s: dict[str, Any]) -> str:
 
 def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     """Run the loop (see the module docstring); returns the summary written to ``out/summary.json``."""
-    from r2s2r_eval.analysis.compare import CompareSettings, compare
-    from r2s2r_eval.analysis.compare_data import load_episodes
-    from r2s2r_eval.analysis.compare_page import write_report
-
     out = Path(cfg.out)
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
+from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
+
 __all__ = ["reconstruct_emulated_world"]
 
 
@@ -44,9 +47,6 @@ def reconstruct_emulated_world(
     Returns:
         The world folder and the wall time (s) of the stages that ran (``capture``, ``real2sim``).
     """
-    from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
-    from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
-
     out = work / "world"
     wall: dict[str, float] = {}
     if (out / "world.yaml").is_file():

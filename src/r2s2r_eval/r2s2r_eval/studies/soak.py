@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import psutil
+from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ros.dds import DOMAIN_IDS, claim_domain
 
 from r2s2r_eval.episodes.results import ResultsStore
@@ -61,7 +62,8 @@ class _Rates:
 
     def __init__(self, domain: int) -> None:
         import rclpy
-        from r2s2r_sim.interface import load_interface
+
+        # reason: r2s2r_sim.ros.qos imports rclpy, and this module stays ROS-free until the probe starts
         from r2s2r_sim.ros.qos import interface_class, qos_profile
         from rclpy.executors import SingleThreadedExecutor
 

@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_eval.cli.common import Subcommand, bad_input
 from r2s2r_eval.learning.demos import DemoConfig, collect_demos
@@ -188,8 +189,6 @@ def make_real2sim_world(
 
 def real2sim_variations(world: Path, out: Path, base: Path = DEFAULT_VARIATIONS) -> Path:
     """``base`` variations for a real2sim world: existing colour targets, a wider bin keep-out."""
-    from r2s2r_sim.world.sim_world import SimWorld
-
     doc = yaml.safe_load(base.read_text(encoding="utf-8"))
     model = SimWorld(world).model
     geoms = {model.geom(i).name for i in range(model.ngeom)}

@@ -8,9 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from r2s2r_sim.cells.emulated_cell import EmulatedCell
+from r2s2r_sim.variations import load_variation_config, sample_variation
+
 from r2s2r_eval.analysis.metrics import wilson_interval
 from r2s2r_eval.episodes.executors import run_local
+from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.learning.demos import attempt_seed
+from r2s2r_eval.policy import load_policy
+from r2s2r_eval.studies.closed_loop import operator_variations
 
 __all__ = ["EVAL_SEED", "evaluate_policy", "in_pool"]
 
@@ -54,13 +60,6 @@ def _episodes(
     reduced to what an operator changes between trials (object pose, lighting, clutter;
     :func:`~r2s2r_eval.studies.closed_loop.operator_variations`) and the cell is rebuilt for each episode.
     """
-    from r2s2r_sim.cells.emulated_cell import EmulatedCell
-    from r2s2r_sim.variations import load_variation_config, sample_variation
-
-    from r2s2r_eval.episodes.runner import EpisodeRunner
-    from r2s2r_eval.policy import load_policy
-    from r2s2r_eval.studies.closed_loop import operator_variations
-
     if variations is None:
         vcfg = None
     else:

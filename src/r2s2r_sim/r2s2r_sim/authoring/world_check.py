@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
-from r2s2r_sim.errors import WorldError
 from r2s2r_sim.authoring.grasp_fit import (
     GRASP_IMPRATIO,
     HOLD_LOADS_G,
@@ -28,13 +27,13 @@ from r2s2r_sim.authoring.grasp_fit import (
     tip_depth,
 )
 from r2s2r_sim.authoring.gripper_guess import closing_direction
-from r2s2r_sim.world.kinematics import summed_reach
+from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render.renderer import camera_intrinsics
+from r2s2r_sim.world.kinematics import summed_reach
+from r2s2r_sim.world.sim_world import SimWorld
 
 if TYPE_CHECKING:
     from r2s2r_sim.world.robot_config import GripperConfig
-    from r2s2r_sim.world.sim_world import SimWorld
-
 __all__ = ["WorldReport", "check_world", "draw_tool_frame"]
 
 _AXIS_LENGTH = 0.08
@@ -87,8 +86,6 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
 
     Never raises for a bad world: every problem becomes an error line.
     """
-    from r2s2r_sim.world.sim_world import SimWorld
-
     report = WorldReport()
     try:
         world = SimWorld(world_dir)
@@ -173,8 +170,6 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
 
 
 def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
-    from r2s2r_sim.world.sim_world import SimWorld
-
     assert isinstance(world, SimWorld)
     task = world.config.task
     assert task is not None
@@ -357,8 +352,6 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
 def draw_tool_frame(world: object, path: Path, *, size: tuple[int, int] = (640, 480)) -> None:
     """Render the robot at home with the tool frame's axes as arrows (x red, y green, z blue) to a PNG."""
     import cv2
-
-    from r2s2r_sim.world.sim_world import SimWorld
 
     assert isinstance(world, SimWorld)
     model, data = world.model, world.data

@@ -31,7 +31,6 @@ import mujoco
 import numpy as np
 import yaml
 
-from r2s2r_sim.errors import WorldError
 from r2s2r_sim.authoring.grasp_fit import (
     GRASP_IMPRATIO,
     fingertip_reach,
@@ -51,6 +50,8 @@ from r2s2r_sim.authoring.gripper_guess import (
     guess_gripper_actuators,
     y_to_closing,
 )
+from r2s2r_sim.authoring.layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
+from r2s2r_sim.errors import WorldError
 from r2s2r_sim.world.kinematics import KinematicArm, base_footprint, summed_reach
 from r2s2r_sim.world.robot_source import (
     ServoConfig,
@@ -60,7 +61,6 @@ from r2s2r_sim.world.robot_source import (
     servo_reason,
 )
 from r2s2r_sim.world.sim_world import SimWorld
-from r2s2r_sim.authoring.layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
 from r2s2r_sim.worlds import WORLDS
 
 __all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "write_world"]

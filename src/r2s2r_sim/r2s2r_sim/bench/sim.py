@@ -38,6 +38,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.bench.report import add_out_option, write_results
+from r2s2r_sim.interface import load_interface
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
@@ -110,7 +111,7 @@ class _Listener:
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
 
-        from r2s2r_sim.interface import load_interface
+        # reason: r2s2r_sim.ros.qos imports rclpy, and this module stays ROS-free until a listener starts
         from r2s2r_sim.ros.qos import interface_class, qos_profile
 
         self._rclpy = rclpy

@@ -21,14 +21,14 @@ import numpy as np
 
 from r2s2r_sim.cells.camera_frames import ImageSize
 from r2s2r_sim.cells.sim_cell import CellBase, CellError, Pose
-from r2s2r_sim.hardware.emulated_camera import DistortedRgbdCamera
-from r2s2r_sim.hardware.emulated_arm import EmulatedArm
 from r2s2r_sim.errors import RenderError
+from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.emulated_camera import DistortedRgbdCamera
 from r2s2r_sim.hardware.profile import HardwareProfile, load_hardware_profile
 from r2s2r_sim.variations import Variation, VariationConfig, VariationError, apply_variation
 from r2s2r_sim.variations.engine import object_pose_of
-from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.world.config import CameraConfig
+from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 __all__ = ["OPERATOR_AXES", "EmulatedCell", "check_operator_config"]

@@ -17,12 +17,12 @@ import numpy as np
 from r2s2r_sim.cells.camera_frames import CameraFrames, ImageSize
 from r2s2r_sim.closing import Closing
 from r2s2r_sim.errors import RenderError
-from r2s2r_sim.world.joint_noise import JointReadings
 from r2s2r_sim.render.profile import RenderProfile
 from r2s2r_sim.render.renderer import camera_intrinsics, depth_to_uint16_mm
 from r2s2r_sim.tasks.registry import Outcome, Task, judge_now
-from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 from r2s2r_sim.world.config import CameraConfig
+from r2s2r_sim.world.joint_noise import JointReadings
+from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 
 __all__ = ["Cell", "CellBase", "CellError", "Pose", "SimCell", "combine_checks"]
 

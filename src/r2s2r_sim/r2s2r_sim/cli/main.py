@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from importlib.metadata import entry_points
-from typing import Any, TypeVar
 
-from r2s2r_sim.graph.node_graph import Graph, GraphError, load_graph, parse_arguments, resolve
+from r2s2r_sim.cli import profile as profile_cli
+from r2s2r_sim.cli import world as world_cli
+from r2s2r_sim.cli.common import EXIT_BAD_INPUT, add_command_group, bad_input, config_from_args
 from r2s2r_sim.graph.launcher import EXIT_NOT_STARTED, Launcher
+from r2s2r_sim.graph.node_graph import Graph, GraphError, load_graph, parse_arguments, resolve
 
-T = TypeVar("T")
+# Re-exported: the subcommands of other packages import these from here.
+__all__ = ["EXIT_BAD_INPUT", "add_command_group", "bad_input", "build_parser", "config_from_args", "main"]
 
 DEMO_ARGS = ("mode:=sim", "episodes:=3", "seed:=0", "results:=out/demo.sqlite")
 
@@ -67,43 +70,6 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return cmd_launch(ns)
 
 
-EXIT_BAD_INPUT = 2  # the exit status of a command refused for its input
-
-
-def bad_input(command: str, err: object) -> int:
-    """Say on stderr what was wrong with the input of ``r2s2r COMMAND``; returns ``EXIT_BAD_INPUT``."""
-    print(f"r2s2r {command}: {err}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
-def config_from_args(cls: type[T], ns: argparse.Namespace, same: Iterable[str], **fields: Any) -> T:
-    """Build the config dataclass ``cls`` from the parsed options of a command.
-
-    Args:
-        cls: the config dataclass.
-        ns: the parsed options.
-        same: fields given by the option of the same ``dest`` (``"max_attempts"`` for ``--max-attempts``).
-        fields: the other fields given (``image_width=ns.width``, ``mcap=not ns.no_mcap``); the rest keep
-            their defaults.
-
-    Raises:
-        Whatever ``cls`` raises for a bad value (the command reports it as bad input).
-    """
-    return cls(**{name: getattr(ns, name) for name in same}, **fields)
-
-
-def add_command_group(subparsers: Any, name: str, help: str, description: str | None) -> Any:
-    """Add ``r2s2r NAME``; returns the subparsers of its own subcommands (``r2s2r NAME new`` ...).
-
-    One of those is required (parsed into ``NAME_command``), and the group's ``--help`` keeps the line
-    breaks of ``description``.
-    """
-    group = subparsers.add_parser(
-        name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    return group.add_subparsers(dest=f"{name}_command", required=True)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``r2s2r`` command."""
     parser = argparse.ArgumentParser(prog="r2s2r", description=__doc__)
@@ -117,9 +83,6 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the reference policy on the bundled world in sim")
     demo.add_argument("arguments", nargs="*", metavar="name:=value", help="override demo arguments")
     demo.set_defaults(func=cmd_demo)
-    from r2s2r_sim.cli import profile as profile_cli
-    from r2s2r_sim.cli import world as world_cli
-
     world_cli.register(sub)
     profile_cli.register(sub)
     for entry in sorted(entry_points(group="r2s2r.commands"), key=lambda e: e.name):

@@ -17,7 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from r2s2r_sim.cli.common import add_command_group
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
+from r2s2r_sim.hardware.profile_template import write_profile_template
+from r2s2r_sim.worlds import world_path
 
 __all__ = ["cmd_new", "register"]
 
@@ -26,10 +30,6 @@ EXIT_ERROR = 2
 
 def cmd_new(ns: argparse.Namespace) -> int:
     """Write the template; 0 on success, 2 on bad input (nothing written)."""
-    from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
-    from r2s2r_sim.hardware.profile_template import write_profile_template
-    from r2s2r_sim.worlds import world_path
-
     out = Path(ns.out) if ns.out else None
     try:
         folder = world_path(ns.world)
@@ -50,8 +50,6 @@ def cmd_new(ns: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the ``profile`` subcommand with ``new``."""
-    from r2s2r_sim.cli.main import add_command_group
-
     sub = add_command_group(
         subparsers, "profile", "write hardware profiles of the emulated hardware", __doc__
     )

@@ -16,7 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from r2s2r_sim.authoring.world_check import check_world
+from r2s2r_sim.authoring.world_new import NewWorldOptions, write_world
+from r2s2r_sim.cli.common import add_command_group
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.world.robot_source import resolve_package, split_package_uri
 
 __all__ = ["cmd_check", "cmd_new", "register", "robot_reference"]
 
@@ -51,8 +55,6 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 
 def robot_reference(robot: str) -> tuple[str, Path]:
     """The robot as world.yaml names it (``package://`` kept, a path made absolute), and on disk."""
-    from r2s2r_sim.world.robot_source import resolve_package, split_package_uri
-
     if robot.startswith("package://"):
         uri = split_package_uri(robot)
         folder = None if uri is None else resolve_package(uri[0], {})
@@ -67,9 +69,6 @@ def robot_reference(robot: str) -> tuple[str, Path]:
 
 def cmd_new(ns: argparse.Namespace) -> int:
     """Write the world folder; 0 on success, 2 on bad input (nothing written)."""
-    from r2s2r_sim.authoring.world_check import check_world
-    from r2s2r_sim.authoring.world_new import NewWorldOptions, write_world
-
     try:
         packages = {k: Path(v).resolve() for k, v in _pairs(ns.package, "--package").items()}
         ref, path = robot_reference(ns.robot)
@@ -115,8 +114,6 @@ def cmd_new(ns: argparse.Namespace) -> int:
 
 def cmd_check(ns: argparse.Namespace) -> int:
     """Print the world's report; 0 without errors, 2 with."""
-    from r2s2r_sim.authoring.world_check import check_world
-
     picture = (
         Path(ns.picture) if ns.picture else (None if ns.no_picture else Path(ns.world) / "tool_frame.png")
     )
@@ -174,8 +171,6 @@ def _add_check(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``world`` subcommand with ``new`` and ``check``."""
-    from r2s2r_sim.cli.main import add_command_group
-
     sub = add_command_group(subparsers, "world", "make and check world folders for your own arm", __doc__)
     _add_new(sub.add_parser("new", help="write a world folder for the table task around a robot file"))
     _add_check(

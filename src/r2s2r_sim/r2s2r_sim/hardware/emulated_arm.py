@@ -34,8 +34,8 @@ from r2s2r_sim.hardware.profile import (
 )
 from r2s2r_sim.hardware.profile_elements import find_geom, set_servo_gains, spec_servo_scale
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome, judge_now
-from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 from r2s2r_sim.worlds import world_path
 
 __all__ = [

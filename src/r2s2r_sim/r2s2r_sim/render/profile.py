@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from r2s2r_sim.errors import WorldError
 
 if TYPE_CHECKING:
-    from r2s2r_sim.config_reader import _Reader
+    from r2s2r_sim.config_reader import Reader
 
 __all__ = ["BUILTIN_PROFILES", "FAST", "FULL", "RenderProfile", "resolve_profile"]
 
@@ -112,7 +112,7 @@ def resolve_profile(profiles: Mapping[str, RenderProfile], name: str, *, where: 
         raise WorldError(f"{where}: unknown render profile {name!r} (profiles: {sorted(profiles)})") from None
 
 
-def parse_profiles(r: _Reader | None) -> dict[str, RenderProfile]:
+def parse_profiles(r: Reader | None) -> dict[str, RenderProfile]:
     """The ``render_profiles`` mapping of a world file, over the built-in ``full`` and ``fast``.
 
     A profile the world file names replaces the built-in one of that name.
@@ -130,14 +130,14 @@ def parse_profiles(r: _Reader | None) -> dict[str, RenderProfile]:
     return profiles
 
 
-def _optional_int(r: _Reader, key: str) -> int | None:
+def _optional_int(r: Reader, key: str) -> int | None:
     if not r.has(key):
         r.raw(key, required=False)  # an explicit null keeps the default
         return None
     return r.int_(key)
 
 
-def _parse_one(r: _Reader, name: str) -> RenderProfile:
+def _parse_one(r: Reader, name: str) -> RenderProfile:
     kwargs: dict[str, Any] = {
         "name": name,
         "shadows": r.bool_("shadows", default=True),

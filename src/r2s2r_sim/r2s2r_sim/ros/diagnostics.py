@@ -17,8 +17,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 
-from r2s2r_sim.ros.driver_io import interface_publisher
 from r2s2r_sim.interface import Interface
+from r2s2r_sim.ros.driver_io import interface_publisher
 
 __all__ = [
     "ERROR", "OK", "WARN", "DiagnosticsPublisher", "RateWindow", "Reading", "evaluation_reading",

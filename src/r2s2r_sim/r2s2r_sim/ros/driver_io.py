@@ -17,8 +17,8 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
-from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.interface import Interface
+from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.ros.qos import interface_class, qos_profile
 from r2s2r_sim.world.sim_world import CommandCheck
 

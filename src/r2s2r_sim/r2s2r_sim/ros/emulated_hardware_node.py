@@ -46,6 +46,9 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
+from r2s2r_sim.hardware.emulated_arm import STAND_IN_BANNER, EmulatedArm
+from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
+from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, serving_reading
@@ -57,14 +60,19 @@ from r2s2r_sim.ros.driver_io import (
     interface_publisher,
     subscribe_topics,
 )
-from r2s2r_sim.hardware.emulated_arm import STAND_IN_BANNER, EmulatedArm
-from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
-from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
-from r2s2r_sim.world.robot_description import RobotDescriptionError
-from r2s2r_sim.ros.robot_state import RobotState, static_messages
 from r2s2r_sim.ros.params import declare_driver_parameters, node_help, run_node
 from r2s2r_sim.ros.qos import declare_interface, interface_class
-from r2s2r_sim.serving.loop import NS, RenderJob, RenderWorker, ServingThreads, Ticker, WallPacer, variation_hash
+from r2s2r_sim.ros.robot_state import RobotState, static_messages
+from r2s2r_sim.serving.loop import (
+    NS,
+    RenderJob,
+    RenderWorker,
+    ServingThreads,
+    Ticker,
+    WallPacer,
+    variation_hash,
+)
+from r2s2r_sim.world.robot_description import RobotDescriptionError
 
 __all__ = ["EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
 

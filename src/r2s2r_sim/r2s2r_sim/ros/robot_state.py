@@ -25,8 +25,8 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from std_msgs.msg import String
 
-from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.interface import Interface
+from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.world.robot_description import RobotDescription
 from r2s2r_sim.world.sim_world import SimWorld
 

@@ -5,16 +5,16 @@ messages are built by :mod:`r2s2r_sim.ros.conversions`. The node runs on wall ti
 every stamp it publishes (joint states, images, camera info, /tf, outcomes) is sim time, and /clock is
 monotonic across resets (a reset takes one physics step of sim time, so stamps are strictly increasing).
 
-Threads (the loops are :mod:`r2s2r_sim.serving.sim_server` over the serving core :mod:`r2s2r_sim.serving.loop`; this
-module only translates parameters, messages and services):
+Threads (the loops are :mod:`r2s2r_sim.serving.sim_server` over the serving core
+:mod:`r2s2r_sim.serving.loop`; this module only translates parameters, messages and services):
 
 * physics: fixed-step loop on the world timestep. It applies commands, steps, publishes /joint_states and
   /clock (at ``joint_state_rate_hz``), /tf (``tf_rate_hz``) and the episode outcome, and hands camera
   ticks to the render thread as snapshots (qpos, mocap). With ``real_time`` it sleeps to keep sim time on
   wall time; if it falls more than 0.25 s behind it re-anchors and warns (the real-time factor is then < 1).
 * render (if cameras are on): owns the GL contexts, a private ``MjData`` and each camera's
-  :class:`~r2s2r_sim.cells.camera_frames.CameraFrames` (the in-process runner's frames, with the world's sensor
-  effects if its variation has them); renders colour and aligned depth of each due camera and publishes
+  :class:`~r2s2r_sim.cells.camera_frames.CameraFrames` (the in-process runner's frames, with the world's
+  sensor effects if its variation has them); renders colour and aligned depth of each due camera and publishes
   both images and their camera infos with the snapshot's stamp. In ``real_time`` mode a frame that finds
   the renderer busy with the previous one waits at most one frame (one pending slot); older pending frames
   are dropped and counted, so rendering never stalls physics. Otherwise (as fast as possible, or lockstep)
@@ -64,6 +64,9 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
+from r2s2r_sim.cells.camera_frames import CameraFrames
+from r2s2r_sim.interface import Interface
+from r2s2r_sim.render.renderer import depth_to_uint16_mm
 from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, serving_reading
@@ -76,12 +79,11 @@ from r2s2r_sim.ros.driver_io import (
     interface_publisher,
     subscribe_topics,
 )
-from r2s2r_sim.interface import Interface
-from r2s2r_sim.world.robot_description import RobotDescriptionError
-from r2s2r_sim.ros.robot_state import RobotState, camera_transforms, static_messages
 from r2s2r_sim.ros.params import declare_driver_parameters, node_help, run_node
 from r2s2r_sim.ros.qos import declare_interface, interface_class
+from r2s2r_sim.ros.robot_state import RobotState, camera_transforms, static_messages
 from r2s2r_sim.serving.loop import NS, RenderJob, RenderWorker, ServingThreads, variation_hash
+from r2s2r_sim.serving.sim_server import POLICY_LOST, CameraSpec, SimServer, StepOutput
 from r2s2r_sim.serving.sim_server_config import (
     PARAMS,
     SimNodeConfig,
@@ -89,8 +91,8 @@ from r2s2r_sim.serving.sim_server_config import (
     param_error,
     parse_variation_config,
 )
-from r2s2r_sim.serving.sim_server import POLICY_LOST, CameraSpec, SimServer, StepOutput
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
+from r2s2r_sim.world.robot_description import RobotDescriptionError
 from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 from r2s2r_sim.worlds import world_path
 
@@ -156,13 +158,22 @@ class SimNode(Node):
                 )
             self.threads.start_physics(server.run_physics, wakeups=(server.cv,))
             self._diagnostics = DiagnosticsPublisher(
-                self, self.interface, name="simulation", hardware_id=server.world.world_id,
-                counters=lambda: {"time_s": server.clock_ns / NS, "frames": self.threads.frames_published,
-                                  "frames_dropped": self.threads.frames_dropped,
-                                  "lockstep_wait_s": server.lockstep_wait_s},
+                self,
+                self.interface,
+                name="simulation",
+                hardware_id=server.world.world_id,
+                counters=lambda: {
+                    "time_s": server.clock_ns / NS,
+                    "frames": self.threads.frames_published,
+                    "frames_dropped": self.threads.frames_dropped,
+                    "lockstep_wait_s": server.lockstep_wait_s,
+                },
                 read=lambda rates: serving_reading(
-                    rates, running=self.threads.running, cameras=len(server.cameras),
-                    frames_dropped=self.threads.frames_dropped, episodes=server.episodes_reported,
+                    rates,
+                    running=self.threads.running,
+                    cameras=len(server.cameras),
+                    frames_dropped=self.threads.frames_dropped,
+                    episodes=server.episodes_reported,
                     sim_time=True,
                     paced=cfg.real_time and not cfg.lockstep and not server.paused,
                 ),
@@ -416,8 +427,6 @@ class SimNode(Node):
 
     def _open_renderers(self, model: Any, payload: Any) -> dict[str, Any]:
         """A :class:`CameraFrames` per camera (the job's, or the served ones at start), renderers made now."""
-        from r2s2r_sim.cells.camera_frames import CameraFrames
-
         cameras: Sequence[CameraSpec] = payload[1] if payload is not None else self.server.cameras
         frames: dict[str, Any] = {}
         try:
@@ -433,8 +442,6 @@ class SimNode(Node):
 
     def _draw(self, frames: dict[str, Any], data: Any, job: RenderJob) -> int:
         """Render colour and aligned depth of each due camera and publish them with the job's stamp."""
-        from r2s2r_sim.render.renderer import depth_to_uint16_mm
-
         due, cameras, seed, since_start_ns = job.payload
         stamp = conv.time_msg(job.stamp)
         for index in due:
@@ -477,8 +484,15 @@ def _close_renderers(renderers: dict[Any, Any]) -> None:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the sim node until interrupted; returns the process exit code (1 on a configuration error)."""
     use_large_data_transport()  # read by Fast DDS when the participant is created, so before init
-    return run_node(SimNode, args, "sim_node", errors=(SimNodeError, ValueError, RuntimeError),
-                    help_text=lambda: node_help("sim_node", PARAMS, vars(SimNodeConfig())), quiet_sigint=True)
+    return run_node(
+        SimNode,
+        args,
+        "sim_node",
+        errors=(SimNodeError, ValueError, RuntimeError),
+        help_text=lambda: node_help("sim_node", PARAMS, vars(SimNodeConfig())),
+        quiet_sigint=True,
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

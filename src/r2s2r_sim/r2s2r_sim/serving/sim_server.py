@@ -20,16 +20,16 @@ from typing import Any, Protocol
 import mujoco
 import numpy as np
 
-from r2s2r_sim.world.joint_noise import JointReadings
-from r2s2r_sim.serving.liveness import Liveness
 from r2s2r_sim.render.profile import RenderProfile
 from r2s2r_sim.render.sensor_effects import SensorEffects
+from r2s2r_sim.serving.liveness import Liveness
 from r2s2r_sim.serving.loop import NS, Logger, RenderJob, ServingThreads, Ticker, WallPacer
 from r2s2r_sim.serving.sim_server_config import SimNodeConfig, SimNodeError, parse_variation_config
 from r2s2r_sim.tasks.registry import Outcome
 from r2s2r_sim.variations import VariationError, for_world, make_world, sample_variation
-from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.world.config import CameraConfig
+from r2s2r_sim.world.joint_noise import JointReadings
+from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = ["POLICY_LOST", "CameraSpec", "SimServer", "SimSink", "StepOutput", "camera_specs"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from r2s2r_sim.tasks.registry import Outcome
 from r2s2r_sim.tasks.common import SettleClock, check_type
-from r2s2r_sim.world.config import TaskConfig, TaskType
+from r2s2r_sim.tasks.config import TaskConfig, TaskType
+from r2s2r_sim.tasks.registry import Outcome
 
 if TYPE_CHECKING:
     from r2s2r_sim.world.sim_world import SimWorld

@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world.config import ObjectPoseRange, TaskConfig, TaskType
+from r2s2r_sim.tasks.config import ObjectPoseRange, TaskConfig, TaskType
 
 if TYPE_CHECKING:
     from r2s2r_sim.world.sim_world import SimWorld

@@ -8,10 +8,10 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.tasks.registry import ObjectPose, Outcome
-from r2s2r_sim.tasks.common import touching_robot
 from r2s2r_sim.tasks.base import HeldTask
-from r2s2r_sim.world.config import TaskType
+from r2s2r_sim.tasks.common import touching_robot
+from r2s2r_sim.tasks.config import TaskType
+from r2s2r_sim.tasks.registry import ObjectPose, Outcome
 
 if TYPE_CHECKING:
     from r2s2r_sim.world.sim_world import SimWorld

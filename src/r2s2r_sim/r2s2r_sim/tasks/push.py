@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from r2s2r_sim.tasks.registry import ObjectPose, Outcome
+from r2s2r_sim.tasks.base import HeldTask
 from r2s2r_sim.tasks.common import (
     DROP_MARGIN_M,
     SETTLED_SPEED_M_S,
@@ -16,8 +16,8 @@ from r2s2r_sim.tasks.common import (
     sample_pose,
     touching_robot,
 )
-from r2s2r_sim.tasks.base import HeldTask
-from r2s2r_sim.world.config import TaskType
+from r2s2r_sim.tasks.config import TaskType
+from r2s2r_sim.tasks.registry import ObjectPose, Outcome
 
 if TYPE_CHECKING:
     from r2s2r_sim.world.sim_world import SimWorld

@@ -14,7 +14,7 @@ import numpy as np
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.tasks.common import SettleClock, body_speed, touching_robot
-from r2s2r_sim.world.config import TaskConfig, TaskType
+from r2s2r_sim.tasks.config import TaskConfig, TaskType
 
 if TYPE_CHECKING:
     from r2s2r_sim.world.sim_world import SimWorld

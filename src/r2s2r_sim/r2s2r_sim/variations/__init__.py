@@ -15,9 +15,9 @@ from r2s2r_sim.variations import (  # noqa: F401
     camera,
     clutter,
     dynamics,
+    initial_joints,
     objects,
     physics,
-    initial_joints,
     sensor,
 )
 from r2s2r_sim.variations.config import (

@@ -30,8 +30,8 @@ from r2s2r_sim.variations.config import (
     load_variation_config,
 )
 from r2s2r_sim.variations.sensor import sensor_effects
-from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.world.config import WorldConfig, load_world_config
+from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = [
     "Method",

@@ -19,8 +19,8 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world.robot_source import load_robot_spec, set_armature
 from r2s2r_sim.world.config import WorldConfig
+from r2s2r_sim.world.robot_source import load_robot_spec, set_armature
 
 _LOG = logging.getLogger("r2s2r_sim.world.sim_world")
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.config_reader import _check, _check_range, _pair, _Reader, _resolve_file
+from r2s2r_sim.config_reader import Reader, check, check_range, read_pair, resolve_file
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render.profile import BUILTIN_PROFILES, RenderProfile, parse_profiles, resolve_profile
+from r2s2r_sim.tasks.config import REGION_TASKS, ObjectPoseRange, TaskConfig, TaskType
 from r2s2r_sim.world.robot_config import RobotConfig, parse_robot
 from r2s2r_sim.yaml_files import read_yaml
 
@@ -20,10 +20,7 @@ __all__ = [
     "PLUMB_BOB_KEYS",
     "WORLD_FILE",
     "CameraConfig",
-    "ObjectPoseRange",
     "PhysicsConfig",
-    "TaskConfig",
-    "TaskType",
     "WorldConfig",
     "load_world_config",
 ]
@@ -31,19 +28,6 @@ __all__ = [
 WORLD_FILE = "world.yaml"
 # plumb_bob coefficients in the order of ``CameraInfo.d`` and OpenCV.
 PLUMB_BOB_KEYS = ("k1", "k2", "p1", "p2", "k3")
-
-
-class TaskType(enum.Enum):
-    """Task kinds a world may declare."""
-
-    PICK_PLACE = "pick_place"
-    PUSH = "push"
-    STACK = "stack"
-    DRAWER = "drawer"
-
-
-# Task types whose success is a region around ``target_site`` (``success_radius``, ``success_height``).
-_REGION_TASKS = (TaskType.PICK_PLACE, TaskType.PUSH, TaskType.STACK)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,104 +58,21 @@ class CameraConfig:
     distortion: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
-        _check(len(self.distortion) == 5, "distortion", f"must have 5 coefficients, got {self.distortion}")
-        _check(
+        check(len(self.distortion) == 5, "distortion", f"must have 5 coefficients, got {self.distortion}")
+        check(
             all(math.isfinite(v) and abs(v) <= 10.0 for v in self.distortion),
             "distortion",
             f"coefficients must be finite and within [-10, 10], got {list(self.distortion)}",
         )
-        _check(self.width > 0, "width", f"must be > 0, got {self.width}")
-        _check(self.height > 0, "height", f"must be > 0, got {self.height}")
-        _check(
+        check(self.width > 0, "width", f"must be > 0, got {self.width}")
+        check(self.height > 0, "height", f"must be > 0, got {self.height}")
+        check(
             math.isfinite(self.rate_hz) and self.rate_hz > 0, "rate_hz", f"must be > 0, got {self.rate_hz}"
         )
-        _check(bool(self.name), "name", "must not be empty")
-        _check(bool(self.frame_id), "frame_id", "must not be empty")
-        _check_range(self.depth_range, "depth_range")
-        _check(self.depth_range[0] >= 0, "depth_range", f"must be >= 0, got {list(self.depth_range)}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ObjectPoseRange:
-    """Uniform ranges of the object's initial pose, world frame (m, m, rad)."""
-
-    x: tuple[float, float]
-    y: tuple[float, float]
-    yaw: tuple[float, float] = (0.0, 0.0)
-
-    def __post_init__(self) -> None:
-        for name in ("x", "y", "yaw"):
-            value = getattr(self, name)
-            _check(all(math.isfinite(v) for v in value), name, f"must be finite, got {list(value)}")
-            _check(value[0] <= value[1], name, f"must be [low, high] with low <= high, got {list(value)}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskConfig:
-    """Task parameters (each task class documents which it reads).
-
-    Attributes:
-        type: task kind.
-        object_body: the body the task is about (scene MJCF): a free body to pick, push or stack, or the
-            moving part of an articulated object (one slide or hinge joint).
-        target_site: site marking the target (scene MJCF): the place or push target, the stacking spot
-            on the support block, or the drawer's handle.
-        success_radius: max horizontal object-target distance for success (m); required by the
-            region tasks (pick_place, push, stack).
-        success_height: max ``|object z - target z|`` for success (m); required like ``success_radius``.
-        timeout: episode time limit (s).
-        object_pose_range: randomisation of the object pose at reset; ``None`` keeps the MJCF pose.
-        table_top_z: table height (m) for the drop check; ``None`` uses the object's MJCF resting height.
-        settle_time: how long (s) the object must rest at the target, released, before the task succeeds.
-        settle_speed: the object's linear speed (m/s) at or below which it counts as resting.
-        settle_angular_speed: the object's angular speed (rad/s) at or below which it counts as resting.
-        hold_s: how long the success condition must hold, object at rest, before it counts (s); >= 0.
-        support_body: stack: the free block the object goes on.
-        support_pose_range: stack: randomisation of the support block's pose at reset.
-        open_threshold: drawer: joint position (m or rad) the articulated object must be held past.
-        joint_start_range: drawer: uniform range of the joint position at reset (m or rad).
-    """
-
-    type: TaskType
-    object_body: str
-    target_site: str
-    timeout: float
-    success_radius: float | None = None
-    success_height: float | None = None
-    object_pose_range: ObjectPoseRange | None = None
-    table_top_z: float | None = None
-    settle_time: float = 0.5
-    settle_speed: float = 0.02
-    settle_angular_speed: float = 0.5
-    hold_s: float = 0.0
-    support_body: str | None = None
-    support_pose_range: ObjectPoseRange | None = None
-    open_threshold: float | None = None
-    joint_start_range: tuple[float, float] | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("success_radius", "success_height", "timeout", "settle_speed", "settle_angular_speed"):
-            value = getattr(self, name)
-            if value is None and (name == "timeout" or self.type in _REGION_TASKS):
-                raise WorldError(f"{name}: required for task type {self.type.value!r}")
-            if value is not None:
-                _check(math.isfinite(value) and value > 0, name, f"must be > 0, got {value}")
-        _check(math.isfinite(self.hold_s) and self.hold_s >= 0, "hold_s", f"must be >= 0, got {self.hold_s}")
-        if self.type is TaskType.STACK:
-            _check(self.support_body is not None, "support_body", "required for task type 'stack'")
-        if self.type is TaskType.DRAWER:
-            _check(
-                self.open_threshold is not None and math.isfinite(self.open_threshold),
-                "open_threshold",
-                f"required (finite) for task type 'drawer', got {self.open_threshold}",
-            )
-        if self.joint_start_range is not None:
-            _check_range(self.joint_start_range, "joint_start_range")
-        _check(
-            math.isfinite(self.settle_time) and 0.0 <= self.settle_time < self.timeout,
-            "settle_time",
-            f"must be in [0, timeout) s, got {self.settle_time} (timeout {self.timeout})",
-        )
+        check(bool(self.name), "name", "must not be empty")
+        check(bool(self.frame_id), "frame_id", "must not be empty")
+        check_range(self.depth_range, "depth_range")
+        check(self.depth_range[0] >= 0, "depth_range", f"must be >= 0, got {list(self.depth_range)}")
 
 
 # physics.cone values (MuJoCo's <option cone=...>).
@@ -196,15 +97,15 @@ class PhysicsConfig:
 
     def __post_init__(self) -> None:
         if self.cone is not None:
-            _check(self.cone in CONES, "cone", f"must be one of {sorted(CONES)}, got {self.cone!r}")
+            check(self.cone in CONES, "cone", f"must be one of {sorted(CONES)}, got {self.cone!r}")
         if self.impratio is not None:
-            _check(
+            check(
                 math.isfinite(self.impratio) and 1.0 <= self.impratio <= 1000.0,
                 "impratio",
                 f"must be in [1, 1000], got {self.impratio}",
             )
         if self.timestep is not None:
-            _check(
+            check(
                 math.isfinite(self.timestep) and 0 < self.timestep <= 0.05,
                 "timestep",
                 f"must be in (0, 0.05] s, got {self.timestep}",
@@ -240,10 +141,10 @@ class WorldConfig:
     allow_external_paths: bool = False
 
     def __post_init__(self) -> None:
-        _check(bool(self.id), "id", "must not be empty")
+        check(bool(self.id), "id", "must not be empty")
         names = [c.name for c in self.cameras]
         dup = sorted({n for n in names if names.count(n) > 1})
-        _check(not dup, "cameras", f"duplicate camera names {dup}")
+        check(not dup, "cameras", f"duplicate camera names {dup}")
         for i, cam in enumerate(self.cameras):
             resolve_profile(self.render_profiles, cam.render_profile, where=f"cameras[{i}].render_profile")
 
@@ -273,8 +174,8 @@ class WorldConfig:
 # --------------------------------------------------------------------------------------------- parsing
 
 
-def _parse_camera(r: _Reader) -> CameraConfig:
-    depth_range = _pair(r, "depth_range", required=False)
+def _parse_camera(r: Reader) -> CameraConfig:
+    depth_range = read_pair(r, "depth_range", required=False)
     kwargs: dict[str, Any] = {
         "name": r.str_("name"),
         "mjcf_camera": r.str_("mjcf_camera"),
@@ -296,7 +197,7 @@ def _parse_camera(r: _Reader) -> CameraConfig:
     return r.build(CameraConfig, **kwargs)
 
 
-def _parse_task(r: _Reader) -> TaskConfig:
+def _parse_task(r: Reader) -> TaskConfig:
     type_name = r.str_("type")
     try:
         task_type = TaskType(type_name)
@@ -304,7 +205,7 @@ def _parse_task(r: _Reader) -> TaskConfig:
         raise r.fail(
             "type", f"unknown task type {type_name!r} (allowed: {[t.value for t in TaskType]})"
         ) from None
-    region = task_type in _REGION_TASKS
+    region = task_type in REGION_TASKS
     return r.build(
         TaskConfig,
         type=task_type,
@@ -324,19 +225,19 @@ def _parse_task(r: _Reader) -> TaskConfig:
         support_body=r.str_("support_body", required=False),
         support_pose_range=_pose_range(r, "support_pose_range"),
         open_threshold=r.float_("open_threshold", required=False),
-        joint_start_range=_pair(r, "joint_start_range", required=False),
+        joint_start_range=read_pair(r, "joint_start_range", required=False),
     )
 
 
-def _pose_range(r: _Reader, key: str) -> ObjectPoseRange | None:
+def _pose_range(r: Reader, key: str) -> ObjectPoseRange | None:
     range_r = r.sub(key, required=False)
     if range_r is None:
         return None
-    yaw = _pair(range_r, "yaw", required=False)
+    yaw = read_pair(range_r, "yaw", required=False)
     return range_r.build(
         ObjectPoseRange,
-        x=_pair(range_r, "x"),
-        y=_pair(range_r, "y"),
+        x=read_pair(range_r, "x"),
+        y=read_pair(range_r, "y"),
         yaw=yaw if yaw is not None else (0.0, 0.0),
     )
 
@@ -361,10 +262,10 @@ def load_world_config(world_dir: str | Path) -> WorldConfig:
     source = world_dir / WORLD_FILE
     if not world_dir.is_dir():
         raise WorldError(f"{world_dir}: world folder not found")
-    top = _Reader(read_yaml(source, WorldError, kind="world file").data, str(source), "")
+    top = Reader(read_yaml(source, WorldError, kind="world file").data, str(source), "")
     allow_external = top.bool_("allow_external_paths", default=False)
     world_id = top.str_("id")
-    scene = _resolve_file(top, "scene", world_dir, world_dir, allow_external)
+    scene = resolve_file(top, "scene", world_dir, world_dir, allow_external)
     robot_r = top.sub("robot")
     assert robot_r is not None
     robot = parse_robot(robot_r, world_dir, allow_external)
@@ -373,7 +274,7 @@ def load_world_config(world_dir: str | Path) -> WorldConfig:
     if cameras_raw is not None:
         if not isinstance(cameras_raw, list):
             raise top.fail("cameras", f"must be a list, got {type(cameras_raw).__name__}")
-        cameras = [_parse_camera(_Reader(c, str(source), f"cameras[{i}]")) for i, c in enumerate(cameras_raw)]
+        cameras = [_parse_camera(Reader(c, str(source), f"cameras[{i}]")) for i, c in enumerate(cameras_raw)]
     task_r = top.sub("task", required=False)
     physics_r = top.sub("physics", required=False)
     physics = (

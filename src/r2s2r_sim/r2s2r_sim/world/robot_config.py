@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.config_reader import _check, _check_range, _pair, _Reader
+from r2s2r_sim.config_reader import Reader, check, check_range, read_pair
 from r2s2r_sim.world.joint_noise import JointStateNoise
 from r2s2r_sim.world.robot_source import (
     ServoConfig,
@@ -38,9 +38,9 @@ class AttachConfig:
     site: str | None = None
 
     def __post_init__(self) -> None:
-        _check(all(math.isfinite(v) for v in self.pos), "pos", f"must be finite, got {list(self.pos)}")
+        check(all(math.isfinite(v) for v in self.pos), "pos", f"must be finite, got {list(self.pos)}")
         norm = math.sqrt(sum(v * v for v in self.quat))
-        _check(
+        check(
             math.isfinite(norm) and norm > 1e-9,
             "quat",
             f"must be a non-zero wxyz quaternion, got {self.quat}",
@@ -68,22 +68,22 @@ class GripperConfig:
     ctrl_ranges: tuple[tuple[float, float], ...]
 
     def __post_init__(self) -> None:
-        _check(len(self.joints) > 0, "joints", "must list at least one joint")
-        _check(len(set(self.joints)) == len(self.joints), "joints", f"has duplicates: {list(self.joints)}")
-        _check(len(self.actuators) > 0, "actuator", "must name at least one actuator")
-        _check(
+        check(len(self.joints) > 0, "joints", "must list at least one joint")
+        check(len(set(self.joints)) == len(self.joints), "joints", f"has duplicates: {list(self.joints)}")
+        check(len(self.actuators) > 0, "actuator", "must name at least one actuator")
+        check(
             len(set(self.actuators)) == len(self.actuators),
             "actuator",
             f"has duplicates: {list(self.actuators)}",
         )
-        _check_range(self.command_range, "command_range", ordered=False)
-        _check(
+        check_range(self.command_range, "command_range", ordered=False)
+        check(
             len(self.ctrl_ranges) == len(self.actuators),
             "ctrl_range",
             f"has {len(self.ctrl_ranges)} pairs for {len(self.actuators)} actuators",
         )
         for pair in self.ctrl_ranges:
-            _check_range(pair, "ctrl_range", ordered=False)
+            check_range(pair, "ctrl_range", ordered=False)
 
     @property
     def ctrl_range(self) -> tuple[float, float]:
@@ -163,52 +163,52 @@ class RobotConfig:
 
     def __post_init__(self) -> None:
         if self.tool_frame is not None:
-            _check(
+            check(
                 self.ee_site == self.tool_frame.name,
                 "tool_frame",
                 f"give robot.ee_site or robot.tool_frame, not both (ee_site {self.ee_site!r})",
             )
-        _check(len(self.arm_joints) > 0, "arm_joints", "must list at least one joint")
+        check(len(self.arm_joints) > 0, "arm_joints", "must list at least one joint")
         dup = sorted({j for j in self.arm_joints if self.arm_joints.count(j) > 1})
-        _check(not dup, "arm_joints", f"has duplicates: {dup}")
-        _check(
+        check(not dup, "arm_joints", f"has duplicates: {dup}")
+        check(
             (self.home_keyframe is None) != (self.home_qpos is None),
             "home_keyframe",
             "give exactly one of robot.home_keyframe and robot.home_qpos",
         )
         if self.home_qpos is not None:
-            _check(
+            check(
                 len(self.home_qpos) == len(self.arm_joints),
                 "home_qpos",
                 f"has {len(self.home_qpos)} values but robot.arm_joints has {len(self.arm_joints)}",
             )
-            _check(all(math.isfinite(v) for v in self.home_qpos), "home_qpos", "must be finite")
+            check(all(math.isfinite(v) for v in self.home_qpos), "home_qpos", "must be finite")
         bad = {k: v for k, v in self.armature.items() if not (math.isfinite(v) and 0.0 <= v <= 1e4)}
-        _check(not bad, "armature", f"values must be in [0, 1e4] kg·m² (or kg), got {bad}")
+        check(not bad, "armature", f"values must be in [0, 1e4] kg·m² (or kg), got {bad}")
         if self.gripper is not None:
             both = sorted(set(self.gripper.joints) & set(self.arm_joints))
-            _check(not both, "gripper.joints", f"joints {both} are also in robot.arm_joints")
+            check(not both, "gripper.joints", f"joints {both} are also in robot.arm_joints")
 
 
-def _parse_gripper(r: _Reader) -> GripperConfig:
+def _parse_gripper(r: Reader) -> GripperConfig:
     joints = r.strs("joints")
     # One name, or a list of names (one actuator per finger).
     actuators = (
         r.strs("actuator") if isinstance(r.raw("actuator", required=True), list) else (r.str_("actuator"),)
     )
-    command_range = _pair(r, "command_range")
+    command_range = read_pair(r, "command_range")
     raw = r.raw("ctrl_range", required=False)
     if isinstance(raw, list) and raw and all(isinstance(v, list) for v in raw):
         # One pair per actuator.
         ranges = []
         for i, pair in enumerate(raw):
             key = f"ctrl_range[{i}]"
-            value = _Reader({key: pair}, r.where, r.path).floats(key, 2)
+            value = Reader({key: pair}, r.where, r.path).floats(key, 2)
             assert value is not None
             ranges.append((value[0], value[1]))
         ctrl_ranges = tuple(ranges)
     else:
-        one = _pair(r, "ctrl_range", required=False)
+        one = read_pair(r, "ctrl_range", required=False)
         ctrl_ranges = ((one if one is not None else command_range),) * len(actuators)
     return r.build(
         GripperConfig,
@@ -219,7 +219,7 @@ def _parse_gripper(r: _Reader) -> GripperConfig:
     )
 
 
-def _parse_tool_frame(r: _Reader) -> ToolFrameConfig:
+def _parse_tool_frame(r: Reader) -> ToolFrameConfig:
     kwargs: dict[str, Any] = {"body": r.str_("body")}
     name = r.str_("name", required=False)
     if name is not None:
@@ -231,7 +231,7 @@ def _parse_tool_frame(r: _Reader) -> ToolFrameConfig:
     return r.build(ToolFrameConfig, **kwargs)
 
 
-def _parse_packages(r: _Reader | None, world_dir: Path) -> dict[str, Path]:
+def _parse_packages(r: Reader | None, world_dir: Path) -> dict[str, Path]:
     if r is None:
         return {}
     packages = {}
@@ -247,7 +247,7 @@ def _parse_packages(r: _Reader | None, world_dir: Path) -> dict[str, Path]:
 
 
 def _resolve_robot_file(
-    r: _Reader, key: str, world_dir: Path, allow_external: bool, packages: Mapping[str, Path]
+    r: Reader, key: str, world_dir: Path, allow_external: bool, packages: Mapping[str, Path]
 ) -> tuple[Path, tuple[Path, ...] | None]:
     """The robot file and the folders its assets must stay in (``None``: the world folder).
 
@@ -275,7 +275,7 @@ def _resolve_robot_file(
     return resolved, asset_roots(resolved, packages)
 
 
-def parse_robot(r: _Reader, world_dir: Path, allow_external: bool) -> RobotConfig:
+def parse_robot(r: Reader, world_dir: Path, allow_external: bool) -> RobotConfig:
     """The ``robot`` section read by ``r`` (paths relative to ``world_dir``); errors name the field."""
     packages = _parse_packages(r.sub("packages", required=False), world_dir)
     has_mjcf, has_urdf = r.has("mjcf"), r.has("urdf")

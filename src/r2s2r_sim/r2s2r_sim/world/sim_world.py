@@ -14,11 +14,11 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world.kinematics import subtree_bodies
 from r2s2r_sim.render.sensor_effects import SensorEffects
 from r2s2r_sim.tasks.registry import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task
 from r2s2r_sim.world.compose import command_delay, compose_world
 from r2s2r_sim.world.config import WorldConfig, load_world_config
+from r2s2r_sim.world.kinematics import subtree_bodies
 
 __all__ = ["CommandCheck", "SimWorld"]
 

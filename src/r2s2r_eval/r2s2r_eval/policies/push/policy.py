@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from r2s2r_sim.tasks.config import TaskType
 
 from r2s2r_eval.policies.push.config import PushParams
 from r2s2r_eval.policies.scripted.base import PhasedPolicy, ScriptedPolicy
@@ -72,8 +73,6 @@ class _PushScene:
 
 @lru_cache(maxsize=4)
 def _push_scene(world_dir: Path) -> _PushScene:
-    from r2s2r_sim.world.config import TaskType
-
     scene = arm_scene(world_dir)
     model, task = scene.model, scene.task
     if task.type is not TaskType.PUSH:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from r2s2r_sim.render.renderer import camera_intrinsics
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.policy import PolicyError
 
@@ -15,9 +18,6 @@ def nominal_camera(world_id: str, width: int, height: int) -> tuple[np.ndarray, 
     What a policy developed against a nominal, uncalibrated camera model assumes (``assume_camera_of``).
     """
     import transforms3d
-    from r2s2r_sim.render.renderer import camera_intrinsics
-    from r2s2r_sim.world.sim_world import SimWorld
-    from r2s2r_sim.worlds import world_path
 
     try:
         world = SimWorld(world_path(world_id))

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from r2s2r_sim.tasks.config import TaskConfig
+from r2s2r_sim.world.config import WorldConfig
 from r2s2r_sim.world.kinematics import KinematicArm
-from r2s2r_sim.world.config import TaskConfig, WorldConfig
+from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_eval.policy import PolicyError
 
@@ -57,8 +59,6 @@ def arm_scene(world_dir: Path, policy: str = "scripted") -> ArmScene:
     Raises:
         PolicyError: the world has no task or no ``robot.ee_site``.
     """
-    from r2s2r_sim.world.sim_world import SimWorld
-
     world = SimWorld(world_dir)
     cfg = world.config
     if cfg.task is None or cfg.robot.ee_site is None:

@@ -6,6 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from r2s2r_sim.world.config import load_world_config
 
 from r2s2r_eval.policies.reference.perception import estimate_cube
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
@@ -21,8 +22,6 @@ __all__ = ["StackPolicy"]
 @lru_cache(maxsize=4)
 def _support(world_dir: Path) -> tuple[tuple[float, float, float], float]:
     """Colour and half height (m) of the world's support block, from its MJCF."""
-    from r2s2r_sim.world.config import load_world_config
-
     task = load_world_config(world_dir).task
     if task is None or task.support_body is None:
         raise PolicyError(f"stack policy: world {world_dir} has no stack task (task.support_body)")

@@ -1,4 +1,9 @@
-"""The cores import neither rclpy nor a message package, so they run with only ``pip install``."""
+"""The import contracts: each package's layers, and the ROS boundary.
+
+``lint-imports`` checks the contracts in ``pyproject.toml`` statically (every import, in functions too); the
+probe imports every core module in a fresh interpreter and runs episodes, so an import that only happens at
+run time cannot cross the boundary either.
+"""
 
 from __future__ import annotations
 
@@ -6,42 +11,30 @@ import json
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Every core module: the world, its task and variations, rendering, the cells, the serving core of the
-# driver-topic nodes, the episode runner, the sweep and studies' engine, metrics and comparison, and the
-# policies.
-CORE_MODULES = (
-    "r2s2r_sim.world.sim_world",
-    "r2s2r_sim.world.config",
-    "r2s2r_sim.tasks.registry",
-    "r2s2r_sim.variations",
-    "r2s2r_sim.variations.engine",
-    "r2s2r_sim.render.renderer",
-    "r2s2r_sim.cells.sim_cell",
-    "r2s2r_sim.hardware.emulated_arm",
-    "r2s2r_sim.hardware.profile",
-    "r2s2r_sim.hardware.emulated_camera",
-    "r2s2r_sim.cells.emulated_cell",
-    "r2s2r_sim.serving.loop",
-    "r2s2r_sim.serving.sim_server",
-    "r2s2r_sim.serving.sim_server_config",
-    "r2s2r_eval.policy",
-    "r2s2r_eval.episodes.sensor_arrays",
-    "r2s2r_eval.episodes.runner",
-    "r2s2r_eval.episodes.executors",
-    "r2s2r_eval.episodes.sweep",
-    "r2s2r_eval.episodes.sweep_plan",
-    "r2s2r_eval.episodes.results",
-    "r2s2r_eval.analysis.metrics",
-    "r2s2r_eval.analysis.failure_regions",
-    "r2s2r_eval.analysis.failure_tree",
-    "r2s2r_eval.analysis.compare",
-    "r2s2r_eval.policies.reference.policy",
-    "r2s2r_eval.policies.topdown.policy",
-)
+# The ROS boundary: only these folders may import rclpy or message packages. Everything else is core.
+BOUNDARY = ("r2s2r_sim.ros", "r2s2r_capture.ros", "r2s2r_eval.nodes")
+PACKAGES = ("r2s2r_sim", "r2s2r_capture", "r2s2r_eval")
+
+
+def _modules() -> list[str]:
+    """Every module of the three packages, from the source tree (no import needed to list them)."""
+    names = []
+    for pkg in PACKAGES:
+        root = REPO / "src" / pkg
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if "worlds" in parts:
+                continue
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+CORE_MODULES = tuple(m for m in _modules() if not m.startswith(BOUNDARY))
 
 # Runs in a fresh interpreter: import each module in turn (argv[1], JSON), then, when argv[2] names the
 # repository, run a short episode of each policy on the simulated and on the emulated cell (their lazy
@@ -103,3 +96,28 @@ def test_the_probe_reports_a_message_package() -> None:
     found = _probe(json.dumps(["r2s2r_sim.ros.conversions"]))
     assert list(found) == ["r2s2r_sim.ros.conversions"]
     assert any(n.split(".")[0].endswith("_msgs") for n in found["r2s2r_sim.ros.conversions"]), found
+
+
+def test_import_contracts_hold() -> None:
+    """Layers of r2s2r_sim and r2s2r_capture, and the ROS boundary, as ``lint-imports`` checks them."""
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    if not lint_imports.exists():
+        raise AssertionError(f"{lint_imports} is missing: run `make test` (it installs import-linter)")
+    proc = subprocess.run(
+        [str(lint_imports), "--no-cache"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert "BROKEN" not in proc.stdout
+
+
+def test_every_subpackage_is_in_a_layer() -> None:
+    """A new folder cannot escape the contracts: every subpackage of the sim and capture is a named layer."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    for pkg in ("r2s2r_sim", "r2s2r_capture"):
+        (contract,) = [c for c in config if c["type"] == "layers" and c["containers"] == [pkg]]
+        named = {n.strip() for layer in contract["layers"] for n in layer.split("|")}
+        root = REPO / "src" / pkg / pkg
+        subs = {p.parent.name for p in root.glob("*/__init__.py") if p.parent.name != "worlds"}
+        mods = {p.stem for p in root.glob("*.py") if p.stem != "__init__"}
+        assert subs | mods <= named, f"{pkg}: not in any layer of pyproject.toml: {sorted((subs | mods) - named)}"
