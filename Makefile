@@ -5,7 +5,7 @@ ENV := source ./env.sh &&
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test test-fast bench closed-loop transfer soak lint clean
+.PHONY: setup demo test test-fast bench closed-loop transfer soak lint typecheck check clean
 
 setup:
 	@bash tools/setup.sh
@@ -15,13 +15,16 @@ demo: setup
 
 # Tests also install the real ROS 2 launch system and `ros2` CLI from ../shared when it is present
 # (tools/setup_tests.sh); the product itself never needs them.
+# The suite runs on every core (pytest-xdist; each test's DDS domain is its own) and names its slowest tests.
+# `make test-fast` is the edit-test loop: no DDS processes, no whole studies (markers in pyproject.toml).
+PYTEST_WORKERS ?= auto
 test: setup
 	@bash tools/setup_tests.sh
-	@$(ENV) python -m pytest tests
+	@$(ENV) python -m pytest tests -n $(PYTEST_WORKERS) --dist worksteal --durations=25
 
 test-fast: setup
 	@bash tools/setup_tests.sh
-	@$(ENV) python -m pytest tests -m "not integration"
+	@$(ENV) python -m pytest tests -n $(PYTEST_WORKERS) --dist worksteal -m "not integration and not study"
 
 # Each benchmark measures against a baseline run side by side in the same process/run (ratios).
 bench: setup
@@ -54,8 +57,16 @@ soak: setup
 	@$(ENV) nice python -m r2s2r_eval.studies.soak --modes sim --minutes $(SIM_MINUTES) --out out/soak.json
 	@$(ENV) nice python -m r2s2r_eval.studies.soak --modes real --minutes $(REAL_MINUTES) --out out/soak.json
 
+# `make check` is what CI runs before the tests: lint (ruff, its formatter, the import contracts) and types.
 lint: setup
 	@$(ENV) ruff check src tests tools launch
+	@$(ENV) ruff format --check src tests tools launch
+	@$(ENV) lint-imports --no-cache
+
+typecheck: setup
+	@$(ENV) mypy
+
+check: lint typecheck
 
 clean:
 	rm -rf build install log out

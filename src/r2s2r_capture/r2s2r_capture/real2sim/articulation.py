@@ -29,8 +29,15 @@ from typing import Any
 
 import mujoco
 import numpy as np
+from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.kinematics import KinematicArm
+from r2s2r_sim.world.sim_world import SimWorld
 
+from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError, IdentificationError, ReconstructionError
+from r2s2r_capture.procedures.session import PHASE_TOPIC, topic_names
+from r2s2r_capture.real2sim.frames import depth_m, image_array, undistort
+from r2s2r_capture.sysid.uncertainty import Z95, parameter_range, regression_std
 
 __all__ = [
     "ArticulationEstimate",
@@ -112,8 +119,6 @@ def _read(bags: Sequence[Path], names: dict[str, tuple[str, str]], arm_joints: S
 
 def _read_bag(bag: Path, names: dict[str, tuple[str, str]], arm_joints: Sequence[str], out: _Phase) -> None:
     """One bag's articulation phase; ``names``: the capture's topics (``capture.topic_names``)."""
-    from r2s2r_capture.bags.reader import BagReader
-    from r2s2r_capture.real2sim.pipeline import PHASE_TOPIC, _depth_m, _image
 
     color, depth = names["color_image"][0], names["depth_image"][0]
     joint_states, arm_command = names["joint_states"][0], names["arm_command"][0]
@@ -133,11 +138,11 @@ def _read_bag(bag: Path, names: dict[str, tuple[str, str]], arm_joints: Sequence
                 continue
             name = part.get("part")
             if name in out.frames and m.topic in (color, depth):
-                img = _image(msg, f"bag {bag}: {m.topic}")
+                img = image_array(msg, f"bag {bag}: {m.topic}")
                 if m.topic == color:
                     pending = img
                 elif pending is not None:
-                    out.frames[name].append((pending, _depth_m(img)))
+                    out.frames[name].append((pending, depth_m(img)))
                     pending = None
             elif name == "stop_pull" and m.topic == arm_command:
                 out.stop_cmds.append(np.asarray(msg.data, dtype=np.float64))
@@ -249,7 +254,6 @@ def _plateau_forces(phase: _Phase, kin: Any, axis: np.ndarray) -> tuple[np.ndarr
 
 def _template_joint(template_dir: Path) -> tuple[Any, str, np.ndarray, float, np.ndarray]:
     """The template world, its joint's name, the handle's colour, the joint's range end and world axis."""
-    from r2s2r_sim.world.sim_world import SimWorld
 
     world = SimWorld(template_dir)
     model, task = world.model, world.config.task
@@ -297,12 +301,7 @@ def estimate_articulation(
         ReconstructionError: the handle cannot be found in a still view.
     """
     import scipy.stats
-    from r2s2r_sim.world.kinematics import KinematicArm
 
-    from r2s2r_capture.procedures.session import topic_names
-    from r2s2r_capture.real2sim.pipeline import _undistort
-    from r2s2r_capture.real2sim.world_variations import Z95
-    from r2s2r_capture.sysid.uncertainty import regression_std
 
     world, joint, colour, template_end, axis0 = _template_joint(Path(template_dir))
     cfg = world.config
@@ -317,8 +316,8 @@ def estimate_articulation(
             "passes); record it (r2s2r_capture.procedures.articulation)"
         )
     T_wc = np.asarray(T_world_camera, dtype=np.float64)
-    closed = _handle_front(_undistort(views["closed_view"], K, D), K, T_wc, colour, axis0, "closed_view")
-    opened = _handle_front(_undistort(views["open_view"], K, D), K, T_wc, colour, axis0, "open_view")
+    closed = _handle_front(undistort(views["closed_view"], K, D), K, T_wc, colour, axis0, "closed_view")
+    opened = _handle_front(undistort(views["open_view"], K, D), K, T_wc, colour, axis0, "open_view")
     disp = opened - closed
     seen = float(np.linalg.norm(disp))
     axis = disp / seen
@@ -370,7 +369,6 @@ def place_articulated(spec: Any, template_dir: str | Path, est: ArticulationEsti
     along the estimated one, and its joint gets the estimated axis (in the body frame), range, damping and
     friction loss.
     """
-    from r2s2r_sim.world.config import load_world_config
 
     tcfg = load_world_config(template_dir)
     assert tcfg.task is not None
@@ -407,7 +405,6 @@ def place_articulated(spec: Any, template_dir: str | Path, est: ArticulationEsti
 
 def articulation_variations(est: ArticulationEstimate, doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` (a world's variations) plus the joint's damping and friction loss, +-1.96 standard errors."""
-    from r2s2r_capture.real2sim.world_variations import parameter_range
 
     params = list(doc.get("dynamics", {}).get("parameters", []))
     for kind, value, std in (

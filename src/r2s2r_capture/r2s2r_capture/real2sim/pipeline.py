@@ -2,7 +2,7 @@
 
 Stages, each timed and reported through ``progress``:
 
-1. **read**: the bag(s) with :class:`~r2s2r_capture.bags.reader.BagReader`; phases are cut by the
+1. **read** (:mod:`r2s2r_capture.real2sim.capture_data`): the bag(s); phases are cut by the
    ``/r2s2r/capture/phase`` markers.  All inputs are checked here, before any slow stage: no board views,
    no board at a known pose, too few RGB-D frames, or a missing or static excitation is an error saying
    what to record.
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import shutil
 import tempfile
@@ -47,28 +46,48 @@ from typing import Any
 
 import numpy as np
 import yaml
+from r2s2r_sim.errors import WorldError
 from r2s2r_sim.ranges import check_fields, within
+from r2s2r_sim.variations import for_world, load_variation_config
+from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
-from r2s2r_capture.calibration.camera import extrinsics_from_known_poses
+from r2s2r_capture.calibration import camera as cal
+from r2s2r_capture.calibration.camera import IntrinsicsResult, extrinsics_from_known_poses
 from r2s2r_capture.errors import (
     BagError,
-    CalibrationError,
-    IdentificationError,
     ReconstructionError,
     refuse_existing,
 )
+from r2s2r_capture.real2sim.articulation import (
+    ArticulationEstimate,
+    articulation_variations,
+    estimate_articulation,
+    kept_objects,
+)
+from r2s2r_capture.real2sim.capture_data import CaptureData, check_capture, read_capture
+from r2s2r_capture.real2sim.frames import undistort
+from r2s2r_capture.real2sim.slide import estimate_slide
 from r2s2r_capture.real2sim.template_robot import base_radius, robot_with_fit, template_robot_spec
-from r2s2r_capture.sysid.joint_motion import JointMotion, read_joint_motion, reading_noise
+from r2s2r_capture.real2sim.world_variations import world_variations, write_world_variations
+from r2s2r_capture.real2sim.world_writer import (
+    TABLE_GEOM,
+    CameraModel,
+    TaskSpec,
+    marker_target,
+    measure_marker,
+    write_world,
+)
+from r2s2r_capture.reconstruction import scene as rc
+from r2s2r_capture.reconstruction.scene import PrimitiveKind
+from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
+from r2s2r_capture.sysid import identify as S
+from r2s2r_capture.sysid.joint_motion import JointMotion, reading_noise
+from r2s2r_capture.sysid.recording import JointRecording
+from r2s2r_capture.sysid.report import IdentificationResult, write_identification
 
-__all__ = [
-    "CaptureData",
-    "Real2SimConfig",
-    "Real2SimResult",
-    "read_capture",
-    "real2sim",
-]
+__all__ = ["Real2SimConfig", "Real2SimResult", "real2sim"]
 
-PHASE_TOPIC = "/r2s2r/capture/phase"
 DEFAULT_FIT_KINDS = ("armature", "frictionloss", "kp", "kv")
 
 
@@ -113,18 +132,6 @@ class Real2SimConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class CaptureData:
-    """What :func:`read_capture` found in the bag(s)."""
-
-    board: Any
-    board_views: list[tuple[str, np.ndarray]]
-    known_views: list[tuple[np.ndarray, np.ndarray]]  # (T_world_board, rgb)
-    scene_frames: list[tuple[np.ndarray, np.ndarray]]  # (rgb, depth m)
-    image_size: tuple[int, int]
-    motion: JointMotion | None
-
-
-@dataclasses.dataclass(frozen=True)
 class Real2SimResult:
     """The written world and the figures of each stage (also in ``real2sim.yaml``)."""
 
@@ -162,155 +169,11 @@ class Real2SimResult:
         return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------------------------- reading
-
-
-def _image(msg: Any, what: str) -> np.ndarray:
-    h, w = int(msg.height), int(msg.width)
-    buf = np.asarray(msg.data, dtype=np.uint8)
-    if msg.encoding in ("rgb8", "bgr8"):
-        img = buf.reshape(h, int(msg.step))[:, : w * 3].reshape(h, w, 3)
-        return img[..., ::-1].copy() if msg.encoding == "bgr8" else img.copy()
-    if msg.encoding in ("16UC1", "mono16"):
-        return buf.reshape(h, int(msg.step)).view(np.uint16)[:, :w].copy()
-    if msg.encoding == "32FC1":
-        return buf.reshape(h, int(msg.step)).view(np.float32)[:, :w].copy()
-    raise BagError(f"{what}: unsupported image encoding {msg.encoding!r}")
-
-
-def _depth_m(img: np.ndarray) -> np.ndarray:
-    return img.astype(np.float64) / 1000.0 if img.dtype == np.uint16 else img.astype(np.float64)
-
-
-def read_capture(
-    bags: Sequence[str | Path], arm_joints: Sequence[str], config: Real2SimConfig | None = None
-) -> CaptureData:
-    """Collect board views, known-pose views, scene frames and the excitation from capture bag(s).
-
-    Raises:
-        BagError: unreadable bag, or no capture phase markers.
-    """
-    from r2s2r_capture.bags.reader import BagReader
-    from r2s2r_capture.procedures.session import board_from_json, topic_names
-
-    cfg = config or Real2SimConfig()
-    names = topic_names(cfg.camera, cfg.interface)
-    color, depth, info = (names[key][0] for key in ("color_image", "depth_image", "color_info"))
-    board = None
-    views: list[tuple[str, np.ndarray]] = []
-    known: list[tuple[np.ndarray, np.ndarray]] = []
-    scene: list[tuple[np.ndarray, np.ndarray]] = []
-    size: tuple[int, int] | None = None
-    motion: JointMotion | None = None
-    for bag in bags:
-        phase: dict[str, Any] | None = None
-        pending_rgb: tuple[int, np.ndarray] | None = None
-        excitation: list[float] = []
-        markers = 0
-        with BagReader(bag) as reader:
-            for m in reader.messages([PHASE_TOPIC, color, depth, info]):
-                msg = reader.deserialize(m)
-                if m.topic == PHASE_TOPIC:
-                    markers += 1
-                    try:
-                        mark = json.loads(msg.data)
-                    except ValueError as err:
-                        raise BagError(f"bag {bag}: {PHASE_TOPIC}: not JSON: {err}") from err
-                    if "board" in mark and board is None:
-                        board = board_from_json(mark["board"])
-                    phase = mark if mark.get("event") == "start" else None
-                    if mark.get("phase") == "excitation":
-                        excitation.append(m.timestamp_ns * 1e-9)
-                    continue
-                if m.topic == info:
-                    size = (int(msg.width), int(msg.height))
-                    continue
-                if phase is None:
-                    continue
-                name = phase.get("phase")
-                img = _image(msg, f"bag {bag}: {m.topic}")
-                if m.topic == color:
-                    if name == "board_intrinsics":
-                        views.append((f"{Path(bag).name}@{m.timestamp_ns}", img))
-                    elif name == "board_known_pose":
-                        known.append((np.asarray(phase["T_world_board"], dtype=np.float64), img))
-                    elif name == "scene":
-                        pending_rgb = (m.timestamp_ns, img)
-                elif m.topic == depth and name == "scene" and pending_rgb is not None:
-                    scene.append((pending_rgb[1], _depth_m(img)))
-                    pending_rgb = None
-        if markers == 0:
-            raise BagError(
-                f"bag {bag}: no {PHASE_TOPIC} markers; record it with `r2s2r capture` (see "
-                "r2s2r_capture.procedures.session for the phases)"
-            )
-        if len(excitation) >= 2 and motion is None:
-            motion = read_joint_motion(
-                bag, arm_joints, window=(excitation[0], excitation[-1]), interface=cfg.interface
-            )
-    if size is None and views:
-        size = (views[0][1].shape[1], views[0][1].shape[0])
-    return CaptureData(board, views, known, scene, size or (0, 0), motion)
-
-
-def check_capture(data: CaptureData, config: Real2SimConfig) -> None:
-    """Refuse unusable input before any slow stage, saying what to record."""
-    if data.board is None or len(data.board_views) < config.min_board_views:
-        raise CalibrationError(
-            f"the capture has {len(data.board_views)} hand-held board views, at least "
-            f"{config.min_board_views} are needed: record the board_intrinsics phase (move the ChArUco board "
-            "in front of the camera at several distances and tilts)"
-        )
-    if not data.known_views:
-        raise CalibrationError(
-            "the capture has no view of the board at a known pose: record the board_known_pose phase (board "
-            "flat on the table at a pose you know, T_world_board in the phase marker)"
-        )
-    if len(data.scene_frames) < config.min_scene_frames:
-        raise ReconstructionError(
-            f"the capture has {len(data.scene_frames)} RGB-D scene frames, at least "
-            f"{config.min_scene_frames} "
-            "needed: record the scene phase (colour + aligned depth, board removed)"
-        )
-    m = data.motion
-    if m is None or m.t.size < 40:
-        raise IdentificationError(
-            "the capture has no excitation (arm commands with joint states): record the excitation phase "
-            "(r2s2r_capture.sysid.recording.excitation_trajectory sent to the arm)"
-        )
-    span_cmd, span_q = np.ptp(m.q_cmd, axis=0), np.ptp(m.q, axis=0)
-    static = [n for n, a, b in zip(m.joint_names, span_cmd, span_q, strict=True) if a < 0.05 or b < 0.02]
-    if static:
-        raise IdentificationError(
-            f"the arm is static in the excitation: joints {static} move less than 0.05 rad; record an "
-            "excitation trajectory that moves every arm joint "
-            "(r2s2r_capture.sysid.recording.excitation_trajectory)"
-        )
-
-
 # ------------------------------------------------------------------------------------------- stages
-
-
-def _undistort(frames: Sequence[tuple[np.ndarray, np.ndarray]], K: np.ndarray, D: np.ndarray) -> list:
-    import cv2
-
-    h, w = frames[0][1].shape
-    mx, my = cv2.initUndistortRectifyMap(K, D, None, K, (w, h), cv2.CV_32FC1)
-    out = []
-    for rgb, depth in frames:
-        out.append(
-            (
-                cv2.remap(rgb, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0),
-                cv2.remap(depth, mx, my, cv2.INTER_NEAREST, borderMode=cv2.BORDER_CONSTANT, borderValue=0),
-            )
-        )
-    return out
 
 
 def _pick_task(objects: Sequence[Any], marker: bool) -> tuple[str, str | None]:
     """The task object and target; with a ``marker`` target (no depth), the object only."""
-    from r2s2r_capture.reconstruction.scene import PrimitiveKind
-
     if marker and objects:
         return min(objects, key=lambda o: o.volume).name, None
     if len(objects) < 2:
@@ -333,8 +196,6 @@ def _slide(
     cfg: Real2SimConfig,
 ) -> Any:
     """The slide phase's friction fit (:mod:`r2s2r_capture.real2sim.slide`) on the written ``world``, or None."""
-    from r2s2r_capture.real2sim.slide import estimate_slide
-    from r2s2r_capture.real2sim.world_writer import TABLE_GEOM
 
     def locate(
         frames: Sequence[tuple[np.ndarray, np.ndarray]], near_xy: np.ndarray
@@ -372,27 +233,6 @@ def real2sim(
         BagError, CalibrationError, ReconstructionError, IdentificationError: naming what to record or
             what is wrong; nothing is left at ``out_dir``.
     """
-    from r2s2r_sim.errors import WorldError
-    from r2s2r_sim.variations import for_world, load_variation_config
-    from r2s2r_sim.world.config import load_world_config
-    from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
-
-    from r2s2r_capture.calibration import camera as cal
-    from r2s2r_capture.real2sim.articulation import articulation_variations
-    from r2s2r_capture.real2sim.world_variations import world_variations, write_world_variations
-    from r2s2r_capture.real2sim.world_writer import (
-        CameraModel,
-        TaskSpec,
-        marker_target,
-        measure_marker,
-        write_world,
-    )
-    from r2s2r_capture.reconstruction import scene as rc
-    from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
-    from r2s2r_capture.sysid import identify as S
-    from r2s2r_capture.sysid.recording import JointRecording
-    from r2s2r_capture.sysid.report import write_identification
-
     cfg = config or Real2SimConfig()
     say = progress or (lambda _line: None)
     out = refuse_existing(out_dir, ReconstructionError)
@@ -403,61 +243,196 @@ def real2sim(
     except ValueError as err:
         raise ReconstructionError(f"--template: {err}") from err
     tcfg = load_world_config(template_dir)
-    arm_joints = tuple(tcfg.robot.arm_joints)
-    stage_s: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def done(stage: str, line: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        stage_s[stage] = now - clock
-        clock = now
-        say(f"[{stage}] {line} ({stage_s[stage]:.1f} s)")
-
-    data = read_capture(bags, arm_joints, cfg)
-    check_capture(data, cfg)
+    stages = _Stages(say)
+    data = read_capture(bags, tuple(tcfg.robot.arm_joints), camera=cfg.camera, interface=cfg.interface)
+    check_capture(data, min_board_views=cfg.min_board_views, min_scene_frames=cfg.min_scene_frames)
     assert data.motion is not None
-    done(
+    stages.done(
         "read",
         f"{len(data.board_views)} board views, {len(data.known_views)} known-pose views, "
         f"{len(data.scene_frames)} RGB-D frames, {data.motion.t.size} joint states",
     )
+    camera = _calibrate(data, cfg, stages)
+    scene = _reconstruct(bags, data, template_dir, tcfg, camera, cfg, stages)
+    ident, noise = _identify(data.motion, tcfg, cfg, stages)
+    target_xy = _target_marker(template_dir, tcfg, scene, say)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        robot_mjcf = robot_with_fit(tcfg, ident.fitted, ident.toolbox["fitted"], tmp / "robot_src")
+        write = functools.partial(
+            write_world,
+            tmp / "world",
+            template=template_dir,
+            table=scene.seg.table,
+            objects=scene.seg.objects,
+            camera=CameraModel(
+                K=camera.K,
+                width=data.image_size[0],
+                height=data.image_size[1],
+                T_world_camera=camera.T_wc,
+                D=camera.D,
+            ),
+            task=TaskSpec(object=scene.obj_name, target=scene.target_name, target_xy=target_xy),
+            robot_mjcf_dir=robot_mjcf.parent,
+            robot_mjcf=robot_mjcf,
+            world_id=cfg.world_id,
+            articulated=scene.joint,
+            joint_state_noise=noise,
+        )
+        world, slide, why = _world_with_slide(write, bags, tcfg, scene, cfg, stages)
+        cal.write_camera_info_yaml(camera.intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
+        write_identification(ident, world / "identification", report=cfg.report)
+        doc = world_variations(
+            world, ident, camera.intr, camera.std, friction_range=None if slide is None else slide.variation_range()
+        )
+        variations = write_world_variations(
+            world / WORLD_VARIATIONS_FILE, doc if scene.joint is None else articulation_variations(scene.joint, doc)
+        )
+        for_world(load_variation_config(variations), world)  # refuse a file the world cannot use
+        objects = _objects_summary(scene)
+        sysid_summary = _sysid_summary(ident)
+        stages.done("world", f"wrote {out}")
+        summary = {
+            "bags": [str(b) for b in bags],
+            "template": str(template_dir),
+            "camera": camera.summary(data.image_size),
+            "table_top_z": float(scene.seg.table.height),
+            "target_marker_xy": None if target_xy is None else [float(v) for v in target_xy],
+            "objects": objects,
+            "sysid": sysid_summary,
+            **({"articulation": scene.joint.summary()} if scene.joint is not None else {}),
+            **({"slide": slide.summary()} if slide is not None else {"slide": {"not_used": why}} if why else {}),
+            "stage_s": stages.seconds,
+        }
+        (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
+        os.rename(world, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Real2SimResult(
+        world_dir=out,
+        K=camera.K,
+        D=camera.D,
+        T_world_camera=camera.T_wc,
+        intrinsics_rms_px=camera.intr.rms_px,
+        extrinsics_rms_px=camera.ext_rms,
+        objects=objects,
+        sysid=sysid_summary,
+        stage_s=stages.seconds,
+    )
 
+
+class _Stages:
+    """Each stage's wall time, reported as it ends (the times go into ``real2sim.yaml`` too)."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self.seconds: dict[str, float] = {}
+        self._clock = time.perf_counter()
+
+    def done(self, stage: str, line: str) -> None:
+        """Close ``stage``: its time since the previous one ended, and one progress line."""
+        now = time.perf_counter()
+        self.seconds[stage] = now - self._clock
+        self._clock = now
+        self.say(f"[{stage}] {line} ({self.seconds[stage]:.1f} s)")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Camera:
+    """The calibrated camera: intrinsics (``K``, ``D``), pose in the world and their errors."""
+
+    intr: IntrinsicsResult
+    T_wc: np.ndarray
+    ext_rms: float
+    std: tuple[float, float]  # position (m) and angle (rad) standard errors of the pose
+
+    @property
+    def K(self) -> np.ndarray:
+        """The calibrated camera matrix."""
+        return self.intr.camera_matrix
+
+    @property
+    def D(self) -> np.ndarray:
+        """The calibrated plumb_bob distortion."""
+        return self.intr.distortion
+
+    def summary(self, image_size: tuple[int, int]) -> dict[str, Any]:
+        """Plain values for ``real2sim.yaml``."""
+        return {
+            "K": self.K.tolist(),
+            "D": self.D.tolist(),
+            "image_size": list(image_size),
+            "intrinsics_rms_px": self.intr.rms_px,
+            "T_world_camera": self.T_wc.tolist(),
+            "extrinsics_rms_px": self.ext_rms,
+            "position_std_m": self.std[0],
+            "angle_std_rad": self.std[1],
+        }
+
+
+def _calibrate(data: CaptureData, cfg: Real2SimConfig, stages: _Stages) -> _Camera:
+    """Intrinsics from the hand-held views, then the pose from the known-pose views through them."""
     intr = cal.calibrate_intrinsics(
         data.board_views, data.board, min_views=cfg.min_board_views, flags=cfg.calib_flags
     )
     K, D = intr.camera_matrix, intr.distortion
-    done("intrinsics", f"{intr.n_views} views, RMS {intr.rms_px:.3f} px")
-
+    stages.done("intrinsics", f"{intr.n_views} views, RMS {intr.rms_px:.3f} px")
     T_wc, ext_rms, n_ext = extrinsics_from_known_poses(data.known_views, K, D, data.board)
     camera_std = cal.known_pose_std(data.known_views, K, D, data.board)
-    done(
+    stages.done(
         "extrinsics",
         f"{n_ext} corners, PnP RMS {ext_rms:.3f} px, std {camera_std[0] * 1000:.2f} mm / "
         f"{np.degrees(camera_std[1]):.3f} deg",
     )
+    return _Camera(intr, T_wc, ext_rms, camera_std)
 
+
+@dataclasses.dataclass(frozen=True)
+class _Scene:
+    """The reconstruction: fused scene, segmentation, the task's names and the drawer's joint if any.
+
+    ``segment`` fuses and segments other frames of the same camera the same way (the slide phase's views).
+    """
+
+    fused: Any
+    seg: Any
+    obj_name: str
+    target_name: str | None
+    joint: ArticulationEstimate | None
+    segment: Callable[[Sequence[tuple[np.ndarray, np.ndarray]]], tuple[Any, Any]]
+
+
+def _reconstruct(
+    bags: Sequence[str | Path],
+    data: CaptureData,
+    template_dir: Path,
+    tcfg: Any,
+    camera: _Camera,
+    cfg: Real2SimConfig,
+    stages: _Stages,
+) -> _Scene:
+    """Fuse and segment the scene frames; name the task's object and target (or measure the drawer's joint)."""
     attach = tcfg.robot.attach
     keepout = (
         rc.RobotKeepOut(center=tuple(attach.pos), radius=base_radius(template_dir))
         if attach.site is None
         else None
     )
+    K, D, T_wc = camera.K, camera.D, camera.T_wc
 
     def segment(frames: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[Any, Any]:
         """Fuse RGB-D frames from the calibrated camera and segment table and objects."""
-        undistorted = _undistort(frames, K, D)
+        undistorted = undistort(frames, K, D)
         fused = integrate_tsdf(undistorted, K, [T_wc] * len(undistorted), voxel=cfg.voxel)
         return fused, rc.segment_scene(
             fused.point_cloud(),
             rc.SegmentConfig(voxel=cfg.voxel, keepout=keepout, max_height=cfg.max_object_height),
         )
 
-    scene, seg = segment(data.scene_frames)
+    fused, seg = segment(data.scene_frames)
     joint = None
     if tcfg.task is not None and tcfg.task.type.value == "drawer":  # articulated: joint from the capture
-        from r2s2r_capture.real2sim.articulation import estimate_articulation, kept_objects
-
         joint = estimate_articulation(
             bags, template_dir, K=K, D=D, T_world_camera=T_wc, camera=cfg.camera, interface=cfg.interface
         )
@@ -467,9 +442,14 @@ def real2sim(
         marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
         obj_name, target_name = _pick_task(seg.objects, marker)
     seen = "" if joint is None else f", {joint.joint} opens {joint.range_seen:.3f} m seen"
-    done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects{seen}")
+    stages.done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects{seen}")
+    return _Scene(fused, seg, obj_name, target_name, joint, segment)
 
-    m = data.motion
+
+def _identify(
+    m: JointMotion, tcfg: Any, cfg: Real2SimConfig, stages: _Stages
+) -> tuple[IdentificationResult, tuple[float, float]]:
+    """The template robot's dynamics fitted to the excitation, and the noise of the joint readings."""
     sl = slice(None, None, cfg.sample_stride)
     effort = None if m.effort is None else m.effort[sl]
     rec = JointRecording(m.t[sl], m.q_cmd[sl], m.q[sl], m.qd[sl], m.joint_names, effort)
@@ -482,124 +462,83 @@ def real2sim(
         raise ReconstructionError(f"--template: {err}") from None
     ident = S.identify(robot_spec, rec, sysid_cfg)
     noise = reading_noise(m)
-    done(
+    stages.done(
         "identification",
         f"{len(ident.fitted)} parameters, held-out RMS {ident.rms_val_before:.5f} -> "
         f"{ident.rms_val_after:.5f} rad; joint readings' noise {noise[0]:.2g} rad, {noise[1]:.2g} rad/s",
     )
     for warning in ident.warnings:
-        say(f"[identification] warning: {warning}")
+        stages.say(f"[identification] warning: {warning}")
+    return ident, noise
 
-    # A marker target (taped disc) has no depth: it is placed where its colour lies on the table.
+
+def _target_marker(
+    template_dir: Path, tcfg: Any, scene: _Scene, say: Callable[[str], None]
+) -> tuple[float, float] | None:
+    """Where a marker target (a taped disc: no depth) lies, found by its colour on the table; else None."""
     site = tcfg.task.target_site if tcfg.task is not None else ""
-    on_marker = bool(site) and marker_target(template_dir, site) is not None
-    target_xy = measure_marker(template_dir, site, scene.point_cloud(), seg.table) if on_marker else None
-    if on_marker:
-        found = "not seen, at the template's place" if target_xy is None else f"{np.round(target_xy, 4)} m"
-        say(f"[reconstruction] target marker by its colour: {found}")
+    if not site or marker_target(template_dir, site) is None:
+        return None
+    target_xy = measure_marker(template_dir, site, scene.fused.point_cloud(), scene.seg.table)
+    found = "not seen, at the template's place" if target_xy is None else f"{np.round(target_xy, 4)} m"
+    say(f"[reconstruction] target marker by its colour: {found}")
+    return target_xy
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+
+def _world_with_slide(
+    write: Callable[..., Path],
+    bags: Sequence[str | Path],
+    tcfg: Any,
+    scene: _Scene,
+    cfg: Real2SimConfig,
+    stages: _Stages,
+) -> tuple[Path, Any, str]:
+    """Write the world; in a push world, fit the slide phase's friction in it and write it again with that.
+
+    Returns the world, the slide fit (None when not used) and why it was not used ("" where the world is
+    no push world).  The rest of the world stands without a slide fit.
+    """
+    world = write()
+    if tcfg.task is None or tcfg.task.type.value != "push":
+        return world, None, ""
+    why = "the capture has no slide phase"
+    slide = None
     try:
-        robot_mjcf = robot_with_fit(tcfg, ident.fitted, ident.toolbox["fitted"], tmp / "robot_src")
-        write = functools.partial(
-            write_world,
-            tmp / "world",
-            template=template_dir,
-            table=seg.table,
-            objects=seg.objects,
-            camera=CameraModel(
-                K=K, width=data.image_size[0], height=data.image_size[1], T_world_camera=T_wc, D=D
-            ),
-            task=TaskSpec(object=obj_name, target=target_name, target_xy=target_xy),
-            robot_mjcf_dir=robot_mjcf.parent,
-            robot_mjcf=robot_mjcf,
-            world_id=cfg.world_id,
-            articulated=joint,
-            joint_state_noise=noise,
-        )
-        world = write()
-        slide, why = None, ""
-        if tcfg.task is not None and tcfg.task.type.value == "push":
-            why = "the capture has no slide phase"
-            try:
-                slide = _slide(bags, world, segment, seg, obj_name, cfg)
-            except (BagError, ReconstructionError) as err:
-                why = f"not used ({err})"  # the rest of the world stands without it
-            if slide is None:
-                say(f"[slide] {why}: the object's friction stays a prior (+-30 %)")
-            else:
-                shutil.rmtree(world)
-                world = write(friction_scale=slide.scale, cone=slide.cone)
-                done("slide", slide.describe())
-        cal.write_camera_info_yaml(intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
-        write_identification(ident, world / "identification", report=cfg.report)
-        doc = world_variations(
-            world, ident, intr, camera_std, friction_range=None if slide is None else slide.variation_range()
-        )
-        variations = write_world_variations(
-            world / WORLD_VARIATIONS_FILE, doc if joint is None else articulation_variations(joint, doc)
-        )
-        for_world(load_variation_config(variations), world)  # refuse a file the world cannot use
-        objects = {
-            o.name: {
-                "role": {obj_name: "task object", target_name: "target"}.get(o.name, "object"),
-                "position": [float(v) for v in o.position],
-                "size": [float(v) for v in o.size],
-                "yaw": float(o.yaw),
-                "primitive": o.primitive.value,
-            }
-            for o in seg.objects
+        slide = _slide(bags, world, scene.segment, scene.seg, scene.obj_name, cfg)
+    except (BagError, ReconstructionError) as err:
+        why = f"not used ({err})"
+    if slide is None:
+        stages.say(f"[slide] {why}: the object's friction stays a prior (+-30 %)")
+        return world, None, why
+    shutil.rmtree(world)
+    world = write(friction_scale=slide.scale, cone=slide.cone)
+    stages.done("slide", slide.describe())
+    return world, slide, why
+
+
+def _objects_summary(scene: _Scene) -> dict[str, dict[str, Any]]:
+    """Each reconstructed object's role, pose, size and primitive, for ``real2sim.yaml``."""
+    roles = {scene.obj_name: "task object", scene.target_name: "target"}
+    return {
+        o.name: {
+            "role": roles.get(o.name, "object"),
+            "position": [float(v) for v in o.position],
+            "size": [float(v) for v in o.size],
+            "yaw": float(o.yaw),
+            "primitive": o.primitive.value,
         }
-        sysid_summary = {
-            "nominal": ident.nominal,
-            "fitted": ident.fitted,
-            "std": {k: (v if np.isfinite(v) else None) for k, v in ident.std.items()},
-            "rms_train_before": ident.rms_train_before,
-            "rms_train_after": ident.rms_train_after,
-            "rms_val_before": ident.rms_val_before,
-            "rms_val_after": ident.rms_val_after,
-        }
-        done("world", f"wrote {out}")
-        summary = {
-            "bags": [str(b) for b in bags],
-            "template": str(template_dir),
-            "camera": {
-                "K": K.tolist(),
-                "D": D.tolist(),
-                "image_size": list(data.image_size),
-                "intrinsics_rms_px": intr.rms_px,
-                "T_world_camera": T_wc.tolist(),
-                "extrinsics_rms_px": ext_rms,
-                "position_std_m": camera_std[0],
-                "angle_std_rad": camera_std[1],
-            },
-            "table_top_z": float(seg.table.height),
-            "target_marker_xy": None if target_xy is None else [float(v) for v in target_xy],
-            "objects": objects,
-            "sysid": sysid_summary,
-            **({"articulation": joint.summary()} if joint is not None else {}),
-            **(
-                {"slide": slide.summary()}
-                if slide is not None
-                else {"slide": {"not_used": why}}
-                if why
-                else {}
-            ),
-            "stage_s": stage_s,
-        }
-        (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
-        os.rename(world, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return Real2SimResult(
-        world_dir=out,
-        K=K,
-        D=D,
-        T_world_camera=T_wc,
-        intrinsics_rms_px=intr.rms_px,
-        extrinsics_rms_px=ext_rms,
-        objects=objects,
-        sysid=sysid_summary,
-        stage_s=stage_s,
-    )
+        for o in scene.seg.objects
+    }
+
+
+def _sysid_summary(ident: IdentificationResult) -> dict[str, Any]:
+    """The identification's values, errors (unknown ones as null) and RMS errors, for ``real2sim.yaml``."""
+    return {
+        "nominal": ident.nominal,
+        "fitted": ident.fitted,
+        "std": {k: (v if np.isfinite(v) else None) for k, v in ident.std.items()},
+        "rms_train_before": ident.rms_train_before,
+        "rms_train_after": ident.rms_train_after,
+        "rms_val_before": ident.rms_val_before,
+        "rms_val_after": ident.rms_val_after,
+    }

@@ -7,7 +7,6 @@ model side is the fit's own rollout (:func:`r2s2r_capture.sysid.rollout.simulate
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import mujoco
 import numpy as np

@@ -219,18 +219,14 @@ class Comparison:
     episodes: list[tuple[str, str, bool, str, str]] = field(default_factory=list)
 
 
-def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | None = None) -> Comparison:
-    """Compare sim and real episodes (see the module docstring for the checks).
+def _check_worlds(
+    sim: EpisodeTable, real: EpisodeTable, s: CompareSettings, warnings: list[str]
+) -> tuple[list[str], list[str]]:
+    """Each side's world ids; different (or several) worlds are an error unless the settings allow them.
 
-    Raises:
-        CompareError: a side without episodes, world ids that differ (unless allowed), or no policy
-            on both sides.
+    Results of different worlds are not comparable, so comparing them has to be asked for and is then
+    said in the warnings.
     """
-    s = settings or CompareSettings()
-    warnings: list[str] = []
-    for side, t in (("sim", sim), ("real", real)):
-        if len(t) == 0:
-            raise CompareError(f"{t.source}: no episodes on the {side} side; nothing to compare")
     sim_worlds, real_worlds = sorted(set(sim.world_id)), sorted(set(real.world_id))
     if sim_worlds != real_worlds or len(sim_worlds) > 1:
         what = (
@@ -243,7 +239,16 @@ def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | N
                 "pass --allow-different-worlds if this is intended (e.g. a reconstructed world)"
             )
         warnings.append(f"Different worlds compared (--allow-different-worlds): {what}.")
+    return sim_worlds, real_worlds
 
+
+def _shared_policies(
+    sim: EpisodeTable, real: EpisodeTable, warnings: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """The policies on both sides (sim's order), sim-only and real-only ones (a warning when any).
+
+    Only shared policies are compared; the others are named so that none is dropped silently.
+    """
     sim_pol, real_pol = list(dict.fromkeys(sim.policy)), list(dict.fromkeys(real.policy))
     shared = [p for p in sim_pol if p in set(real_pol)]
     sim_only = [p for p in sim_pol if p not in set(real_pol)]
@@ -266,6 +271,142 @@ def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | N
             f"no policy is on both sides: sim {sim.source} has {', '.join(sim_pol)}; "
             f"real {real.source} has {', '.join(real_pol)}"
         )
+    return shared, sim_only, real_only
+
+
+def _cross_policy_metrics(
+    per_policy: list[dict[str, Any]],
+    sim_eps: list[np.ndarray],
+    real_eps: list[np.ndarray],
+    s: CompareSettings,
+    warnings: list[str],
+) -> dict[str, Any]:
+    """Pearson, MMRV, Spearman and Kendall of the per-policy success rates, with bootstrap intervals.
+
+    They rank policies, so they need at least two shared policies; with fewer, or when a metric is
+    undefined, the warnings say so instead of reporting a number.
+    """
+    sim_rate = np.array([d["sim"]["success_rate"] for d in per_policy])
+    real_rate = np.array([d["real"]["success_rate"] for d in per_policy])
+
+    def mmrv_fn(**kw: Any) -> Any:
+        return metrics.mmrv(**kw, comparison=s.mmrv_comparison)  # type: ignore[arg-type]
+
+    chosen = {**metrics.CROSS_POLICY_METRICS, "mmrv": mmrv_fn}
+    cross: dict[str, Any] = {}
+    if len(per_policy) < 2:
+        warnings.append(
+            f"Only {len(per_policy)} policy on both sides: cross-policy metrics (Pearson, MMRV, Spearman, "
+            "Kendall) need at least 2 and are not computed."
+        )
+        return cross
+    intervals = metrics.bootstrap_intervals(
+        sim_episodes=sim_eps,
+        real_episodes=real_eps,
+        rng=np.random.default_rng(s.seed),
+        resamples=s.resamples,
+        confidence=s.confidence,
+        metrics=chosen,
+    )
+    for name, fn in chosen.items():
+        iv = intervals[name]
+        cross[name] = {
+            "value": _num(float(fn(sim=sim_rate, real=real_rate))),
+            "bootstrap_low": _num(iv.low),
+            "bootstrap_high": _num(iv.high),
+            "bootstrap_undefined_fraction": iv.undefined_fraction,
+        }
+        if cross[name]["value"] is None:
+            warnings.append(f"{name} is undefined (a side has the same success rate for every policy).")
+    return cross
+
+
+@dataclass(kw_only=True)
+class _Failures:
+    """The failure-region part of a comparison, per policy, and the real episodes its trees predicted."""
+
+    regions: dict[str, Any] = field(default_factory=dict)
+    plots: list[dict[str, Any]] = field(default_factory=list)
+    axis_curves: dict[str, dict[str, dict[str, fr.BinnedSuccess]]] = field(default_factory=dict)
+    correct: int = 0
+    total: int = 0
+
+
+def _failures(
+    sim: EpisodeTable, real: EpisodeTable, shared: list[str], s: CompareSettings, warnings: list[str]
+) -> _Failures:
+    """Failure regions and agreement per shared policy, and success along the most important axes.
+
+    Needs variation parameters; results without any get a warning and an empty part, not an error,
+    because the success rates and cross-policy metrics still stand.
+    """
+    names, sim_x, real_x = _align(sim, real)
+    out = _Failures()
+    if not names:
+        warnings.append(
+            "No variation parameters in the results (no `variation` / `var.*` data): failure regions, "
+            "per-axis curves and next-trial suggestions are skipped."
+        )
+        return out
+    importance_total: dict[str, float] = {}
+    for p in shared:
+        ms, mr = sim.policy == p, real.policy == p
+        summ, plot = _policy_failures(
+            p, sim_x[ms], sim.success[ms], real_x[mr], real.success[mr], names, s, sim.key[ms]
+        )
+        out.regions[p] = summ
+        out.plots.append(plot)
+        for n, v in summ["importance"].items():
+            importance_total[n] = importance_total.get(n, 0.0) + v
+        out.correct += round(summ["agreement"]["accuracy"] * summ["agreement"]["real_episodes"])
+        out.total += summ["agreement"]["real_episodes"]
+    usable = fr.usable_features(sim_x, real_x)
+    ranked = sorted(importance_total, key=lambda n: -importance_total[n])
+    rest = [n for n, u in zip(names, usable, strict=True) if u and n not in importance_total]
+    for name in (ranked + rest)[: s.top_axes]:
+        j = names.index(name)
+        edges = fr.quantile_edges(np.concatenate([sim_x[:, j], real_x[:, j]]), s.n_bins)
+        out.axis_curves[name] = {}
+        for p in shared:
+            ms, mr = sim.policy == p, real.policy == p
+            out.axis_curves[name][p] = {
+                "sim": fr.binned_success(sim_x[ms, j], sim.success[ms], edges=edges, confidence=s.confidence),
+                "real": fr.binned_success(
+                    real_x[mr, j], real.success[mr], edges=edges, confidence=s.confidence
+                ),
+            }
+    return out
+
+
+def _targets(cross: dict[str, Any], accuracy: float) -> dict[str, Any]:
+    """Each closed-loop target of :data:`TARGETS` beside its measured value and whether it is met."""
+    measured = {
+        "pearson": cross.get("pearson", {}).get("value"),
+        "mmrv": cross.get("mmrv", {}).get("value"),
+        "failure_prediction_accuracy": _num(accuracy),
+    }
+    targets = {}
+    for name, (op, bound) in TARGETS.items():
+        v = measured[name]
+        met = None if v is None else (v >= bound if op == ">=" else v <= bound)
+        targets[name] = {"target": f"{op} {bound}", "measured": v, "met": met}
+    return targets
+
+
+def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | None = None) -> Comparison:
+    """Compare sim and real episodes (see the module docstring for the checks).
+
+    Raises:
+        CompareError: a side without episodes, world ids that differ (unless allowed), or no policy
+            on both sides.
+    """
+    s = settings or CompareSettings()
+    warnings: list[str] = []
+    for side, t in (("sim", sim), ("real", real)):
+        if len(t) == 0:
+            raise CompareError(f"{t.source}: no episodes on the {side} side; nothing to compare")
+    sim_worlds, real_worlds = _check_worlds(sim, real, s, warnings)
+    shared, sim_only, real_only = _shared_policies(sim, real, warnings)
 
     per_policy: list[dict[str, Any]] = []
     sim_eps, real_eps = [], []
@@ -280,92 +421,9 @@ def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | N
                 "real": _side_stats(int(yr.sum()), int(yr.size), s.confidence),
             }
         )
-    sim_rate = np.array([d["sim"]["success_rate"] for d in per_policy])
-    real_rate = np.array([d["real"]["success_rate"] for d in per_policy])
-
-    def mmrv_fn(**kw: Any) -> Any:
-        return metrics.mmrv(**kw, comparison=s.mmrv_comparison)  # type: ignore[arg-type]
-
-    chosen = {**metrics.CROSS_POLICY_METRICS, "mmrv": mmrv_fn}
-    cross: dict[str, Any] = {}
-    if len(shared) >= 2:
-        intervals = metrics.bootstrap_intervals(
-            sim_episodes=sim_eps,
-            real_episodes=real_eps,
-            rng=np.random.default_rng(s.seed),
-            resamples=s.resamples,
-            confidence=s.confidence,
-            metrics=chosen,
-        )
-        for name, fn in chosen.items():
-            iv = intervals[name]
-            cross[name] = {
-                "value": _num(float(fn(sim=sim_rate, real=real_rate))),
-                "bootstrap_low": _num(iv.low),
-                "bootstrap_high": _num(iv.high),
-                "bootstrap_undefined_fraction": iv.undefined_fraction,
-            }
-            if cross[name]["value"] is None:
-                warnings.append(f"{name} is undefined (a side has the same success rate for every policy).")
-    else:
-        warnings.append(
-            f"Only {len(shared)} policy on both sides: cross-policy metrics (Pearson, MMRV, Spearman, "
-            "Kendall) need at least 2 and are not computed."
-        )
-
-    # Failure regions, per policy.
-    names, sim_x, real_x = _align(sim, real)
-    failures: dict[str, Any] = {}
-    failure_plots: list[dict[str, Any]] = []
-    axis_curves: dict[str, dict[str, dict[str, fr.BinnedSuccess]]] = {}
-    correct = total = 0
-    if not names:
-        warnings.append(
-            "No variation parameters in the results (no `variation` / `var.*` data): failure regions, "
-            "per-axis curves and next-trial suggestions are skipped."
-        )
-    else:
-        importance_total: dict[str, float] = {}
-        for p in shared:
-            ms, mr = sim.policy == p, real.policy == p
-            summ, plot = _policy_failures(
-                p, sim_x[ms], sim.success[ms], real_x[mr], real.success[mr], names, s, sim.key[ms]
-            )
-            failures[p] = summ
-            failure_plots.append(plot)
-            for n, v in summ["importance"].items():
-                importance_total[n] = importance_total.get(n, 0.0) + v
-            correct += round(summ["agreement"]["accuracy"] * summ["agreement"]["real_episodes"])
-            total += summ["agreement"]["real_episodes"]
-        usable = fr.usable_features(sim_x, real_x)
-        ranked = sorted(importance_total, key=lambda n: -importance_total[n])
-        rest = [n for n, u in zip(names, usable, strict=True) if u and n not in importance_total]
-        for name in (ranked + rest)[: s.top_axes]:
-            j = names.index(name)
-            edges = fr.quantile_edges(np.concatenate([sim_x[:, j], real_x[:, j]]), s.n_bins)
-            axis_curves[name] = {}
-            for p in shared:
-                ms, mr = sim.policy == p, real.policy == p
-                axis_curves[name][p] = {
-                    "sim": fr.binned_success(
-                        sim_x[ms, j], sim.success[ms], edges=edges, confidence=s.confidence
-                    ),
-                    "real": fr.binned_success(
-                        real_x[mr, j], real.success[mr], edges=edges, confidence=s.confidence
-                    ),
-                }
-    accuracy = correct / total if total else math.nan
-
-    measured = {
-        "pearson": cross.get("pearson", {}).get("value"),
-        "mmrv": cross.get("mmrv", {}).get("value"),
-        "failure_prediction_accuracy": _num(accuracy),
-    }
-    targets = {}
-    for name, (op, bound) in TARGETS.items():
-        v = measured[name]
-        met = None if v is None else (v >= bound if op == ">=" else v <= bound)
-        targets[name] = {"target": f"{op} {bound}", "measured": v, "met": met}
+    cross = _cross_policy_metrics(per_policy, sim_eps, real_eps, s, warnings)
+    failures = _failures(sim, real, shared, s, warnings)
+    accuracy = failures.correct / failures.total if failures.total else math.nan
 
     hashes = {"sim": sorted(set(sim.world_hash) - {""}), "real": sorted(set(real.world_hash) - {""})}
     summary = {
@@ -392,13 +450,13 @@ def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | N
         "metrics": cross,
         "failure_prediction": {
             "accuracy": _num(accuracy),
-            "real_episodes": total,
+            "real_episodes": failures.total,
             "definition": "per real episode: does a tree trained on the same policy's sim episodes "
             "predict its outcome from its realised parameters",
         },
-        "targets": targets,
-        "failure_regions": failures,
-        "axes_shown": list(axis_curves),
+        "targets": _targets(cross, accuracy),
+        "failure_regions": failures.regions,
+        "axes_shown": list(failures.axis_curves),
     }
     episodes = [
         (side, str(t.policy[i]), bool(t.success[i]), str(t.reason[i]), str(t.key[i]))
@@ -408,9 +466,7 @@ def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | N
     return Comparison(
         summary=summary,
         policies=shared,
-        failure_plots=failure_plots,
-        axis_curves=axis_curves,
+        failure_plots=failures.plots,
+        axis_curves=failures.axis_curves,
         episodes=episodes,
     )
-
-

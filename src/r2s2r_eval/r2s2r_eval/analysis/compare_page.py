@@ -84,7 +84,6 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-
 _CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}
 th{background:#eee}td.l,th.l{text-align:left}.warn{background:#fff3cd;border:1px solid #e0c060;padding:0.5em}
@@ -95,10 +94,9 @@ def _img(data: bytes, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">'
 
 
-def _html(comp: Comparison, images: Mapping[str, bytes]) -> str:
-    s = comp.summary
+def _head_html(s: Mapping[str, Any]) -> list[str]:
+    """The page's head, the two sources, and the warnings (first, so that none is missed)."""
     e = html.escape
-    conf = round(100 * s["settings"]["confidence"])
     out = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>r2s2r compare</title>",
         f"<style>{_CSS}</style></head><body><h1>Sim vs real: r2s2r compare</h1>",
@@ -110,10 +108,16 @@ def _html(comp: Comparison, images: Mapping[str, bytes]) -> str:
         out.append("<div class='warn'><b>Warnings</b><ul>")
         out += [f"<li>{e(w)}</li>" for w in s["warnings"]]
         out.append("</ul></div>")
-    out.append(
+    return out
+
+
+def _targets_html(s: Mapping[str, Any]) -> list[str]:
+    """The closed-loop targets table: measured value, target and verdict per quantity."""
+    e = html.escape
+    out = [
         "<h2>Targets</h2><table><tr><th class='l'>quantity</th><th>measured</th><th>target</th>"
         "<th>verdict</th></tr>"
-    )
+    ]
     for name, t in s["targets"].items():
         verdict = {
             True: "<span class='ok'>met</span>",
@@ -125,10 +129,17 @@ def _html(comp: Comparison, images: Mapping[str, bytes]) -> str:
             f"<td>{verdict}</td></tr>"
         )
     out.append("</table>")
-    out.append(
+    return out
+
+
+def _success_html(s: Mapping[str, Any], images: Mapping[str, bytes]) -> list[str]:
+    """Success per policy on each side with Wilson intervals, the excluded policies, and their plots."""
+    e = html.escape
+    conf = round(100 * s["settings"]["confidence"])
+    out = [
         f"<h2>Success per policy</h2><table><tr><th class='l'>policy</th><th>sim</th>"
         f"<th>sim {conf}% Wilson</th><th>real</th><th>real {conf}% Wilson</th></tr>"
-    )
+    ]
     for p in s["policies"]:
         cells = "".join(
             f"<td>{p[k]['successes']}/{p[k]['trials']} = {p[k]['success_rate']:.3f}</td>"
@@ -146,27 +157,64 @@ def _html(comp: Comparison, images: Mapping[str, bytes]) -> str:
     out.append(_img(images["scatter.png"], "sim vs real success scatter"))
     if "ranking.png" in images:
         out.append(_img(images["ranking.png"], "ranking comparison"))
-    out.append("<h2>Cross-policy metrics</h2>")
-    if s["metrics"]:
-        out.append(
-            f"<table><tr><th class='l'>metric</th><th>value</th><th>bootstrap {conf}% low</th>"
-            "<th>high</th><th>undefined resamples</th></tr>"
-        )
-        for name, m in s["metrics"].items():
-            out.append(
-                f"<tr><td class='l'>{e(name)}</td><td>{_f(m['value'])}</td>"
-                f"<td>{_f(m['bootstrap_low'])}</td><td>{_f(m['bootstrap_high'])}</td>"
-                f"<td>{m['bootstrap_undefined_fraction']:.1%}</td></tr>"
-            )
-        out.append(
-            f"</table><p>Bootstrap: {s['settings']['bootstrap_resamples']} resamples, "
-            f"{e(s['settings']['bootstrap'])}, seed {s['settings']['seed']}; MMRV comparison "
-            f"'{e(s['settings']['mmrv_comparison'])}'.</p>"
-        )
-    else:
+    return out
+
+
+def _metrics_html(s: Mapping[str, Any]) -> list[str]:
+    """The cross-policy metrics with their bootstrap intervals, or why they were not computed."""
+    e = html.escape
+    conf = round(100 * s["settings"]["confidence"])
+    out = ["<h2>Cross-policy metrics</h2>"]
+    if not s["metrics"]:
         out.append("<p>Not computed (fewer than 2 policies on both sides).</p>")
-    if "axes.png" in images:
-        out.append("<h2>Per-axis success</h2>" + _img(images["axes.png"], "per-axis success curves"))
+        return out
+    out.append(
+        f"<table><tr><th class='l'>metric</th><th>value</th><th>bootstrap {conf}% low</th>"
+        "<th>high</th><th>undefined resamples</th></tr>"
+    )
+    for name, m in s["metrics"].items():
+        out.append(
+            f"<tr><td class='l'>{e(name)}</td><td>{_f(m['value'])}</td>"
+            f"<td>{_f(m['bootstrap_low'])}</td><td>{_f(m['bootstrap_high'])}</td>"
+            f"<td>{m['bootstrap_undefined_fraction']:.1%}</td></tr>"
+        )
+    out.append(
+        f"</table><p>Bootstrap: {s['settings']['bootstrap_resamples']} resamples, "
+        f"{e(s['settings']['bootstrap'])}, seed {s['settings']['seed']}; MMRV comparison "
+        f"'{e(s['settings']['mmrv_comparison'])}'.</p>"
+    )
+    return out
+
+
+def _next_trials_html(trials: list[dict[str, Any]]) -> list[str]:
+    """The table of real trials worth running next for one policy (empty when there are none)."""
+    if not trials:
+        return []
+    e = html.escape
+    names = list(trials[0]["parameters"])
+    out = [
+        "<p>Real trials worth running next (sim-real disagreement or sim uncertainty):</p>"
+        "<table><tr><th>priority</th><th class='l'>reason</th><th>p_sim</th><th>p_real</th>"
+        + "".join(f"<th>{e(n)}</th>" for n in names)
+        + "<th class='l'>sim episode</th></tr>"
+    ]
+    for t in trials:
+        out.append(
+            f"<tr><td>{t['priority']:.2f}</td><td class='l'>{t['reason']}</td>"
+            f"<td>{t['p_sim']:.2f}</td>"
+            f"<td>{_f(t['p_real'], '.2f')}</td>"
+            + "".join(f"<td>{t['parameters'][n]:.4g}</td>" for n in names)
+            + f"<td class='l'><code>{e((t['sim_episode_key'] or '')[:12])}</code></td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _failures_html(comp: Comparison, images: Mapping[str, bytes]) -> list[str]:
+    """Per policy: failure-region agreement, each side's failure rules, its map and next real trials."""
+    s = comp.summary
+    e = html.escape
+    out = []
     if s["failure_regions"]:
         fp = s["failure_prediction"]
         out.append(
@@ -188,38 +236,37 @@ def _html(comp: Comparison, images: Mapping[str, bytes]) -> str:
         key = f"failure_map_{comp.policies.index(p)}.png"
         if key in images:
             out.append(_img(images[key], f"failure map {p}"))
-        if f["next_real_trials"]:
-            names = list(f["next_real_trials"][0]["parameters"])
-            out.append(
-                "<p>Real trials worth running next (sim-real disagreement or sim uncertainty):</p>"
-                "<table><tr><th>priority</th><th class='l'>reason</th><th>p_sim</th><th>p_real</th>"
-                + "".join(f"<th>{e(n)}</th>" for n in names)
-                + "<th class='l'>sim episode</th></tr>"
-            )
-            for t in f["next_real_trials"]:
-                out.append(
-                    f"<tr><td>{t['priority']:.2f}</td><td class='l'>{t['reason']}</td>"
-                    f"<td>{t['p_sim']:.2f}</td>"
-                    f"<td>{_f(t['p_real'], '.2f')}</td>"
-                    + "".join(f"<td>{t['parameters'][n]:.4g}</td>" for n in names)
-                    + f"<td class='l'><code>{e((t['sim_episode_key'] or '')[:12])}</code></td></tr>"
-                )
-            out.append("</table>")
+        out += _next_trials_html(f["next_real_trials"])
+    return out
+
+
+def _episodes_html(comp: Comparison) -> list[str]:
+    """The episode table, folded and cut at ``EPISODE_TABLE_ROWS`` rows to keep the page light."""
+    e = html.escape
     n_ep = len(comp.episodes)
     shown = comp.episodes[:EPISODE_TABLE_ROWS]
-    out.append(
+    out = [
         f"<h2>Episodes</h2><details><summary>{n_ep} episodes"
         + (f" (first {len(shown)} shown; all in the results files)" if n_ep > len(shown) else "")
         + "</summary><table><tr><th class='l'>side</th><th class='l'>policy</th><th>success</th>"
         "<th class='l'>reason</th><th class='l'>episode key</th></tr>"
-    )
+    ]
     for side, pol, ok, reason, key in shown:
         out.append(
             f"<tr><td class='l'>{side}</td><td class='l'>{e(pol)}</td><td>{int(ok)}</td>"
             f"<td class='l'>{e(reason)}</td><td class='l'><code>{e(key[:16])}</code></td></tr>"
         )
     out.append("</table></details>")
-    out.append("<h2>Terminal summary</h2><pre>" + e(format_summary(s)) + "</pre></body></html>")
+    return out
+
+
+def _html(comp: Comparison, images: Mapping[str, bytes]) -> str:
+    s = comp.summary
+    out = _head_html(s) + _targets_html(s) + _success_html(s, images) + _metrics_html(s)
+    if "axes.png" in images:
+        out.append("<h2>Per-axis success</h2>" + _img(images["axes.png"], "per-axis success curves"))
+    out += _failures_html(comp, images) + _episodes_html(comp)
+    out.append("<h2>Terminal summary</h2><pre>" + html.escape(format_summary(s)) + "</pre></body></html>")
     return "\n".join(out)
 
 

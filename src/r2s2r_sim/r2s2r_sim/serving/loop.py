@@ -54,6 +54,10 @@ class Logger(Protocol):
         """Log at warning level (``throttle_duration_sec`` limits repeats)."""
         ...
 
+    def error(self, message: str, **kwargs: Any) -> Any:
+        """Log an error the node survives."""
+        ...
+
     def fatal(self, message: str, **kwargs: Any) -> Any:
         """Log a failure that stops the node."""
         ...

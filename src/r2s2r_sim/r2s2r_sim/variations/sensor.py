@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 
@@ -61,5 +61,6 @@ def sensor_effects(variation: Variation) -> SensorEffects | None:
         depth = DepthSensor(**values, depth_unit_m=cfg.depth_unit_m, max_range_m=cfg.max_range_m)
     if cfg.color:
         # No motion blur: the sim draws one state per frame (the emulated camera renders the exposure).
-        color = ColorSensor(**{n: params[n] for n in COLOR_RANGES})
+        color_values: dict[str, Any] = {n: params[n] for n in COLOR_RANGES}
+        color = ColorSensor(**color_values)
     return SensorEffects(depth=depth, color=color)

@@ -81,12 +81,14 @@ class SensorVariationConfig:
             value = getattr(self, name)
             check_range(name, value)
             iv = field_interval(DepthSensor if name in DEPTH_RANGES else ColorSensor, name)
+            assert iv is not None, f"{name}: the sensor field declares no range"
             lo = 0.0 if name == "projector_offset_m" else iv.low  # a distance; the side is drawn
             if value[0] < lo or (iv.low_open and value[0] == lo) or value[1] > iv.high:
                 bracket = "(" if iv.low_open else "["
                 raise fail(name, f"must lie in {bracket}{lo}, {iv.high}], got {list(value)}")
         for name in ("depth_unit_m", "max_range_m"):
             iv = field_interval(DepthSensor, name)
+            assert iv is not None, f"{name}: the sensor field declares no range"
             value = getattr(self, name)
             if not (math.isfinite(value) and iv.low < value <= iv.high):
                 raise fail(name, f"must lie in ({iv.low}, {iv.high}], got {value}")

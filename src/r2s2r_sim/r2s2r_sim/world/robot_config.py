@@ -193,10 +193,12 @@ class RobotConfig:
 def _parse_gripper(r: Reader) -> GripperConfig:
     joints = r.strs("joints")
     # One name, or a list of names (one actuator per finger).
-    actuators = (
+    actuators: tuple[str | None, ...] | None = (
         r.strs("actuator") if isinstance(r.raw("actuator", required=True), list) else (r.str_("actuator"),)
     )
+    assert actuators is not None  # required above
     command_range = read_pair(r, "command_range")
+    assert command_range is not None  # required
     raw = r.raw("ctrl_range", required=False)
     if isinstance(raw, list) and raw and all(isinstance(v, list) for v in raw):
         # One pair per actuator.

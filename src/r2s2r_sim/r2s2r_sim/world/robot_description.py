@@ -78,7 +78,7 @@ def _identity() -> Pose:
     return np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
 
 
-def _fmt(values: Sequence[float]) -> str:
+def _fmt(values: Sequence[float] | np.ndarray) -> str:
     return " ".join(f"{float(v):.9g}" for v in values)
 
 
