@@ -25,7 +25,7 @@ def test_code_run_from_the_checkout_uses_the_checkouts_files(tmp_path: Path,
 
 def test_sweep_default_variations_come_from_the_package(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from r2s2r_eval.cli.sweep import COMMAND, _config
+    from r2s2r_eval.cli.sweep import COMMAND, sweep_config
 
     monkeypatch.chdir(tmp_path)
     ns = COMMAND.parser().parse_args(["--policy", "reference"])
@@ -33,7 +33,7 @@ def test_sweep_default_variations_come_from_the_package(tmp_path: Path,
     shipped = load_variation_config(REPO / "config" / "variations.yaml")
     # The shipped file names no arm joints; the sweep fills in the world's before any episode.
     assert not shipped.robot_state.joints
-    assert _config(ns).variations == for_world(shipped, world_path("tabletop-pick-v1"), check=False)
+    assert sweep_config(ns).variations == for_world(shipped, world_path("tabletop-pick-v1"), check=False)
 
 
 def test_capture_default_profile_comes_from_the_package(tmp_path: Path,
@@ -164,8 +164,8 @@ def test_register_failures_name_the_file(tmp_path: Path, breakage: str, message:
 
 def test_sweep_takes_a_shipped_hardware_profile_by_name(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from r2s2r_eval.cli.sweep import COMMAND, _config
+    from r2s2r_eval.cli.sweep import COMMAND, sweep_config
 
     monkeypatch.chdir(tmp_path)
     ns = COMMAND.parser().parse_args(["--policy", "reference", "--hardware-profile", "realistic"])
-    assert _config(ns).hardware_profile == str(config_dir() / "emulated_hardware" / "realistic_profile.yaml")
+    assert sweep_config(ns).hardware_profile == str(config_dir() / "emulated_hardware" / "realistic_profile.yaml")

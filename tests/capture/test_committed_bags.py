@@ -25,7 +25,7 @@ from r2s2r_eval.nodes.conversions import (
     rgb_image_to_array,
 )
 from r2s2r_eval.policies.reference.perception import estimate_cube
-from r2s2r_eval.policies.reference.policy import _scene_model
+from r2s2r_eval.policies.reference.policy import scene_model
 from r2s2r_sim.worlds import world_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def _frames(bag: BagReader) -> list[dict[str, object]]:
 
 
 def test_perception_finds_the_cube_where_the_recording_says_it_was() -> None:
-    scene = _scene_model(world_path("tabletop-pick-v1"))
+    scene = scene_model(world_path("tabletop-pick-v1"))
     with BagReader(BAG) as bag:
         frames = _frames(bag)
     errors, undistorted_errors = [], []

@@ -17,8 +17,9 @@ from pathlib import Path  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from r2s2r_capture.real2sim.pipeline import _depth_m, _undistort  # noqa: E402
-from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, measure_marker, write_world  # noqa: E402
+from r2s2r_capture.real2sim.frames import depth_m, undistort  # noqa: E402
+from r2s2r_capture.real2sim.scene_spec import CameraModel  # noqa: E402
+from r2s2r_capture.real2sim.world_writer import TaskSpec, measure_marker, write_world  # noqa: E402
 from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
 from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_sim.cells.emulated_cell import EmulatedCell  # noqa: E402
@@ -37,7 +38,7 @@ def scan() -> dict:
         raw = []
         for _ in range(3):  # a few frames: the depth noise's temporal part averages out in the TSDF
             rgb, depth = cell.render()
-            raw.append((rgb, _depth_m(depth)))
+            raw.append((rgb, depth_m(depth)))
             cell.advance(10)
         pos, quat = cell.camera_pose()
         T = np.eye(4)
@@ -47,7 +48,7 @@ def scan() -> dict:
         K, D = cell.camera_k, cell.profile.camera.distortion.d()
         truth = cell.world.data.site_xpos[cell.world.model.site("target_center").id][:2].copy()
         base = cell.world.base_pose()[0]
-    frames = _undistort(raw, K, D)
+    frames = undistort(raw, K, D)
     cloud = integrate_tsdf(frames, K, [T] * len(frames), voxel=0.004).point_cloud()
     seg = rc.segment_scene(cloud, rc.SegmentConfig(keepout=rc.RobotKeepOut(center=tuple(base))))
     return {"cloud": cloud, "seg": seg, "truth": truth, "K": K, "T": T, "size": raw[0][0].shape[1::-1]}

@@ -19,7 +19,8 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from r2s2r_capture.errors import ReconstructionError  # noqa: E402
-from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, write_world  # noqa: E402
+from r2s2r_capture.real2sim.scene_spec import CameraModel  # noqa: E402
+from r2s2r_capture.real2sim.world_writer import TaskSpec, write_world  # noqa: E402
 from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
 from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics  # noqa: E402

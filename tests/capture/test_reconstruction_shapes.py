@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 from r2s2r_capture.reconstruction.scene import PrimitiveKind, SegmentConfig, segment_scene
-from r2s2r_capture.reconstruction.tsdf import _o3d
+from r2s2r_capture.reconstruction.tsdf import load_open3d
 
 TABLE_Z = 0.75
 STEP = 0.004
@@ -70,7 +70,7 @@ def _box(centre: tuple[float, float], size: tuple[float, float, float], yaw: flo
 
 
 def _segment(*objects: np.ndarray):
-    o3d = _o3d()
+    o3d = load_open3d()
     pts = np.vstack([_table(), *objects])
     pts = pts + RNG.normal(0.0, 0.0005, pts.shape)
     cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pts))

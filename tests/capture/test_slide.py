@@ -22,7 +22,7 @@ import yaml  # noqa: E402
 from r2s2r_capture.errors import CaptureError  # noqa: E402
 from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated  # noqa: E402
 from r2s2r_capture.procedures.slide import Flick, SlideConfig, flick_profile  # noqa: E402
-from r2s2r_capture.real2sim.pipeline import _undistort  # noqa: E402
+from r2s2r_capture.real2sim.frames import undistort  # noqa: E402
 from r2s2r_capture.real2sim.slide import SlideEstimate, estimate_slide, read_slide  # noqa: E402
 from r2s2r_capture.reconstruction import scene as rc  # noqa: E402
 from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
@@ -66,7 +66,7 @@ def flicked(tmp_path_factory: pytest.TempPathFactory) -> dict:
         target = w.data.site_xpos[w.model.site(w.config.task.target_site).id][:2].copy()
 
     def locate(frames: list, near_xy: np.ndarray) -> tuple[np.ndarray, float]:
-        views = _undistort(frames, K, D)
+        views = undistort(frames, K, D)
         cloud = integrate_tsdf(views, K, [T] * len(views), voxel=0.004).point_cloud()
         # As real2sim segments: the base's keep-out and a height limit keep the arm out of the objects.
         seg = rc.segment_scene(

@@ -212,7 +212,9 @@ def test_write_identification_finds_meshes_from_the_robots_folder(
     xml = ARM.read_text().replace(
         "<worldbody>", '<asset><mesh name="m" file="meshes/m.obj"/></asset>\n  <worldbody>', 1
     )
-    with_mesh = dataclasses.replace(result, toolbox={**result.toolbox, "model_xml": xml, "model_dir": robot_dir})
+    with_mesh = dataclasses.replace(
+        result, toolbox={**result.toolbox, "model_xml": xml, "model_dir": robot_dir}
+    )
     monkeypatch.chdir(tmp_path)
     paths = write_identification(with_mesh, tmp_path / "out", report=False)
     assert mujoco.MjModel.from_xml_path(str(paths["mjcf"])).nmesh == 1

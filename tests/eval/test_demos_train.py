@@ -73,10 +73,10 @@ def test_environment_state_is_the_cube_pose(demos: Path) -> None:
 
 
 def test_chunked_targets_stay_in_their_episode() -> None:
-    from r2s2r_eval.learning.train import _Data
+    from r2s2r_eval.learning.train import TrainData
 
     t = np.arange(10, dtype=np.float32)[:, None]
-    d = _Data(
+    d = TrainData(
         images=np.zeros((10, 2, 2, 3), np.uint8),
         states=np.zeros((10, 1), np.float32),
         targets=t,

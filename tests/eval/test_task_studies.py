@@ -76,7 +76,7 @@ def test_closed_loop_task_push_runs_the_push_study(tmp_path: Path, monkeypatch: 
     seen: list[closed_loop.ClosedLoopConfig] = []
     monkeypatch.setattr(closed_loop, "run_closed_loop", seen.append)
     ap = argparse.ArgumentParser()
-    closed_loop._add_arguments(ap)
+    closed_loop.COMMAND.add_arguments(ap)
     ns = ap.parse_args(["--out", str(tmp_path), "--task", "push", "--quick-capture", "--trials", "3"])
     assert closed_loop.cmd_closed_loop(ns) == 0
     study = task_study("push")

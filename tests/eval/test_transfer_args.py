@@ -17,7 +17,7 @@ from r2s2r_eval.studies.task_studies import task_study  # noqa: E402
 
 def _parse(*argv: str) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
-    transfer._add_arguments(ap)
+    transfer.COMMAND.add_arguments(ap)
     return ap.parse_args(list(argv))
 
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 import enum
 import functools
 import os
+import queue
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from io import StringIO
@@ -36,7 +38,7 @@ from rosbags.typesys import Stores, TypesysError, get_types_from_msg, get_typest
 from rosbags.typesys.store import Typestore
 from ruamel.yaml import YAML
 
-from r2s2r_capture.errors import BagError
+from r2s2r_capture.errors import BagError, CaptureError
 
 __all__ = [
     "BagWriter",
@@ -465,9 +467,6 @@ class ThreadedBagWriter:
     """
 
     def __init__(self, writer: BagWriter, *, max_queue: int = 10000) -> None:
-        import queue
-        import threading
-
         if max_queue < 1:
             raise BagError(f"max_queue must be >= 1: got {max_queue}")
         self.writer = writer
@@ -520,8 +519,6 @@ class ThreadedBagWriter:
 
     def close(self) -> None:
         """Drain, close the bag (metadata.yaml written) and report a writer failure."""
-        from r2s2r_capture.errors import CaptureError
-
         if self._closed:
             return
         self._closed = True

@@ -3,17 +3,17 @@ r"""Benchmark of real2sim against the emulated hardware's ground truth.
     python -m r2s2r_capture.bench.real2sim [--world DIR] [--profile P | --random-profile SEED] \
         --out out/bench_real2sim.json
 
-Captures from the emulator (:func:`r2s2r_capture.procedures.session.capture_emulated`) with a hardware profile, runs
-:func:`r2s2r_capture.real2sim.pipeline.real2sim` (which never reads the profile), then compares with the profile and
-the emulated scene: intrinsics (px), reprojection error (px), camera pose (mm, deg), per-object position
-and size (mm), per-parameter identification error (%), and joint-tracking RMSE on a held-out excitation
-(another seed, its own bag) replayed with :func:`r2s2r_capture.real2sim.resim.resim` in the template world (before)
-and in the identified world (after).
+Captures from the emulator (:func:`r2s2r_capture.procedures.session.capture_emulated`) with a hardware
+profile, runs :func:`r2s2r_capture.real2sim.pipeline.real2sim` (which never reads the profile), then compares
+with the profile and the emulated scene: intrinsics (px), reprojection error (px), camera pose (mm, deg),
+per-object position and size (mm), per-parameter identification error (%), and joint-tracking RMSE on a
+held-out excitation (another seed, its own bag) replayed with :func:`r2s2r_capture.real2sim.resim.resim` in
+the template world (before) and in the identified world (after).
 
 Joint damping and servo kv act alike on positions; the reported efforts split them (see
-:mod:`r2s2r_capture.real2sim.pipeline`).  The benchmark scores each, and their sum ("viscous").  A parameter that a
-profile's ``arm_effects`` (compliance, Stribeck friction, backlash) make effective has no counterpart in the
-sim world: it is reported against a reference value and marked ``effective``, not scored.
+:mod:`r2s2r_capture.real2sim.pipeline`).  The benchmark scores each, and their sum ("viscous").  A parameter
+that a profile's ``arm_effects`` (compliance, Stribeck friction, backlash) make effective has no counterpart
+in the sim world: it is reported against a reference value and marked ``effective``, not scored.
 The command delay is scored against the delay the stand-in shows, its latency rounded up to the step or
 driver tick that applies commands (:func:`delay_as_applied`), with the configured latency beside it.
 
@@ -48,10 +48,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mujoco
 import numpy as np
 import yaml
+from r2s2r_sim.hardware.effect_sampling import random_effect_sections
+from r2s2r_sim.hardware.profile import load_hardware_profile
+from r2s2r_sim.hardware.profile_elements import geom_address, model_servo
+from r2s2r_sim.hardware.profile_template import profile_template
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.world.kinematics import subtree_bodies
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.worlds import world_path
+
+from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
+from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
+from r2s2r_capture.real2sim.resim import resim
 
 __all__ = ["TARGETS", "compare", "main", "random_profile", "run_bench"]
 
@@ -102,12 +113,6 @@ class _WorldFacts:
 
 
 def _world_facts(world: str | Path) -> _WorldFacts:
-    import mujoco
-    from r2s2r_sim.hardware.profile_elements import geom_address, model_servo
-    from r2s2r_sim.hardware.profile_template import profile_template
-    from r2s2r_sim.world.sim_world import SimWorld
-    from r2s2r_sim.worlds import world_path
-
     w = SimWorld(world_path(world))
     model, cfg = w.model, w.config
     if cfg.task is None:
@@ -169,8 +174,9 @@ def random_profile(
     """Write a random hardware profile of ``world`` (ranges in the module docstring) to ``out``.
 
     The base is the ideal profile on the bundled world and the world's profile template
-    (:mod:`r2s2r_sim.hardware.profile_template`) on any other.  ``realistic`` adds every sensor, arm and contact
-    effect, drawn by :func:`r2s2r_sim.hardware.effect_sampling.random_effect_sections` from its documented ranges.
+    (:mod:`r2s2r_sim.hardware.profile_template`) on any other.  ``realistic`` adds every sensor, arm and
+    contact effect, drawn by :func:`r2s2r_sim.hardware.effect_sampling.random_effect_sections` from its
+    documented ranges.
     """
     facts = _world_facts(world)
     rng = np.random.default_rng(seed)
@@ -238,8 +244,6 @@ def random_profile(
         }
     }
     if realistic:
-        from r2s2r_sim.hardware.effect_sampling import random_effect_sections
-
         joints = tuple(a.joint for a in facts.arm)
         doc.update(
             random_effect_sections(
@@ -318,7 +322,7 @@ def delay_as_applied(latency_s: float, world_timestep_s: float, effects: Any) ->
 def compare(
     result: Any, profile: Any, truth: dict[str, Any], world: str | Path = DEFAULT_WORLD
 ) -> dict[str, Any]:
-    """Errors of a :class:`~r2s2r_capture.real2sim.pipeline.Real2SimResult` against the profile and scene truth.
+    """Errors of a :class:`~r2s2r_capture.real2sim.pipeline.Real2SimResult` against profile and scene truth.
 
     A parameter the profile leaves out has the world's value as its truth.
     """
@@ -421,12 +425,6 @@ def run_bench(
     ``n_harmonics`` override the capture's default excitation trajectory
     (:class:`~r2s2r_capture.procedures.session.CaptureConfig`).
     """
-    from r2s2r_sim.hardware.profile import load_hardware_profile
-
-    from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
-    from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
-    from r2s2r_capture.real2sim.resim import resim
-
     profile = load_hardware_profile(profile_path)
     exc = CaptureConfig().excitation
     exc = dataclasses.replace(

@@ -27,6 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from r2s2r_sim.ros.dds import use_large_data_transport
+
+from r2s2r_capture.bags.playback import PlayerConfig
+from r2s2r_capture.bags.reader import BagReader
+
 TOPICS = {"/camera/color/image_raw": 30.0, "/camera/depth/image_raw": 30.0, "/joint_states": 500.0}
 
 
@@ -34,7 +39,6 @@ def publish(duration: float, scale: float = 1.0) -> dict[str, int]:
     """Publish the synthetic streams for ``duration`` s; returns the sent count per topic."""
     import rclpy
     import rclpy.duration
-    from r2s2r_sim.ros.dds import use_large_data_transport
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Image, JointState
 
@@ -93,8 +97,6 @@ def _cpu_s(pid: int) -> float:
 
 def run_once(out: Path, duration: float, kill: bool, storage: str = "mcap") -> dict[str, object]:
     """One recorder run; returns sent/bag counts and figures."""
-    from r2s2r_capture.bags.reader import BagReader
-
     env = _env()
     rec = subprocess.Popen(
         [
@@ -168,8 +170,7 @@ def player_timing(bag: Path) -> dict[str, float]:
     import numpy as np
     import rclpy
 
-    from r2s2r_capture.bags.playback import PlayerConfig
-    from r2s2r_capture.ros.player_node import PlayerNode
+    from r2s2r_capture.ros.player_node import PlayerNode  # imports rclpy: only when this part runs
 
     errors: list[float] = []
     rclpy.init()

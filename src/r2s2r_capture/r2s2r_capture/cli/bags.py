@@ -21,7 +21,7 @@ def _ros_args(params: dict[str, Any], remaps: list[str] | None = None) -> list[s
 
 def cmd_record(ns: argparse.Namespace) -> int:
     """Run recorder_node in-process until Ctrl-C/SIGTERM."""
-    from r2s2r_capture.ros import recorder_node  # imports rclpy only when used
+    from r2s2r_capture.ros import recorder_node  # imports rclpy: only when run, `r2s2r --help` needs no DDS
 
     params: dict[str, Any] = {
         "output": ns.output,
@@ -42,7 +42,7 @@ def cmd_record(ns: argparse.Namespace) -> int:
 
 def cmd_play(ns: argparse.Namespace) -> int:
     """Run player_node in-process; returns 0 at the end of the bag."""
-    from r2s2r_capture.ros import player_node
+    from r2s2r_capture.ros import player_node  # imports rclpy: only when run, `r2s2r --help` needs no DDS
 
     params: dict[str, Any] = {
         "bag": ns.bag,

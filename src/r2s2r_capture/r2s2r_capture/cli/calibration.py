@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.cli.main import bad_input
 
+from r2s2r_capture.calibration import camera
+from r2s2r_capture.calibration.charuco import DEFAULT_BOARD, write_board_pdf, write_board_png
 from r2s2r_capture.errors import CalibrationError, IdentificationError, refuse_existing
+from r2s2r_capture.sysid.identify import PARAM_KINDS, SysidConfig, identify
+from r2s2r_capture.sysid.recording import JointRecording
+from r2s2r_capture.sysid.report import write_identification
 
 __all__ = ["register_board", "register_calibrate", "register_sysid"]
 
-# Same as r2s2r_capture.sysid.identify.PARAM_KINDS (a test checks); not imported so `r2s2r --help` stays fast.
-SYSID_KINDS = ("damping", "armature", "frictionloss", "kp")
+SYSID_KINDS = PARAM_KINDS  # what `r2s2r sysid --kinds` offers
 
 
 def _add_board_args(p: argparse.ArgumentParser) -> None:
@@ -27,23 +32,17 @@ def _add_board_args(p: argparse.ArgumentParser) -> None:
 
 
 def _board(ns: argparse.Namespace) -> Any:
-    from r2s2r_capture.calibration.charuco import DEFAULT_BOARD  # keeps `r2s2r --help` light
-
     changes: dict[str, Any] = {}
     if ns.squares is not None:
         changes["squares_x"], changes["squares_y"] = ns.squares
     for field in ("square_m", "marker_m", "dictionary"):
         if getattr(ns, field) is not None:
             changes[field] = getattr(ns, field)
-    import dataclasses
-
     return dataclasses.replace(DEFAULT_BOARD, **changes)
 
 
 def cmd_board(ns: argparse.Namespace) -> int:
     """Write the board PNG (and a PDF next to it with ``--pdf``)."""
-    from r2s2r_capture.calibration.charuco import write_board_pdf, write_board_png
-
     try:
         board = _board(ns)
         png = write_board_png(board, ns.output, px_per_square=ns.px_per_square, margin_px=ns.margin_px)
@@ -57,15 +56,13 @@ def cmd_board(ns: argparse.Namespace) -> int:
 
 def cmd_calibrate(ns: argparse.Namespace) -> int:
     """Calibrate intrinsics from a folder of board views and write CameraInfo YAML."""
-    from r2s2r_capture.calibration import camera as calibration
-
     try:
         refuse_existing(ns.output, CalibrationError)  # fail before the slow part
-        images = calibration.load_images(ns.images_dir)
-        result = calibration.calibrate_intrinsics(
+        images = camera.load_images(ns.images_dir)
+        result = camera.calibrate_intrinsics(
             images, _board(ns), min_views=ns.min_views, min_corners=ns.min_corners
         )
-        out = calibration.write_camera_info_yaml(result, ns.output, camera_name=ns.camera_name)
+        out = camera.write_camera_info_yaml(result, ns.output, camera_name=ns.camera_name)
     except CalibrationError as err:
         return bad_input("calibrate", err)
     K = result.camera_matrix
@@ -81,21 +78,17 @@ def cmd_calibrate(ns: argparse.Namespace) -> int:
 
 def cmd_sysid(ns: argparse.Namespace) -> int:
     """Identify arm dynamics from a recording and write the fitted MJCF, summary and report."""
-    from r2s2r_capture.sysid import identify as sysid
-    from r2s2r_capture.sysid.recording import JointRecording
-    from r2s2r_capture.sysid.report import write_identification
-
     try:
         refuse_existing(ns.output, IdentificationError)
         rec = JointRecording.load_npz(ns.data)
-        config = sysid.SysidConfig(
+        config = SysidConfig(
             joints=tuple(ns.joints) if ns.joints else None,
             kinds=tuple(ns.kinds),
             fit_delay=not ns.no_delay,
             validation_fraction=ns.validation_fraction,
             max_iters=ns.max_iters,
         )
-        result = sysid.identify(ns.model, rec, config)
+        result = identify(ns.model, rec, config)
         paths = write_identification(result, ns.output, report=not ns.no_report)
     except IdentificationError as err:
         return bad_input("sysid", err)

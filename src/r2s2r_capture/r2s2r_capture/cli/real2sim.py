@@ -18,6 +18,9 @@ from r2s2r_capture.errors import (
     ReconstructionError,
     refuse_existing,
 )
+from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
+from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
+from r2s2r_capture.real2sim.resim import resim
 
 __all__ = ["register_capture", "register_real2sim", "register_resim"]
 
@@ -29,8 +32,6 @@ _INTERFACE_HELP = (
 
 def cmd_capture(ns: argparse.Namespace) -> int:
     """Record the capture procedure from the emulated hardware (in-process) into a bag."""
-    from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
-
     if not ns.emulated:
         print(
             "r2s2r capture: only --emulated is implemented; on a real cell record the phases with "
@@ -58,8 +59,6 @@ def cmd_capture(ns: argparse.Namespace) -> int:
 
 def cmd_real2sim(ns: argparse.Namespace) -> int:
     """Calibrate, reconstruct and identify a world from capture bag(s)."""
-    from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
-
     try:
         refuse_existing(ns.output, ReconstructionError)
         same = ("camera", "interface", "max_iters", "world_id")
@@ -74,8 +73,6 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
 
 def cmd_resim(ns: argparse.Namespace) -> int:
     """Replay a bag's commands in a world and report the divergence."""
-    from r2s2r_capture.real2sim.resim import resim
-
     try:
         result = resim(ns.bag, ns.world, delay_s=ns.delay)
         print(result.summary())

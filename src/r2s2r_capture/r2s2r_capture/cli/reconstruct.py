@@ -13,9 +13,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import yaml
 from r2s2r_sim.cli.main import bad_input
+from r2s2r_sim.world.config import load_world_config
 
 from r2s2r_capture.errors import ReconstructionError, refuse_existing
+from r2s2r_capture.real2sim.scene_spec import CameraModel
+from r2s2r_capture.real2sim.world_writer import TaskSpec, write_world
+from r2s2r_capture.reconstruction import scene as rc
+from r2s2r_capture.reconstruction.scene import PrimitiveKind
+from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
 
 __all__ = ["cmd_reconstruct", "main", "register_reconstruct"]
 
@@ -23,8 +31,6 @@ _NPZ_KEYS = ("rgb", "depth", "K", "poses")
 
 
 def _load_frames(path: str) -> dict[str, Any]:
-    import numpy as np
-
     try:
         with np.load(path, allow_pickle=False) as npz:
             missing = [k for k in _NPZ_KEYS if k not in npz.files]
@@ -43,8 +49,6 @@ def _load_frames(path: str) -> dict[str, Any]:
 
 
 def _pick_task(objects: tuple, object_name: str | None, target_name: str | None) -> tuple[str, str]:
-    from r2s2r_capture.reconstruction.scene import PrimitiveKind
-
     if len(objects) < 2:
         raise ReconstructionError(
             f"objects: found {len(objects)} object(s) on the table, need a task object and a target; "
@@ -60,12 +64,6 @@ def _pick_task(objects: tuple, object_name: str | None, target_name: str | None)
 
 def cmd_reconstruct(ns: argparse.Namespace) -> int:
     """Fuse, segment and write the world; prints one line per object."""
-    import numpy as np
-
-    from r2s2r_capture.real2sim.world_writer import CameraModel, TaskSpec, write_world
-    from r2s2r_capture.reconstruction import scene as rc
-    from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
-
     try:
         refuse_existing(ns.output, ReconstructionError)  # fail before the slow part
         t0 = time.perf_counter()
@@ -89,8 +87,6 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
         if ns.keepout is not None:
             keepout = rc.RobotKeepOut(center=tuple(ns.keepout[:3]), radius=ns.keepout_radius)
         else:
-            from r2s2r_sim.world.config import load_world_config
-
             attach = load_world_config(ns.template).robot.attach
             if attach.site is None:
                 keepout = rc.RobotKeepOut(center=attach.pos, radius=ns.keepout_radius)
@@ -130,8 +126,6 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
 
 
 def _object_body(world_dir: Path) -> str:
-    import yaml
-
     return str(yaml.safe_load((world_dir / "world.yaml").read_text(encoding="utf-8"))["task"]["object_body"])
 
 

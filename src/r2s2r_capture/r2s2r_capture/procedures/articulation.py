@@ -29,6 +29,7 @@ from typing import Any
 import mujoco
 import numpy as np
 from r2s2r_sim.ranges import check_fields, within
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_capture.errors import CaptureError
 from r2s2r_capture.procedures.phase_hooks import PhaseHooks, ik_path
@@ -107,8 +108,6 @@ def record_articulation(arm: Any, cfg: ArticulationConfig, hooks: PhaseHooks) ->
     Returns:
         The drawer joint's truth (for benchmarks; never written into the bag).
     """
-    from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
-
     marker, command, hold = hooks.marker, hooks.command, hooks.hold
     frames, gripper = hooks.frames, hooks.gripper
     world = arm.world

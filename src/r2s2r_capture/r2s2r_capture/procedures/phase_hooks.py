@@ -1,8 +1,9 @@
 """What a scripted capture phase drives the emulated arm and the bag with.
 
 The articulation and slide phases (:mod:`r2s2r_capture.procedures.articulation`,
-:mod:`r2s2r_capture.procedures.slide`) script the arm; :func:`r2s2r_capture.procedures.session.capture_emulated` hands
-them these callbacks, which advance the emulator and write what a real driver and camera would publish.
+:mod:`r2s2r_capture.procedures.slide`) script the arm;
+:func:`r2s2r_capture.procedures.session.capture_emulated` hands them these callbacks, which advance the
+emulator and write what a real driver and camera would publish.
 """
 
 from __future__ import annotations

@@ -21,15 +21,16 @@ Topics and types are those of the real interface (``config/interface.yaml``): ``
 profile's factory ``K``, ``D``; real2sim takes only the image size from it and calibrates from the board).
 
 **Why in-process.**  The emulator core (:class:`r2s2r_sim.hardware.emulated_arm.EmulatedArm` and its
-:class:`~r2s2r_sim.hardware.emulated_camera.DistortedRgbdCamera`) is stepped directly and the bag is written with
-:class:`~r2s2r_capture.bags.writer.BagWriter`: deterministic, faster than real time, and the same bytes the
-ROS path would record (``r2s2r record`` against ``emulated_hardware_node``, covered by the recorder tests).
-Time stamps are the emulator's clock.  On a real cell the same phases are recorded with ``r2s2r record``
-while the operator moves the board and a script sends the excitation commands.
+:class:`~r2s2r_sim.hardware.emulated_camera.DistortedRgbdCamera`) is stepped directly and the bag is written
+with :class:`~r2s2r_capture.bags.writer.BagWriter`: deterministic, faster than real time, and the same bytes
+the ROS path would record (``r2s2r record`` against ``emulated_hardware_node``, covered by the recorder
+tests).  Time stamps are the emulator's clock.  On a real cell the same phases are recorded with ``r2s2r
+record`` while the operator moves the board and a script sends the excitation commands.
 
 The board exists in the emulated world through a *capture variant* of the world: a copy of the world folder
-whose scene gains a textured ``plane`` geom on a mocap body (no collisions); the hardware profile is applied
-to the variant exactly as to the original world.
+whose scene gains a textured ``plane`` geom on a mocap body (no collisions,
+:mod:`r2s2r_capture.procedures.emulated_board`); the hardware profile is applied to the variant exactly as
+to the original world.
 """
 
 from __future__ import annotations
@@ -45,14 +46,27 @@ from typing import Any
 
 import mujoco
 import numpy as np
+from r2s2r_sim.errors import WorldError
+from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
+from r2s2r_sim.interface import load_interface
 
 from r2s2r_capture.bags.messages import BagMessages
 from r2s2r_capture.bags.writer import BagWriter, offered_qos
-from r2s2r_capture.calibration.charuco import CharucoBoardSpec, board_pose_in_plane_geom, write_board_png
+from r2s2r_capture.calibration.charuco import CharucoBoardSpec, board_pose_in_plane_geom
 from r2s2r_capture.errors import CaptureError, refuse_existing
-from r2s2r_capture.procedures.articulation import ARTICULATION_PHASE, ArticulationConfig
+from r2s2r_capture.procedures.articulation import ARTICULATION_PHASE, ArticulationConfig, record_articulation
+from r2s2r_capture.procedures.emulated_board import (
+    BOARD_BODY,
+    BOARD_LIFT,
+    BOARD_PARKED,
+    board_world,
+    held_board_poses,
+    matrix_quat,
+    rotation,
+)
 from r2s2r_capture.procedures.phase_hooks import PhaseHooks
-from r2s2r_capture.procedures.slide import SLIDE_PHASE, SlideConfig
+from r2s2r_capture.procedures.slide import SLIDE_PHASE, SlideConfig, record_slide
 from r2s2r_capture.sysid.recording import (
     ExcitationConfig,
     excitation_centre,
@@ -77,9 +91,6 @@ PHASES = ("board_intrinsics", "board_known_pose", "scene", "excitation")
 # An A3 print: 7 x 5 squares of 6 cm (42 x 30 cm).  Bigger squares than the A4 default board, so that the
 # board still has ~30 px squares lying on the table ~1 m from the camera.
 CAPTURE_BOARD = CharucoBoardSpec(squares_x=7, squares_y=5, square_m=0.06, marker_m=0.045)
-_BOARD_BODY = "r2s2r_capture_board"
-_BOARD_PARKED = np.array([0.0, 0.0, -5.0])  # below the floor: out of every view
-_BOARD_LIFT = 0.0005  # m above the table top (no z-fighting)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -191,8 +202,6 @@ def topic_names(camera: str, interface: str = "") -> dict[str, tuple[str, str]]:
     Raises:
         InterfaceError: unknown profile or unreadable interface file.
     """
-    from r2s2r_sim.interface import load_interface
-
     iface = load_interface(interface)
     names = {}
     for key in _CAPTURE_TOPICS:
@@ -200,47 +209,6 @@ def topic_names(camera: str, interface: str = "") -> dict[str, tuple[str, str]]:
         names[key] = (iface.topic(key, camera if spec.per_camera else None), spec.type)
     names["phase"] = (PHASE_TOPIC, "std_msgs/msg/String")
     return names
-
-
-# ------------------------------------------------------------------------------------------- world
-
-
-def _board_editor(texture: Path, board: CharucoBoardSpec) -> Callable[[mujoco.MjSpec], None]:
-    def edit(spec: mujoco.MjSpec) -> None:
-        spec.add_texture(name=_BOARD_BODY, type=mujoco.mjtTexture.mjTEXTURE_2D, file=str(texture))
-        mat = spec.add_material(name=_BOARD_BODY, specular=0.0, shininess=0.0)
-        mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = _BOARD_BODY
-        body = spec.worldbody.add_body(name=_BOARD_BODY, mocap=True, pos=_BOARD_PARKED)
-        w, h = board.size_m
-        body.add_geom(
-            name=_BOARD_BODY,
-            type=mujoco.mjtGeom.mjGEOM_PLANE,
-            size=[w / 2, h / 2, 0.01],
-            material=_BOARD_BODY,
-            contype=0,
-            conaffinity=0,
-        )
-
-    return edit
-
-
-def _capture_variant(world: str | Path, board: CharucoBoardSpec, root: Path) -> Path:
-    """Copy the world folder to ``root/world`` and add the board (texture + mocap plane) to its scene."""
-    from r2s2r_sim.world.config import load_world_config
-    from r2s2r_sim.worlds import world_path
-
-    src = world_path(world)
-    dst = root / "world"
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-    cfg = load_world_config(dst)
-    scene_path = Path(cfg.scene)
-    write_board_png(board, scene_path.parent / f"{_BOARD_BODY}.png", px_per_square=160)
-    texture = Path(f"{_BOARD_BODY}.png")  # relative to the scene file: stays inside the world folder
-    spec = mujoco.MjSpec.from_file(str(scene_path))
-    _board_editor(texture, board)(spec)
-    spec.compile()
-    scene_path.write_text(spec.to_xml(), encoding="utf-8")
-    return dst
 
 
 # ------------------------------------------------------------------------------------------- messages
@@ -251,8 +219,6 @@ class _Msgs(BagMessages):
 
     def __init__(self, bag: BagWriter, camera: str, interface: str) -> None:
         super().__init__(bag)
-        from r2s2r_sim.interface import load_interface
-
         iface = load_interface(interface)
         names = topic_names(camera, interface)
         for key, (name, msgtype) in names.items():
@@ -271,51 +237,6 @@ class _Msgs(BagMessages):
     def phase(self, t_ns: int, phase: str, event: str, **extra: Any) -> None:
         """A phase marker: JSON ``{"phase", "event", ...}`` on the phase topic."""
         self.string("phase", t_ns, json.dumps({"phase": phase, "event": event, **extra}, sort_keys=True))
-
-
-# ------------------------------------------------------------------------------------------- poses
-
-
-def _rot(axis: str, a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    if axis == "x":
-        return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
-    if axis == "y":
-        return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-
-
-def _quat(R: np.ndarray) -> np.ndarray:
-    q = np.empty(4)
-    mujoco.mju_mat2Quat(q, np.ascontiguousarray(R, dtype=np.float64).ravel())
-    return q
-
-
-def _held_board_poses(
-    board: CharucoBoardSpec, K: np.ndarray, size: tuple[int, int], n: int, rng: np.random.Generator
-) -> list[np.ndarray]:
-    """``T_camera_board`` of ``n`` hand-held views: 0.45-0.8 m away, tilted, spread over the image."""
-    w_m, h_m = board.size_m
-    width, height = size
-    poses = []
-    for i in range(n):
-        tilt = math.radians(15 + 25 * rng.random())
-        ax, ay = (tilt, 0.3 * tilt) if i % 2 else (0.3 * tilt, tilt)
-        R = (
-            _rot("z", rng.uniform(-0.4, 0.4))
-            @ _rot("x", ax * rng.choice([-1, 1]))
-            @ _rot("y", ay * rng.choice([-1, 1]))
-        )
-        d = rng.uniform(0.55, 0.9)
-        # Board centre at a pixel spread over the image (the corners reach the borders in some views).
-        u = width / 2 + rng.uniform(-0.2, 0.2) * width
-        v = height / 2 + rng.uniform(-0.2, 0.2) * height
-        centre = d * np.array([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], 1.0])
-        T = np.eye(4)
-        T[:3, :3] = R
-        T[:3, 3] = centre - R @ np.array([w_m / 2, h_m / 2, 0.0])  # board origin is its top-left corner
-        poses.append(T)
-    return poses
 
 
 # ------------------------------------------------------------------------------------------- capture
@@ -341,17 +262,13 @@ def capture_emulated(
     Raises:
         CaptureError: the output exists or the emulator cannot be built (message says why).
     """
-    from r2s2r_sim.errors import WorldError
-    from r2s2r_sim.hardware.emulated_arm import EmulatedArm
-    from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
-
     cfg = config or CaptureConfig()
     out = refuse_existing(output, CaptureError)
     say = progress or (lambda _line: None)
     with tempfile.TemporaryDirectory(prefix="r2s2r-capture-") as tmp:
         try:
             prof = load_hardware_profile(profile)
-            variant = _capture_variant(world, cfg.board, Path(tmp))
+            variant = board_world(world, cfg.board, Path(tmp))
             arm = EmulatedArm(variant, prof, seed=cfg.seed)
         except (HardwareProfileError, WorldError, ValueError) as err:
             raise CaptureError(f"emulated hardware cannot be built: {err}") from err
@@ -363,205 +280,213 @@ def capture_emulated(
 
 
 def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None]) -> CaptureSummary:
-    world = arm.world
-    model, data = world.model, world.data
-    cam = arm.profile.camera
-    K_factory, D_factory = cam.intrinsics.k(), cam.distortion.d()
-    board_id = model.body(_BOARD_BODY).id
-    mocap = int(model.body_mocapid[board_id])
-    geom_in_board = np.linalg.inv(board_pose_in_plane_geom(cfg.board))
-    names = list(world.joint_names)
-    arm_names = list(world.arm_joint_names)
-    frame_id = arm.camera_frame_id
-    js_dt = 1.0 / arm.profile.driver.joint_state_rate_hz
-    cam_dt = 1.0 / cam.rate_hz
-    rng = np.random.default_rng(cfg.seed)
-
-    def ns() -> int:
-        return 1_000_000_000 + int(round(arm.clock * 1e9))  # 1 s offset: no zero stamps
-
+    """Record the phases in order into a new bag at ``out``; the counts written and the emulator's truth."""
     with BagWriter(out) as bag, arm.camera_renderer() as renderer:
-        msgs = _Msgs(bag, cam.name, cfg.interface)
-
-        def publish_state() -> None:
-            q, qd, e = arm.joint_state()
-            msgs.joint_state(ns(), names, q, qd, e)
-
-        def hold(seconds: float) -> None:
-            steps = max(1, int(round(seconds / arm.dt)))
-            every = max(1, int(round(js_dt / arm.dt)))
-            for k in range(steps):
-                arm.advance(1)
-                if k % every == 0:
-                    publish_state()
-
-        def place_board(T_world_board: np.ndarray | None) -> None:
-            if T_world_board is None:
-                data.mocap_pos[mocap] = _BOARD_PARKED
-                data.mocap_quat[mocap] = (1.0, 0.0, 0.0, 0.0)
-            else:
-                T_geom = T_world_board @ geom_in_board
-                data.mocap_pos[mocap] = T_geom[:3, 3]
-                data.mocap_quat[mocap] = _quat(T_geom[:3, :3])
-            mujoco.mj_forward(model, data)
-
-        def frame(depth_too: bool) -> None:
-            rgb, depth = renderer.render(data)
-            t = ns()
-            msgs.camera_info(t, frame_id, cam.width, cam.height, K_factory, D_factory)
-            msgs.image("color_image", t, frame_id, rgb, "rgb8")
-            if depth_too:
-                msgs.image("depth_image", t, frame_id, depth.astype(np.uint16), "16UC1")
-
-        msgs.array("gripper_command", ns(), np.array([float(world.gripper_command or 0.0)]))
-        publish_state()
-        pos, quat = world.camera_pose(cam.name)
-        T_world_camera = np.eye(4)
-        R = np.empty(9)
-        mujoco.mju_quat2Mat(R, quat)
-        T_world_camera[:3, :3], T_world_camera[:3, 3] = R.reshape(3, 3), pos
-
-        # 1. hand-held board views (the mocap board stands in for the person holding it)
-        msgs.phase(ns(), "board_intrinsics", "start", board=board_to_json(cfg.board))
-        for T_cb in _held_board_poses(
-            cfg.board, K_factory, (cam.width, cam.height), cfg.n_intrinsics_views, rng
-        ):
-            place_board(T_world_camera @ T_cb)
-            frame(depth_too=False)
-            hold(max(cam_dt, 0.2))
-        msgs.phase(ns(), "board_intrinsics", "end")
-        say(f"board_intrinsics: {cfg.n_intrinsics_views} hand-held board views")
-
-        # 2. board flat on the table at known poses
-        for i, (x, y, yaw) in enumerate(cfg.known_board_poses):
-            T_world_geom = np.eye(4)
-            T_world_geom[:3, :3] = _rot("z", yaw)
-            T_world_geom[:3, 3] = (x, y, cfg.table_top_z + _BOARD_LIFT)
-            T_world_board = T_world_geom @ board_pose_in_plane_geom(cfg.board)
-            place_board(T_world_board)
-            msgs.phase(
-                ns(),
-                "board_known_pose",
-                "start",
-                board=board_to_json(cfg.board),
-                index=i,
-                T_world_board=T_world_board.round(9).tolist(),
-            )
-            frame(depth_too=False)
-            hold(cam_dt)
-            msgs.phase(ns(), "board_known_pose", "end", index=i)
-        say(f"board_known_pose: {len(cfg.known_board_poses)} placements on the table")
-
-        # 3. the scene, board removed
-        place_board(None)
-        hold(cfg.settle_s)
-        msgs.phase(ns(), "scene", "start")
-        for _ in range(cfg.n_scene_frames):
-            frame(depth_too=True)
-            hold(cam_dt)
-        msgs.phase(ns(), "scene", "end")
-        say(f"scene: {cfg.n_scene_frames} RGB-D frames")
-        truth = _scene_truth(arm)
-
-        # 4. excitation
-        home = world.joint_state()[0][[names.index(n) for n in arm_names]]
-        centre = excitation_centre(model, arm_names, home)
-        t_cmd, q_cmd = excitation_trajectory(model, arm_names, cfg.excitation, seed=cfg.seed, center=centre)
-        cmd_steps = max(1, int(round(1.0 / cfg.excitation.rate_hz / arm.dt)))
-        every = max(1, int(round(js_dt / arm.dt)))
-
-        def send(commands: np.ndarray) -> None:
-            step = 0
-            for target in commands:
-                arm.submit_arm(target)
-                msgs.array("arm_command", ns(), target)
-                for _ in range(cmd_steps):
-                    arm.advance(1)
-                    step += 1
-                    if step % every == 0:
-                        publish_state()
-
-        # Off home, a smooth move at half the excitation's velocity bound, outside the excitation phase.
-        def move(start: np.ndarray, end: np.ndarray) -> None:
-            moves = move_commands(start, end, cfg.excitation.rate_hz, 0.5 * cfg.excitation.max_velocity)
-            if len(moves):
-                send(moves)
-                hold(0.5)
-
-        move(home, centre)
-        msgs.phase(ns(), "excitation", "start", rate_hz=cfg.excitation.rate_hz)
-        send(q_cmd)
-        hold(0.5)  # the last commands arrive after the latency
-        msgs.phase(ns(), "excitation", "end")
-        if np.any(centre != home):  # the phases that follow start near where the capture did
-            move(q_cmd[-1], home)
-        say(
-            f"excitation: {len(t_cmd)} commands over {t_cmd[-1]:.1f} s, "
-            f"{msgs.counts['joint_states']} joint states"
-        )
-        task = world.config.task
+        c = _Capture(arm, cfg, _Msgs(bag, arm.profile.camera.name, cfg.interface), renderer)
+        c.msgs.array("gripper_command", c.ns(), np.array([float(arm.world.gripper_command or 0.0)]))
+        c.publish_state()
+        _record_board(c, say)
+        truth = _record_scene(c, say)
+        _record_excitation(c, say)
+        task = arm.world.config.task
         kind = None if task is None else task.type.value
-
-        def hooks(phase: str, rate_hz: float) -> PhaseHooks:
-            return _phase_hooks(
-                arm, msgs, ns, hold, frame, publish_state, cam_dt, phase=phase, rate_hz=rate_hz
-            )
-
         if kind == "drawer":
-            from r2s2r_capture.procedures.articulation import record_articulation
-
             acfg = cfg.articulation
             truth["articulation"] = record_articulation(
-                arm, acfg, hooks(ARTICULATION_PHASE, acfg.command_rate_hz)
+                arm, acfg, c.hooks(ARTICULATION_PHASE, acfg.command_rate_hz)
             )
             say("articulation: drawer opened by the arm, hooked and free passes")
         elif kind == "push" and cfg.slide is not None:
-            from r2s2r_capture.procedures.slide import record_slide
-
-            truth["slide"] = record_slide(arm, cfg.slide, hooks(SLIDE_PHASE, cfg.slide.command_rate_hz))
+            truth["slide"] = record_slide(arm, cfg.slide, c.hooks(SLIDE_PHASE, cfg.slide.command_rate_hz))
             n = len(cfg.slide.flicks)
             say(f"slide: {n} flick(s) of the {task.object_body}, views before and after")
-        counts = dict(msgs.counts)
+        counts = dict(c.msgs.counts)
     return CaptureSummary(bag=out, counts=counts, truth=truth)
 
 
-def _phase_hooks(
-    arm: Any,
-    msgs: _Msgs,
-    ns: Callable[[], int],
-    hold: Callable[[float], None],
-    frame: Callable[[bool], None],
-    publish_state: Callable[[], None],
-    cam_dt: float,
-    *,
-    phase: str,
-    rate_hz: float,
-) -> PhaseHooks:
-    """Callbacks a scripted phase drives arm and bag with (joint states at one offset in every command)."""
-    cmd_steps = max(1, int(round(1.0 / rate_hz / arm.dt)))
-    every = max(1, int(round(1.0 / arm.profile.driver.joint_state_rate_hz / arm.dt)))
+class _Capture:
+    """What every phase drives and writes: the emulated arm, its camera and board, and the bag's messages.
 
-    def command(q: np.ndarray) -> None:
-        arm.submit_arm(q)
-        msgs.array("arm_command", ns(), q)
-        for k in range(cmd_steps):
-            arm.advance(1)
-            if (k + 1) % every == 0:
-                publish_state()
+    Stamps are the emulator's clock; joint states go out at the driver's rate while the arm moves.
+    """
 
-    def frames(n: int) -> None:
-        for _ in range(n):
-            frame(True)
-            hold(cam_dt)
+    def __init__(self, arm: Any, cfg: CaptureConfig, msgs: _Msgs, renderer: Any) -> None:
+        self.arm, self.cfg, self.msgs, self.renderer = arm, cfg, msgs, renderer
+        world = arm.world
+        self.world, self.model, self.data = world, world.model, world.data
+        self.cam = arm.profile.camera
+        self.K_factory, self.D_factory = self.cam.intrinsics.k(), self.cam.distortion.d()
+        self.mocap = int(self.model.body_mocapid[self.model.body(BOARD_BODY).id])
+        self.geom_in_board = np.linalg.inv(board_pose_in_plane_geom(cfg.board))
+        self.names = list(world.joint_names)
+        self.frame_id = arm.camera_frame_id
+        self.js_dt = 1.0 / arm.profile.driver.joint_state_rate_hz
+        self.cam_dt = 1.0 / self.cam.rate_hz
 
-    def marker(part: str, event: str, **extra: Any) -> None:
-        msgs.phase(ns(), phase, event, part=part, **extra)
+    def ns(self) -> int:
+        """The emulator's clock as a bag stamp (ns), offset by 1 s: no zero stamps."""
+        return 1_000_000_000 + int(round(self.arm.clock * 1e9))
 
-    def gripper(value: float) -> None:
-        arm.submit_gripper(value)
-        msgs.array("gripper_command", ns(), np.array([value]))
+    def publish_state(self) -> None:
+        """One joint state message, now."""
+        q, qd, e = self.arm.joint_state()
+        self.msgs.joint_state(self.ns(), self.names, q, qd, e)
 
-    return PhaseHooks(marker=marker, command=command, hold=hold, frames=frames, gripper=gripper)
+    def hold(self, seconds: float) -> None:
+        """Let the emulator run for ``seconds``, publishing joint states at the driver's rate."""
+        steps = max(1, int(round(seconds / self.arm.dt)))
+        every = max(1, int(round(self.js_dt / self.arm.dt)))
+        for k in range(steps):
+            self.arm.advance(1)
+            if k % every == 0:
+                self.publish_state()
+
+    def place_board(self, T_world_board: np.ndarray | None) -> None:
+        """Move the mocap board to ``T_world_board`` (None: parked out of view)."""
+        data = self.data
+        if T_world_board is None:
+            data.mocap_pos[self.mocap] = BOARD_PARKED
+            data.mocap_quat[self.mocap] = (1.0, 0.0, 0.0, 0.0)
+        else:
+            T_geom = T_world_board @ self.geom_in_board
+            data.mocap_pos[self.mocap] = T_geom[:3, 3]
+            data.mocap_quat[self.mocap] = matrix_quat(T_geom[:3, :3])
+        mujoco.mj_forward(self.model, data)
+
+    def frame(self, depth_too: bool) -> None:
+        """One camera frame: its CameraInfo (the factory K, D), colour and, with ``depth_too``, depth."""
+        cam, frame_id = self.cam, self.frame_id
+        rgb, depth = self.renderer.render(self.data)
+        t = self.ns()
+        self.msgs.camera_info(t, frame_id, cam.width, cam.height, self.K_factory, self.D_factory)
+        self.msgs.image("color_image", t, frame_id, rgb, "rgb8")
+        if depth_too:
+            self.msgs.image("depth_image", t, frame_id, depth.astype(np.uint16), "16UC1")
+
+    def hooks(self, phase: str, rate_hz: float) -> PhaseHooks:
+        """Callbacks a scripted phase drives arm and bag with (joint states at one offset per command)."""
+        arm, msgs = self.arm, self.msgs
+        cmd_steps = max(1, int(round(1.0 / rate_hz / arm.dt)))
+        every = max(1, int(round(self.js_dt / arm.dt)))
+
+        def command(q: np.ndarray) -> None:
+            arm.submit_arm(q)
+            msgs.array("arm_command", self.ns(), q)
+            for k in range(cmd_steps):
+                arm.advance(1)
+                if (k + 1) % every == 0:
+                    self.publish_state()
+
+        def frames(n: int) -> None:
+            for _ in range(n):
+                self.frame(True)
+                self.hold(self.cam_dt)
+
+        def marker(part: str, event: str, **extra: Any) -> None:
+            msgs.phase(self.ns(), phase, event, part=part, **extra)
+
+        def gripper(value: float) -> None:
+            arm.submit_gripper(value)
+            msgs.array("gripper_command", self.ns(), np.array([value]))
+
+        return PhaseHooks(marker=marker, command=command, hold=self.hold, frames=frames, gripper=gripper)
+
+
+def _record_board(c: _Capture, say: Callable[[str], None]) -> None:
+    """Phases 1 and 2: the board hand-held in front of the camera, then flat on the table at known poses.
+
+    The mocap board stands in for the person holding it; each known pose goes into its start marker.
+    """
+    cfg, cam, msgs = c.cfg, c.cam, c.msgs
+    rng = np.random.default_rng(cfg.seed)
+    pos, q = c.world.camera_pose(cam.name)
+    T_world_camera = np.eye(4)
+    R = np.empty(9)
+    mujoco.mju_quat2Mat(R, q)
+    T_world_camera[:3, :3], T_world_camera[:3, 3] = R.reshape(3, 3), pos
+
+    msgs.phase(c.ns(), "board_intrinsics", "start", board=board_to_json(cfg.board))
+    for T_cb in held_board_poses(
+        cfg.board, c.K_factory, (cam.width, cam.height), cfg.n_intrinsics_views, rng
+    ):
+        c.place_board(T_world_camera @ T_cb)
+        c.frame(depth_too=False)
+        c.hold(max(c.cam_dt, 0.2))
+    msgs.phase(c.ns(), "board_intrinsics", "end")
+    say(f"board_intrinsics: {cfg.n_intrinsics_views} hand-held board views")
+
+    for i, (x, y, yaw) in enumerate(cfg.known_board_poses):
+        T_world_geom = np.eye(4)
+        T_world_geom[:3, :3] = rotation("z", yaw)
+        T_world_geom[:3, 3] = (x, y, cfg.table_top_z + BOARD_LIFT)
+        T_world_board = T_world_geom @ board_pose_in_plane_geom(cfg.board)
+        c.place_board(T_world_board)
+        msgs.phase(
+            c.ns(),
+            "board_known_pose",
+            "start",
+            board=board_to_json(cfg.board),
+            index=i,
+            T_world_board=T_world_board.round(9).tolist(),
+        )
+        c.frame(depth_too=False)
+        c.hold(c.cam_dt)
+        msgs.phase(c.ns(), "board_known_pose", "end", index=i)
+    say(f"board_known_pose: {len(cfg.known_board_poses)} placements on the table")
+
+
+def _record_scene(c: _Capture, say: Callable[[str], None]) -> dict[str, Any]:
+    """Phase 3: RGB-D frames of the scene, board removed; returns the scene's truth at that moment."""
+    c.place_board(None)
+    c.hold(c.cfg.settle_s)
+    c.msgs.phase(c.ns(), "scene", "start")
+    for _ in range(c.cfg.n_scene_frames):
+        c.frame(depth_too=True)
+        c.hold(c.cam_dt)
+    c.msgs.phase(c.ns(), "scene", "end")
+    say(f"scene: {c.cfg.n_scene_frames} RGB-D frames")
+    return _scene_truth(c.arm)
+
+
+def _record_excitation(c: _Capture, say: Callable[[str], None]) -> None:
+    """Phase 4: the excitation about its centre, reached from home and left for home outside the phase."""
+    arm, model, msgs, exc = c.arm, c.model, c.msgs, c.cfg.excitation
+    arm_names = list(c.world.arm_joint_names)
+    home = c.world.joint_state()[0][[c.names.index(n) for n in arm_names]]
+    centre = excitation_centre(model, arm_names, home)
+    t_cmd, q_cmd = excitation_trajectory(model, arm_names, exc, seed=c.cfg.seed, center=centre)
+    cmd_steps = max(1, int(round(1.0 / exc.rate_hz / arm.dt)))
+    every = max(1, int(round(c.js_dt / arm.dt)))
+
+    def send(commands: np.ndarray) -> None:
+        step = 0
+        for target in commands:
+            arm.submit_arm(target)
+            msgs.array("arm_command", c.ns(), target)
+            for _ in range(cmd_steps):
+                arm.advance(1)
+                step += 1
+                if step % every == 0:
+                    c.publish_state()
+
+    # Off home, a smooth move at half the excitation's velocity bound, outside the excitation phase.
+    def move(start: np.ndarray, end: np.ndarray) -> None:
+        moves = move_commands(start, end, exc.rate_hz, 0.5 * exc.max_velocity)
+        if len(moves):
+            send(moves)
+            c.hold(0.5)
+
+    move(home, centre)
+    msgs.phase(c.ns(), "excitation", "start", rate_hz=exc.rate_hz)
+    send(q_cmd)
+    c.hold(0.5)  # the last commands arrive after the latency
+    msgs.phase(c.ns(), "excitation", "end")
+    if np.any(centre != home):  # the phases that follow start near where the capture did
+        move(q_cmd[-1], home)
+    say(
+        f"excitation: {len(t_cmd)} commands over {t_cmd[-1]:.1f} s, "
+        f"{msgs.counts['joint_states']} joint states"
+    )
 
 
 def _scene_truth(arm: Any) -> dict[str, Any]:
@@ -578,7 +503,7 @@ def _scene_truth(arm: Any) -> dict[str, Any]:
         yaw = 2.0 * math.atan2(xquat[3], xquat[0])
         # Extents of the visible box and mesh geoms in the body's yaw frame (the bodies here are only
         # yawed); a mesh's bounding box in its own frame is ``geom_aabb`` (centre, half sizes).
-        Rz = _rot("z", yaw)
+        Rz = rotation("z", yaw)
         lo_b, hi_b = np.full(3, np.inf), np.full(3, -np.inf)
         shapes = (int(mujoco.mjtGeom.mjGEOM_BOX), int(mujoco.mjtGeom.mjGEOM_MESH))
         for g in range(model.ngeom):

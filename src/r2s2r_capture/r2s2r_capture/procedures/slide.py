@@ -29,6 +29,7 @@ from typing import Any
 import mujoco
 import numpy as np
 from r2s2r_sim.ranges import check_fields, within
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_capture.errors import CaptureError
 from r2s2r_capture.procedures.phase_hooks import PhaseHooks, ik_path
@@ -164,8 +165,6 @@ def record_slide(arm: Any, cfg: SlideConfig, hooks: PhaseHooks) -> dict[str, Any
     Raises:
         CaptureError: the world has no free task object or no tool site, or the arm cannot reach a point.
     """
-    from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
-
     world = arm.world
     tcfg, model, data = world.config, world.model, world.data
     task, prefix = tcfg.task, tcfg.robot.prefix

@@ -119,7 +119,6 @@ def _read(bags: Sequence[Path], names: dict[str, tuple[str, str]], arm_joints: S
 
 def _read_bag(bag: Path, names: dict[str, tuple[str, str]], arm_joints: Sequence[str], out: _Phase) -> None:
     """One bag's articulation phase; ``names``: the capture's topics (``capture.topic_names``)."""
-
     color, depth = names["color_image"][0], names["depth_image"][0]
     joint_states, arm_command = names["joint_states"][0], names["arm_command"][0]
 
@@ -254,7 +253,6 @@ def _plateau_forces(phase: _Phase, kin: Any, axis: np.ndarray) -> tuple[np.ndarr
 
 def _template_joint(template_dir: Path) -> tuple[Any, str, np.ndarray, float, np.ndarray]:
     """The template world, its joint's name, the handle's colour, the joint's range end and world axis."""
-
     world = SimWorld(template_dir)
     model, task = world.model, world.config.task
     assert task is not None
@@ -300,8 +298,7 @@ def estimate_articulation(
         IdentificationError: the bag has no articulation phase, or too few constant-speed samples.
         ReconstructionError: the handle cannot be found in a still view.
     """
-    import scipy.stats
-
+    import scipy.stats  # slow to import (about a second); only this fit uses it
 
     world, joint, colour, template_end, axis0 = _template_joint(Path(template_dir))
     cfg = world.config
@@ -369,7 +366,6 @@ def place_articulated(spec: Any, template_dir: str | Path, est: ArticulationEsti
     along the estimated one, and its joint gets the estimated axis (in the body frame), range, damping and
     friction loss.
     """
-
     tcfg = load_world_config(template_dir)
     assert tcfg.task is not None
     tspec = mujoco.MjSpec.from_file(str(tcfg.scene))
@@ -405,7 +401,6 @@ def place_articulated(spec: Any, template_dir: str | Path, est: ArticulationEsti
 
 def articulation_variations(est: ArticulationEstimate, doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` (a world's variations) plus the joint's damping and friction loss, +-1.96 standard errors."""
-
     params = list(doc.get("dynamics", {}).get("parameters", []))
     for kind, value, std in (
         ("damping", est.damping, est.damping_std),

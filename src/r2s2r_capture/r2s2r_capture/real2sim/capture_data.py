@@ -37,7 +37,6 @@ class CaptureData:
     motion: JointMotion | None
 
 
-
 def read_capture(
     bags: Sequence[str | Path], arm_joints: Sequence[str], *, camera: str = "camera", interface: str = ""
 ) -> CaptureData:

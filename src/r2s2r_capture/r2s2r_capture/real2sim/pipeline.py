@@ -1,4 +1,4 @@
-"""``r2s2r real2sim``: one capture (see :mod:`r2s2r_capture.procedures.session`) in, one identified world folder out.
+"""``r2s2r real2sim``: one capture (:mod:`r2s2r_capture.procedures.session`) in, one identified world out.
 
 Stages, each timed and reported through ``progress``:
 
@@ -12,20 +12,22 @@ Stages, each timed and reported through ``progress``:
    world through each placement's ``T_world_board`` (board-at-known-pose, fixed camera).
 4. **reconstruction**: the scene frames are undistorted with the calibrated ``D`` (colour bilinear, depth
    nearest), fused into a TSDF with the calibrated ``K`` and pose, and segmented (table, objects).  With a
-   drawer template, the drawer's joint comes from the articulation phase (:mod:`r2s2r_capture.real2sim.articulation`).
+   drawer template, the drawer's joint comes from the articulation phase
+   (:mod:`r2s2r_capture.real2sim.articulation`).
 5. **identification**: ``mujoco.sysid`` on the excitation segment: per arm joint armature, friction loss,
    servo ``kp`` and ``kv`` and one command delay; the trailing part is held out for validation.  Joint
    damping is kept at its nominal value: it acts on position tracking exactly like the servo's ``kv``
    (both ``-c qdot``), so positions alone identify only their sum, fitted through ``kv``.  When the
    driver reports efforts (``JointState.effort``, as ros2_control does) they are fitted beside the
-   positions (:mod:`r2s2r_capture.sysid.effort_fit`): the effort carries kv and not the damping, so the damping
-   is fitted too, and it shows the armature and friction loss that a stiff servo hides from positions.
+   positions (:mod:`r2s2r_capture.sysid.effort_fit`): the effort carries kv and not the damping, so the
+   damping is fitted too, and it shows the armature and friction loss that a stiff servo hides from positions.
 6. **slide** (a push world whose capture has the ``slide`` phase): the friction of the task object and
-   the table, fitted by replaying the capture's flicks in the written world (:mod:`r2s2r_capture.real2sim.slide`);
-   the world is written again with it, and its variation range narrows to the fit's error.
-7. **world**: :func:`~r2s2r_capture.real2sim.world_writer.write_world` with the identified camera and a copy of the
-   template robot MJCF (with copies of the asset files it references, wherever it sits) carrying the fitted
-   values (and the delay as ``<custom><numeric>``), plus
+   the table, fitted by replaying the capture's flicks in the written world
+   (:mod:`r2s2r_capture.real2sim.slide`); the world is written again with it, and its variation range
+   narrows to the fit's error.
+7. **world**: :func:`~r2s2r_capture.real2sim.world_writer.write_world` with the identified camera and a copy
+   of the template robot MJCF (with copies of the asset files it references, wherever it sits) carrying the
+   fitted values (and the delay as ``<custom><numeric>``), plus
    ``calibration/camera_info.yaml``, ``identification/`` (fitted MJCF, ``sysid.yaml``, HTML report),
    ``variations.yaml`` (the world's variation defaults: what the capture could not pin down, see
    :mod:`r2s2r_capture.real2sim.world_variations`) and ``real2sim.yaml`` (summary).  Everything is built in a
@@ -67,17 +69,11 @@ from r2s2r_capture.real2sim.articulation import (
 )
 from r2s2r_capture.real2sim.capture_data import CaptureData, check_capture, read_capture
 from r2s2r_capture.real2sim.frames import undistort
+from r2s2r_capture.real2sim.scene_spec import TABLE_GEOM, CameraModel
 from r2s2r_capture.real2sim.slide import estimate_slide
 from r2s2r_capture.real2sim.template_robot import base_radius, robot_with_fit, template_robot_spec
 from r2s2r_capture.real2sim.world_variations import world_variations, write_world_variations
-from r2s2r_capture.real2sim.world_writer import (
-    TABLE_GEOM,
-    CameraModel,
-    TaskSpec,
-    marker_target,
-    measure_marker,
-    write_world,
-)
+from r2s2r_capture.real2sim.world_writer import TaskSpec, marker_target, measure_marker, write_world
 from r2s2r_capture.reconstruction import scene as rc
 from r2s2r_capture.reconstruction.scene import PrimitiveKind
 from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
@@ -195,7 +191,7 @@ def _slide(
     obj_name: str,
     cfg: Real2SimConfig,
 ) -> Any:
-    """The slide phase's friction fit (:mod:`r2s2r_capture.real2sim.slide`) on the written ``world``, or None."""
+    """The slide phase's friction fit (:mod:`~r2s2r_capture.real2sim.slide`) in the written world, or None."""
 
     def locate(
         frames: Sequence[tuple[np.ndarray, np.ndarray]], near_xy: np.ndarray
@@ -281,13 +277,20 @@ def real2sim(
             joint_state_noise=noise,
         )
         world, slide, why = _world_with_slide(write, bags, tcfg, scene, cfg, stages)
-        cal.write_camera_info_yaml(camera.intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera)
+        cal.write_camera_info_yaml(
+            camera.intr, world / "calibration" / "camera_info.yaml", camera_name=cfg.camera
+        )
         write_identification(ident, world / "identification", report=cfg.report)
         doc = world_variations(
-            world, ident, camera.intr, camera.std, friction_range=None if slide is None else slide.variation_range()
+            world,
+            ident,
+            camera.intr,
+            camera.std,
+            friction_range=None if slide is None else slide.variation_range(),
         )
         variations = write_world_variations(
-            world / WORLD_VARIATIONS_FILE, doc if scene.joint is None else articulation_variations(scene.joint, doc)
+            world / WORLD_VARIATIONS_FILE,
+            doc if scene.joint is None else articulation_variations(scene.joint, doc),
         )
         for_world(load_variation_config(variations), world)  # refuse a file the world cannot use
         objects = _objects_summary(scene)
@@ -302,7 +305,13 @@ def real2sim(
             "objects": objects,
             "sysid": sysid_summary,
             **({"articulation": scene.joint.summary()} if scene.joint is not None else {}),
-            **({"slide": slide.summary()} if slide is not None else {"slide": {"not_used": why}} if why else {}),
+            **(
+                {"slide": slide.summary()}
+                if slide is not None
+                else {"slide": {"not_used": why}}
+                if why
+                else {}
+            ),
             "stage_s": stages.seconds,
         }
         (world / "real2sim.yaml").write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")
@@ -412,7 +421,7 @@ def _reconstruct(
     cfg: Real2SimConfig,
     stages: _Stages,
 ) -> _Scene:
-    """Fuse and segment the scene frames; name the task's object and target (or measure the drawer's joint)."""
+    """Fuse and segment the scene frames; name the task's object and target, or measure the drawer's joint."""
     attach = tcfg.robot.attach
     keepout = (
         rc.RobotKeepOut(center=tuple(attach.pos), radius=base_radius(template_dir))

@@ -18,9 +18,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import mujoco
 import numpy as np
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.worlds import world_path
 
 from r2s2r_capture.errors import BagError, refuse_existing
+from r2s2r_capture.sysid.joint_motion import read_joint_motion
 
 __all__ = ["ResimResult", "replay_commands", "resim"]
 
@@ -130,12 +134,6 @@ def resim(
     Raises:
         BagError: the bag lacks commands or joint states.
     """
-    import mujoco
-    from r2s2r_sim.world.sim_world import SimWorld
-    from r2s2r_sim.worlds import world_path
-
-    from r2s2r_capture.sysid.joint_motion import read_joint_motion
-
     world = SimWorld(world_path(world_dir))
     names = tuple(world.arm_joint_names)
     motion = read_joint_motion(bag, names, window=window)

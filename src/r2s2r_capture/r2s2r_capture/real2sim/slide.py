@@ -4,9 +4,9 @@ The phase (:mod:`r2s2r_capture.procedures.slide`) leaves, per flick, RGB-D views
 after and the arm's joint states and commands in between.  The object is located in each view the way the
 scene is reconstructed (TSDF, table plane, clusters: the ``locate`` callable real2sim hands in), so a
 bias of the segmentation cancels in the displacement.  Each flick is then replayed in the written world
-(:func:`r2s2r_capture.real2sim.resim.replay_commands`: the recorded commands at their times, after the identified
-command delay, from the recorded joint state, the object at its seen start) with the friction of the
-object's and the table's geoms scaled by one factor, and that factor is fitted so that the replayed
+(:func:`r2s2r_capture.real2sim.resim.replay_commands`: the recorded commands at their times, after the
+identified command delay, from the recorded joint state, the object at its seen start) with the friction of
+the object's and the table's geoms scaled by one factor, and that factor is fitted so that the replayed
 object travels as far along the push as the views show.
 
 What is fitted is an *effective* coefficient: the one at which the simulated world's contact model
@@ -32,10 +32,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import mujoco
 import numpy as np
+from r2s2r_sim.world.sim_world import SimWorld
 
+from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError, ReconstructionError
+from r2s2r_capture.procedures.session import PHASE_TOPIC, topic_names
 from r2s2r_capture.procedures.slide import SLIDE_PHASE
+from r2s2r_capture.real2sim.frames import depth_m, image_array
+from r2s2r_capture.real2sim.resim import replay_commands
+from r2s2r_capture.sysid.joint_motion import read_joint_motion
 
 __all__ = ["FlickFit", "SlideEstimate", "estimate_slide", "read_slide", "scale_friction"]
 
@@ -45,6 +52,10 @@ _LOCAL = 2  # grid points on each side of the best one in the line fit
 _PREROLL_S = 0.5  # the fingers close and the arm settles before each replay (s)
 _MIN_SCALE_SPREAD = 0.05  # narrowest friction variation kept around the fit (relative)
 CONES = ("elliptic", "pyramidal")  # the friction cones tried, MuJoCo's two
+_CONE_ENUM = {
+    "elliptic": int(mujoco.mjtCone.mjCONE_ELLIPTIC),
+    "pyramidal": int(mujoco.mjtCone.mjCONE_PYRAMIDAL),
+}
 _Frames = list[tuple[np.ndarray, np.ndarray]]
 
 
@@ -129,10 +140,6 @@ def read_slide(bags: Sequence[str | Path], camera: str = "camera", interface: st
     Raises:
         BagError: a flick without views on both sides, or an unreadable bag.
     """
-    from r2s2r_capture.bags.reader import BagReader
-    from r2s2r_capture.procedures.session import topic_names
-    from r2s2r_capture.real2sim.pipeline import PHASE_TOPIC, _depth_m, _image
-
     names = topic_names(camera, interface)
     color, depth = names["color_image"][0], names["depth_image"][0]
     out = _SlidePhase({}, {})
@@ -156,11 +163,11 @@ def read_slide(bags: Sequence[str | Path], camera: str = "camera", interface: st
                     continue
                 if part is None or part.get("part") != "view":
                     continue
-                img = _image(msg, f"bag {bag}: {m.topic}")
+                img = image_array(msg, f"bag {bag}: {m.topic}")
                 if m.topic == color:
                     pending = img
                 elif pending is not None:
-                    out.views.setdefault(int(part["index"]), []).append((pending, _depth_m(img)))
+                    out.views.setdefault(int(part["index"]), []).append((pending, depth_m(img)))
                     pending = None
     if not out.flicks:
         return None
@@ -210,9 +217,6 @@ def estimate_slide(
         BagError: an incomplete phase; ReconstructionError: the object not found in a view, or a replay
             that leaves the table.
     """
-    import mujoco
-    from r2s2r_sim.world.sim_world import SimWorld
-
     phase = read_slide(bags, camera, interface)
     if phase is None:
         return None
@@ -220,26 +224,9 @@ def estimate_slide(
     model = world.model
     task = world.config.task
     assert task is not None
-    body = model.body(task.object_body).id
-    touching = lambda g: bool(model.geom_contype[g] | model.geom_conaffinity[g])  # noqa: E731
-    geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] == body and touching(g)]
-    geoms += [model.geom(table_geom).id]
+    geoms = _friction_geoms(model, task.object_body, table_geom)
     base = model.geom_friction[geoms].copy()
-
-    def pose(frames: _Frames, near: np.ndarray) -> np.ndarray:
-        xy, yaw = locate(frames, near)
-        return np.array([*np.asarray(xy, dtype=np.float64)[:2], float(yaw)])
-
-    seen = {0: pose(phase.views[0], np.asarray(start_xy, dtype=np.float64))}
-    fits: list[tuple[dict[str, Any], np.ndarray, np.ndarray, float]] = []
-    for k, flick in sorted(phase.flicks.items()):
-        d = np.asarray(flick["direction"], dtype=np.float64)[:2]
-        d = d / np.linalg.norm(d)
-        if k + 1 not in seen:
-            # Where the fingers left it; the slide carries it on from there.
-            seen[k + 1] = pose(phase.views[k + 1], seen[k][:2] + d * float(flick.get("push_m", 0.05)))
-        observed = float(np.dot(seen[k + 1][:2] - seen[k][:2], d))
-        fits.append((flick, seen[k], d, observed))
+    seen, fits = _seen_flicks(phase, locate, np.asarray(start_xy, dtype=np.float64))
 
     def ends(scale: float) -> np.ndarray:
         """Each flick's replayed resting xy (F, 2) at friction ``scale``."""
@@ -256,22 +243,9 @@ def estimate_slide(
             for (f, b, _, _), n in zip(fits, left, strict=True)
         ]
     )
-    # Contacts make the replayed travel a rough function of friction (a replay may turn the object a few
-    # degrees more or less), so no derivative-based search: every flick is replayed on a grid over the
-    # whole range, and the fit is a straight line through the grid points around the best one.
-    grid = np.linspace(*(math.log(b) for b in SCALE_BOUNDS), _GRID)
-    cone_enum = {
-        "elliptic": int(mujoco.mjtCone.mjCONE_ELLIPTIC),
-        "pyramidal": int(mujoco.mjtCone.mjCONE_PYRAMIDAL),
-    }
     own_cone = int(model.opt.cone)
-    tried: dict[str, tuple[_LineFit, np.ndarray]] = {}
     try:
-        for cone in CONES:
-            model.opt.cone = cone_enum[cone]
-            T = np.array([np.sum((ends(math.exp(x)) - before_xy) * along, axis=1) for x in grid])
-            fit = _line_fit(grid, T, observed)
-            tried[cone] = (fit, ends(math.exp(fit.log_s)) - before_xy)
+        tried = {cone: _fit_scale(model, cone, ends, before_xy, along, observed) for cone in CONES}
     finally:
         model.opt.cone = own_cone
         scale_friction(model, geoms, base, 1.0)
@@ -280,13 +254,13 @@ def estimate_slide(
     sigma = {c: math.hypot(0.5 * voxel, f.rough) for c, (f, _) in tried.items()}
     drifts = {c: np.sum(moved * left, axis=1) for c, (_, moved) in tried.items()}
     rms = {c: float(np.sqrt(np.mean((drift - drift_seen) ** 2))) for c, drift in drifts.items()}
-    own = next(c for c in CONES if cone_enum[c] == own_cone)
+    own = next(c for c in CONES if _CONE_ENUM[c] == own_cone)
     other = next(c for c in CONES if c != own)
     # The world's own cone stands unless the other one's drift is clearly nearer what the views show.
     cone = other if rms[other] + sigma[other] < rms[own] else own
     fit, moved = tried[cone]
     flicks = []
-    for (flick, before, d, obs), g, k in zip(fits, fit.slope, range(len(fits)), strict=True):
+    for k, ((flick, before, d, obs), g) in enumerate(zip(fits, fit.slope, strict=True)):
         after = seen[int(flick["index"]) + 1]
         flicks.append(
             FlickFit(
@@ -311,6 +285,66 @@ def estimate_slide(
         cone=cone,
         drift_rms=rms,
     )
+
+
+def _friction_geoms(model: Any, object_body: str, table_geom: str) -> list[int]:
+    """The geoms whose friction is fitted: the task object's touching geoms and the table top."""
+    body = model.body(object_body).id
+    touching = lambda g: bool(model.geom_contype[g] | model.geom_conaffinity[g])  # noqa: E731
+    return [g for g in range(model.ngeom) if model.geom_bodyid[g] == body and touching(g)] + [
+        model.geom(table_geom).id
+    ]
+
+
+def _seen_flicks(
+    phase: _SlidePhase,
+    locate: Callable[[_Frames, np.ndarray], tuple[np.ndarray, float]],
+    start_xy: np.ndarray,
+) -> tuple[dict[int, np.ndarray], list[tuple[dict[str, Any], np.ndarray, np.ndarray, float]]]:
+    """The object's pose (x, y, yaw) in each view, and each flick's marker, start, direction and travel seen.
+
+    A flick's entry: its marker, the pose before it, its unit push direction and the travel along that
+    direction between the views before and after it.  Each view is searched near where the object should be:
+    the scene's place for the first, where the fingers left it for the others (the slide carries it on from
+    there).
+    """
+
+    def pose(frames: _Frames, near: np.ndarray) -> np.ndarray:
+        xy, yaw = locate(frames, near)
+        return np.array([*np.asarray(xy, dtype=np.float64)[:2], float(yaw)])
+
+    seen = {0: pose(phase.views[0], start_xy)}
+    fits: list[tuple[dict[str, Any], np.ndarray, np.ndarray, float]] = []
+    for k, flick in sorted(phase.flicks.items()):
+        d = np.asarray(flick["direction"], dtype=np.float64)[:2]
+        d = d / np.linalg.norm(d)
+        if k + 1 not in seen:
+            seen[k + 1] = pose(phase.views[k + 1], seen[k][:2] + d * float(flick.get("push_m", 0.05)))
+        observed = float(np.dot(seen[k + 1][:2] - seen[k][:2], d))
+        fits.append((flick, seen[k], d, observed))
+    return seen, fits
+
+
+def _fit_scale(
+    model: Any,
+    cone: str,
+    ends: Callable[[float], np.ndarray],
+    before_xy: np.ndarray,
+    along: np.ndarray,
+    observed: np.ndarray,
+) -> tuple[_LineFit, np.ndarray]:
+    """The friction factor fitted under ``cone``, and each flick's replayed displacement (F, 2) at it.
+
+    Contacts make the replayed travel a rough function of friction (a replay may turn the object a few
+    degrees more or less), so no derivative-based search: every flick is replayed on a grid over the
+    whole range, and the fit is a straight line through the grid points around the best one.  Leaves
+    the model's cone and friction changed (the caller restores them).
+    """
+    model.opt.cone = _CONE_ENUM[cone]
+    grid = np.linspace(*(math.log(b) for b in SCALE_BOUNDS), _GRID)
+    T = np.array([np.sum((ends(math.exp(x)) - before_xy) * along, axis=1) for x in grid])
+    fit = _line_fit(grid, T, observed)
+    return fit, ends(math.exp(fit.log_s)) - before_xy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -359,11 +393,6 @@ def _offset(r: np.ndarray) -> float:
 
 def _replay(world: Any, flick: dict[str, Any], before: np.ndarray, interface: str) -> np.ndarray:
     """Replay one flick in ``world`` from the object's seen ``before`` (x, y, yaw); its xy at rest."""
-    import mujoco
-
-    from r2s2r_capture.real2sim.resim import replay_commands
-    from r2s2r_capture.sysid.joint_motion import read_joint_motion
-
     motion = flick.get("_motion")
     if motion is None:
         motion = read_joint_motion(

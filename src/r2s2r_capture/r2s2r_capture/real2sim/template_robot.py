@@ -6,6 +6,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from mujoco import sysid as mjsysid
+from r2s2r_sim.world.kinematics import base_footprint
+from r2s2r_sim.world.robot_source import load_robot_spec, set_armature
+from r2s2r_sim.world.sim_world import SimWorld
+
+from r2s2r_capture.sysid.report import DELAY_NUMERIC
+
 __all__ = ["base_radius", "robot_with_fit", "template_robot_spec"]
 
 
@@ -18,8 +25,6 @@ def template_robot_spec(template_cfg: Any) -> Any:
     Raises:
         WorldError: the robot file does not load (names the file and the field).
     """
-    from r2s2r_sim.world.robot_source import load_robot_spec, set_armature
-
     robot = template_cfg.robot
     spec = load_robot_spec(
         robot.mjcf,
@@ -41,10 +46,6 @@ def robot_with_fit(template_cfg: Any, fitted: dict[str, float], params: Any, dst
     skins) are copied to ``dst/assets`` and the MJCF points there, so the identified world is self-contained.
     Returns the MJCF's path (``<name>.xml`` for a URDF ``<name>.urdf`` or ``<name>.urdf.xacro``).
     """
-    from mujoco import sysid as mjsysid
-
-    from r2s2r_capture.sysid.report import DELAY_NUMERIC
-
     src = template_cfg.robot.mjcf
     spec = template_robot_spec(template_cfg)
     base = Path(spec.modelfiledir or src.parent)
@@ -86,9 +87,6 @@ def base_radius(template_dir: Path, most: float = 0.15) -> float:
     Any part of the robot inside the cylinder marks its whole cluster as robot, so the base suffices; a
     wider cylinder would swallow objects placed close to a small arm.
     """
-    from r2s2r_sim.world.kinematics import base_footprint
-    from r2s2r_sim.world.sim_world import SimWorld
-
     world = SimWorld(template_dir)
     model, data = world.model, world.data
     base, _ = world.base_pose()

@@ -14,8 +14,8 @@ clutter) are a study's own axes and stay off here:
 - **camera**: the calibrated pose +- 1.96 standard errors of the known-pose PnP (position and angle), and
   the field of view +- 1.96 standard errors of the intrinsic calibration's fy.
 - **physics**: the task object's and table's friction scale, around the friction the capture's slide
-  phase measured in a push world (:meth:`r2s2r_capture.real2sim.slide.SlideEstimate.variation_range`), else the
-  prior :data:`FRICTION_PRIOR`; the task object's mass scale :data:`MASS_PRIOR` (a prior: no capture
+  phase measured in a push world (:meth:`r2s2r_capture.real2sim.slide.SlideEstimate.variation_range`), else
+  the prior :data:`FRICTION_PRIOR`; the task object's mass scale :data:`MASS_PRIOR` (a prior: no capture
   weighs the object).  Servo gains and joint
   damping are left to the dynamics axis (scale 1).
 - **sensor** (documented ranges; a capture does not identify a camera's noise): the sim's camera frames
@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from r2s2r_sim.variations.config import SensorVariationConfig
+from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_capture.calibration.camera import IntrinsicsResult
-from r2s2r_capture.real2sim.world_writer import TABLE_GEOM
+from r2s2r_capture.real2sim.scene_spec import TABLE_GEOM
 from r2s2r_capture.sysid.report import IdentificationResult
 from r2s2r_capture.sysid.uncertainty import Z95, parameter_range
 
@@ -55,8 +57,6 @@ MASS_PRIOR = (0.7, 1.3)
 
 def sensor_ranges() -> dict[str, Any]:
     """The ``sensor`` axis, on, with every default range written out (what the world's file documents)."""
-    from r2s2r_sim.variations.config import SensorVariationConfig
-
     doc = dataclasses.asdict(SensorVariationConfig(enabled=True))
     return {k: list(v) if isinstance(v, tuple) else v for k, v in doc.items()}
 
@@ -86,8 +86,6 @@ def world_variations(
         friction_range: the friction scale measured by the capture's slide phase
             (:meth:`r2s2r_capture.real2sim.slide.SlideEstimate.variation_range`); default the prior.
     """
-    from r2s2r_sim.world.sim_world import SimWorld
-
     world = SimWorld(world_dir)
     cfg, model = world.config, world.model
     if cfg.task is None:
@@ -137,7 +135,7 @@ _HEADER = """\
 # camera: +- 1.96 standard errors of the calibration.  physics: mass a prior (+-30 %); friction +-1.96
 # standard errors of the slide phase's fit where the capture has one (a push world), else a prior (+-30 %).
 # sensor: a camera's noise is not identified, so the sim's frames get D4xx depth and colour-imager effects
-# drawn from documented ranges (docs/world_variations.md).  An operator's changes (object poses, lighting,
+# drawn from documented ranges (docs/concepts/variations.md).  An operator's changes (object poses, lighting,
 # clutter) are a study's axes.
 """
 

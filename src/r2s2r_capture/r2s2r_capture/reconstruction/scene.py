@@ -28,7 +28,7 @@ import numpy as np
 from r2s2r_sim.ranges import check_fields, within
 
 from r2s2r_capture.errors import ReconstructionError
-from r2s2r_capture.reconstruction.tsdf import _o3d
+from r2s2r_capture.reconstruction.tsdf import load_open3d
 
 __all__ = [
     "PrimitiveKind",
@@ -343,7 +343,7 @@ def segment_scene(pcd, config: SegmentConfig | None = None) -> SceneResult:  # o
     Raises:
         ReconstructionError: empty cloud, or no horizontal plane (no table seen).
     """
-    o3d = _o3d()
+    o3d = load_open3d()
     cfg = config if config is not None else SegmentConfig()
     if len(pcd.points) == 0:
         raise ReconstructionError("point cloud: empty; were the frames' depth and poses valid?")
@@ -410,7 +410,7 @@ def segment_scene(pcd, config: SegmentConfig | None = None) -> SceneResult:  # o
 def _fit_object(
     name: str, pts: np.ndarray, cols: np.ndarray, table_z: float, cfg: SegmentConfig
 ) -> ReconstructedObject:
-    o3d = _o3d()
+    o3d = load_open3d()
     centre_xy, size_xy, yaw = _min_area_rect(pts[:, :2])
     top = float(pts[:, 2].max())
     height = top - table_z

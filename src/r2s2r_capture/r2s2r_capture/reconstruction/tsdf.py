@@ -1,7 +1,7 @@
 """TSDF fusion of posed RGB-D frames (Open3D) into a sparse, coloured volume.
 
-Conventions as in :mod:`r2s2r_capture.reconstruction.scene`: depth is metric z-depth in metres (0 = no data), RGB
-is uint8, ``K`` is the 3x3 pinhole matrix of the optical frame and ``T_world_camera`` maps optical frame
+Conventions as in :mod:`r2s2r_capture.reconstruction.scene`: depth is metric z-depth in metres (0 = no data),
+RGB is uint8, ``K`` is the 3x3 pinhole matrix of the optical frame and ``T_world_camera`` maps optical frame
 points into the world frame.
 """
 
@@ -10,15 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from r2s2r_capture.errors import ReconstructionError
 
-__all__ = ["TsdfScene", "integrate_tsdf"]
+__all__ = ["TsdfScene", "integrate_tsdf", "load_open3d"]
 
 
-def _o3d():  # open3d is heavy; imported on first use so `r2s2r --help` stays fast
+def load_open3d() -> Any:
+    """The ``open3d`` module, imported on first use: it is heavy, and `r2s2r --help` stays fast without it."""
     import open3d as o3d
 
     return o3d
@@ -48,7 +50,7 @@ class TsdfScene:
 
     def point_cloud(self):  # open3d.geometry.PointCloud
         """Surface points (zero crossings) with colours, seams between tiles merged."""
-        o3d = _o3d()
+        o3d = load_open3d()
         pcd = o3d.geometry.PointCloud()
         for tile in self.tiles:
             pcd += tile.extract_point_cloud()
@@ -56,7 +58,7 @@ class TsdfScene:
 
     def triangle_mesh(self):  # open3d.geometry.TriangleMesh
         """Marching-cubes mesh with vertex colours (tiles concatenated, duplicate vertices merged)."""
-        o3d = _o3d()
+        o3d = load_open3d()
         mesh = o3d.geometry.TriangleMesh()
         for tile in self.tiles:
             mesh += tile.extract_triangle_mesh()
@@ -109,7 +111,7 @@ def integrate_tsdf(
     Raises:
         ReconstructionError: naming the frame and field at fault.
     """
-    o3d = _o3d()
+    o3d = load_open3d()
     K = _check_K(K)
     if len(frames) == 0:
         raise ReconstructionError("frames: no RGB-D frames given; record a sweep of the scene")

@@ -1,14 +1,14 @@
 """player_node: replays a bag with its recorded timing and QoS, optionally publishing /clock from bag time.
 
-Reading is :class:`~r2s2r_capture.bags.reader.BagReader` (every conformance bag, compressed bags, our own bags,
-unfinished recordings); messages are published as raw CDR bytes (no deserialisation). Each topic is offered
-with its recorded QoS, as ``ros2 bag play`` does (see :mod:`r2s2r_capture.bags.playback`), so a transient-local
-subscriber (tf2's static listener, RViz) gets ``/tf_static``. The schedule of a message with bag time ``t``
-is ``t0_wall + (t - start) / rate`` with ``start = first + start_offset_s``. With ``clock_hz`` > 0, /clock
-carries bag time at that rate (``ros2 bag play --clock``). Before the first message the player waits until
-the subscriptions it can see on the replayed topics have matched (and ``wait_for_subscribers`` in all), so an
-already-running subscriber does not lose the start of the bag. At the end the node prints, per topic, how
-many messages it published and how many it skipped and why, and exits 0.
+Reading is :class:`~r2s2r_capture.bags.reader.BagReader` (every conformance bag, compressed bags, our own
+bags, unfinished recordings); messages are published as raw CDR bytes (no deserialisation). Each topic is
+offered with its recorded QoS, as ``ros2 bag play`` does (see :mod:`r2s2r_capture.bags.playback`), so a
+transient-local subscriber (tf2's static listener, RViz) gets ``/tf_static``. The schedule of a message with
+bag time ``t`` is ``t0_wall + (t - start) / rate`` with ``start = first + start_offset_s``. With ``clock_hz``
+> 0, /clock carries bag time at that rate (``ros2 bag play --clock``). Before the first message the player
+waits until the subscriptions it can see on the replayed topics have matched (and ``wait_for_subscribers`` in
+all), so an already-running subscriber does not lose the start of the bag. At the end the node prints, per
+topic, how many messages it published and how many it skipped and why, and exits 0.
 """
 
 from __future__ import annotations

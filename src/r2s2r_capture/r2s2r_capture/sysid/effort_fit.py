@@ -10,7 +10,7 @@ What the rollout cannot reproduce is when each command took effect: a driver hol
 next tick, while the rollout interpolates the delayed commands.  One step of difference puts
 ``kp * dq`` spikes into the effort (newton metres on a stiff servo), so both the measured and the
 predicted efforts are smoothed (a quarter second by default, under the period of the excitation's
-fastest sine, 0.6 s) and compared there (``docs/world_variations.md``).
+fastest sine, 0.6 s) and compared there (``docs/concepts/variations.md``).
 """
 
 from __future__ import annotations

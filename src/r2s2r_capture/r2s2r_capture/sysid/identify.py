@@ -328,7 +328,9 @@ def identify(
         )
     corrections: dict[str, tuple[float, float]] = {}
     if cfg.use_effort and recording.effort is not None and not efforts:
-        std, tau, corrections = _correct_by_efforts(spec, problem, fitted, opt_result.jac, train_fn, n_train, cfg)
+        std, tau, corrections = _correct_by_efforts(
+            spec, problem, fitted, opt_result.jac, train_fn, n_train, cfg
+        )
     else:
         std, tau = standard_errors(train_fn, fitted, opt_result.jac)
     wall = time.perf_counter() - start
@@ -392,7 +394,8 @@ def _residual_fns(
     """The training sequence and the residual functions of the training and held-out parts.
 
     Only the training residual is weighted (:func:`centred_weights`): it is what the optimiser sees; the
-    held-out one reports errors.  With efforts in the fit both smooth the efforts first (:func:`effort_residual`).
+    held-out one reports errors.  With efforts in the fit both smooth the efforts first
+    (:func:`effort_residual`).
     """
     recording = problem.rec
     with quiet_toolbox():
@@ -442,7 +445,9 @@ def _correct_by_efforts(
         qd=recording.qd[:n_train],
         effort=recording.effort[:n_train],
     )
-    c, beta, c_std = effort_correction(fitted_model, train_rec, delay_s=delay, smoothing_s=cfg.effort_smoothing_s)
+    c, beta, c_std = effort_correction(
+        fitted_model, train_rec, delay_s=delay, smoothing_s=cfg.effort_smoothing_s
+    )
     scale_std = {j: float(e / abs(v)) for j, v, e in zip(recording.joint_names, c, c_std, strict=True)}
     std, tau = standard_errors(train_fn, fitted, jacobian, scale_std=scale_std)
     return std, tau, apply_effort_correction(fitted, recording.joint_names, c, beta)

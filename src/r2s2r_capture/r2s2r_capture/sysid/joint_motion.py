@@ -1,7 +1,8 @@
 """The arm's motion in a capture bag: joint states and the position commands in effect at each of them.
 
-Identification (:mod:`r2s2r_capture.real2sim.pipeline`), the drawer's force fit (:mod:`r2s2r_capture.real2sim.articulation`)
-and re-simulation (:mod:`r2s2r_capture.real2sim.resim`) all read the arm this one way.
+Identification (:mod:`r2s2r_capture.real2sim.pipeline`), the drawer's force fit
+(:mod:`r2s2r_capture.real2sim.articulation`) and re-simulation (:mod:`r2s2r_capture.real2sim.resim`) all read
+the arm this one way.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from r2s2r_sim.interface import load_interface
 
+from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError
 
 __all__ = ["JointMotion", "arm_topics", "read_joint_motion", "reading_noise"]
@@ -50,8 +53,6 @@ def arm_topics(interface: str = "") -> tuple[str, str]:
     Raises:
         InterfaceError: unknown profile or unreadable interface file.
     """
-    from r2s2r_sim.interface import load_interface
-
     iface = load_interface(interface)
     return iface.topic("joint_states"), iface.topic("arm_command")
 
@@ -70,8 +71,6 @@ def read_joint_motion(
     Raises:
         BagError: unreadable bag, or joint states lacking an arm joint.
     """
-    from r2s2r_capture.bags.reader import BagReader
-
     joint_states, arm_command = arm_topics(interface)
 
     ts, qs, qds, efs, cts, cqs = [], [], [], [], [], []

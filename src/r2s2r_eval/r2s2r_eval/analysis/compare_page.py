@@ -261,6 +261,7 @@ def _episodes_html(comp: Comparison) -> list[str]:
 
 
 def _html(comp: Comparison, images: Mapping[str, bytes]) -> str:
+    """The self-contained report page: its sections in reading order, the terminal summary last."""
     s = comp.summary
     out = _head_html(s) + _targets_html(s) + _success_html(s, images) + _metrics_html(s)
     if "axes.png" in images:

@@ -32,12 +32,17 @@ from r2s2r_eval.episodes.sweep import run_sweep
 from r2s2r_eval.episodes.sweep_export import EXPORT_FORMATS, check_export_path, export_rows
 from r2s2r_eval.episodes.sweep_plan import Executor, SweepConfig, SweepError, parse_policy_spec
 
-__all__ = ["COMMAND", "cmd_sweep", "default_variations", "main", "register"]
+__all__ = ["COMMAND", "cmd_sweep", "default_variations", "main", "register", "sweep_config"]
 
 EXIT_ALL_FAILED = 1
 
 
-def _config(ns: argparse.Namespace) -> SweepConfig:
+def sweep_config(ns: argparse.Namespace) -> SweepConfig:
+    """The sweep the parsed options of ``r2s2r sweep`` ask for (variations fitted to the world).
+
+    Raises:
+        SweepError: a bad option, named in the message.
+    """
     try:
         variations = load_variation_config(ns.variations or default_variations(ns.world))
     except (VariationError, OSError) as err:
@@ -88,7 +93,7 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
             raise SweepError(
                 f"--executor {ns.executor!r}: unknown executor (executors: {[e.value for e in Executor]})"
             )
-        cfg = _config(ns)
+        cfg = sweep_config(ns)
         if ns.export is not None:
             check_export_path(ns.export)
         summary = run_sweep(

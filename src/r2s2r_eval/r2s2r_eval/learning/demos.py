@@ -32,11 +32,11 @@ from r2s2r_capture.bags.writer import BagWriter
 from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.render.renderer import RgbdRenderer
-from r2s2r_sim.variations import load_variation_config, sample_variation
+from r2s2r_sim.variations import Variation, load_variation_config, sample_variation
 from r2s2r_sim.variations.engine import dimension_names
 from r2s2r_sim.worlds import world_path
 
-from r2s2r_eval.episodes.runner import EpisodeRunner
+from r2s2r_eval.episodes.runner import EpisodeResult, EpisodeRunner
 from r2s2r_eval.learning.demo_expert import privileged_expert
 from r2s2r_eval.learning.lerobot_format import EpisodeData, LeRobotWriter, read_info
 from r2s2r_eval.policies.reference.config import ReferenceParams
@@ -322,6 +322,90 @@ def _write_mcap(path: Path, rec: _Recorder, cfg: DemoConfig, extra: dict[str, An
             msgs.array("gripper_command", t_ns, action[n_arm:])
 
 
+def _open_dataset(root: Path) -> LeRobotWriter | None:
+    """A writer that appends to the dataset already at ``root`` (its own fps and features), or None.
+
+    Resuming keeps the schema the dataset was started with, not the current config's.
+    """
+    if not (root / "meta/info.json").exists():
+        return None
+    info = read_info(root)
+    return LeRobotWriter(
+        root,
+        fps=info["fps"],
+        features={
+            k: v
+            for k, v in info["features"].items()
+            if k not in ("timestamp", "frame_index", "episode_index", "index", "task_index")
+        },
+        robot_type=info.get("robot_type", "arm6"),
+    )
+
+
+def _run_attempt(
+    cfg: DemoConfig, folder: Path, attempt: int, seed: int, variation: Variation | None, reference: Policy
+) -> tuple[EpisodeResult, _Recorder]:
+    """Run one expert episode in a fresh world under the recorder; its result and the recording.
+
+    The world is built per attempt (its variation changes the model), so the privileged expert, which
+    reads that world's state, is built per attempt too; the reference expert is shared.
+    """
+    with EpisodeRunner(folder, variation=variation) as runner:
+        if runner.world.gripper_command_range is None:
+            raise DemoError(f"world {cfg.world!r} has no gripper; the demonstrations need one")
+        expert: Policy = (
+            privileged_expert(runner.world, grasp_offset_m=cfg.expert.grasp_offset_m)
+            if cfg.expert_kind == "privileged"
+            else reference
+        )
+        rec = _Recorder(expert, runner, cfg)
+        with rec.renderer:
+            result = runner.run(
+                rec,
+                seed,
+                episode_index=attempt,
+                control_rate_hz=cfg.control_rate_hz,
+                camera_rate_hz=_PICK_EXPERT_CAMERA_RATE_HZ if cfg.expert_policy is None else None,
+            )
+    return result, rec
+
+
+def _keep_episode(
+    root: Path,
+    writer: LeRobotWriter,
+    rec: _Recorder,
+    cfg: DemoConfig,
+    extra: dict[str, Any],
+    variation: Variation | None,
+) -> int:
+    """Append a successful episode to the dataset (and its bag under ``mcap/``); its episode index.
+
+    The bag is written into ``mcap/.partial`` and renamed only once the episode is in the dataset, so a
+    crash leaves no bag without its episode.
+    """
+    mcap_root = root / "mcap"
+    columns = {"observation.state": np.stack(rec.states), "action": np.stack(rec.actions)}
+    if "observation.environment_state" in writer.features:  # datasets from before it existed: not
+        columns["observation.environment_state"] = np.stack(rec.env_states)
+    if variation is not None:
+        columns["variation.unit"] = np.tile(np.asarray(variation.unit, np.float32), (len(rec.states), 1))
+    bag_tmp = mcap_root / ".partial" / f"episode_{writer.num_episodes:06d}"
+    if cfg.mcap:
+        _write_mcap(bag_tmp, rec, cfg, extra)
+    index = writer.add_episode(
+        EpisodeData(
+            task=cfg.task,
+            columns=columns,
+            videos={"observation.images.camera": np.stack(rec.frames)},
+            extra=extra,
+        )
+    )
+    if cfg.mcap:
+        bag_tmp.rename(mcap_root / f"episode_{index:06d}")
+        bag_tmp.parent.rmdir()
+    return index
+
+
 def collect_demos(
     out: str | Path, cfg: DemoConfig, *, progress: Callable[[int, int], None] | None = None
 ) -> DemoSummary:
@@ -341,19 +425,7 @@ def collect_demos(
     var_names = dimension_names(vcfg) if vcfg is not None else ()
     folder = world_path(cfg.world)
     attempts = _read_attempts(root)
-    writer: LeRobotWriter | None = None
-    if (root / "meta/info.json").exists():
-        info = read_info(root)
-        writer = LeRobotWriter(
-            root,
-            fps=info["fps"],
-            features={
-                k: v
-                for k, v in info["features"].items()
-                if k not in ("timestamp", "frame_index", "episode_index", "index", "task_index")
-            },
-            robot_type=info.get("robot_type", "arm6"),
-        )
+    writer = _open_dataset(root)
     done = {int(a["attempt"]) for a in attempts}
     done |= {int(e["attempt"]) for e in (writer.episodes if writer else []) if "attempt" in e}
     next_attempt = max(done) + 1 if done else 0
@@ -362,33 +434,16 @@ def collect_demos(
     reasons: dict[str, int] = {}
     for a in attempts:
         reasons[a["reason"]] = reasons.get(a["reason"], 0) + 1
-    mcap_root = root / "mcap"
     # A bag left half-written by a crash is this tool's own output: drop it.
-    if (mcap_root / ".partial").is_dir():
-        shutil.rmtree(mcap_root / ".partial")
+    if (root / "mcap/.partial").is_dir():
+        shutil.rmtree(root / "mcap/.partial")
     root.mkdir(parents=True, exist_ok=True)
     reference = ReferencePolicy(cfg.expert) if cfg.expert_policy is None else load_policy(cfg.expert_policy)
     attempt = next_attempt
     while kept < cfg.episodes and attempt < cfg.attempts:
         seed = attempt_seed(cfg.seed, attempt)
         variation = sample_variation(vcfg, seed) if vcfg is not None else None
-        with EpisodeRunner(folder, variation=variation) as runner:
-            if runner.world.gripper_command_range is None:
-                raise DemoError(f"world {cfg.world!r} has no gripper; the demonstrations need one")
-            expert: Policy = (
-                privileged_expert(runner.world, grasp_offset_m=cfg.expert.grasp_offset_m)
-                if cfg.expert_kind == "privileged"
-                else reference
-            )
-            rec = _Recorder(expert, runner, cfg)
-            with rec.renderer:
-                result = runner.run(
-                    rec,
-                    seed,
-                    episode_index=attempt,
-                    control_rate_hz=cfg.control_rate_hz,
-                    camera_rate_hz=_PICK_EXPERT_CAMERA_RATE_HZ if cfg.expert_policy is None else None,
-                )
+        result, rec = _run_attempt(cfg, folder, attempt, seed, variation, reference)
         reasons[result.reason] = reasons.get(result.reason, 0) + 1
         record: dict[str, Any] = {
             "attempt": attempt,
@@ -419,28 +474,7 @@ def collect_demos(
                 "expert": cfg.expert_kind,
                 "variation": dict(variation.params) if variation is not None else None,
             }
-            columns = {"observation.state": np.stack(rec.states), "action": np.stack(rec.actions)}
-            if "observation.environment_state" in writer.features:  # datasets from before it existed: not
-                columns["observation.environment_state"] = np.stack(rec.env_states)
-            if variation is not None:
-                columns["variation.unit"] = np.tile(
-                    np.asarray(variation.unit, np.float32), (len(rec.states), 1)
-                )
-            bag_tmp = mcap_root / ".partial" / f"episode_{writer.num_episodes:06d}"
-            if cfg.mcap:
-                _write_mcap(bag_tmp, rec, cfg, extra)
-            index = writer.add_episode(
-                EpisodeData(
-                    task=cfg.task,
-                    columns=columns,
-                    videos={"observation.images.camera": np.stack(rec.frames)},
-                    extra=extra,
-                )
-            )
-            if cfg.mcap:
-                bag_tmp.rename(mcap_root / f"episode_{index:06d}")
-                bag_tmp.parent.rmdir()
-            record["episode_index"] = index
+            record["episode_index"] = _keep_episode(root, writer, rec, cfg, extra, variation)
             kept += 1
             new += 1
         (root / ATTEMPTS_FILE).parent.mkdir(parents=True, exist_ok=True)  # no episode kept yet

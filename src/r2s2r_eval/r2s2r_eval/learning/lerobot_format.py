@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -357,12 +357,12 @@ def read_episode(root: str | Path, episode_index: int, *, videos: bool = True) -
 # ------------------------------------------------------------------------------------------- validation
 
 
-def _problems(root: Path, *, check_videos: bool) -> Iterator[str]:
-    try:
-        info = read_info(root)
-    except DatasetError as err:
-        yield str(err)
-        return
+def _info_problems(root: Path, info: Mapping[str, Any]) -> Generator[str, None, bool]:
+    """Problems of ``meta/info.json``: its keys, version and feature specs.
+
+    Returns whether the rest of the dataset can be checked against it: without its keys or with a
+    feature lacking dtype and shape, every later check would only repeat the same fault.
+    """
     required = (
         "codebase_version",
         "fps",
@@ -376,7 +376,7 @@ def _problems(root: Path, *, check_videos: bool) -> Iterator[str]:
     missing = [k for k in required if k not in info]
     if missing:
         yield f"{root}/meta/info.json: missing keys {missing}"
-        return
+        return False
     if info["codebase_version"] != CODEBASE_VERSION:
         got = info["codebase_version"]
         yield f"{root}/meta/info.json: codebase_version {got!r}, want {CODEBASE_VERSION!r}"
@@ -387,19 +387,23 @@ def _problems(root: Path, *, check_videos: bool) -> Iterator[str]:
     for key, spec in features.items():
         if not isinstance(spec, dict) or not {"dtype", "shape"} <= spec.keys():
             yield f"{root}/meta/info.json: features.{key}: needs dtype and shape"
-            return
+            return False
         if spec["dtype"] == "video":
             if len(spec["shape"]) != 3 or "video_path" not in info or info["video_path"] is None:
                 yield f"{root}/meta/info.json: features.{key}: a video needs shape [H, W, C] and video_path"
         elif spec["dtype"] not in _ARROW:
             yield f"{root}/meta/info.json: features.{key}: dtype {spec['dtype']!r} not in {sorted(_ARROW)}"
-    try:
-        episodes = _read_jsonl(root / "meta/episodes.jsonl")
-        tasks = _read_jsonl(root / "meta/tasks.jsonl")
-        ep_stats = _read_jsonl(root / "meta/episodes_stats.jsonl")
-    except DatasetError as err:
-        yield str(err)
-        return
+    return True
+
+
+def _meta_problems(
+    root: Path,
+    info: Mapping[str, Any],
+    episodes: list[dict[str, Any]],
+    tasks: list[dict[str, Any]],
+    ep_stats: list[dict[str, Any]],
+) -> Iterator[str]:
+    """Problems of the ``meta/`` line files against each other and ``info.json`` (counts and indices)."""
     if len(episodes) != info["total_episodes"]:
         yield (
             f"{root}/meta/episodes.jsonl: {len(episodes)} episodes, "
@@ -413,87 +417,148 @@ def _problems(root: Path, *, check_videos: bool) -> Iterator[str]:
         range(len(tasks))
     ):
         yield f"{root}/meta/tasks.jsonl: task_index must run 0..{info['total_tasks'] - 1}"
-    task_names = {t.get("task_index"): t.get("task") for t in tasks}
     if not (root / "meta/stats.json").is_file() and episodes:
         yield f"{root}/meta/stats.json: missing"
+
+
+def _column_problems(where: Path, table: pa.Table, features: Mapping[str, Any]) -> Iterator[str]:
+    """Problems of one episode's Parquet columns against the features: names, Arrow types, shapes."""
+    cols = set(table.column_names)
+    want = {k for k, s in features.items() if s["dtype"] != "video"}
+    if cols != want:
+        yield f"{where}: columns {sorted(cols)} differ from info.json features {sorted(want)}"
+    for key in sorted(want & cols):
+        spec = features[key]
+        col = table.column(key).combine_chunks()
+        shape = tuple(spec["shape"])
+        arrow = _ARROW.get(spec["dtype"])
+        if shape == (1,):
+            if col.type != arrow:
+                dt = spec["dtype"]
+                yield f"{where}: column {key!r} has type {col.type}, info.json says {dt} scalar"
+            continue
+        if not isinstance(col.type, pa.FixedSizeListType | pa.ListType) or col.type.value_type != arrow:
+            yield f"{where}: column {key!r} has type {col.type}, info.json says list<{spec['dtype']}>"
+            continue
+        lengths = np.unique(col.value_lengths().to_numpy(zero_copy_only=False)) if len(col) else []
+        if len(lengths) and (len(lengths) != 1 or int(lengths[0]) != math.prod(shape)):
+            got = [int(x) for x in lengths]
+            yield f"{where}: column {key!r} rows have {got} values, shape {list(shape)}"
+
+
+def _index_problems(
+    where: Path, table: pa.Table, ep: Mapping[str, Any], total: int, fps: float, task_names: Mapping[Any, Any]
+) -> Iterator[str]:
+    """Problems of one episode's index columns: frame, episode and global index, timestamp and task.
+
+    ``total`` is the number of frames of the episodes before it (where its global index starts).
+    """
+    i, n = ep.get("episode_index"), table.num_rows
+    fi = table.column("frame_index").to_numpy()
+    if not np.array_equal(fi, np.arange(n)):
+        yield f"{where}: frame_index must run 0..{n - 1}"
+    if not np.all(table.column("episode_index").to_numpy() == i):
+        yield f"{where}: episode_index must be {i} in every row"
+    if not np.array_equal(table.column("index").to_numpy(), total + np.arange(n)):
+        yield f"{where}: index must run {total}..{total + n - 1} (global frame index)"
+    ts = table.column("timestamp").to_numpy().astype(np.float64)
+    if not np.allclose(ts, np.arange(n) / fps, atol=1e-4):
+        yield f"{where}: timestamp must be frame_index / fps ({fps})"
+    for t in np.unique(table.column("task_index").to_numpy()):
+        if int(t) not in task_names:
+            yield f"{where}: task_index {int(t)} not in tasks.jsonl"
+        elif task_names[int(t)] not in ep.get("tasks", []):
+            yield f"{where}: task {task_names[int(t)]!r} not in the episode's tasks"
+
+
+def _video_problems(
+    root: Path, info: Mapping[str, Any], chunk: int, i: int, n: int, *, check_videos: bool
+) -> Iterator[str]:
+    """Problems of one episode's videos: present, and (decoded, with ``check_videos``) size and frames."""
+    for key, spec in info["features"].items():
+        if spec["dtype"] != "video":
+            continue
+        vpath = root / info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=i)
+        vwhere = vpath.relative_to(root)
+        if not vpath.is_file():
+            yield f"{vwhere}: video file missing"
+            continue
+        if not check_videos:
+            continue
+        try:
+            frames, w, h = count_video_frames(vpath)
+        except DatasetError as err:
+            yield str(err)
+            continue
+        hh, ww, _ = spec["shape"]
+        if (h, w) != (hh, ww):
+            yield f"{vwhere}: {w}x{h} pixels, info.json shape says {ww}x{hh}"
+        if frames != n:
+            yield f"{vwhere}: {frames} frames, the episode has {n} rows"
+
+
+def _episode_problems(
+    root: Path,
+    info: Mapping[str, Any],
+    ep: Mapping[str, Any],
+    total: int,
+    fps: float,
+    task_names: Mapping[Any, Any],
+    *,
+    check_videos: bool,
+) -> Generator[str, None, int]:
+    """Problems of one episode's data file and videos; returns its row count (0 when it has no data).
+
+    The count is returned so the caller can check the global frame index and the total frame count.
+    """
+    i = ep.get("episode_index")
+    if not isinstance(i, int):
+        return 0
+    chunk = i // int(info["chunks_size"])
+    path = root / info["data_path"].format(episode_chunk=chunk, episode_index=i)
+    where = path.relative_to(root)
+    if not path.is_file():
+        yield f"{where}: data file missing"
+        return 0
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        yield f"{where}: not a readable Parquet file: {err}"
+        return 0
+    n = table.num_rows
+    if n != ep.get("length"):
+        yield f"{where}: {n} rows, episodes.jsonl length {ep.get('length')}"
+    yield from _column_problems(where, table, info["features"])
+    if {"frame_index", "episode_index", "index", "timestamp", "task_index"} <= set(table.column_names):
+        yield from _index_problems(where, table, ep, total, fps, task_names)
+    yield from _video_problems(root, info, chunk, i, n, check_videos=check_videos)
+    return n
+
+
+def _problems(root: Path, *, check_videos: bool) -> Iterator[str]:
+    """Every problem of the dataset at ``root``, meta files first, then episode by episode."""
+    try:
+        info = read_info(root)
+    except DatasetError as err:
+        yield str(err)
+        return
+    if not (yield from _info_problems(root, info)):
+        return
+    try:
+        episodes = _read_jsonl(root / "meta/episodes.jsonl")
+        tasks = _read_jsonl(root / "meta/tasks.jsonl")
+        ep_stats = _read_jsonl(root / "meta/episodes_stats.jsonl")
+    except DatasetError as err:
+        yield str(err)
+        return
+    yield from _meta_problems(root, info, episodes, tasks, ep_stats)
+    task_names = {t.get("task_index"): t.get("task") for t in tasks}
     fps = float(info["fps"])
     total = 0
     for ep in episodes:
-        i = ep.get("episode_index")
-        if not isinstance(i, int):
-            continue
-        chunk = i // int(info["chunks_size"])
-        path = root / info["data_path"].format(episode_chunk=chunk, episode_index=i)
-        where = path.relative_to(root)
-        if not path.is_file():
-            yield f"{where}: data file missing"
-            continue
-        try:
-            table = pq.read_table(path)
-        except (pa.ArrowException, OSError) as err:
-            yield f"{where}: not a readable Parquet file: {err}"
-            continue
-        n = table.num_rows
-        if n != ep.get("length"):
-            yield f"{where}: {n} rows, episodes.jsonl length {ep.get('length')}"
-        cols = set(table.column_names)
-        want = {k for k, s in features.items() if s["dtype"] != "video"}
-        if cols != want:
-            yield f"{where}: columns {sorted(cols)} differ from info.json features {sorted(want)}"
-        for key in sorted(want & cols):
-            spec = features[key]
-            col = table.column(key).combine_chunks()
-            shape = tuple(spec["shape"])
-            arrow = _ARROW.get(spec["dtype"])
-            if shape == (1,):
-                if col.type != arrow:
-                    dt = spec["dtype"]
-                    yield f"{where}: column {key!r} has type {col.type}, info.json says {dt} scalar"
-                continue
-            if not isinstance(col.type, pa.FixedSizeListType | pa.ListType) or col.type.value_type != arrow:
-                yield f"{where}: column {key!r} has type {col.type}, info.json says list<{spec['dtype']}>"
-                continue
-            lengths = np.unique(col.value_lengths().to_numpy(zero_copy_only=False)) if len(col) else []
-            if len(lengths) and (len(lengths) != 1 or int(lengths[0]) != math.prod(shape)):
-                got = [int(x) for x in lengths]
-                yield f"{where}: column {key!r} rows have {got} values, shape {list(shape)}"
-        if {"frame_index", "episode_index", "index", "timestamp", "task_index"} <= cols:
-            fi = table.column("frame_index").to_numpy()
-            if not np.array_equal(fi, np.arange(n)):
-                yield f"{where}: frame_index must run 0..{n - 1}"
-            if not np.all(table.column("episode_index").to_numpy() == i):
-                yield f"{where}: episode_index must be {i} in every row"
-            if not np.array_equal(table.column("index").to_numpy(), total + np.arange(n)):
-                yield f"{where}: index must run {total}..{total + n - 1} (global frame index)"
-            ts = table.column("timestamp").to_numpy().astype(np.float64)
-            if not np.allclose(ts, np.arange(n) / fps, atol=1e-4):
-                yield f"{where}: timestamp must be frame_index / fps ({fps})"
-            for t in np.unique(table.column("task_index").to_numpy()):
-                if int(t) not in task_names:
-                    yield f"{where}: task_index {int(t)} not in tasks.jsonl"
-                elif task_names[int(t)] not in ep.get("tasks", []):
-                    yield f"{where}: task {task_names[int(t)]!r} not in the episode's tasks"
-        total += n
-        for key, spec in features.items():
-            if spec["dtype"] != "video":
-                continue
-            vpath = root / info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=i)
-            vwhere = vpath.relative_to(root)
-            if not vpath.is_file():
-                yield f"{vwhere}: video file missing"
-                continue
-            if not check_videos:
-                continue
-            try:
-                frames, w, h = count_video_frames(vpath)
-            except DatasetError as err:
-                yield str(err)
-                continue
-            hh, ww, _ = spec["shape"]
-            if (h, w) != (hh, ww):
-                yield f"{vwhere}: {w}x{h} pixels, info.json shape says {ww}x{hh}"
-            if frames != n:
-                yield f"{vwhere}: {frames} frames, the episode has {n} rows"
+        total += yield from _episode_problems(
+            root, info, ep, total, fps, task_names, check_videos=check_videos
+        )
     if total != info["total_frames"]:
         yield f"{root}/meta/info.json: total_frames {info['total_frames']}, the data files hold {total}"
 

@@ -278,129 +278,149 @@ def _resumable(path: Path, new: dict[str, Any]) -> dict[str, Any]:
     return dict(old)
 
 
-def run_transfer(
-    out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
-) -> dict[str, Any]:
-    """Run (or resume) the whole study; returns the report also written to ``out/report.json``.
+class _Run:
+    """One run of the study: its report, saved after every stage so that a rerun resumes where it stopped.
 
-    Raises:
-        StudyFolderError: ``out`` holds a study run with other options or another profile.
+    Each stage fills in one key of the report; a stage whose key is there already is skipped.
     """
-    out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()},
-        "profile": str(profile),
-        "ablations": {},
-    }
-    report_path = out / "report.json"
-    if report_path.is_file():
-        report = _resumable(report_path, report)
-    timings = report.setdefault("wall_s", {})
 
-    def save() -> None:
-        report_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
-        (out / "report.md").write_text(format_report(report), encoding="utf-8")
+    def __init__(self, out: Path, cfg: TransferConfig, profile: Path, log: Callable[[str], None]) -> None:
+        self.out, self.cfg, self.profile, self.log = out, cfg, profile, log
+        report: dict[str, Any] = {
+            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()},
+            "profile": str(profile),
+            "ablations": {},
+        }
+        self.report_path = out / "report.json"
+        if self.report_path.is_file():
+            report = _resumable(self.report_path, report)
+        self.report = report
+        self.timings = report.setdefault("wall_s", {})
+        # Every evaluation, of a trained policy or the reference expert, runs under the same limits.
+        self.evaluate = functools.partial(
+            evaluate_policy, max_steps=cfg.max_steps, profile=profile, workers=cfg.workers, log=log
+        )
+        self.study = task_study(cfg.task)
+
+    def save(self) -> None:
+        """Write ``report.json`` and its Markdown table ``report.md``."""
+        self.report_path.write_text(json.dumps(self.report, indent=2), encoding="utf-8")
+        (self.out / "report.md").write_text(format_report(self.report), encoding="utf-8")
 
     @contextlib.contextmanager
-    def stage(entry: dict[str, Any], key: str, what: str) -> Iterator[dict[str, Any]]:
+    def stage(self, entry: dict[str, Any], key: str, what: str) -> Iterator[dict[str, Any]]:
         """One resumable stage: say ``what``, then store what it fills in, with its wall time, and save."""
-        log(what)
+        self.log(what)
         t0 = time.perf_counter()
         result: dict[str, Any] = {}
         yield result
         entry[key] = {**result, "wall_s": time.perf_counter() - t0}
-        save()
+        self.save()
 
-    # Every evaluation, of a trained policy or the reference expert, runs under the same limits.
-    evaluate = functools.partial(
-        evaluate_policy, max_steps=cfg.max_steps, profile=profile, workers=cfg.workers, log=log
-    )
-    study = task_study(cfg.task)
-    bundled, bundled_variations = study.world, study.variations
-    worlds: dict[str, tuple[str, Path | None]] = {
-        "no_variation": (bundled, None),
-        "six_axes": (bundled, bundled_variations),
-    }
-    if "real2sim" in cfg.ablations:
-        t0 = time.perf_counter()
-        world = make_real2sim_world(out / "real2sim", profile, progress=log, template=bundled)
-        own = real2sim_variations(world, out / "real2sim" / "variations.yaml", base=bundled_variations)
-        worlds["real2sim"] = (str(world), own)
-        timings.setdefault("real2sim", time.perf_counter() - t0)
-    for name in cfg.ablations:
-        world, variations = worlds[name]
-        entry = report["ablations"].setdefault(name, {"world": world, "variations": str(variations)})
-        data, ckpt = out / "demos" / name, out / "policies" / name
-        if "dataset" not in entry:
-            what = f"[{name}] demonstrations: {cfg.demos} in {world} ({cfg.workers} shards)"
-            with stage(entry, "dataset", what) as dataset:
-                demo_cfg = DemoConfig(
-                    world=world,
-                    variations=variations,
-                    episodes=cfg.demos,
-                    action_noise=cfg.action_noise,
-                    expert_kind=cfg.expert,
-                    expert_policy=(
-                        None if cfg.expert == "privileged" or study.task == "pick" else study.family[0].name
-                    ),
-                    mcap=False,
-                )
-                shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
-                infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
-                problems = [p for d in shards for p in validate_lerobot_dataset(d)]
-                dataset["paths"] = [str(d) for d in shards]
-                dataset["episodes"] = sum(i["total_episodes"] for i in infos)
-                dataset["frames"] = sum(i["total_frames"] for i in infos)
-                attempts = [d / "meta/r2s2r_attempts.jsonl" for d in shards]
-                dataset["attempts"] = sum(len(a.read_text(encoding="utf-8").splitlines()) for a in attempts)
-                dataset["action_noise"] = cfg.action_noise
-                dataset["valid"] = not problems
-                dataset["problems"] = problems[:5]
-        if cfg.perception_worlds and "perception" not in entry:
-            what = f"[{name}] perception frames: {cfg.perception_worlds} worlds x {cfg.perception_per_world}"
-            with stage(entry, "perception", what) as perception:
-                pf_cfg = PerceptionFramesConfig(
-                    world=world,
-                    variations=variations,
-                    worlds=cfg.perception_worlds,
-                    per_world=cfg.perception_per_world,
-                )
-                pf_dir = out / "perception" / name
-                pf = render_sharded(pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=log)
-                perception["paths"] = [str(d) for d in pf]
-                perception["frames"] = cfg.perception_worlds * cfg.perception_per_world
-        if "train" not in entry:
-            log(f"[{name}] training: {cfg.steps} steps")
-            if not (ckpt / "policy.pt").exists():  # an earlier run's checkpoint is reused (resuming)
-                train(
-                    [Path(p) for p in entry["dataset"]["paths"]],
-                    ckpt,
-                    TrainConfig(
-                        steps=cfg.steps,
-                        seed=cfg.seed,
-                        num_threads=cfg.threads,
-                        chunk=cfg.chunk,
-                        aux_weight=cfg.aux_weight,
-                        state_noise=cfg.state_noise,
-                        channels=cfg.channels,
-                        shift_px=cfg.shift_px,
-                        time_input=cfg.time_input,
-                        head_features=cfg.head_features,
-                        teacher_forcing_m=cfg.teacher_forcing_m,
-                        perception_frames=tuple(entry.get("perception", {}).get("paths", ())),
-                    ),
-                    progress=lambda k, loss: log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
-                )
-            entry["train"] = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))["result"]
-            save()
-        # Where each policy is scored: the emulated hardware as captured, and with an operator's changes
-        # between trials (object pose, lighting, clutter, as in `make closed-loop`); the bundled world with
-        # the six axes (one yardstick for every ablation); and its own training world and variations on
-        # held-out seeds (what sim alone would have promised it).
+    def worlds(self) -> dict[str, tuple[str, Path | None]]:
+        """The training world and variations of each ablation; the real2sim one is identified first."""
+        study = self.study
+        worlds: dict[str, tuple[str, Path | None]] = {
+            "no_variation": (study.world, None),
+            "six_axes": (study.world, study.variations),
+        }
+        if "real2sim" in self.cfg.ablations:
+            t0 = time.perf_counter()
+            world = make_real2sim_world(
+                self.out / "real2sim", self.profile, progress=self.log, template=study.world
+            )
+            own = real2sim_variations(world, self.out / "real2sim" / "variations.yaml", base=study.variations)
+            worlds["real2sim"] = (str(world), own)
+            self.timings.setdefault("real2sim", time.perf_counter() - t0)
+        return worlds
+
+    def demonstrations(self, name: str, entry: dict[str, Any], world: str, variations: Path | None) -> None:
+        """Record the ablation's demonstrations as dataset shards and validate them."""
+        cfg, study = self.cfg, self.study
+        what = f"[{name}] demonstrations: {cfg.demos} in {world} ({cfg.workers} shards)"
+        with self.stage(entry, "dataset", what) as dataset:
+            demo_cfg = DemoConfig(
+                world=world,
+                variations=variations,
+                episodes=cfg.demos,
+                action_noise=cfg.action_noise,
+                expert_kind=cfg.expert,
+                expert_policy=(
+                    None if cfg.expert == "privileged" or study.task == "pick" else study.family[0].name
+                ),
+                mcap=False,
+            )
+            data = self.out / "demos" / name
+            shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=self.log)
+            infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
+            problems = [p for d in shards for p in validate_lerobot_dataset(d)]
+            dataset["paths"] = [str(d) for d in shards]
+            dataset["episodes"] = sum(i["total_episodes"] for i in infos)
+            dataset["frames"] = sum(i["total_frames"] for i in infos)
+            attempts = [d / "meta/r2s2r_attempts.jsonl" for d in shards]
+            dataset["attempts"] = sum(len(a.read_text(encoding="utf-8").splitlines()) for a in attempts)
+            dataset["action_noise"] = cfg.action_noise
+            dataset["valid"] = not problems
+            dataset["problems"] = problems[:5]
+
+    def perception(self, name: str, entry: dict[str, Any], world: str, variations: Path | None) -> None:
+        """Render the ablation's still frames for the object-state head, in its world and variations."""
+        cfg = self.cfg
+        what = f"[{name}] perception frames: {cfg.perception_worlds} worlds x {cfg.perception_per_world}"
+        with self.stage(entry, "perception", what) as perception:
+            pf_cfg = PerceptionFramesConfig(
+                world=world,
+                variations=variations,
+                worlds=cfg.perception_worlds,
+                per_world=cfg.perception_per_world,
+            )
+            pf_dir = self.out / "perception" / name
+            pf = render_sharded(pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=self.log)
+            perception["paths"] = [str(d) for d in pf]
+            perception["frames"] = cfg.perception_worlds * cfg.perception_per_world
+
+    def training(self, name: str, entry: dict[str, Any], ckpt: Path) -> None:
+        """Train the ablation's BC policy on its demonstrations (and perception frames) into ``ckpt``."""
+        cfg = self.cfg
+        self.log(f"[{name}] training: {cfg.steps} steps")
+        if not (ckpt / "policy.pt").exists():  # an earlier run's checkpoint is reused (resuming)
+            train(
+                [Path(p) for p in entry["dataset"]["paths"]],
+                ckpt,
+                TrainConfig(
+                    steps=cfg.steps,
+                    seed=cfg.seed,
+                    num_threads=cfg.threads,
+                    chunk=cfg.chunk,
+                    aux_weight=cfg.aux_weight,
+                    state_noise=cfg.state_noise,
+                    channels=cfg.channels,
+                    shift_px=cfg.shift_px,
+                    time_input=cfg.time_input,
+                    head_features=cfg.head_features,
+                    teacher_forcing_m=cfg.teacher_forcing_m,
+                    perception_frames=tuple(entry.get("perception", {}).get("paths", ())),
+                ),
+                progress=lambda k, loss: self.log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
+            )
+        entry["train"] = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))["result"]
+        self.save()
+
+    def evaluations(
+        self, name: str, entry: dict[str, Any], world: str, variations: Path | None, ckpt: Path
+    ) -> None:
+        """Score the ablation's policy wherever it has not been scored yet.
+
+        Where: the emulated hardware as captured, and with an operator's changes between trials (object
+        pose, lighting, clutter, as in `make closed-loop`); the bundled world with the six axes (one
+        yardstick for every ablation); and its own training world and variations on held-out seeds (what
+        sim alone would have promised it).  An evaluation identical to one already made is not rerun.
+        """
+        cfg, study = self.cfg, self.study
         evaluations = (
-            ("real", "real", bundled, None, cfg.real_episodes),
-            ("real_operator", "real", bundled, bundled_variations, cfg.real_episodes),
-            ("sim", "sim", bundled, bundled_variations, cfg.sim_episodes),
+            ("real", "real", study.world, None, cfg.real_episodes),
+            ("real_operator", "real", study.world, study.variations, cfg.real_episodes),
+            ("sim", "sim", study.world, study.variations, cfg.sim_episodes),
             ("sim_own", "sim", world, variations, cfg.sim_episodes),
         )
         for key, where, eval_world, eval_variations, n in evaluations:
@@ -416,26 +436,59 @@ def run_transfer(
             )
             if same is not None:
                 entry[key] = {**entry[same], "same_as": same}
-                save()
+                self.save()
                 continue
-            log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
+            self.log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
             bc = ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads})
-            entry[key] = evaluate(bc, where=where, world=str(eval_world), n=n, variations=eval_variations)
-            save()
-    if cfg.reference_row:
-        entry = report.setdefault("reference", {})
+            entry[key] = self.evaluate(
+                bc, where=where, world=str(eval_world), n=n, variations=eval_variations
+            )
+            self.save()
+
+    def reference_row(self) -> None:
+        """Score the task's reference expert on the hardware and in the bundled world, for comparison."""
+        cfg, study = self.cfg, self.study
+        entry = self.report.setdefault("reference", {})
         for key, where, eval_variations, n in (
             ("real", "real", None, cfg.real_episodes),
-            ("real_operator", "real", bundled_variations, cfg.real_episodes),
-            ("sim", "sim", bundled_variations, cfg.sim_episodes),
+            ("real_operator", "real", study.variations, cfg.real_episodes),
+            ("sim", "sim", study.variations, cfg.sim_episodes),
         ):
             if key not in entry and n:
-                log(f"[reference expert] evaluation {key}: {n} episodes")
+                self.log(f"[reference expert] evaluation {key}: {n} episodes")
                 expert = (study.family[0].name, dict(study.family[0].params))
-                entry[key] = evaluate(expert, where=where, world=bundled, n=n, variations=eval_variations)
-                save()
-    save()
-    return report
+                entry[key] = self.evaluate(
+                    expert, where=where, world=study.world, n=n, variations=eval_variations
+                )
+                self.save()
+
+
+def run_transfer(
+    out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Run (or resume) the whole study; returns the report also written to ``out/report.json``.
+
+    Raises:
+        StudyFolderError: ``out`` holds a study run with other options or another profile.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    run = _Run(out, cfg, profile, log)
+    worlds = run.worlds()
+    for name in cfg.ablations:
+        world, variations = worlds[name]
+        entry = run.report["ablations"].setdefault(name, {"world": world, "variations": str(variations)})
+        if "dataset" not in entry:
+            run.demonstrations(name, entry, world, variations)
+        if cfg.perception_worlds and "perception" not in entry:
+            run.perception(name, entry, world, variations)
+        ckpt = out / "policies" / name
+        if "train" not in entry:
+            run.training(name, entry, ckpt)
+        run.evaluations(name, entry, world, variations, ckpt)
+    if cfg.reference_row:
+        run.reference_row()
+    run.save()
+    return run.report
 
 
 def _cell(r: dict[str, Any] | None) -> str:

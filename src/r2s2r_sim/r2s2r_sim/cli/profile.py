@@ -7,7 +7,7 @@ Example:
 
 The template lists every joint (damping, armature, friction loss), every servo (kp, kv; tendon-driven ones
 included), every contact geom (friction; unnamed ones as ``body:<body>/<index>``), the camera, the scene's
-objects and lights.  Edit the values your unit differs in; see docs/hardware_profile.md.
+objects and lights.  Edit the values your unit differs in; see docs/concepts/hardware-profiles.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A hardware profile template for a world: every joint, servo and contact geom with the world's own values.
 
 Unchanged, the template describes an ideal unit: the emulated hardware then runs the sim world's physics
-with ideal sensors.  A user edits the values their unit differs in (see docs/hardware_profile.md).  Geoms
+with ideal sensors.  A user edits the values their unit differs in (see docs/concepts/hardware-profiles.md).  Geoms
 without names and servos driven through tendons are addressed as :mod:`r2s2r_sim.hardware.profile_elements`
 describes.
 """
@@ -173,7 +173,7 @@ def _header(world: SimWorld, other: list[str]) -> str:
         "# written by `r2s2r profile new`.  Every value is the world's own: unchanged, the emulated hardware",
         "# runs the sim's physics with ideal sensors.  Change what your unit differs in; delete the rest.",
         "# Layout and effect sections (depth_sensor, color_sensor, frame_timing, arm_effects, contacts):",
-        "# docs/hardware_profile.md.  Units: SI (m, kg, s, rad, N); pixels for intrinsics.",
+        "# docs/concepts/hardware-profiles.md.  Units: SI (m, kg, s, rad, N); pixels for intrinsics.",
         "# Names: robot names unprefixed, as in world.yaml.  A geom without a name is 'body:<body>/<index>'",
         "# (its index among the body's geoms in the robot file, from 0); contacts.geoms takes the same keys.",
         "# physics.geom_friction lists every geom that can touch something ([sliding, torsional, rolling]).",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from r2s2r_sim.tasks.common import SettleClock, check_type
+from r2s2r_sim.tasks.common import SettleClock, WorldIds, check_type
 from r2s2r_sim.tasks.config import TaskConfig, TaskType
 from r2s2r_sim.tasks.registry import Outcome
 
@@ -33,6 +33,12 @@ class HeldTask:
         self.config = config
         self._hold = SettleClock()
         self._holds = False  # whether the success condition held at the last metrics()
+        self._ids: WorldIds | None = None
+
+    def _world_ids(self, world: SimWorld) -> WorldIds:
+        """The ids and resting heights this task reads in ``world``, looked up once per world."""
+        ids = self._ids = WorldIds.of(self._ids, world)
+        return ids
 
     def _record_hold(self, world: SimWorld, holds: bool, m: dict[str, float]) -> dict[str, float]:
         """Feed the condition at ``world.time`` to the hold clock; adds ``held_s`` to ``m`` and returns it."""

@@ -18,6 +18,7 @@ __all__ = [
     "DROP_MARGIN_M",
     "SETTLED_SPEED_M_S",
     "SettleClock",
+    "WorldIds",
     "body_speed",
     "check_type",
     "free_qpos_address",
@@ -76,6 +77,54 @@ class SettleClock:
         return self.held_s
 
 
+class WorldIds:
+    """The ids and resting heights a task reads in one world, each looked up once.
+
+    A task reads them at every judge sample (every ``SETTLE_SAMPLE_S`` of simulated time), so it keeps one
+    of these per world (:meth:`of`) instead of looking names up each time.  Ids are found as
+    :meth:`SimWorld.body_pose` and :meth:`SimWorld.site_pose` find them; resting heights are :func:`rest_z`.
+    It holds the world's model and data (not the world, which holds the task).
+    """
+
+    __slots__ = ("_bodies", "_rest", "_sites", "data", "model")
+
+    def __init__(self, world: SimWorld) -> None:
+        """Start empty for ``world`` (its model and data as they are now)."""
+        self.model: mujoco.MjModel = world.model
+        self.data: mujoco.MjData = world.data
+        self._bodies: dict[str, int] = {}
+        self._sites: dict[str, int] = {}
+        self._rest: dict[str, float] = {}
+
+    @staticmethod
+    def of(cached: WorldIds | None, world: SimWorld) -> WorldIds:
+        """``cached`` when it was made for ``world`` (its model and data), else a new one for it."""
+        if cached is None or cached.model is not world.model or cached.data is not world.data:
+            return WorldIds(world)
+        return cached
+
+    def body(self, world: SimWorld, name: str) -> int:
+        """Id of body ``name`` (raises :class:`WorldError` as :meth:`SimWorld.body_pose` does)."""
+        bid = self._bodies.get(name)
+        if bid is None:
+            bid = self._bodies[name] = world.body_id(name)
+        return bid
+
+    def site(self, world: SimWorld, name: str) -> int:
+        """Id of site ``name`` (raises :class:`WorldError` as :meth:`SimWorld.site_pose` does)."""
+        sid = self._sites.get(name)
+        if sid is None:
+            sid = self._sites[name] = world.site_id(name)
+        return sid
+
+    def rest_z(self, world: SimWorld, name: str) -> float:
+        """:func:`rest_z` of body ``name`` (it depends on the model only)."""
+        z = self._rest.get(name)
+        if z is None:
+            z = self._rest[name] = rest_z(world, name)
+        return z
+
+
 def check_type(config: TaskConfig, expected: TaskType, cls: str) -> None:
     """Refuse a config of another task type.
 
@@ -132,20 +181,22 @@ def body_speed(world: SimWorld, body: str | int) -> tuple[float, float]:
     return float(np.linalg.norm(vel[3:])), float(np.linalg.norm(vel[:3]))
 
 
-def tilt(world: SimWorld, body: str) -> float:
-    """Angle (rad) between ``body``'s z axis and the world's."""
-    zz = float(world.data.xmat[world.model.body(body).id][8])
+def tilt(world: SimWorld, body: str | int) -> float:
+    """Angle (rad) between ``body``'s (name or id) z axis and the world's."""
+    bid = body if isinstance(body, int) else world.model.body(body).id
+    zz = float(world.data.xmat[bid, 8])
     return math.acos(min(1.0, max(-1.0, zz)))
 
 
-def touching_robot(world: SimWorld, body: str) -> bool:
-    """Whether any robot geom touches ``body`` now."""
+def touching_robot(world: SimWorld, body: str | int) -> bool:
+    """Whether any robot geom touches ``body`` (name or id) now."""
     model, data = world.model, world.data
-    obj = model.body(body).id
-    robot = world.robot_body_ids
-    for i in range(data.ncon):
-        b1 = int(model.geom_bodyid[data.contact.geom1[i]])
-        b2 = int(model.geom_bodyid[data.contact.geom2[i]])
-        if (b1 == obj and b2 in robot) or (b2 == obj and b1 in robot):
-            return True
-    return False
+    obj = body if isinstance(body, int) else model.body(body).id
+    if data.ncon == 0:
+        return False
+    # All contacts at once: the bodies of both geoms of each, against the world's robot bodies.
+    contact = data.contact
+    b1 = model.geom_bodyid[contact.geom1]
+    b2 = model.geom_bodyid[contact.geom2]
+    robot = world.robot_body_mask
+    return bool((((b1 == obj) & robot[b2]) | ((b2 == obj) & robot[b1])).any())

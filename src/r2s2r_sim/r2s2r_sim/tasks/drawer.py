@@ -44,13 +44,23 @@ class DrawerTask(HeldTask):
     """
 
     TASK_TYPE = TaskType.DRAWER
+    # (model, qpos address, dof address) of the drawer's joint, once found (set per instance).
+    _joint_found: tuple[mujoco.MjModel, int, int] | None = None
 
     def _joint(self, world: SimWorld) -> tuple[int, int]:
-        """``qpos`` and ``dof`` addresses of the drawer's one joint.
+        """``qpos`` and ``dof`` addresses of the drawer's one joint (looked up once per model).
 
         Raises:
             WorldError: the body has no joint, several, or one that is neither slide nor hinge.
         """
+        found = self._joint_found
+        if found is not None and found[0] is world.model:
+            return found[1], found[2]
+        qadr, dadr = self._find_joint(world)
+        self._joint_found = (world.model, qadr, dadr)
+        return qadr, dadr
+
+    def _find_joint(self, world: SimWorld) -> tuple[int, int]:
         model = world.model
         body = self.config.object_body
         bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
@@ -81,7 +91,7 @@ class DrawerTask(HeldTask):
         qadr, dadr = self._joint(world)
         q = float(world.data.qpos[qadr])
         speed = abs(float(world.data.qvel[dadr]))
-        contact = touching_robot(world, cfg.object_body)
+        contact = touching_robot(world, self._world_ids(world).body(world, cfg.object_body))
         m = {
             "joint_position": q,
             "open_fraction": q / cfg.open_threshold if cfg.open_threshold else 0.0,

@@ -12,7 +12,6 @@ from r2s2r_sim.tasks.common import (
     SETTLED_SPEED_M_S,
     body_speed,
     place_free_body,
-    rest_z,
     sample_pose,
     touching_robot,
 )
@@ -69,14 +68,16 @@ class PushTask(HeldTask):
     def metrics(self, world: SimWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state (see the class docstring); updates the hold."""
         cfg = self.config
-        obj, _ = world.body_pose(cfg.object_body)
-        target, _ = world.site_pose(cfg.target_site)
-        lin, ang = body_speed(world, cfg.object_body)
+        ids = self._world_ids(world)
+        body = ids.body(world, cfg.object_body)
+        obj = world.data.xpos[body]
+        target = world.data.site_xpos[ids.site(world, cfg.target_site)]
+        lin, ang = body_speed(world, body)
         m = {
             "object_to_target_m": float(np.linalg.norm(obj[:2] - target[:2])),
-            "object_height_m": float(obj[2] - rest_z(world, cfg.object_body)),
+            "object_height_m": float(obj[2] - ids.rest_z(world, cfg.object_body)),
             "object_speed_m_s": lin,
-            "robot_contact": float(touching_robot(world, cfg.object_body)),
+            "robot_contact": float(touching_robot(world, body)),
         }
         at_rest = lin < SETTLED_SPEED_M_S and ang < SETTLED_SPEED_M_S
         return self._record_hold(world, self._in_region(m) and at_rest, m)
@@ -98,7 +99,8 @@ class PushTask(HeldTask):
         m = self.metrics(world)
         if self._held(m):
             return Outcome(True, "success", m)
-        floor = cfg.table_top_z if cfg.table_top_z is not None else rest_z(world, cfg.object_body)
-        if m["object_height_m"] + rest_z(world, cfg.object_body) < floor - DROP_MARGIN_M:
+        rest = self._world_ids(world).rest_z(world, cfg.object_body)
+        floor = cfg.table_top_z if cfg.table_top_z is not None else rest
+        if m["object_height_m"] + rest < floor - DROP_MARGIN_M:
             return Outcome(False, "object_dropped", m)
         return self._timeout(world, m)

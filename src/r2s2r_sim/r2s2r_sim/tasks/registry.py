@@ -155,10 +155,18 @@ class EpisodeJudge:
             self.judge_at = at + settle_period_s(task.config)
 
     def sample(self, task: Task, world: SimWorld) -> None:
-        """Show ``task`` the state at this sample instant; keep the verdict once the episode has ended."""
+        """Show ``task`` the state at this sample instant; keep the verdict once the episode has ended.
+
+        The task goes on being shown the state after the verdict (until the next reset), so that its holds
+        stay timed for whoever asks it later (a judge's call, :func:`judge_now` at a step limit).  A task
+        with an ``observe`` method keeps its clocks there and its ``evaluate`` only reads them: once the
+        verdict is kept, only ``observe`` is called.
+        """
         observe = getattr(task, "observe", None)
         if observe is not None:
             observe(world)  # tasks that time a settle period keep their own clock
+            if self.outcome is not None:
+                return
         verdict = task.evaluate(world)  # every sample, so the holds are timed as time passes
         if self.outcome is not None:
             return
@@ -219,9 +227,9 @@ class PickPlaceTask:
             )
         self.config = config
         self.settle = SettleClock()
-        # (model, object body id, target site id, resting z): looked up once per model, as the world
-        # samples the task every SETTLE_SAMPLE_S on the sim node's physics thread.
-        self._where: tuple[mujoco.MjModel, int, int, float] | None = None
+        # The object's and the target's ids and positions in the world last seen: looked up once per
+        # world, as the world samples the task every SETTLE_SAMPLE_S on the sim node's physics thread.
+        self._where: _PickPoints | None = None
 
     def initialize_episode(
         self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
@@ -239,14 +247,15 @@ class PickPlaceTask:
             object_pose = ObjectPose(rng.uniform(*r.x), rng.uniform(*r.y), rng.uniform(*r.yaw))
         world.place_task_object(object_pose.x, object_pose.y, object_pose.yaw)
 
-    def _resolve(self, world: SimWorld) -> tuple[int, int, float]:
-        """Object body id, target site id and the object's resting z (m) in ``world``'s model."""
-        model = world.model
-        if self._where is None or self._where[0] is not model:
+    def _points(self, world: SimWorld) -> _PickPoints:
+        """The object's and the target's ids and positions in ``world`` (looked up once per world)."""
+        where = self._where
+        if where is None or where.data is not world.data or where.model is not world.model:
+            model = world.model
             body = int(model.body(self.config.object_body).id)
             site = int(model.site(self.config.target_site).id)
-            self._where = (model, body, site, self._rest_z(world))
-        return self._where[1:]
+            where = self._where = _PickPoints(world, body, site, self._rest_z(world))
+        return where
 
     def _rest_z(self, world: SimWorld) -> float:
         model = world.model
@@ -260,18 +269,20 @@ class PickPlaceTask:
         open_fraction = world.gripper_open_fraction
         if open_fraction is not None and open_fraction < 0.5:
             return False
-        return not touching_robot(world, self.config.object_body)
+        return not touching_robot(world, self._points(world).body)
 
     def _at_rest_at_target(self, world: SimWorld) -> bool:
         """One sample of the success condition; the cheap geometric tests first."""
         cfg = self.config
-        body, site, _ = self._resolve(world)
-        obj, target = world.data.xpos[body], world.data.site_xpos[site]
-        if math.hypot(obj[0] - target[0], obj[1] - target[1]) > cfg.success_radius:
+        assert cfg.success_radius is not None and cfg.success_height is not None  # required for pick_place
+        where = self._points(world)
+        ox, oy, oz = where.obj_pos.tolist()  # Python floats: the same differences, without numpy scalars
+        tx, ty, tz = where.target_pos.tolist()
+        if math.hypot(ox - tx, oy - ty) > cfg.success_radius:
             return False
-        if abs(float(obj[2] - target[2])) > cfg.success_height:
+        if abs(oz - tz) > cfg.success_height:
             return False
-        linear, angular = body_speed(world, body)
+        linear, angular = body_speed(world, where.body)
         if linear > cfg.settle_speed or angular > cfg.settle_angular_speed:
             return False
         return self._released(world)
@@ -306,13 +317,27 @@ class PickPlaceTask:
         cfg = self.config
         if self.settle.held_for(cfg.settle_time):
             return Outcome(True, "success", self.metrics(world))
-        body, _, rest_z = self._resolve(world)
-        floor_z = (cfg.table_top_z if cfg.table_top_z is not None else rest_z) - self.DROP_MARGIN_M
-        if float(world.data.xpos[body, 2]) < floor_z:
+        where = self._points(world)
+        floor_z = (cfg.table_top_z if cfg.table_top_z is not None else where.rest_z) - self.DROP_MARGIN_M
+        if where.obj_pos.item(2) < floor_z:
             return Outcome(False, "object_dropped", self.metrics(world))
         if world.time >= cfg.timeout:
             return Outcome(False, "timeout", self.metrics(world))
         return None
+
+
+class _PickPoints:
+    """Where :class:`PickPlaceTask` reads one world: ids, the resting z and live views of the positions."""
+
+    __slots__ = ("body", "data", "model", "obj_pos", "rest_z", "site", "target_pos")
+
+    def __init__(self, world: SimWorld, body: int, site: int, rest_z: float) -> None:
+        self.model: mujoco.MjModel = world.model
+        self.data: mujoco.MjData = world.data
+        self.body, self.site, self.rest_z = body, site, rest_z
+        # Views into the world's MjData: they follow every step (its arrays never move).
+        self.obj_pos: np.ndarray = world.data.xpos[body]
+        self.target_pos: np.ndarray = world.data.site_xpos[site]
 
 
 class Task(Protocol):

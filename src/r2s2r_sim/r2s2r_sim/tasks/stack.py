@@ -12,7 +12,6 @@ from r2s2r_sim.tasks.common import (
     SETTLED_SPEED_M_S,
     body_speed,
     place_free_body,
-    rest_z,
     sample_pose,
     tilt,
     touching_robot,
@@ -77,9 +76,9 @@ class StackTask(HeldTask):
             place_free_body(world, cfg.support_body, *sample_pose(cfg.support_pose_range, rng))
 
     def _support_xy(self, world: SimWorld) -> np.ndarray:
+        """The support block's x, y (m): a view into the world's state (copy it to keep it)."""
         assert self.config.support_body is not None
-        pos, _ = world.body_pose(self.config.support_body)
-        return pos[:2]
+        return world.data.xpos[self._world_ids(world).body(world, self.config.support_body), :2]
 
     def _stacked(self, m: dict[str, float]) -> bool:
         cfg = self.config
@@ -93,19 +92,21 @@ class StackTask(HeldTask):
         """Named diagnostic terms for the current state (see the class docstring); updates the hold."""
         cfg = self.config
         assert cfg.support_body is not None
-        obj, _ = world.body_pose(cfg.object_body)
-        target, _ = world.site_pose(cfg.target_site)
-        lin, ang = body_speed(world, cfg.object_body)
-        s_lin, s_ang = body_speed(world, cfg.support_body)
+        ids = self._world_ids(world)
+        body, support_body = ids.body(world, cfg.object_body), ids.body(world, cfg.support_body)
+        obj = world.data.xpos[body]
+        target = world.data.site_xpos[ids.site(world, cfg.target_site)]
+        lin, ang = body_speed(world, body)
+        s_lin, s_ang = body_speed(world, support_body)
         support = self._support_xy(world)
         if self._support_start is None or world.time < self._last_time:  # a new episode
             self._support_start = support.copy()
         self._last_time = world.time
-        released = not touching_robot(world, cfg.object_body)
+        released = not touching_robot(world, body)
         m = {
             "object_to_target_m": float(np.linalg.norm(obj[:2] - target[:2])),
             "object_above_target_m": float(obj[2] - target[2]),
-            "support_tilt_rad": tilt(world, cfg.support_body),
+            "support_tilt_rad": tilt(world, support_body),
             "support_moved_m": float(np.linalg.norm(support - self._support_start)),
             "object_speed_m_s": lin,
             "gripper_released": float(released),
@@ -133,10 +134,11 @@ class StackTask(HeldTask):
         if self._held(m):
             return Outcome(True, "success", m)
         table = cfg.table_top_z
-        obj, _ = world.body_pose(cfg.object_body)
-        sup, _ = world.body_pose(cfg.support_body)
-        obj_floor = (table if table is not None else rest_z(world, cfg.object_body)) - DROP_MARGIN_M
-        sup_floor = (table if table is not None else rest_z(world, cfg.support_body)) - DROP_MARGIN_M
+        ids = self._world_ids(world)
+        obj = world.data.xpos[ids.body(world, cfg.object_body)]
+        sup = world.data.xpos[ids.body(world, cfg.support_body)]
+        obj_floor = (table if table is not None else ids.rest_z(world, cfg.object_body)) - DROP_MARGIN_M
+        sup_floor = (table if table is not None else ids.rest_z(world, cfg.support_body)) - DROP_MARGIN_M
         if obj[2] < obj_floor:
             return Outcome(False, "object_dropped", m)
         if m["support_tilt_rad"] >= TOPPLE_TILT_RAD or sup[2] < sup_floor:

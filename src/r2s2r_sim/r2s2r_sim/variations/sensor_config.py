@@ -35,7 +35,7 @@ class SensorVariationConfig:
 
     MuJoCo renders ideal images; a real camera's are noisy, have holes and drift between episodes.  A real
     camera's noise is not identified by a capture, so every parameter is drawn from a documented range
-    (see docs/world_variations.md for the sources).  Each range is ``[low, high]``, drawn uniformly.
+    (see docs/concepts/variations.md for the sources).  Each range is ``[low, high]``, drawn uniformly.
 
     Attributes:
         enabled: whether this axis varies anything (off unless a config turns it on).

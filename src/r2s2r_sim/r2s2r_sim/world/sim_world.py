@@ -104,13 +104,19 @@ class SimWorld:
         # Identified command delay (s) of a ``r2s2r real2sim`` world, 0 otherwise: commands take effect
         # this long after set_*_command(), like the real driver's latency they were identified from.
         self.command_delay_s: float = command_delay(self.model)
-        # What a hardware stand-in adds around every physics step (``r2s2r_sim.hardware.arm_effects``): it gates when
-        # queued commands reach the actuators and edits the state before each step.  ``None`` in the sim.
+        # What a hardware stand-in adds around every physics step (``r2s2r_sim.hardware.arm_effects``): it
+        # gates when queued commands reach the actuators and edits the state before each step.  ``None`` in
+        # the sim.
         self.step_hook: StepHook | None = None
         # Sensor effects of its rendered camera frames (the ``sensor`` variation axis); None: ideal images.
         self.sensors: SensorEffects | None = None
         self._pending: collections.deque[tuple[float, str, np.ndarray, float | None]] = collections.deque()
         self._judge = EpisodeJudge()
+        # The next judge sample (see step()): its due time, the time at which it is taken, and the span of
+        # step-start times for which that due time stands (empty: work it out on the next step).
+        self._sample_due = self._sample_at = 0.0
+        self._sample_from, self._sample_until = math.inf, -math.inf
+        self._sample_quiet = -math.inf
         self.reset(0)
 
     # ------------------------------------------------------------------------------------------ loading
@@ -242,6 +248,11 @@ class SimWorld:
         # Every body in the robot's subtree, for contact checks (e.g. "is the object held").
         root = self._base_body
         self.robot_body_ids: frozenset[int] = frozenset(subtree_bodies(model, root))
+        # The same as a read-only mask over body ids, for vectorised contact checks.
+        mask = np.zeros(model.nbody, dtype=bool)
+        mask[sorted(self.robot_body_ids)] = True
+        mask.setflags(write=False)
+        self.robot_body_mask: np.ndarray = mask
 
         self._home_key = -1
         self._home_qpos: np.ndarray | None = None
@@ -449,15 +460,49 @@ class SimWorld:
         if task is None:
             self._physics_steps(n)
             return
+        data = self.data
+        if n == 1 and not self._pending and self.step_hook is None:
+            # The sim node's (and the benchmark's) one step at a time: as little as can be per step.
+            t = data.time
+            if self._sample_from <= t <= self._sample_until:
+                mujoco.mj_step(self.model, data)
+                if t > self._sample_quiet:  # this step may end at the sample
+                    t = data.time
+                    if t >= self._sample_at:
+                        self._judge.sample(task, self)
+                        self._schedule_sample(t)  # the next step starts here, unless time is set meanwhile
+                return
         dt = self.timestep
         while n > 0:
-            t = float(self.data.time)
-            due = (math.floor(t / SETTLE_SAMPLE_S + 1e-6) + 1) * SETTLE_SAMPLE_S
-            k = min(n, max(1, math.ceil((due - t) / dt - 1e-6)))
+            t = data.time
+            if not self._sample_from <= t <= self._sample_until:
+                self._schedule_sample(t)
+            k = 1 if n == 1 else min(n, max(1, math.ceil((self._sample_due - t) / dt - 1e-6)))
             self._physics_steps(k)
             n -= k
-            if self.data.time >= due - 1e-9:
+            t = data.time
+            if t >= self._sample_at:
                 self._judge.sample(task, self)
+                self._schedule_sample(t)  # the next step starts here, unless time is set meanwhile
+
+    def _schedule_sample(self, t: float) -> None:
+        """Work out the next judge sample from a step starting at time ``t`` (s).
+
+        The sample is due at the first multiple of ``SETTLE_SAMPLE_S`` after ``t`` (``t`` itself counts as
+        past a multiple it misses by less than a millionth of a period), and taken after the first step that
+        ends within 1 ns of it.  That due time is the same for every step start from ``t`` up to
+        ``_sample_until`` (two millionths of a period short of it): within that span :meth:`step` reuses it
+        and only compares times; a step starting outside it (a sample was taken, time was set back by a
+        reset or by hand, or forward past the span) works it out again here.  A step starting at or before
+        ``_sample_quiet`` (half a physics step more than one step before the sample) cannot end at the
+        sample: a physics step advances the time by the model's timestep.
+        """
+        due = (math.floor(t / SETTLE_SAMPLE_S + 1e-6) + 1) * SETTLE_SAMPLE_S
+        self._sample_due = due
+        self._sample_at = due - 1e-9
+        self._sample_from = t
+        self._sample_until = due - 2e-6 * SETTLE_SAMPLE_S
+        self._sample_quiet = min(self._sample_until, self._sample_at - 1.5 * self.timestep)
 
     @property
     def verdict(self) -> Outcome | None:
@@ -490,7 +535,7 @@ class SimWorld:
             mujoco.mj_step(self.model, self.data)
             n -= 1
         if n > 0:
-            mujoco.mj_step(self.model, self.data, nstep=n)
+            mujoco.mj_step(self.model, self.data, n)  # positional: a keyword costs a microsecond a call
 
     @property
     def pending_commands(self) -> int:
@@ -500,7 +545,7 @@ class SimWorld:
     @property
     def time(self) -> float:
         """Simulation time (s) since reset."""
-        return float(self.data.time)
+        return self.data.time  # already a Python float
 
     # ------------------------------------------------------------------------------------------ state
 
@@ -536,6 +581,22 @@ class SimWorld:
         raise WorldError(
             f"world {self.world_id!r}: no {what} {name!r} (have: {_names(self.model, objtype, count)})"
         )
+
+    def body_id(self, name: str) -> int:
+        """MuJoCo id of a body (scene or unprefixed robot name), as :meth:`body_pose` finds it.
+
+        Raises:
+            WorldError: no such body (the message lists them).
+        """
+        return self._lookup(mujoco.mjtObj.mjOBJ_BODY, name, "body", self.model.nbody)
+
+    def site_id(self, name: str) -> int:
+        """MuJoCo id of a site (scene or unprefixed robot name), as :meth:`site_pose` finds it.
+
+        Raises:
+            WorldError: no such site (the message lists them).
+        """
+        return self._lookup(mujoco.mjtObj.mjOBJ_SITE, name, "site", self.model.nsite)
 
     def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """World-frame position (3,) and wxyz quaternion (4,) of a body (scene or unprefixed robot name)."""

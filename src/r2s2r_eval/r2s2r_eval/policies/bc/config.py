@@ -7,7 +7,11 @@ from dataclasses import dataclass
 
 from r2s2r_eval.policy import PolicyParams
 
-__all__ = ["BCParams"]
+__all__ = ["CHECKPOINT_CONFIG", "CHECKPOINT_WEIGHTS", "BCParams"]
+
+# The files of a checkpoint folder written by ``r2s2r train``.
+CHECKPOINT_WEIGHTS = "policy.pt"
+CHECKPOINT_CONFIG = "config.json"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import torch
 
-from r2s2r_eval.policies.bc.config import BCParams
+from r2s2r_eval.policies.bc.config import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS, BCParams
 from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
 from r2s2r_eval.policy import (
     Action,
@@ -24,8 +24,6 @@ from r2s2r_eval.policy import (
 
 __all__ = ["BCPolicy", "load_checkpoint"]
 
-CHECKPOINT_WEIGHTS = "policy.pt"
-CHECKPOINT_CONFIG = "config.json"
 # Demonstration frames are drawn at twice the recorded size and area-downscaled (DemoConfig.render_scale).
 _DEMO_RENDER_SCALE = 2
 

@@ -21,7 +21,7 @@ from r2s2r_eval.policies.scripted.motion import CartesianMover
 from r2s2r_eval.policies.scripted.scene import arm_scene, body_geom, half_height
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, PolicyError
 
-__all__ = ["Phase", "ReferencePolicy", "SceneModel"]
+__all__ = ["Phase", "ReferencePolicy", "SceneModel", "scene_model"]
 
 # The set-point's Cartesian acceleration limit at speed = 1 (its speed limits are the mover's).
 _LINEAR_ACCEL = 0.6  # m/s^2
@@ -99,8 +99,8 @@ class SceneModel:
 
 
 @lru_cache(maxsize=4)
-@lru_cache(maxsize=4)
-def _scene_model(world_dir: Path) -> SceneModel:
+def scene_model(world_dir: Path) -> SceneModel:
+    """What the reference policy knows of the world in ``world_dir``, read once per world (cached)."""
     scene = arm_scene(world_dir, "reference")
     cfg, task = scene.config, scene.task
     model, data, arm, base = scene.model, scene.data, scene.arm, scene.base_pose
@@ -209,7 +209,7 @@ class ReferencePolicy(PhasedPolicy):
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: load the scene model, draw this episode's perception noise."""
         self._start_script(info, phase_start=math.nan)
-        self._scene = _scene_model(Path(info.world_dir))
+        self._scene = scene_model(Path(info.world_dir))
         self._rng = info.rng()
         self._noise = self._rng.normal(0.0, self._p.perception_noise_m, size=2)
         self._estimate: CubeEstimate | None = None
