@@ -34,7 +34,7 @@ from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 
 # Each module fixture runs a whole capture and identification (minutes of CPU); on a loaded machine that
 # alone can pass the suite's default 300 s, which counts fixture set-up.
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.study]
 
 EXC = ExcitationConfig(
     duration_s=8.0,

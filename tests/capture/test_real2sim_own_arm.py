@@ -28,9 +28,10 @@ from r2s2r_sim.hardware.profile import load_hardware_profile  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 
 SHARED_ROBOTS = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "robots"
-pytestmark = pytest.mark.skipif(
-    not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"
-)
+pytestmark = [
+    pytest.mark.study,
+    pytest.mark.skipif(not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"),
+]
 
 # robot file and extra `world new` flags: two MJCF arms and a URDF (xacro) description package
 ROBOTS = {

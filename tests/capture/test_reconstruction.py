@@ -26,6 +26,8 @@ from r2s2r_capture.reconstruction.tsdf import integrate_tsdf  # noqa: E402
 from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 
+pytestmark = pytest.mark.study  # a rendered RGB-D capture fused and segmented (a minute of CPU)
+
 WORLD = Path(__file__).resolve().parents[2] / "src/r2s2r_sim/r2s2r_sim/worlds/tabletop_pick"
 W, H = 640, 480
 TABLE_TOP_Z = 0.75

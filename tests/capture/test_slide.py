@@ -32,6 +32,8 @@ from r2s2r_sim.worlds import WORLDS  # noqa: E402
 from transforms3d.affines import compose  # noqa: E402
 from transforms3d.quaternions import quat2mat  # noqa: E402
 
+pytestmark = pytest.mark.study  # a capture of the push world and the slide fit
+
 PUSH = "tabletop-push-v1"
 MU = 0.3  # the slippery unit's sliding coefficient (MuJoCo takes the larger of puck and table)
 

@@ -158,6 +158,7 @@ def test_reconstructed_sim_side_draws_the_world_over_its_own_variations(tmp_path
     assert paired.axis_params("dynamics") and paired.axis_params("physics")
 
 
+@pytest.mark.study
 @pytest.mark.timeout(900)  # capture, identification and three pools: ~2-4 min on 2 shared cores
 def test_closed_loop_end_to_end(tmp_path: Path) -> None:
     cfg = ClosedLoopConfig(

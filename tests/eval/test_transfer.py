@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.study  # demonstrations, training and evaluations: the whole study at CI size
+
 pytest.importorskip("torch", reason="BC training needs PyTorch (torch==2.13.0 CPU)")
 pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
 
@@ -17,8 +19,8 @@ from r2s2r_eval.studies.transfer import (  # noqa: E402
     StudyFolderError,
     format_report,
     run_transfer,
-    shard_seed,
 )
+from r2s2r_eval.studies.transfer_data import shard_seed  # noqa: E402
 
 
 @pytest.mark.timeout(1800)  # demos, training and three evaluation sides: minutes of CPU on a loaded machine

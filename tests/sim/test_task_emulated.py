@@ -16,6 +16,8 @@ from r2s2r_sim.cells.emulated_cell import EmulatedCell
 from r2s2r_sim.hardware.profile import load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 
+pytestmark = pytest.mark.study  # whole reference episodes of every task on the emulated hardware
+
 SEEDS = (0, 1)
 # Both policies of a study look once a second (the closed loop's camera rate); it keeps the test short.
 CAMERA_RATE_HZ = 1.0

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.bench.report import add_out_option, add_world_options, write_results
+from r2s2r_sim.bench.report import Ratio, add_out_option, add_world_options, print_ratios, write_results
 from r2s2r_sim.bench.sim import run_node
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.render.renderer import RgbdRenderer, TiledRenderer
@@ -285,10 +285,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     node = results.get("d_sim_node_camera")
     if node:
-        print(
-            f"(d) sim node 640x480 camera: fast {node['fast_fps']:.1f} / full {node['full_fps']:.1f} "
-            f"frames/s = {node['ratio']:.2f} (target {node['target']})"
+        d = Ratio(
+            "(d) sim node 640x480 camera, fast / full",
+            node["ratio"],
+            node["target"],
+            figures=f"{node['fast_fps']:.1f} / {node['full_fps']:.1f} frames/s",
         )
+        print_ratios([d])
+        results["ratios"] = [d.as_dict()]
     write_results(results, ns.out)
     return 0
 

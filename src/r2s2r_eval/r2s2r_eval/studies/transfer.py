@@ -41,17 +41,14 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_eval.cli.common import Subcommand, bad_input
-from r2s2r_eval.learning.demos import DemoConfig, collect_demos
+from r2s2r_eval.learning.demos import DemoConfig
 from r2s2r_eval.learning.lerobot_format import validate_lerobot_dataset
-from r2s2r_eval.learning.perception_frames import (
-    FRAMES_FILE,
-    PerceptionFramesConfig,
-    collect_perception_frames,
-)
+from r2s2r_eval.learning.perception_frames import PerceptionFramesConfig
 from r2s2r_eval.learning.train import TrainConfig, train
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
-from r2s2r_eval.studies.transfer_eval import evaluate_policy, in_pool
+from r2s2r_eval.studies.transfer_data import collect_sharded, render_sharded
+from r2s2r_eval.studies.transfer_eval import evaluate_policy
 
 __all__ = [
     "COMMAND",
@@ -160,16 +157,6 @@ def task_config(task: str, *, small: bool = False) -> TransferConfig:
     return replace(base, task=task, **own)
 
 
-def shard_seed(seed: int, shard: int) -> int:
-    """Demonstration seed of dataset shard ``shard`` of a run with base seed ``seed``."""
-    return 100 * (seed + 1) + shard
-
-
-def perception_seed(seed: int, shard: int) -> int:
-    """Seed of perception-frame shard ``shard`` of a run with base seed ``seed`` (apart from the demos')."""
-    return 200 * (seed + 1) + shard
-
-
 def make_real2sim_world(
     work: Path,
     profile: Path,
@@ -207,44 +194,6 @@ def real2sim_variations(world: Path, out: Path, base: Path = DEFAULT_VARIATIONS)
             rect["x"], rect["y"] = [0.14, 0.38], [0.25, 0.50]
     out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return out
-
-
-def collect_sharded(
-    data: Path, demo_cfg: DemoConfig, *, seed: int, workers: int, log: Callable[[str], None]
-) -> list[Path]:
-    """``demo_cfg.episodes`` demonstrations as ``workers`` dataset shards ``data/shard_<k>``, in parallel."""
-    counts = [demo_cfg.episodes // workers + (k < demo_cfg.episodes % workers) for k in range(workers)]
-    shards = [data / f"shard_{k}" for k in range(workers) if counts[k]]
-    cfgs = [replace(demo_cfg, episodes=counts[k], seed=shard_seed(seed, k)) for k in range(len(shards))]
-    if len(shards) == 1:
-        summaries = [collect_demos(shards[0], cfgs[0])]
-    else:
-        summaries = in_pool(collect_demos, list(zip(shards, cfgs, strict=True)), len(shards))
-    for d, s in zip(shards, summaries, strict=True):
-        log(f"  {d}: {s.episodes} episodes, {s.frames} frames, {s.attempts} attempts")
-    return shards
-
-
-def render_sharded(
-    folder: Path, pf_cfg: PerceptionFramesConfig, *, seed: int, workers: int, log: Callable[[str], None]
-) -> list[Path]:
-    """``pf_cfg.worlds`` worlds of perception frames as ``workers`` shards ``folder/shard_<k>``, in parallel.
-
-    A shard whose frames exist is kept (resume).
-    """
-    counts = [pf_cfg.worlds // workers + (k < pf_cfg.worlds % workers) for k in range(workers)]
-    shards = [folder / f"shard_{k}" for k in range(workers) if counts[k]]
-    todo = [
-        (d, replace(pf_cfg, worlds=counts[k], seed=perception_seed(seed, k)))
-        for k, d in enumerate(shards)
-        if not (d / FRAMES_FILE).is_file()
-    ]
-    if len(todo) == 1:
-        collect_perception_frames(*todo[0])
-    elif todo:
-        in_pool(collect_perception_frames, todo, len(todo))
-    log(f"  {folder}: {pf_cfg.worlds * pf_cfg.per_world} perception frames in {len(shards)} shards")
-    return shards
 
 
 class StudyFolderError(ValueError):

@@ -2,7 +2,10 @@
 
 Every figure is a ratio against a baseline measured in the same run on the same machine:
 
-(a) ``SimWorld.step`` throughput / raw ``mujoco.mj_step`` on the same compiled model (target >= 0.5).
+(a) ``SimWorld.step`` throughput / raw ``mujoco.mj_step`` on the same compiled model, one step at a time as
+    the sim node steps, the two alternating in chunks; the median of the chunks' ratios of CPU time
+    (target >= 0.9: the task's judging every 10 ms of sim time must cost the physics little).
+    ``--step-only`` runs just this measurement (seconds).
 (b) camera frames/s the sim node sustains (as fast as possible, camera at 120 Hz sim so the renderer is the
     bottleneck; counted by a subscriber in this process) / a bare render loop (``mjv_updateScene`` +
     ``mjr_render`` + one ``mjr_readPixels`` for colour and depth, 640x480) in this process (target >= 0.8).
@@ -24,9 +27,11 @@ Every figure is a ratio against a baseline measured in the same run on the same 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -37,34 +42,69 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from r2s2r_sim.bench.report import add_out_option, write_results
+from r2s2r_sim.bench.report import Ratio, add_out_option, print_ratios, write_results
 from r2s2r_sim.interface import load_interface
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 WORLD = "tabletop-pick-v1"
 _NS = 1_000_000_000
+STEP_TARGET = 0.9  # (a): SimWorld.step throughput / raw mj_step
 
 
-def bench_step(world_id: str, steps: int = 20_000) -> dict[str, Any]:
-    """(a) SimWorld.step vs mj_step on the same compiled model, each from the same initial state."""
+def bench_step(world_id: str, steps: int = 40_000, chunk: int = 500) -> dict[str, Any]:
+    """(a) SimWorld.step vs mj_step on the same compiled model, each from the same initial state.
+
+    Each advances ``steps`` physics steps one call at a time, the two alternating every ``chunk`` steps.
+    The ratio is the median over the chunks of (raw time / SimWorld time) in CPU time of this thread, which
+    other processes on a shared machine do not add to (wall-clock figures are kept beside it); the rates
+    are all steps over all wall time.  40 000 steps are 80 s of sim time, past the bundled task's 30 s
+    timeout: the episode's judging before and after its verdict both count.
+    """
     world = SimWorld(world_path(world_id))
     raw_data = mujoco.MjData(world.model)
     world.reset(0)
     raw_data.qpos[:] = world.data.qpos
     raw_data.ctrl[:] = world.data.ctrl
     mujoco.mj_forward(world.model, raw_data)
-
-    def timed(fn: Any) -> float:
-        start = time.perf_counter()
-        for _ in range(steps):
-            fn()
-        return steps / (time.perf_counter() - start)
-
     model = world.model
-    raw = max(timed(lambda: mujoco.mj_step(model, raw_data)) for _ in range(2))
-    wrapped = max(timed(world.step) for _ in range(2))
-    return {"raw_steps_per_s": raw, "simworld_steps_per_s": wrapped, "ratio": wrapped / raw, "target": 0.5}
+
+    def timed(fn: Any) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        for _ in range(chunk):
+            fn()
+        return time.perf_counter() - wall, time.thread_time() - cpu
+
+    def raw_step() -> None:
+        mujoco.mj_step(model, raw_data)
+
+    raw_s, world_s, ratios, wall_ratios = 0.0, 0.0, [], []
+    for _ in range(max(1, steps // chunk)):
+        raw_wall, raw_cpu = timed(raw_step)
+        world_wall, world_cpu = timed(world.step)
+        raw_s, world_s = raw_s + raw_wall, world_s + world_wall
+        ratios.append(raw_cpu / world_cpu if world_cpu > 0 else math.nan)
+        wall_ratios.append(raw_wall / world_wall)
+    n = chunk * len(ratios)
+    return {
+        "raw_steps_per_s": n / raw_s,
+        "simworld_steps_per_s": n / world_s,
+        "ratio": statistics.median(ratios),
+        "ratio_quartiles": [float(q) for q in np.nanpercentile(ratios, [25, 75])],
+        "ratio_wall_clock": statistics.median(wall_ratios),
+        "chunks": len(ratios),
+        "chunk_steps": chunk,
+        "target": STEP_TARGET,
+    }
+
+
+def _step_ratio(a: dict[str, Any]) -> Ratio:
+    return Ratio(
+        "(a) SimWorld.step / mj_step",
+        a["ratio"],
+        a["target"],
+        figures=f"{a['simworld_steps_per_s']:.0f} / {a['raw_steps_per_s']:.0f} steps/s",
+    )
 
 
 def bench_bare_render(world_id: str, seconds: float = 3.0) -> float:
@@ -278,7 +318,17 @@ def _print_profiles(e: dict[str, Any]) -> None:
             f"(e) {profile:18} camera {e[profile]['camera_fps']:.1f} frames/s, paced latency median "
             f"{lat.get('median', float('nan')):.1f} ms, p95 {lat.get('p95', float('nan')):.1f} ms"
         )
-    print(f"(e) frames/s realsense2_camera / sensor_data: {e['ratio']:.3f} (target {e['target']})")
+
+
+def _profiles_ratio(e: dict[str, Any]) -> Ratio:
+    return Ratio(
+        "(e) camera realsense2_camera / sensor_data",
+        e["ratio"],
+        e["target"],
+        figures=(
+            f"{e['realsense2_camera']['camera_fps']:.1f} / {e['sensor_data']['camera_fps']:.1f} frames/s"
+        ),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -288,12 +338,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--world", default=WORLD, help="world id or folder (default %(default)s)")
     parser.add_argument("--seconds", type=float, default=6.0, help="measurement window per node run (s)")
     parser.add_argument("--profiles-only", action="store_true", help="run only (e), the interface profiles")
+    parser.add_argument("--step-only", action="store_true", help="run only (a), SimWorld.step (seconds)")
     ns = parser.parse_args(argv)
     domain = 40 + os.getpid() % 50
     if ns.profiles_only:
         e = bench_profiles(ns.world, ns.seconds, domain)
         _print_profiles(e)
-        out = {"world": ns.world, "e_interface_profiles": e}
+        print_ratios([_profiles_ratio(e)])
+        out = {"world": ns.world, "e_interface_profiles": e, "ratios": [_profiles_ratio(e).as_dict()]}
+        write_results(out, ns.out)
+        return 0
+    if ns.step_only:
+        a = bench_step(ns.world)
+        print_ratios([_step_ratio(a)])
+        out = {"world": ns.world, "cpu_count": os.cpu_count(), "a_step_throughput": a}
+        out["ratios"] = [_step_ratio(a).as_dict()]
         write_results(out, ns.out)
         return 0
 
@@ -339,49 +398,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["d_image_latency_ms"] = paced.get("latency_ms", {})
     results["e_interface_profiles"] = bench_profiles(ns.world, ns.seconds, domain + 4)
 
-    rows = [
-        (
-            "(a) SimWorld.step / mj_step",
-            f"{a['simworld_steps_per_s']:.0f} / {a['raw_steps_per_s']:.0f} steps/s",
-            a["ratio"],
-            0.5,
-        ),
-        (
+    e = results["e_interface_profiles"]
+    rtf_target = results["c_real_time_factor"]["target"]
+    # A paced run cannot exceed ~1.0: the real-time factors count as met within 0.02 of their target.
+    ratios = [
+        _step_ratio(a),
+        Ratio(
             "(b) node camera / bare render",
-            f"{node_fps:.1f} / {bare_fps:.1f} frames/s",
             node_fps / bare_fps,
-            0.8,
+            results["b_camera_rate"]["target"],
+            figures=f"{node_fps:.1f} / {bare_fps:.1f} frames/s",
         ),
-        (
+        Ratio(
             "(c) RTF, cameras off, fast",
-            f"js {off.get('joint_states_hz', 0):.0f} Hz (wall)",
             off.get("rtf", 0.0),
-            1.0,
+            rtf_target,
+            tolerance=0.02,
+            figures=f"js {off.get('joint_states_hz', 0):.0f} Hz (wall)",
         ),
-        (
+        Ratio(
             "(c) RTF, camera 15 Hz, fast",
-            f"cam {on.get('camera_hz', 0):.1f} Hz (wall)",
             on.get("rtf", 0.0),
-            1.0,
+            rtf_target,
+            tolerance=0.02,
+            figures=f"cam {on.get('camera_hz', 0):.1f} Hz (wall)",
         ),
-        (
+        Ratio(
             "(c) RTF, camera 15 Hz, paced",
-            f"js {paced.get('joint_states_hz', 0):.0f} Hz, cam {paced.get('camera_hz', 0):.1f} Hz",
             paced.get("rtf", 0.0),
-            1.0,
+            rtf_target,
+            tolerance=0.02,
+            figures=f"js {paced.get('joint_states_hz', 0):.0f} Hz, cam {paced.get('camera_hz', 0):.1f} Hz",
         ),
+        _profiles_ratio(e),
     ]
-    print(f"{'measure':34} {'figures':36} {'ratio':>7} {'target':>7}")
-    for name, figures, ratio, target in rows:
-        mark = "ok" if ratio >= target - (0.02 if target == 1.0 else 0.0) else "LOW"
-        print(f"{name:34} {figures:36} {ratio:7.3f} {target:7.2f}  {mark}")
     lat = results["d_image_latency_ms"]
     if lat:
         print(
-            f"{'(d) image latency stamp->receipt':34} median {lat['median']:.1f} ms, p95 {lat['p95']:.1f} ms "
+            f"(d) image latency stamp->receipt: median {lat['median']:.1f} ms, p95 {lat['p95']:.1f} ms "
             f"(n={lat['n']}, paced run)"
         )
-    _print_profiles(results["e_interface_profiles"])
+    _print_profiles(e)
+    print_ratios(ratios)
+    results["ratios"] = [r.as_dict() for r in ratios]
     write_results(results, ns.out)
     return 0
 

@@ -57,7 +57,7 @@ class SettleClock:
     def held_for(self, period_s: float) -> bool:
         """The condition has held, unbroken, for at least ``period_s`` (s) of samples."""
         # The tolerance absorbs the float sum of the physics time at the sample instants.
-        return self.holding and self.held_s >= period_s - 1e-9
+        return self._since is not None and self.held_s >= period_s - 1e-9  # holding, without the call
 
     def reset(self) -> None:
         """Forget the current run (a new episode)."""

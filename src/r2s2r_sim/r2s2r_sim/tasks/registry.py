@@ -271,11 +271,10 @@ class PickPlaceTask:
             return False
         return not touching_robot(world, self._points(world).body)
 
-    def _at_rest_at_target(self, world: SimWorld) -> bool:
+    def _at_rest_at_target(self, world: SimWorld, where: _PickPoints) -> bool:
         """One sample of the success condition; the cheap geometric tests first."""
         cfg = self.config
         assert cfg.success_radius is not None and cfg.success_height is not None  # required for pick_place
-        where = self._points(world)
         ox, oy, oz = where.obj_pos.tolist()  # Python floats: the same differences, without numpy scalars
         tx, ty, tz = where.target_pos.tolist()
         if math.hypot(ox - tx, oy - ty) > cfg.success_radius:
@@ -289,7 +288,8 @@ class PickPlaceTask:
 
     def observe(self, world: SimWorld) -> None:
         """Take one sample of the state for the settle rule (the world calls this every SETTLE_SAMPLE_S)."""
-        self.settle.update(world.time, self._at_rest_at_target(world))
+        where = self._points(world)
+        self.settle.update(where.data.time, self._at_rest_at_target(world, where))  # data: the world's
 
     def metrics(self, world: SimWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state (see the class docstring)."""
@@ -321,7 +321,7 @@ class PickPlaceTask:
         floor_z = (cfg.table_top_z if cfg.table_top_z is not None else where.rest_z) - self.DROP_MARGIN_M
         if where.obj_pos.item(2) < floor_z:
             return Outcome(False, "object_dropped", self.metrics(world))
-        if world.time >= cfg.timeout:
+        if where.data.time >= cfg.timeout:
             return Outcome(False, "timeout", self.metrics(world))
         return None
 

@@ -377,7 +377,7 @@ class SimWorld:
         (c0, c1), (u0, u1) = g.command_range, g.ctrl_range
         return c0 + (ctrl - u0) * (c1 - c0) / (u1 - u0)
 
-    def set_arm_command(self, positions: Sequence[float], *, immediate: bool = False) -> CommandCheck:
+    def set_arm_command(self, positions: Sequence[float] | np.ndarray, *, immediate: bool = False) -> CommandCheck:
         """Command arm joint positions (rad or m), in ``arm_joint_names`` order.
 
         Refuses (state unchanged) a wrong length or any NaN/inf; clamps to ``arm_limits``.  The command
@@ -454,24 +454,29 @@ class SimWorld:
         The task (if any) observes and judges the state every ``SETTLE_SAMPLE_S`` of simulated time, at the
         same instants however the ``n`` steps are split across calls (see :attr:`verdict`).
         """
-        if n < 1:
+        if n == 1:  # the sim node's (and the benchmark's) one step at a time: as little as can be per step
+            data = self.data
+            t = data.time
+            plain = not self._pending and self.step_hook is None  # nothing queued, no hook
+            # A task's schedule is set (the span is empty without a task).
+            if self._sample_from <= t <= self._sample_quiet and plain:
+                mujoco.mj_step(self.model, data)  # ends short of the next sample: nothing else to do
+                return
+            task = self.task
+            if task is not None and self._sample_from <= t <= self._sample_until and plain:
+                mujoco.mj_step(self.model, data)  # may end at the sample
+                t = data.time
+                if t >= self._sample_at:
+                    self._judge.sample(task, self)
+                    self._schedule_sample(t)  # the next step starts here, unless time is set meanwhile
+                return
+        elif n < 1:
             raise ValueError(f"step count must be >= 1, got {n}")
         task = self.task
         if task is None:
             self._physics_steps(n)
             return
         data = self.data
-        if n == 1 and not self._pending and self.step_hook is None:
-            # The sim node's (and the benchmark's) one step at a time: as little as can be per step.
-            t = data.time
-            if self._sample_from <= t <= self._sample_until:
-                mujoco.mj_step(self.model, data)
-                if t > self._sample_quiet:  # this step may end at the sample
-                    t = data.time
-                    if t >= self._sample_at:
-                        self._judge.sample(task, self)
-                        self._schedule_sample(t)  # the next step starts here, unless time is set meanwhile
-                return
         dt = self.timestep
         while n > 0:
             t = data.time
@@ -498,11 +503,14 @@ class SimWorld:
         sample: a physics step advances the time by the model's timestep.
         """
         due = (math.floor(t / SETTLE_SAMPLE_S + 1e-6) + 1) * SETTLE_SAMPLE_S
+        at = due - 1e-9
+        until = due - 2e-6 * SETTLE_SAMPLE_S
+        quiet = at - 1.5 * self.timestep
         self._sample_due = due
-        self._sample_at = due - 1e-9
+        self._sample_at = at
         self._sample_from = t
-        self._sample_until = due - 2e-6 * SETTLE_SAMPLE_S
-        self._sample_quiet = min(self._sample_until, self._sample_at - 1.5 * self.timestep)
+        self._sample_until = until
+        self._sample_quiet = quiet if quiet < until else until
 
     @property
     def verdict(self) -> Outcome | None:

@@ -1,0 +1,69 @@
+"""The transfer study's training data: demonstrations and perception frames, in shards over workers.
+
+Each shard is a dataset (or frame folder) of its own with its own seed, so the shards can be recorded in
+parallel and a stopped run keeps the shards it finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from r2s2r_eval.learning.demos import DemoConfig, collect_demos
+from r2s2r_eval.learning.perception_frames import (
+    FRAMES_FILE,
+    PerceptionFramesConfig,
+    collect_perception_frames,
+)
+from r2s2r_eval.studies.transfer_eval import in_pool
+
+__all__ = ["collect_sharded", "perception_seed", "render_sharded", "shard_seed"]
+
+
+def shard_seed(seed: int, shard: int) -> int:
+    """Demonstration seed of dataset shard ``shard`` of a run with base seed ``seed``."""
+    return 100 * (seed + 1) + shard
+
+
+def perception_seed(seed: int, shard: int) -> int:
+    """Seed of perception-frame shard ``shard`` of a run with base seed ``seed`` (apart from the demos')."""
+    return 200 * (seed + 1) + shard
+
+
+def collect_sharded(
+    data: Path, demo_cfg: DemoConfig, *, seed: int, workers: int, log: Callable[[str], None]
+) -> list[Path]:
+    """``demo_cfg.episodes`` demonstrations as ``workers`` dataset shards ``data/shard_<k>``, in parallel."""
+    counts = [demo_cfg.episodes // workers + (k < demo_cfg.episodes % workers) for k in range(workers)]
+    shards = [data / f"shard_{k}" for k in range(workers) if counts[k]]
+    cfgs = [replace(demo_cfg, episodes=counts[k], seed=shard_seed(seed, k)) for k in range(len(shards))]
+    if len(shards) == 1:
+        summaries = [collect_demos(shards[0], cfgs[0])]
+    else:
+        summaries = in_pool(collect_demos, list(zip(shards, cfgs, strict=True)), len(shards))
+    for d, s in zip(shards, summaries, strict=True):
+        log(f"  {d}: {s.episodes} episodes, {s.frames} frames, {s.attempts} attempts")
+    return shards
+
+
+def render_sharded(
+    folder: Path, pf_cfg: PerceptionFramesConfig, *, seed: int, workers: int, log: Callable[[str], None]
+) -> list[Path]:
+    """``pf_cfg.worlds`` worlds of perception frames as ``workers`` shards ``folder/shard_<k>``, in parallel.
+
+    A shard whose frames exist is kept (resume).
+    """
+    counts = [pf_cfg.worlds // workers + (k < pf_cfg.worlds % workers) for k in range(workers)]
+    shards = [folder / f"shard_{k}" for k in range(workers) if counts[k]]
+    todo = [
+        (d, replace(pf_cfg, worlds=counts[k], seed=perception_seed(seed, k)))
+        for k, d in enumerate(shards)
+        if not (d / FRAMES_FILE).is_file()
+    ]
+    if len(todo) == 1:
+        collect_perception_frames(*todo[0])
+    elif todo:
+        in_pool(collect_perception_frames, todo, len(todo))
+    log(f"  {folder}: {pf_cfg.worlds * pf_cfg.per_world} perception frames in {len(shards)} shards")
+    return shards
