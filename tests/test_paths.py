@@ -168,4 +168,5 @@ def test_sweep_takes_a_shipped_hardware_profile_by_name(tmp_path: Path,
 
     monkeypatch.chdir(tmp_path)
     ns = COMMAND.parser().parse_args(["--policy", "reference", "--hardware-profile", "realistic"])
-    assert sweep_config(ns).hardware_profile == str(config_dir() / "emulated_hardware" / "realistic_profile.yaml")
+    realistic = config_dir() / "emulated_hardware" / "realistic_profile.yaml"
+    assert sweep_config(ns).hardware_profile == str(realistic)

@@ -235,5 +235,3 @@ def failure_rules(tree: Node, names: Sequence[str], *, threshold: float = 0.5) -
     return sorted(
         (r for r in tree_regions(tree, names) if r.rate < threshold), key=lambda r: (r.rate, -r.trials)
     )
-
-

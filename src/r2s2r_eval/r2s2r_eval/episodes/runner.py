@@ -231,10 +231,10 @@ class EpisodeRunner:
     ) -> EpisodeResult:
         """Run one episode of ``policy`` from the cell reset with ``seed``.
 
-        Every cell ends an episode by one rule (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): once the policy says
-        ``done`` after an action, it is no longer called, the arm holds that last command for the task's
-        settle period and the task judges then; before a done, a success held for that period ends it;
-        otherwise the task's timeout judges (or the step limit, judged then).  A policy error or a refused
+        Every cell ends an episode by one rule (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): once the
+        policy says ``done`` after an action, it is no longer called, the arm holds that last command for the
+        task's settle period and the task judges then; before a done, a success held for that period ends
+        it; otherwise the task's timeout judges (or the step limit, judged then).  A policy error or a refused
         command ends it as a failure (``policy_error: ...``).
 
         Args:

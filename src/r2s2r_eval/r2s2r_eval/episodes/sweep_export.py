@@ -29,7 +29,6 @@ def check_export_path(path: str | Path) -> Path:
     return out
 
 
-
 def export_rows(results: str | Path, out: str | Path, *, keys: Sequence[str] | None = None) -> int:
     """Write the sweep rows of ``results`` to Parquet or CSV (by ``out``'s suffix); return the row count.
 

@@ -15,11 +15,11 @@ reset service and no task checker. Two hooks take their place:
   ``std_srvs/srv/Trigger``: ``success``, and a ``message`` that is JSON with ``reason``, ``seed`` and
   ``metrics`` (name -> number) as ``/emulated_hardware/judge`` sends, or plain text used as the reason).
 
-A real-mode episode ends by the rule every cell shares (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): when the
-policy node says it is done (``std_msgs/msg/UInt64`` with the episode's seed on ``policy_done_topic``, default
-``/policy_node/episode_done``), the arm holds for the settle period of ``world``'s task, then the judge is
-asked; on a policy error (an ``EpisodeOutcome`` for the seed) or after ``episode_timeout_s`` of wall time,
-at once. The row stores the judge's verdict (a policy error stays the reason) with
+A real-mode episode ends by the rule every cell shares (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): when
+the policy node says it is done (``std_msgs/msg/UInt64`` with the episode's seed on ``policy_done_topic``,
+default ``/policy_node/episode_done``), the arm holds for the settle period of ``world``'s task, then the
+judge is asked; on a policy error (an ``EpisodeOutcome`` for the seed) or after ``episode_timeout_s`` of wall
+time, at once. The row stores the judge's verdict (a policy error stays the reason) with
 ``variation = {"mode": "real", "end": ..., ...}``, and the verdict is published as the episode's
 ``EpisodeOutcome`` so that a recording holds it (see :func:`outcomes_from_records`).
 

@@ -11,13 +11,13 @@ Episodes: the evaluator calls ``~/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode
 the node then drops its cached observations, resets the policy and acts until an ``EpisodeOutcome`` for that
 seed arrives. With ``autostart`` it starts episode 0 (seed ``seed``) on its own. A policy exception ends the
 episode: the node publishes a failed ``EpisodeOutcome`` with ``failure_reason = "policy_error: ..."``.
-Done signal (the one end-of-episode rule, :class:`r2s2r_sim.tasks.registry.EpisodeJudge`): when the policy reports
-that it has finished (a ``done`` attribute, property or no-argument method that is true), the node publishes
-the episode's seed once on the interface's ``policy_done`` (``/policy_node/episode_done``,
+Done signal (the one end-of-episode rule, :class:`r2s2r_sim.tasks.registry.EpisodeJudge`): when the policy
+reports that it has finished (a ``done`` attribute, property or no-argument method that is true), the node
+publishes the episode's seed once on the interface's ``policy_done`` (``/policy_node/episode_done``,
 ``std_msgs/msg/UInt64``) and asks the policy no more: until the outcome arrives it re-sends the last arm and
-gripper set-points (the arm holds) and acknowledges each observation, while the task settles and is judged
-(by the sim node, or by the judge the evaluator asks in real mode). A policy without ``done`` never sends it
-(then a success held for the task's settle period, the task's timeout, or the evaluator's, ends the episode).
+gripper set-points (the arm holds) and acknowledges each observation, while the task settles and is judged (by
+the sim node, or by the judge the evaluator asks in real mode). A policy without ``done`` never sends it (then
+a success held for the task's settle period, the task's timeout, or the evaluator's, ends the episode).
 Watchdog: if a required observation has not arrived, or one the policy needs fresh for its next step
 (``Policy.fresh_required``) is older than ``max_observation_age_s``, the node holds (publishes nothing new)
 and logs once until fresh data arrives.

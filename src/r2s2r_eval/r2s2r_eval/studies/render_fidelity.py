@@ -40,7 +40,6 @@ from r2s2r_eval.policy import load_policy
 __all__ = ["Arm", "compare_to_baseline", "image_differences", "main", "parse_arm", "run_fidelity"]
 
 
-
 @dataclass(frozen=True)
 class Arm:
     """One way of drawing: a render profile and an image mode (``camera`` or ``policy``)."""
@@ -222,8 +221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             verdict = "equivalent" if o["equivalent"] else "not equivalent"
             print(f"{label:16} {o['changed_outcomes']} outcomes changed: {verdict}", file=sys.stderr)
     for label, px in report["pixel_differences_vs_baseline"].items():
-        print(f"{label:16} pixels vs {report['baseline']}: mean {px['mean']:.2f}, p99 {px['p99']:.0f}, "
-              f"> 16 levels {px['fraction_over_16']:.2%}", file=sys.stderr)
+        print(
+            f"{label:16} pixels vs {report['baseline']}: mean {px['mean']:.2f}, p99 {px['p99']:.0f}, "
+            f"> 16 levels {px['fraction_over_16']:.2%}",
+            file=sys.stderr,
+        )
     print(f"wrote {ns.out / 'report.json'}")
     return 0
 

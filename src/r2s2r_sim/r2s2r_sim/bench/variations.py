@@ -24,7 +24,6 @@ from r2s2r_sim.worlds import world_path
 __all__ = ["main", "rate"]
 
 
-
 def rate(fn: Callable[[int], object], seconds: float) -> float:
     """Calls of ``fn(i)`` per second over about ``seconds`` (at least 3 calls, after one warm-up call)."""
     fn(0)

@@ -75,9 +75,15 @@ class _Child:
 class Launcher:
     """Runs resolved nodes as child processes until a required one exits or we are interrupted."""
 
-    def __init__(self, nodes: list[ResolvedNode], *, env: Mapping[str, str] | None = None,
-                 out: TextIO | None = None, sigint_timeout: float = 10.0,
-                 sigterm_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        nodes: list[ResolvedNode],
+        *,
+        env: Mapping[str, str] | None = None,
+        out: TextIO | None = None,
+        sigint_timeout: float = 10.0,
+        sigterm_timeout: float = 5.0,
+    ) -> None:
         self._nodes = nodes
         self._env = dict(os.environ if env is None else env)
         self._out = out if out is not None else sys.stdout
@@ -131,8 +137,12 @@ class Launcher:
     def _start(self, node: ResolvedNode, exe: Path, index: int) -> _Child:
         # Own process group: the terminal's Ctrl-C reaches only us, and we stop children in order.
         proc = subprocess.Popen(  # list arguments, no shell
-            [str(exe), *node.ros_args()], env=self._env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            [str(exe), *node.ros_args()],
+            env=self._env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         label = f"{node.executable}-{index}"
         pump = threading.Thread(target=self._pump, args=(label, proc.stdout), daemon=True)

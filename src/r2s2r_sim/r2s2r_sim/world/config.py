@@ -66,9 +66,7 @@ class CameraConfig:
         )
         check(self.width > 0, "width", f"must be > 0, got {self.width}")
         check(self.height > 0, "height", f"must be > 0, got {self.height}")
-        check(
-            math.isfinite(self.rate_hz) and self.rate_hz > 0, "rate_hz", f"must be > 0, got {self.rate_hz}"
-        )
+        check(math.isfinite(self.rate_hz) and self.rate_hz > 0, "rate_hz", f"must be > 0, got {self.rate_hz}")
         check(bool(self.name), "name", "must not be empty")
         check(bool(self.frame_id), "frame_id", "must not be empty")
         check_range(self.depth_range, "depth_range")

@@ -138,8 +138,11 @@ class RobotDescription:
         self.joints: list[Joint] = []
         self._link_of: dict[int, Link] = {}
         for body in bodies:
-            link = Link(name=base_frame if body == root else self._strip(model.body(body).name),
-                        body=body, offset=self._anchor(body))
+            link = Link(
+                name=base_frame if body == root else self._strip(model.body(body).name),
+                body=body,
+                offset=self._anchor(body),
+            )
             self.links.append(link)
             self._link_of[body] = link
             if body != root:
@@ -154,16 +157,26 @@ class RobotDescription:
             link = Link(name=frame, body=body, offset=site_pose, geometry=False)
             self.links.append(link)
             origin = _pose_mul(_pose_inv(parent.offset), site_pose)
-            self.joints.append(Joint(name=f"{parent.name}_to_{frame}", type="fixed", parent=parent.name,
-                                     child=frame, origin=origin, axis=np.zeros(3), limit=None, effort=0.0,
-                                     qpos_adr=-1))
+            self.joints.append(
+                Joint(
+                    name=f"{parent.name}_to_{frame}",
+                    type="fixed",
+                    parent=parent.name,
+                    child=frame,
+                    origin=origin,
+                    axis=np.zeros(3),
+                    limit=None,
+                    effort=0.0,
+                    qpos_adr=-1,
+                )
+            )
         names = [link.name for link in self.links]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise RobotDescriptionError(f"robot links would share the names {dup}")
 
     def _strip(self, name: str) -> str:
-        return name[len(self._prefix):] if self._prefix and name.startswith(self._prefix) else name
+        return name[len(self._prefix) :] if self._prefix and name.startswith(self._prefix) else name
 
     def _moving_joint(self, body: int) -> int:
         """The body's one hinge or slide joint (-1 if none); a free joint on the root is ignored."""
@@ -192,9 +205,17 @@ class RobotDescription:
         origin = _pose_mul(_pose_inv(parent.offset), _pose_mul(rel, link.offset))
         joint = self._moving_joint(body)
         if joint < 0:
-            return Joint(name=f"{parent.name}_to_{link.name}", type="fixed", parent=parent.name,
-                         child=link.name, origin=origin, axis=np.zeros(3), limit=None, effort=0.0,
-                         qpos_adr=-1)
+            return Joint(
+                name=f"{parent.name}_to_{link.name}",
+                type="fixed",
+                parent=parent.name,
+                child=link.name,
+                origin=origin,
+                axis=np.zeros(3),
+                limit=None,
+                effort=0.0,
+                qpos_adr=-1,
+            )
         axis = m.jnt_axis[joint].copy()
         ref = float(m.qpos0[m.jnt_qposadr[joint]])
         if int(m.jnt_type[joint]) == _HINGE:
@@ -212,9 +233,17 @@ class RobotDescription:
                 a for a in range(m.nu) if int(m.actuator_trnid[a][0]) == joint and m.actuator_forcelimited[a]
             ]
             effort = max((float(np.abs(m.actuator_forcerange[a]).max()) for a in acts), default=0.0)
-        return Joint(name=self._strip(m.joint(joint).name), type=kind, parent=parent.name, child=link.name,
-                     origin=origin, axis=axis, limit=limit, effort=effort,
-                     qpos_adr=int(m.jnt_qposadr[joint]))
+        return Joint(
+            name=self._strip(m.joint(joint).name),
+            type=kind,
+            parent=parent.name,
+            child=link.name,
+            origin=origin,
+            axis=axis,
+            limit=limit,
+            effort=effort,
+            qpos_adr=int(m.jnt_qposadr[joint]),
+        )
 
     # --------------------------------------------------------------------------------------- poses
 
@@ -247,7 +276,8 @@ class RobotDescription:
                 assert qpos is not None
                 q = float(qpos[joint.qpos_adr])
                 motion: Pose = (
-                    (joint.axis * q, np.array([1.0, 0.0, 0.0, 0.0])) if joint.type == "prismatic"
+                    (joint.axis * q, np.array([1.0, 0.0, 0.0, 0.0]))
+                    if joint.type == "prismatic"
                     else (np.zeros(3), quaternions.axangle2quat(joint.axis, q))
                 )
                 pos, quat = _pose_mul((pos, quat), motion)
@@ -273,8 +303,14 @@ class RobotDescription:
                 ET.SubElement(element, "axis", xyz=_fmt(joint.axis))
             if joint.limit is not None:
                 low, high = joint.limit
-                ET.SubElement(element, "limit", lower=f"{low:.9g}", upper=f"{high:.9g}",
-                              effort=f"{joint.effort:.9g}", velocity="0")
+                ET.SubElement(
+                    element,
+                    "limit",
+                    lower=f"{low:.9g}",
+                    upper=f"{high:.9g}",
+                    effort=f"{joint.effort:.9g}",
+                    velocity="0",
+                )
         for rgba, name in materials.items():
             material = ET.Element("material", name=name)
             ET.SubElement(material, "color", rgba=_fmt(rgba))
@@ -327,8 +363,8 @@ class RobotDescription:
             mesh = int(m.geom_dataid[geom])
             start, count = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
             fstart, fcount = int(m.mesh_faceadr[mesh]), int(m.mesh_facenum[mesh])
-            verts = m.mesh_vert[start:start + count].astype(np.float64)
-            faces = m.mesh_face[fstart:fstart + fcount]
+            verts = m.mesh_vert[start : start + count].astype(np.float64)
+            faces = m.mesh_face[fstart : fstart + fcount]
             digest = hashlib.sha256(verts.tobytes() + faces.tobytes()).hexdigest()[:16]
             path = mesh_dir / f"{digest}.stl"
             mesh_dir.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from r2s2r_sim.render.sensor_effects import SensorEffects
 from r2s2r_sim.tasks.registry import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task
 from r2s2r_sim.world.compose import command_delay, compose_world
 from r2s2r_sim.world.config import WorldConfig, load_world_config
-from r2s2r_sim.world.kinematics import subtree_bodies
+from r2s2r_sim.world.robot_binding import bind_robot, element_names
 
 __all__ = ["CommandCheck", "SimWorld"]
 
@@ -44,10 +44,6 @@ def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
     quat = np.empty(4)
     mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
     return quat
-
-
-def _names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
-    return [mujoco.mj_id2name(model, objtype, i) or f"<unnamed #{i}>" for i in range(count)]
 
 
 class SimWorld:
@@ -130,146 +126,25 @@ class SimWorld:
     def _full(self, name: str) -> str:
         return self._prefix + name
 
-    def _robot_names(self, objtype: mujoco.mjtObj) -> list[str]:
-        count = {
-            mujoco.mjtObj.mjOBJ_JOINT: self.model.njnt,
-            mujoco.mjtObj.mjOBJ_ACTUATOR: self.model.nu,
-            mujoco.mjtObj.mjOBJ_SITE: self.model.nsite,
-            mujoco.mjtObj.mjOBJ_KEY: self.model.nkey,
-        }[objtype]
-        names = _names(self.model, objtype, count)
-        return [n[len(self._prefix) :] for n in names if n.startswith(self._prefix)]
-
-    def _robot_id(self, objtype: mujoco.mjtObj, name: str, field: str, what: str) -> int:
-        idx = int(mujoco.mj_name2id(self.model, objtype, self._full(name)))
-        if idx < 0:
-            raise WorldError(
-                f"{self._src}: {field}: {what} {name!r} not in {self._robot_rel} "
-                f"({what}s: {self._robot_names(objtype)})"
-            )
-        return idx
-
-    def _actuator_for_joint(self, joint_id: int, name: str, field: str) -> int:
-        model = self.model
-        found = [
-            i
-            for i in range(model.nu)
-            if int(model.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT)
-            and model.actuator_trnid[i, 0] == joint_id
-        ]
-        if len(found) != 1:
-            raise WorldError(
-                f"{self._src}: {field}: joint {name!r} must be driven by exactly one actuator in "
-                f"{self._robot_rel}, found {len(found)}"
-            )
-        act = found[0]
-        # A position servo: affine bias with gain == -bias[1] (force = kp*(ctrl - q) - kv*qdot).
-        kp = model.actuator_gainprm[act, 0]
-        if int(model.actuator_biastype[act]) != int(mujoco.mjtBias.mjBIAS_AFFINE) or not math.isclose(
-            kp, -model.actuator_biasprm[act, 1], rel_tol=1e-9
-        ):
-            raise WorldError(
-                f"{self._src}: {field}: actuator {model.actuator(act).name!r} on joint {name!r} is not a "
-                "position servo (ctrl must be a joint position; robot.servos turns a torque motor into one)"
-            )
-        return act
-
     def _resolve_robot(self) -> None:
-        cfg = self.config.robot
-        model = self.model
-        jt = mujoco.mjtObj.mjOBJ_JOINT
-        self.arm_joint_names: tuple[str, ...] = cfg.arm_joints
-        self._arm_jnt = np.array(
-            [self._robot_id(jt, n, f"robot.arm_joints[{i}]", "joint") for i, n in enumerate(cfg.arm_joints)],
-            dtype=np.int64,
+        b = bind_robot(
+            self.model, self.config, self._robot_root_name, src=self._src, robot_rel=self._robot_rel
         )
-        for i, (jid, name) in enumerate(zip(self._arm_jnt, cfg.arm_joints, strict=True)):
-            if int(model.jnt_type[jid]) not in (
-                int(mujoco.mjtJoint.mjJNT_HINGE),
-                int(mujoco.mjtJoint.mjJNT_SLIDE),
-            ):
-                raise WorldError(
-                    f"{self._src}: robot.arm_joints[{i}]: joint {name!r} must be a hinge or slide joint"
-                )
-        self._arm_act = np.array(
-            [
-                self._actuator_for_joint(int(j), n, f"robot.arm_joints[{i}]")
-                for i, (j, n) in enumerate(zip(self._arm_jnt, cfg.arm_joints, strict=True))
-            ],
-            dtype=np.int64,
-        )
-        limits = np.full((len(self._arm_jnt), 2), [-np.inf, np.inf])
-        for i, (jid, act) in enumerate(zip(self._arm_jnt, self._arm_act, strict=True)):
-            if model.jnt_limited[jid]:
-                limits[i] = model.jnt_range[jid]
-            if model.actuator_ctrllimited[act]:
-                lo, hi = model.actuator_ctrlrange[act]
-                limits[i] = (max(limits[i, 0], lo), min(limits[i, 1], hi))
-        self.arm_limits: np.ndarray = limits
-        self.arm_limits.setflags(write=False)
-
-        self.gripper_joint_names: tuple[str, ...] = ()
-        self.gripper_command_range: tuple[float, float] | None = None
-        self._grip_jnt = np.zeros(0, dtype=np.int64)
-        self._grip_act = np.zeros(0, dtype=np.int64)
-        if cfg.gripper is not None:
-            g = cfg.gripper
-            self.gripper_joint_names = g.joints
-            self._grip_jnt = np.array(
-                [
-                    self._robot_id(jt, n, f"robot.gripper.joints[{i}]", "joint")
-                    for i, n in enumerate(g.joints)
-                ],
-                dtype=np.int64,
-            )
-            self._grip_act = np.array(
-                [
-                    self._robot_id(mujoco.mjtObj.mjOBJ_ACTUATOR, n, "robot.gripper.actuator", "actuator")
-                    for n in g.actuators
-                ],
-                dtype=np.int64,
-            )
-            for n, act in zip(g.actuators, self._grip_act.tolist(), strict=True):
-                if act in set(self._arm_act.tolist()):
-                    raise WorldError(f"{self._src}: robot.gripper.actuator: {n!r} also drives an arm joint")
-            self.gripper_command_range = (min(g.command_range), max(g.command_range))
-        self.joint_names: tuple[str, ...] = self.arm_joint_names + self.gripper_joint_names
-        all_jnt = np.concatenate([self._arm_jnt, self._grip_jnt])
-        self._state_qadr = model.jnt_qposadr[all_jnt]
-        self._state_dadr = model.jnt_dofadr[all_jnt]
-
-        self._ee_site = -1
-        if cfg.ee_site is not None:
-            self._ee_site = self._robot_id(mujoco.mjtObj.mjOBJ_SITE, cfg.ee_site, "robot.ee_site", "site")
-        self._ee_body = int(model.jnt_bodyid[self._arm_jnt[-1]])
-        self._base_body = mujoco.mj_name2id(
-            model, mujoco.mjtObj.mjOBJ_BODY, self._full(self._robot_root_name)
-        )
-        # Every body in the robot's subtree, for contact checks (e.g. "is the object held").
-        root = self._base_body
-        self.robot_body_ids: frozenset[int] = frozenset(subtree_bodies(model, root))
-        # The same as a read-only mask over body ids, for vectorised contact checks.
-        mask = np.zeros(model.nbody, dtype=bool)
-        mask[sorted(self.robot_body_ids)] = True
-        mask.setflags(write=False)
-        self.robot_body_mask: np.ndarray = mask
-
-        self._home_key = -1
-        self._home_qpos: np.ndarray | None = None
-        if cfg.home_keyframe is not None:
-            self._home_key = self._robot_id(
-                mujoco.mjtObj.mjOBJ_KEY, cfg.home_keyframe, "robot.home_keyframe", "keyframe"
-            )
-            key_qpos = model.key_qpos[self._home_key]
-            self._home_qpos = key_qpos[model.jnt_qposadr[self._arm_jnt]].copy()
-        elif cfg.home_qpos is not None:
-            self._home_qpos = np.asarray(cfg.home_qpos, dtype=np.float64)
-        assert self._home_qpos is not None
-        outside = (self._home_qpos < limits[:, 0] - 1e-9) | (self._home_qpos > limits[:, 1] + 1e-9)
-        if np.any(outside):
-            bad = [n for n, o in zip(self.arm_joint_names, outside, strict=True) if o]
-            field = "robot.home_keyframe" if cfg.home_keyframe is not None else "robot.home_qpos"
-            raise WorldError(f"{self._src}: {field}: home is outside the limits of joints {bad}")
+        self.arm_joint_names: tuple[str, ...] = b.arm_joint_names
+        self._arm_jnt, self._arm_act = b.arm_jnt, b.arm_act
+        self.arm_limits: np.ndarray = b.arm_limits
+        self.gripper_joint_names: tuple[str, ...] = b.gripper_joint_names
+        self.gripper_command_range: tuple[float, float] | None = b.gripper_command_range
+        self._grip_jnt, self._grip_act = b.grip_jnt, b.grip_act
+        self.joint_names: tuple[str, ...] = b.joint_names
+        self._state_qadr, self._state_dadr = b.state_qadr, b.state_dadr
+        self._ee_site, self._ee_body, self._base_body = b.ee_site, b.ee_body, b.base_body
+        # Every body in the robot's subtree, for contact checks (e.g. "is the object held"), and the same as a
+        # read-only mask over body ids, for vectorised contact checks.
+        self.robot_body_ids: frozenset[int] = b.robot_body_ids
+        self.robot_body_mask: np.ndarray = b.robot_body_mask
+        self._home_key = b.home_key
+        self._home_qpos: np.ndarray | None = b.home_qpos
 
     def _resolve_cameras(self) -> None:
         self._cam_ids: dict[str, int] = {}
@@ -283,7 +158,7 @@ class SimWorld:
             return idx
         raise WorldError(
             f"{self._src}: {field}: camera {name!r} not in {self._scene_rel} or {self._robot_rel} "
-            f"(cameras: {_names(self.model, ct, self.model.ncam)})"
+            f"(cameras: {element_names(self.model, ct, self.model.ncam)})"
         )
 
     def _resolve_task(self) -> None:
@@ -299,12 +174,12 @@ class SimWorld:
         if self._obj_body < 0:
             raise WorldError(
                 f"{self._src}: task.object_body: body {task.object_body!r} not in {self._scene_rel} "
-                f"(bodies: {_names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)})"
+                f"(bodies: {element_names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)})"
             )
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, task.target_site) < 0:
             raise WorldError(
                 f"{self._src}: task.target_site: site {task.target_site!r} not in {self._scene_rel} "
-                f"(sites: {_names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)})"
+                f"(sites: {element_names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)})"
             )
         jnt = int(model.body_jntadr[self._obj_body])
         if jnt >= 0 and int(model.jnt_type[jnt]) == int(mujoco.mjtJoint.mjJNT_FREE):
@@ -377,7 +252,9 @@ class SimWorld:
         (c0, c1), (u0, u1) = g.command_range, g.ctrl_range
         return c0 + (ctrl - u0) * (c1 - c0) / (u1 - u0)
 
-    def set_arm_command(self, positions: Sequence[float] | np.ndarray, *, immediate: bool = False) -> CommandCheck:
+    def set_arm_command(
+        self, positions: Sequence[float] | np.ndarray, *, immediate: bool = False
+    ) -> CommandCheck:
         """Command arm joint positions (rad or m), in ``arm_joint_names`` order.
 
         Refuses (state unchanged) a wrong length or any NaN/inf; clamps to ``arm_limits``.  The command
@@ -587,7 +464,7 @@ class SimWorld:
         if idx >= 0:
             return idx
         raise WorldError(
-            f"world {self.world_id!r}: no {what} {name!r} (have: {_names(self.model, objtype, count)})"
+            f"world {self.world_id!r}: no {what} {name!r} (have: {element_names(self.model, objtype, count)})"
         )
 
     def body_id(self, name: str) -> int:
