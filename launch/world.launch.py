@@ -26,12 +26,19 @@ def _nodes(context: LaunchContext) -> list[Node]:
     for node in resolve(graph, given, config=config):
         parameters: list[object] = [str(node.params_file)] if node.params_file else []
         parameters.append(node.parameters)
-        actions.append(Node(
-            package=node.package, executable=node.executable, name=node.name, output="screen",
-            parameters=parameters, remappings=list(node.remappings),
-            on_exit=Shutdown(reason=f"required node {node.name} exited") if node.required else None,
-            respawn=node.respawn, respawn_delay=1.0 if node.respawn else None,
-        ))
+        actions.append(
+            Node(
+                package=node.package,
+                executable=node.executable,
+                name=node.name,
+                output="screen",
+                parameters=parameters,
+                remappings=list(node.remappings),
+                on_exit=Shutdown(reason=f"required node {node.name} exited") if node.required else None,
+                respawn=node.respawn,
+                respawn_delay=1.0 if node.respawn else None,
+            )
+        )
     return actions
 
 
@@ -39,8 +46,12 @@ def generate_launch_description() -> LaunchDescription:
     """Declare the graph's arguments (mode, world, ... with defaults and descriptions), then its nodes."""
     graph = load_graph(GRAPH)
     declared = [
-        DeclareLaunchArgument(arg.name, default_value=arg.default, description=arg.description,
-                              choices=list(arg.choices) or None)
+        DeclareLaunchArgument(
+            arg.name,
+            default_value=arg.default,
+            description=arg.description,
+            choices=list(arg.choices) or None,
+        )
         for arg in graph.arguments
     ]
     return LaunchDescription([*declared, OpaqueFunction(function=_nodes)])

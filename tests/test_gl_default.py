@@ -9,7 +9,11 @@ import sys
 import pytest
 
 # The first module each package's users import that loads mujoco itself.
-ENTRY_MODULES = ("r2s2r_sim.world.sim_world", "r2s2r_capture.procedures.session", "r2s2r_eval.episodes.runner")
+ENTRY_MODULES = (
+    "r2s2r_sim.world.sim_world",
+    "r2s2r_capture.procedures.session",
+    "r2s2r_eval.episodes.runner",
+)
 
 _PROBE = (
     "import importlib, os, sys; importlib.import_module(sys.argv[1]); import mujoco; "

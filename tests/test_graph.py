@@ -27,13 +27,20 @@ def test_real_mode_has_no_simulator_and_wall_time() -> None:
 
 
 def test_real_mode_can_run_the_emulated_hardware_stand_in() -> None:
-    nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "emulate_hardware": "true",
-                                                             "hardware_profile": "/p.yaml"})}
+    nodes = {
+        n.name: n
+        for n in resolve(
+            load_graph("world"), {"mode": "real", "emulate_hardware": "true", "hardware_profile": "/p.yaml"}
+        )
+    }
     assert list(nodes) == ["emulated_hardware", "policy_node", "evaluator_node"]
     assert nodes["emulated_hardware"].required
-    assert nodes["emulated_hardware"].parameters == {"world": "tabletop-pick-v1",
-                                                     "interface": "realsense2_camera",
-                                                     "seed": 0, "profile": "/p.yaml"}
+    assert nodes["emulated_hardware"].parameters == {
+        "world": "tabletop-pick-v1",
+        "interface": "realsense2_camera",
+        "seed": 0,
+        "profile": "/p.yaml",
+    }
     # The emulator is a real-mode stand-in only: sim mode never starts it.
     assert "emulated_hardware" not in _names(mode="sim", emulate_hardware="true")
 
@@ -51,11 +58,19 @@ def test_conditions_drop_nodes() -> None:
 
 
 def test_parameters_are_typed_from_arguments() -> None:
-    nodes = {n.name: n for n in resolve(load_graph("world"), {"seed": "42", "lockstep": "false",
-                                                             "world": "/tmp/my world"})}
-    assert nodes["sim_node"].parameters == {"world": "/tmp/my world", "interface": "realsense2_camera",
-                                            "seed": 42, "lockstep": False, "real_time": False,
-                                            "policy_id": "reference", "render_profile": ""}
+    nodes = {
+        n.name: n
+        for n in resolve(load_graph("world"), {"seed": "42", "lockstep": "false", "world": "/tmp/my world"})
+    }
+    assert nodes["sim_node"].parameters == {
+        "world": "/tmp/my world",
+        "interface": "realsense2_camera",
+        "seed": 42,
+        "lockstep": False,
+        "real_time": False,
+        "policy_id": "reference",
+        "render_profile": "",
+    }
     assert nodes["sim_node"].required and nodes["evaluator_node"].required
     assert not nodes["policy_node"].required
 
@@ -79,12 +94,20 @@ def test_interface_argument_reaches_every_node_and_defaults_to_the_driver_profil
 def test_foxglove_live_view_is_off_by_default_and_follows_the_graph_when_on() -> None:
     assert "foxglove_server" not in _names(mode="sim")
     for mode in ("sim", "real"):
-        nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": mode, "foxglove": "true",
-                                                                 "foxglove_port": "9001", "world": "w"})}
+        nodes = {
+            n.name: n
+            for n in resolve(
+                load_graph("world"), {"mode": mode, "foxglove": "true", "foxglove_port": "9001", "world": "w"}
+            )
+        }
         live = nodes["foxglove_server"]
         assert (live.package, live.executable, live.required) == ("r2s2r_sim", "foxglove_node", False)
-        assert live.parameters == {"world": "w", "interface": "realsense2_camera", "port": 9001,
-                                   "use_sim_time": mode == "sim"}
+        assert live.parameters == {
+            "world": "w",
+            "interface": "realsense2_camera",
+            "port": 9001,
+            "use_sim_time": mode == "sim",
+        }
 
 
 def test_render_profile_argument_reaches_the_sim_node() -> None:
@@ -107,11 +130,14 @@ def test_every_node_has_its_parameter_file() -> None:
             assert node.params_file is not None and node.params_file.is_file()
 
 
-@pytest.mark.parametrize(("tokens", "message"), [
-    (["mode:=banana"], "argument mode:=banana is not one of sim, real"),
-    (["bogus:=1"], "graph 'world' has no argument 'bogus'"),
-    (["mode"], "not of the form name:=value"),
-])
+@pytest.mark.parametrize(
+    ("tokens", "message"),
+    [
+        (["mode:=banana"], "argument mode:=banana is not one of sim, real"),
+        (["bogus:=1"], "graph 'world' has no argument 'bogus'"),
+        (["mode"], "not of the form name:=value"),
+    ],
+)
 def test_bad_arguments_are_refused(tokens: list[str], message: str) -> None:
     graph = load_graph("world")
     with pytest.raises(GraphError, match=message):
@@ -123,9 +149,11 @@ def test_unknown_graph_lists_graphs() -> None:
         load_graph("x")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("launch_ros") is None,
-                    reason="launch/launch_ros are on no package registry: `make test` installs them from "
-                           "../shared/conformance/ros2_jazzy_python where present, and a ROS distro has them")
+@pytest.mark.skipif(
+    importlib.util.find_spec("launch_ros") is None,
+    reason="launch/launch_ros are on no package registry: `make test` installs them from "
+    "../shared/conformance/ros2_jazzy_python where present, and a ROS distro has them",
+)
 def test_launch_file_yields_the_same_graph() -> None:
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
 
@@ -152,10 +180,13 @@ def test_real_mode_hooks_follow_emulate_hardware() -> None:
         return node.parameters["reset_hook"], node.parameters["judge_hook"]
 
     assert hooks(mode="real", emulate_hardware="true") == (
-        "service:/emulated_hardware/reset_episode", "service:/emulated_hardware/judge")
+        "service:/emulated_hardware/reset_episode",
+        "service:/emulated_hardware/judge",
+    )
     assert hooks(mode="real") == ("prompt", "prompt")  # real drivers: the operator resets and judges
-    assert hooks(mode="real", emulate_hardware="true", judge_hook="prompt",
-                 reset_hook="service:/cell/reset") == ("service:/cell/reset", "prompt")
+    assert hooks(
+        mode="real", emulate_hardware="true", judge_hook="prompt", reset_hook="service:/cell/reset"
+    ) == ("service:/cell/reset", "prompt")
     args = {n.name: n for n in resolve(load_graph("world"), {"mode": "real", "emulate_hardware": "true"})}
     assert "reset_hook:=service:/emulated_hardware/reset_episode" in args["evaluator_node"].ros_args()
 
@@ -182,16 +213,22 @@ def test_respawn_policy_restarts_the_policy_and_tells_the_evaluator_to_wait() ->
     assert nodes["evaluator_node"].parameters["on_policy_lost"] == "continue"
 
 
-@pytest.mark.parametrize(("world", "policy"), [
-    ("tabletop-pick-v1", "reference"), ("tabletop-push-v1", "push_reference"),
-    ("tabletop-stack-v1", "stack_reference"), ("tabletop-drawer-v1", "drawer_reference"),
-])
+@pytest.mark.parametrize(
+    ("world", "policy"),
+    [
+        ("tabletop-pick-v1", "reference"),
+        ("tabletop-push-v1", "push_reference"),
+        ("tabletop-stack-v1", "stack_reference"),
+        ("tabletop-drawer-v1", "drawer_reference"),
+    ],
+)
 def test_the_default_policy_is_the_reference_of_the_worlds_task(world: str, policy: str) -> None:
     nodes = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim", "world": world})}
     assert nodes["policy_node"].parameters["policy"] == policy
     assert nodes["evaluator_node"].parameters["policy"] == policy  # what the results rows record
-    given = {n.name: n for n in resolve(load_graph("world"), {"mode": "sim", "world": world,
-                                                              "policy": "topdown"})}
+    given = {
+        n.name: n for n in resolve(load_graph("world"), {"mode": "sim", "world": world, "policy": "topdown"})
+    }
     assert given["policy_node"].parameters["policy"] == "topdown"
 
 

@@ -105,7 +105,11 @@ def test_import_contracts_hold() -> None:
         raise AssertionError(f"{lint_imports} is missing: run `make test` (it installs import-linter)")
     proc = subprocess.run(
         [str(lint_imports), "--no-cache"],
-        capture_output=True, text=True, timeout=600, check=False, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=REPO,
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "BROKEN" not in proc.stdout
@@ -120,4 +124,6 @@ def test_every_subpackage_is_in_a_layer() -> None:
         root = REPO / "src" / pkg / pkg
         subs = {p.parent.name for p in root.glob("*/__init__.py") if p.parent.name != "worlds"}
         mods = {p.stem for p in root.glob("*.py") if p.stem != "__init__"}
-        assert subs | mods <= named, f"{pkg}: not in any layer of pyproject.toml: {sorted((subs | mods) - named)}"
+        assert subs | mods <= named, (
+            f"{pkg}: not in any layer of pyproject.toml: {sorted((subs | mods) - named)}"
+        )

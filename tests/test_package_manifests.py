@@ -17,15 +17,30 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("r2s2r_sim", "r2s2r_eval", "r2s2r_capture")
 # Import name -> rosdep key (from ros/rosdistro rosdep/python.yaml); ROS packages are their own key.
 ROSDEP = {
-    "numpy": "python3-numpy", "scipy": "python3-scipy", "yaml": "python3-yaml", "cv2": "python3-opencv",
-    "transforms3d": "python3-transforms3d", "matplotlib": "python3-matplotlib", "tqdm": "python3-tqdm",
-    "ruamel": "python3-ruamel.yaml", "open3d": "python3-open3d-pip", "psutil": "python3-psutil",
+    "numpy": "python3-numpy",
+    "scipy": "python3-scipy",
+    "yaml": "python3-yaml",
+    "cv2": "python3-opencv",
+    "transforms3d": "python3-transforms3d",
+    "matplotlib": "python3-matplotlib",
+    "tqdm": "python3-tqdm",
+    "ruamel": "python3-ruamel.yaml",
+    "open3d": "python3-open3d-pip",
+    "psutil": "python3-psutil",
     "xacro": "xacro",
 }
 # Import name -> PyPI distribution, for what has no rosdep key.
-PIP_ONLY = {"mujoco": "mujoco", "rosbags": "rosbags", "ray": "ray", "pyarrow": "pyarrow", "torch": "torch",
-            "imageio_ffmpeg": "imageio-ffmpeg", "mcap": "mcap", "foxglove": "foxglove-sdk",
-            "backports": "backports.zstd"}
+PIP_ONLY = {
+    "mujoco": "mujoco",
+    "rosbags": "rosbags",
+    "ray": "ray",
+    "pyarrow": "pyarrow",
+    "torch": "torch",
+    "imageio_ffmpeg": "imageio-ffmpeg",
+    "mcap": "mcap",
+    "foxglove": "foxglove-sdk",
+    "backports": "backports.zstd",
+}
 # Imported only inside a guarded branch: ``compression.zstd`` is the standard library's from Python 3.14,
 # ``backports.zstd`` the same module before it; ``zstandard`` is what the mcap stream reader needs.
 OPTIONAL = {"zstandard", "compression"}

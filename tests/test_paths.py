@@ -16,15 +16,17 @@ sys.path.insert(0, str(REPO / "tools"))
 import register_ament_packages as reg  # noqa: E402
 
 
-def test_code_run_from_the_checkout_uses_the_checkouts_files(tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_code_run_from_the_checkout_uses_the_checkouts_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # the current directory plays no part
     assert config_dir() == REPO / "config"
     assert launch_dir() == REPO / "launch"
 
 
-def test_sweep_default_variations_come_from_the_package(tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_default_variations_come_from_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from r2s2r_eval.cli.sweep import COMMAND, sweep_config
 
     monkeypatch.chdir(tmp_path)
@@ -36,8 +38,9 @@ def test_sweep_default_variations_come_from_the_package(tmp_path: Path,
     assert sweep_config(ns).variations == for_world(shipped, world_path("tabletop-pick-v1"), check=False)
 
 
-def test_capture_default_profile_comes_from_the_package(tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_capture_default_profile_comes_from_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import argparse
 
     from r2s2r_capture.cli import real2sim as real2sim_cli
@@ -60,9 +63,13 @@ def test_setup_registered_the_packages_in_the_ament_index() -> None:
     for name in ("config/interface.yaml", "config/sim_node.yaml", "launch/world.launch.py", "package.xml"):
         assert (share / name).is_file(), name
     assert (share / "config" / "interface.yaml").resolve() == REPO / "config" / "interface.yaml", (
-        "the ament index points at another checkout: run `make setup` in this one")
-    executables = (("r2s2r_sim", "sim_node"), ("r2s2r_eval", "evaluator_node"),
-                   ("r2s2r_capture", "recorder_node"))
+        "the ament index points at another checkout: run `make setup` in this one"
+    )
+    executables = (
+        ("r2s2r_sim", "sim_node"),
+        ("r2s2r_eval", "evaluator_node"),
+        ("r2s2r_capture", "recorder_node"),
+    )
     for pkg, exe in executables:
         assert (Path(get_package_prefix(pkg)) / "lib" / pkg / exe).is_file(), (pkg, exe)
 
@@ -138,12 +145,15 @@ def test_register_removes_what_setup_py_no_longer_lists(tmp_path: Path) -> None:
     assert (prefix / "share/demo_pkg/launch/a.launch.py").is_file()
 
 
-@pytest.mark.parametrize(("breakage", "message"), [
-    ("installed", r"b\.yaml exists and is not a symlink"),
-    ("no_script", r"console script .*demo_node of package 'demo_pkg' is missing"),
-    ("no_marker", r"setup\.py: data_files has no share/ament_index/resource_index/packages marker"),
-    ("no_setup", r"setup\.py: not found"),
-])
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        ("installed", r"b\.yaml exists and is not a symlink"),
+        ("no_script", r"console script .*demo_node of package 'demo_pkg' is missing"),
+        ("no_marker", r"setup\.py: data_files has no share/ament_index/resource_index/packages marker"),
+        ("no_setup", r"setup\.py: not found"),
+    ],
+)
 def test_register_failures_name_the_file(tmp_path: Path, breakage: str, message: str) -> None:
     src, bin_dir, prefix = _package(tmp_path), _bin(tmp_path), tmp_path / "prefix"
     if breakage == "installed":  # a regular (copied) install of the package in the same prefix
@@ -162,8 +172,9 @@ def test_register_failures_name_the_file(tmp_path: Path, breakage: str, message:
         assert (prefix / "share/demo_pkg/config/b.yaml").read_text() == "copied"  # never overwritten
 
 
-def test_sweep_takes_a_shipped_hardware_profile_by_name(tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_takes_a_shipped_hardware_profile_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from r2s2r_eval.cli.sweep import COMMAND, sweep_config
 
     monkeypatch.chdir(tmp_path)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO / "tools"))
 import fix_ros_cmake_exports  # noqa: E402
 
 WHEEL_EXPORT = (
-    'set_target_properties(std_msgs::std_msgs__rosidl_generator_py PROPERTIES\n'
+    "set_target_properties(std_msgs::std_msgs__rosidl_generator_py PROPERTIES\n"
     '  INTERFACE_INCLUDE_DIRECTORIES "/opt/python/cp311-cp311/include/python3.11;'
     '/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include"\n)\n'
 )
@@ -47,16 +47,29 @@ def test_interfaces_round_trip_through_serialization() -> None:
 
     from r2s2r_msgs.msg import EpisodeOutcome, Metric
 
-    out = EpisodeOutcome(policy_id="p", variation_seed=2**63, success=True,
-                         metrics=[Metric(name="object_to_target_m", value=0.012)])
+    out = EpisodeOutcome(
+        policy_id="p",
+        variation_seed=2**63,
+        success=True,
+        metrics=[Metric(name="object_to_target_m", value=0.012)],
+    )
     back = deserialize_message(serialize_message(out), EpisodeOutcome)
     assert back == out
     assert TFMessage.__module__.startswith("tf2_msgs.msg")
 
 
 def test_env_script_gives_the_same_environment() -> None:
-    proc = subprocess.run(["bash", "-c", "source ./env.sh && python -c 'import r2s2r_msgs.srv, tf2_msgs.msg; "
-                           "import os; print(os.environ[\"MUJOCO_GL\"])'"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            "bash",
+            "-c",
+            "source ./env.sh && python -c 'import r2s2r_msgs.srv, tf2_msgs.msg; "
+            'import os; print(os.environ["MUJOCO_GL"])\'',
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() in {"egl", "osmesa", "glfw"}

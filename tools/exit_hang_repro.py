@@ -61,7 +61,11 @@ def run_once(index: int, args: argparse.Namespace, out: Path) -> bool:
     # foreground job with SIGINT at its default. Reproduce the one asked for, whatever ours is.
     disposition = signal.SIG_IGN if args.sigint_ignored else signal.SIG_DFL
     proc = subprocess.Popen(  # list arguments
-        cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cmd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, disposition),
     )
     delay = random.uniform(args.min_delay, args.max_delay)
@@ -97,9 +101,15 @@ def run_once(index: int, args: argparse.Namespace, out: Path) -> bool:
                 pass
     proc.wait()
     log.close()
-    print(f"run {index}: SIGINT after {delay:.2f} s -> "
-          + (f"HUNG ({len(hung)} processes, stacks in {report})" if hung else
-             f"exit {proc.returncode} in {took:.2f} s"), flush=True)
+    print(
+        f"run {index}: SIGINT after {delay:.2f} s -> "
+        + (
+            f"HUNG ({len(hung)} processes, stacks in {report})"
+            if hung
+            else f"exit {proc.returncode} in {took:.2f} s"
+        ),
+        flush=True,
+    )
     return bool(hung)
 
 
@@ -112,8 +122,11 @@ def main() -> int:
     parser.add_argument("--max-delay", type=float, default=8.0)
     parser.add_argument("--hang-after", type=float, default=8.0, help="s after SIGINT that count as a hang")
     parser.add_argument("--domain", type=int, default=88)
-    parser.add_argument("--sigint-ignored", action="store_true",
-                        help="start the process with SIGINT ignored, as a shell's background job is")
+    parser.add_argument(
+        "--sigint-ignored",
+        action="store_true",
+        help="start the process with SIGINT ignored, as a shell's background job is",
+    )
     parser.add_argument("--out", type=Path, default=Path("out/hang"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

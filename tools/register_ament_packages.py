@@ -66,8 +66,7 @@ def read_package(source: Path) -> Package:
         raise RegisterError(f"{setup_py}: names no package (setup(name=...) or setup.cfg [metadata] name)")
     name = str(dist.metadata.name)
     data_files = tuple(
-        (dest, tuple((source / src).resolve() for src in files))
-        for dest, files in dist.data_files or []
+        (dest, tuple((source / src).resolve() for src in files)) for dest, files in dist.data_files or []
     )
     scripts = (dist.entry_points or {}).get("console_scripts", [])
     executables = tuple(entry.split("=", 1)[0].strip() for entry in scripts)
@@ -86,8 +85,10 @@ def _links(package: Package, prefix: Path, bin_dir: Path) -> dict[Path, Path]:
     for exe in package.executables:
         script = bin_dir / exe
         if not script.is_file():
-            raise RegisterError(f"console script {script} of package '{package.name}' is missing; "
-                                f"install the package first (pip install -e {package.source})")
+            raise RegisterError(
+                f"console script {script} of package '{package.name}' is missing; "
+                f"install the package first (pip install -e {package.source})"
+            )
         links[prefix / "lib" / package.name / exe] = script
     return links
 
@@ -106,8 +107,10 @@ def register(package: Package, prefix: Path, bin_dir: Path) -> list[Path]:
     links = _links(package, prefix, bin_dir)
     for link in links:
         if link.exists() and not link.is_symlink():
-            raise RegisterError(f"{link} exists and is not a symlink (is {package.name} also installed "
-                                f"without -e in {prefix}?); remove it to register the editable package")
+            raise RegisterError(
+                f"{link} exists and is not a symlink (is {package.name} also installed "
+                f"without -e in {prefix}?); remove it to register the editable package"
+            )
     for folder in _owned_dirs(package, prefix):
         for path in sorted(folder.rglob("*"), reverse=True) if folder.is_dir() else []:
             if path.is_symlink() and path not in links:
@@ -129,10 +132,15 @@ def register(package: Package, prefix: Path, bin_dir: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     """Register each package folder given; print what changed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prefix", type=Path, default=Path(sys.prefix),
-                        help="install prefix on AMENT_PREFIX_PATH (default: this Python's, the venv)")
-    parser.add_argument("--bin", type=Path, default=None,
-                        help="folder of the packages' console scripts (default: PREFIX/bin)")
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        default=Path(sys.prefix),
+        help="install prefix on AMENT_PREFIX_PATH (default: this Python's, the venv)",
+    )
+    parser.add_argument(
+        "--bin", type=Path, default=None, help="folder of the packages' console scripts (default: PREFIX/bin)"
+    )
     parser.add_argument("packages", type=Path, nargs="+", help="package folders (with setup.py)")
     ns = parser.parse_args(argv)
     prefix = ns.prefix.resolve()

@@ -29,7 +29,10 @@ from r2s2r_sim.variations import load_variation_config  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 
-pytestmark = [pytest.mark.timeout(1800), pytest.mark.study]  # a capture and an identification per profile (minutes of CPU)
+pytestmark = [
+    pytest.mark.timeout(1800),
+    pytest.mark.study,
+]  # a capture and an identification per profile (minutes of CPU)
 
 WORLD = "tabletop-drawer-v1"
 SMALL = CaptureConfig(

@@ -180,7 +180,11 @@ def test_compression_config_refused() -> None:
 def test_offered_qos() -> None:
     q = offered_qos(reliability="best_effort", durability="transient_local", depth=5)
     assert (q.history.name, q.depth, q.reliability.name, q.durability.name) == (
-        "KEEP_LAST", 5, "BEST_EFFORT", "TRANSIENT_LOCAL")
+        "KEEP_LAST",
+        5,
+        "BEST_EFFORT",
+        "TRANSIENT_LOCAL",
+    )
     with pytest.raises(BagError, match="expected reliable or best_effort"):
         offered_qos(reliability="sure", durability="volatile", depth=1)
     with pytest.raises(BagError, match="QoS depth must be >= 1: got 0"):

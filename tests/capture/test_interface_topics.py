@@ -32,6 +32,13 @@ def test_recorder_interface_topics_cover_the_driver_topics_per_camera() -> None:
     names = interface_topics(load_interface(), ["camera", "wrist"])
     assert "/camera/camera/color/image_raw" in names
     assert "/camera/wrist/aligned_depth_to_color/camera_info" in names
-    assert {"/joint_states", "/tf", "/tf_static", "/robot_description", "/r2s2r/episode_outcome",
-            "/forward_position_controller/commands", "/gripper_controller/commands"} <= set(names)
+    assert {
+        "/joint_states",
+        "/tf",
+        "/tf_static",
+        "/robot_description",
+        "/r2s2r/episode_outcome",
+        "/forward_position_controller/commands",
+        "/gripper_controller/commands",
+    } <= set(names)
     assert "/clock" not in names and len(names) == len(set(names)) == 7 + 4 * 2

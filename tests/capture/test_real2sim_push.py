@@ -25,7 +25,10 @@ from r2s2r_sim.hardware.shipped_profiles import profile_path  # noqa: E402
 from r2s2r_sim.variations import load_variation_config  # noqa: E402
 from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 
-pytestmark = [pytest.mark.timeout(1800), pytest.mark.study]  # a capture, an identification and the slide fit (minutes of CPU)
+pytestmark = [
+    pytest.mark.timeout(1800),
+    pytest.mark.study,
+]  # a capture, an identification and the slide fit (minutes of CPU)
 
 WORLD = "tabletop-push-v1"
 SMALL = CaptureConfig(

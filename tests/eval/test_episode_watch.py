@@ -42,8 +42,16 @@ class TickingCondition:
         return predicate()
 
 
-def _wait(clock: FakeClock, cv: TickingCondition, finished, *, publishers=1, world=True, policy=False,  # type: ignore[no-untyped-def]
-          timeout=60.0):
+def _wait(
+    clock: FakeClock,
+    cv: TickingCondition,
+    finished,
+    *,
+    publishers=1,
+    world=True,
+    policy=False,  # type: ignore[no-untyped-def]
+    timeout=60.0,
+):
     watch = Liveness(5.0, clock=clock)
     watch.arm()
     cv.watch = watch  # type: ignore[attr-defined]
@@ -128,8 +136,13 @@ def test_episode_key_names_mode_policy_parameters_world_and_seed() -> None:
     key = episode_key(**base)  # type: ignore[arg-type]
     assert key.startswith("evaluator/sim/reference/") and key.endswith("/w/seed=3")
     assert episode_key(**{**base, "parameters": {"b": 2, "a": 1}}) == key  # type: ignore[arg-type]
-    for change in ({"seed": 4}, {"mode": "real"}, {"parameters": {"a": 2, "b": 2}}, {"world": "v"},
-                   {"policy": "bc"}):
+    for change in (
+        {"seed": 4},
+        {"mode": "real"},
+        {"parameters": {"a": 2, "b": 2}},
+        {"world": "v"},
+        {"policy": "bc"},
+    ):
         assert episode_key(**{**base, **change}) != key  # type: ignore[arg-type]
 
 

@@ -42,8 +42,12 @@ class Graph:
         env = dict(env)
         env["PYTHONPATH"] = f"{HERE}{os.pathsep}{env.get('PYTHONPATH', '')}"
         self.proc = subprocess.Popen(  # list arguments
-            [sys.executable, "-c", _DRIVER, *args, json.dumps(extra)], env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            [sys.executable, "-c", _DRIVER, *args, json.dumps(extra)],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -74,8 +78,11 @@ class Graph:
 
     def pid(self, label: str) -> int:
         """Pid of the newest process the launcher started as ``label`` (e.g. ``policy_node-2``)."""
-        pids = [int(m.group(1)) for line in self.lines
-                if (m := re.search(rf"process started with pid \[(\d+)\]: {label} ", line))]
+        pids = [
+            int(m.group(1))
+            for line in self.lines
+            if (m := re.search(rf"process started with pid \[(\d+)\]: {label} ", line))
+        ]
         assert pids, f"no process {label} started:\n" + "\n".join(self.lines[-40:])
         return pids[-1]
 

@@ -15,8 +15,15 @@ from subprocess import Popen
 from r2s2r_capture.bags.reader import BagReader
 
 
-def wait_recorded(rec: Popen[str], out: Path, topics: Sequence[str], *, min_count: int = 1,
-                  latched: Sequence[str] = (), timeout: float = 300.0) -> None:
+def wait_recorded(
+    rec: Popen[str],
+    out: Path,
+    topics: Sequence[str],
+    *,
+    min_count: int = 1,
+    latched: Sequence[str] = (),
+    timeout: float = 300.0,
+) -> None:
     """Wait until ``rec`` subscribed to every topic and flushed ``min_count`` messages of each to ``out``.
 
     ``latched`` topics (published once) need one message. Reads the recorder's stdout up to its last

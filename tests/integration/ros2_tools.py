@@ -24,24 +24,30 @@ _absent = [name for name in _NEEDED if importlib.util.find_spec(name) is None]
 MISSING = (
     f"the ROS 2 launch system / ros2 CLI is not installed ({', '.join(_absent)} missing): `make test` "
     "installs it from ../shared/conformance/ros2_jazzy_python when that folder is present"
-    if _absent or shutil.which("ros2") is None else ""
+    if _absent or shutil.which("ros2") is None
+    else ""
 )
 requires_ros2_tools = pytest.mark.skipif(bool(MISSING), reason=MISSING or "present")
 
 
-def ros2(args: Sequence[str], env: dict[str, str], *, timeout: float = 120.0,
-         cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+def ros2(
+    args: Sequence[str], env: dict[str, str], *, timeout: float = 120.0, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``ros2 ARGS...`` (list arguments, no shell) in ``env``; stdout and stderr captured."""
     try:
-        return subprocess.run(["ros2", *args], env=env, cwd=cwd, text=True, capture_output=True,
-                              timeout=timeout, check=False)
+        return subprocess.run(
+            ["ros2", *args], env=env, cwd=cwd, text=True, capture_output=True, timeout=timeout, check=False
+        )
     except subprocess.TimeoutExpired as err:
-        raise AssertionError(f"`ros2 {' '.join(args)}` did not finish within {timeout} s; "
-                             f"output so far: {err.stdout!r} {err.stderr!r}") from None
+        raise AssertionError(
+            f"`ros2 {' '.join(args)}` did not finish within {timeout} s; "
+            f"output so far: {err.stdout!r} {err.stderr!r}"
+        ) from None
 
 
-def ros2_until(args: Sequence[str], env: dict[str, str], accept: Callable[[str], T | None], *,
-               timeout: float, what: str) -> T:
+def ros2_until(
+    args: Sequence[str], env: dict[str, str], accept: Callable[[str], T | None], *, timeout: float, what: str
+) -> T:
     """Re-run ``ros2 ARGS`` until ``accept(stdout)`` returns a value (returned), for graph discovery.
 
     A CLI node sees the graph only after DDS discovery, which on a loaded machine can take longer than
@@ -56,8 +62,9 @@ def ros2_until(args: Sequence[str], env: dict[str, str], accept: Callable[[str],
             if value is not None:
                 return value
     output = f"rc={last.returncode} stdout={last.stdout!r} stderr={last.stderr!r}" if last else "no run"
-    raise AssertionError(f"timed out after {timeout} s waiting for {what} from `ros2 {' '.join(args)}`; "
-                         f"last: {output}")
+    raise AssertionError(
+        f"timed out after {timeout} s waiting for {what} from `ros2 {' '.join(args)}`; last: {output}"
+    )
 
 
 def stop_daemon(env: dict[str, str]) -> None:

@@ -92,16 +92,23 @@ def test_default_qos_image_subscriber_and_rviz_get_what_the_hardware_gives(
     color = consumers.plain(Image, "/camera/camera/color/image_raw")
     depth = consumers.plain(Image, "/camera/camera/aligned_depth_to_color/image_raw")
     info = consumers.plain(CameraInfo, "/camera/camera/color/camera_info")
-    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    latched = QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+    )
     description = consumers.plain(String, "/robot_description", latched)
     static = consumers.plain(TFMessage, "/tf_static", latched)
     tf = consumers.plain(TFMessage, "/tf", 100)
     js = consumers.plain(JointState, "/joint_states")
     diagnostics = consumers.plain(DiagnosticArray, "/diagnostics")
-    wait_for(lambda: all(len(consumers.all(t)) >= 3 for t in (color, depth, info, tf, js, diagnostics))
-             and consumers.all(description) and consumers.all(static), STARTUP_S,
-             "frames, the robot description and transforms:\n" + "\n".join(log[-30:]))
+    wait_for(
+        lambda: (
+            all(len(consumers.all(t)) >= 3 for t in (color, depth, info, tf, js, diagnostics))
+            and consumers.all(description)
+            and consumers.all(static)
+        ),
+        STARTUP_S,
+        "frames, the robot description and transforms:\n" + "\n".join(log[-30:]),
+    )
 
     # Images: realsense2_camera's names, encodings and the colour optical frame, on a plain subscriber.
     rgb, dep = consumers.all(color)[-1], consumers.all(depth)[-1]
@@ -123,15 +130,23 @@ def test_default_qos_image_subscriber_and_rviz_get_what_the_hardware_gives(
     links = {link.name for link in robot.links}
     missing = links - {robot.get_root()} - fixed - moving
     assert not missing, f"links without a transform: {missing}"
-    assert {"camera_link", "camera_color_frame", "camera_color_optical_frame", "camera_depth_frame",
-            "camera_depth_optical_frame", "base_link", "ee_link"} <= fixed
+    assert {
+        "camera_link",
+        "camera_color_frame",
+        "camera_color_optical_frame",
+        "camera_depth_frame",
+        "camera_depth_optical_frame",
+        "base_link",
+        "ee_link",
+    } <= fixed
     assert {j.child for j in robot.joints if j.type != "fixed"} == moving
 
     # The transforms put every link where MuJoCo has its body: take a /tf message and the joint state of
     # the same stamp, pose the world at that state and compare world poses through the TF chain.
     states = {conv.time_to_ns(m.header.stamp): m for m in consumers.all(js)}
-    sample = next(m for m in reversed(consumers.all(tf))
-                  if conv.time_to_ns(m.transforms[0].header.stamp) in states)
+    sample = next(
+        m for m in reversed(consumers.all(tf)) if conv.time_to_ns(m.transforms[0].header.stamp) in states
+    )
     state = states[conv.time_to_ns(sample.transforms[0].header.stamp)]
     tree.add(sample)
     world = SimWorld(world_path("tabletop-pick-v1"))
@@ -150,8 +165,9 @@ def test_default_qos_image_subscriber_and_rviz_get_what_the_hardware_gives(
     # And the camera: its optical frame through the realsense2_camera tree is MuJoCo's camera.
     pos, quat = world.camera_pose("camera")
     np.testing.assert_allclose(tree.lookup("world", rgb.header.frame_id), _matrix(pos, quat), atol=1e-6)
-    np.testing.assert_allclose(tree.lookup("camera_color_optical_frame", "camera_depth_optical_frame"),
-                               np.eye(4), atol=1e-9)
+    np.testing.assert_allclose(
+        tree.lookup("camera_color_optical_frame", "camera_depth_optical_frame"), np.eye(4), atol=1e-9
+    )
 
     # /diagnostics, about once a second: the sim's real-time factor, camera rate, drops, lockstep, episodes.
     (status,) = consumers.all(diagnostics)[-1].status
@@ -167,13 +183,26 @@ def test_default_qos_image_subscriber_and_rviz_get_what_the_hardware_gives(
 def test_sensor_data_profile_serves_best_effort_images_under_the_camera_name(
     processes: Any, consumers: Consumers
 ) -> None:
-    sim = processes.start(["sim_node", "--ros-args", "--params-file", str(PARAMS), "-p", "real_time:=true",
-                           "-p", "interface:=sensor_data"])
+    sim = processes.start(
+        [
+            "sim_node",
+            "--ros-args",
+            "--params-file",
+            str(PARAMS),
+            "-p",
+            "real_time:=true",
+            "-p",
+            "interface:=sensor_data",
+        ]
+    )
     log = _drain(sim)
     best_effort = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
     color = consumers.plain(Image, "/camera/color/image_raw", best_effort)
-    wait_for(lambda: consumers.all(color), STARTUP_S,
-             "a frame on /camera/color/image_raw:\n" + "\n".join(log[-30:]))
+    wait_for(
+        lambda: consumers.all(color),
+        STARTUP_S,
+        "a frame on /camera/color/image_raw:\n" + "\n".join(log[-30:]),
+    )
     pubs = consumers.node.get_publishers_info_by_topic(color)
     assert [p.qos_profile.reliability for p in pubs] == [ReliabilityPolicy.BEST_EFFORT]
     assert not consumers.node.get_publishers_info_by_topic("/camera/camera/color/image_raw")
@@ -191,18 +220,39 @@ def test_unknown_interface_stops_the_node_naming_the_parameter(processes: Any) -
 def test_evaluator_reports_its_progress_on_diagnostics(processes: Any, consumers: Consumers) -> None:
     # No sim runs: the evaluator waits for the reset service, and says so on /diagnostics meanwhile.
     params = REPO / "config" / "evaluator_node.yaml"
-    proc = processes.start(["evaluator_node", "--ros-args", "--params-file", str(params), "-p", "episodes:=4",
-                            "-p", "service_timeout_s:=120.0", "-p", "world:=my-world"])
+    proc = processes.start(
+        [
+            "evaluator_node",
+            "--ros-args",
+            "--params-file",
+            str(params),
+            "-p",
+            "episodes:=4",
+            "-p",
+            "service_timeout_s:=120.0",
+            "-p",
+            "world:=my-world",
+        ]
+    )
     log = _drain(proc)
     diagnostics = consumers.plain(DiagnosticArray, "/diagnostics")
-    wait_for(lambda: consumers.all(diagnostics), STARTUP_S,
-             "/diagnostics from the evaluator:\n" + "\n".join(log))
+    wait_for(
+        lambda: consumers.all(diagnostics), STARTUP_S, "/diagnostics from the evaluator:\n" + "\n".join(log)
+    )
     (status,) = consumers.all(diagnostics)[-1].status
     values = {v.key: v.value for v in status.values}
-    assert (status.name, status.hardware_id, status.level) == ("evaluator_node: evaluation", "my-world",
-                                                               DiagnosticStatus.OK)
-    assert values == {"episodes_planned": "4", "episodes_with_outcome": "0", "episodes_succeeded": "0",
-                      "episodes_failed": "0", "current_seed": "none"}
+    assert (status.name, status.hardware_id, status.level) == (
+        "evaluator_node: evaluation",
+        "my-world",
+        DiagnosticStatus.OK,
+    )
+    assert values == {
+        "episodes_planned": "4",
+        "episodes_with_outcome": "0",
+        "episodes_succeeded": "0",
+        "episodes_failed": "0",
+        "current_seed": "none",
+    }
     assert status.message == "0/4 episodes done, between episodes"
 
 
@@ -219,16 +269,21 @@ def test_a_world_with_a_lens_and_noisy_joints_is_served_as_its_hardware_reports(
     shutil.copytree(world_path("tabletop-pick-v1"), folder)
     raw = yaml.safe_load((folder / "world.yaml").read_text())
     d = [-0.058, 0.071, 0.0006, -0.0009, -0.023]
-    raw["cameras"][0]["distortion"] = {"model": "plumb_bob", **dict(zip(("k1", "k2", "p1", "p2", "k3"), d,
-                                                                         strict=True))}
+    raw["cameras"][0]["distortion"] = {
+        "model": "plumb_bob",
+        **dict(zip(("k1", "k2", "p1", "p2", "k3"), d, strict=True)),
+    }
     raw["robot"]["joint_state_noise"] = {"position_std": 0.002, "velocity_std": 0.0}
     (folder / "world.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     sim = processes.start(["sim_node", "--ros-args", "--params-file", str(PARAMS), "-p", f"world:={folder}"])
     log = _drain(sim)
     info = consumers.plain(CameraInfo, "/camera/camera/color/camera_info")
     js = consumers.plain(JointState, "/joint_states", 100)
-    wait_for(lambda: consumers.all(info) and len(consumers.all(js)) >= 200, STARTUP_S,
-             "camera_info and 200 joint states:\n" + "\n".join(log[-30:]))
+    wait_for(
+        lambda: consumers.all(info) and len(consumers.all(js)) >= 200,
+        STARTUP_S,
+        "camera_info and 200 joint states:\n" + "\n".join(log[-30:]),
+    )
     assert consumers.all(info)[-1].distortion_model == "plumb_bob"
     np.testing.assert_allclose(consumers.all(info)[-1].d, d)
     positions = np.array([m.position for m in consumers.all(js)[-200:]])

@@ -61,8 +61,11 @@ def _stamp_s(msg: Any) -> float:
 def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, probe: Probe) -> None:
     started = time.time()
     proc = processes.start(["emulated_hardware_node", "--ros-args", "--params-file", str(PARAMS)])
-    names = {key: probe.subscribe(key, CAMERA if spec.per_camera else None)
-             for key, spec in IFACE.topics.items() if key not in SIM_ONLY | COMMANDS | POLICY_SIDE}
+    names = {
+        key: probe.subscribe(key, CAMERA if spec.per_camera else None)
+        for key, spec in IFACE.topics.items()
+        if key not in SIM_ONLY | COMMANDS | POLICY_SIDE
+    }
     wait_for(lambda: all(probe.msgs(n) for n in names.values()), STARTUP_S, "every driver topic")
 
     # Topics and types: exactly the real interface minus the sim-only topics; no /clock anywhere.
@@ -74,8 +77,11 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
         subs = [i for i in probe.node.get_subscriptions_info_by_topic(name) if i.node_name == NODE]
         published |= {name} if pubs else set()
         subscribed |= {name} if subs else set()
-    expect_pub = {IFACE.topic(k, CAMERA if s.per_camera else None) for k, s in IFACE.topics.items()
-                  if k not in SIM_ONLY | COMMANDS | POLICY_SIDE}
+    expect_pub = {
+        IFACE.topic(k, CAMERA if s.per_camera else None)
+        for k, s in IFACE.topics.items()
+        if k not in SIM_ONLY | COMMANDS | POLICY_SIDE
+    }
     infrastructure = {"/rosout", "/parameter_events"}  # every rclpy node's own endpoints
     expect_sub = {IFACE.topic("arm_command"), IFACE.topic("gripper_command")}
     assert published - infrastructure == expect_pub, published ^ expect_pub
@@ -115,8 +121,11 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
     t0 = time.time()
     counts = {"joint_states": 50, "color_image": 5, "depth_image": 5, "tf": 20}
     for key, n in counts.items():
-        wait_for(lambda key=key, n=n: len([t for t, _ in probe.msgs(names[key]) if t >= t0]) >= n, STARTUP_S,
-                 f"{n} messages on {names[key]}")
+        wait_for(
+            lambda key=key, n=n: len([t for t, _ in probe.msgs(names[key]) if t >= t0]) >= n,
+            STARTUP_S,
+            f"{n} messages on {names[key]}",
+        )
     rates = {}
     for key in counts:
         # Header stamps where there are any (the driver's own timing); /tf by arrival.
@@ -139,13 +148,22 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
     pub.publish(Float64MultiArray(data=target.tolist()))
     noise = 6 * PROFILE.driver.position_noise_std_rad
     moved = wait_for(
-        lambda: next((m for _, m in probe.msgs(js) if _stamp_s(m) >= sent
-                      and m.position[0] - start[0] > noise + 0.002), None),
-        5.0, "the first joint state that moved",
+        lambda: next(
+            (
+                m
+                for _, m in probe.msgs(js)
+                if _stamp_s(m) >= sent and m.position[0] - start[0] > noise + 0.002
+            ),
+            None,
+        ),
+        5.0,
+        "the first joint state that moved",
     )
     delay = _stamp_s(moved) - sent
-    print(f"command to first motion (joint state stamp - send time): {delay * 1e3:.1f} ms "
-          f"(profile latency {PROFILE.driver.command_latency_s * 1e3:.0f} ms)")
+    print(
+        f"command to first motion (joint state stamp - send time): {delay * 1e3:.1f} ms "
+        f"(profile latency {PROFILE.driver.command_latency_s * 1e3:.0f} ms)"
+    )
     assert delay >= PROFILE.driver.command_latency_s - 0.002
     wait_for(lambda: abs(probe.msgs(js)[-1][1].position[0] - target[0]) < 0.02, 10.0, "joint 0 at target")
 

@@ -46,16 +46,27 @@ def _lines(proc: subprocess.Popen[str], until: re.Pattern[str], timeout: float, 
 def test_flood_of_malformed_commands_is_refused_with_throttled_warnings(processes, probe: RosProbe) -> None:  # type: ignore[no-untyped-def]
     from std_msgs.msg import Float64MultiArray
 
-    sim = processes.start(["sim_node", "--ros-args", "-p", "real_time:=true", "-p", "cameras_enabled:=false",
-                           "-p", "lockstep:=false"])
+    sim = processes.start(
+        [
+            "sim_node",
+            "--ros-args",
+            "-p",
+            "real_time:=true",
+            "-p",
+            "cameras_enabled:=false",
+            "-p",
+            "lockstep:=false",
+        ]
+    )
     _lines(sim, re.compile(r"world tabletop-pick-v1"), 120, "the sim's start line")
     iface = load_interface()
     clock = probe.record("clock", keep=10)
     n_arm = len(load_world_config(world_path("tabletop-pick-v1")).robot.arm_joints)
     topic = iface.topic("arm_command")
     pub = probe.node.create_publisher(Float64MultiArray, topic, 10)
-    wait_for(lambda: pub.get_subscription_count() > 0 and probe.msgs(clock), 60,
-             f"the sim on {topic} and /clock")
+    wait_for(
+        lambda: pub.get_subscription_count() > 0 and probe.msgs(clock), 60, f"the sim on {topic} and /clock"
+    )
 
     def sim_time() -> float:
         stamp = probe.msgs(clock)[-1][1].clock
@@ -77,8 +88,10 @@ def test_flood_of_malformed_commands_is_refused_with_throttled_warnings(processe
     flood_s = time.monotonic() - t0
     wait_for(lambda: sim_time() > t_sim0 + 0.5, 60, "/clock to go on after the flood")
     rtf = (sim_time() - t_sim0) / (time.monotonic() - t0)
-    print(f"flood: {sent} malformed commands in {flood_s:.2f} s ({sent / flood_s:.0f} Hz); "
-          f"real-time factor over the flood and after it {rtf:.2f} (without flood {baseline:.2f})")
+    print(
+        f"flood: {sent} malformed commands in {flood_s:.2f} s ({sent / flood_s:.0f} Hz); "
+        f"real-time factor over the flood and after it {rtf:.2f} (without flood {baseline:.2f})"
+    )
     sim.send_signal(signal.SIGINT)
     out, _ = sim.communicate(timeout=60)
     assert sim.returncode == 0, out
@@ -95,12 +108,30 @@ def test_sim_keeps_serving_while_a_policy_is_restarted_20_times(processes, ros_e
     env = dict(ros_env)
     env["PYTHONPATH"] = f"{HERE}:{env.get('PYTHONPATH', '')}"
     processes.env = env
-    sim = processes.start(["sim_node", "--ros-args", "-p", "lockstep:=true", "-p", "cameras_enabled:=false",
-                           "-p", "ack_timeout_s:=0.0"])
+    sim = processes.start(
+        [
+            "sim_node",
+            "--ros-args",
+            "-p",
+            "lockstep:=true",
+            "-p",
+            "cameras_enabled:=false",
+            "-p",
+            "ack_timeout_s:=0.0",
+        ]
+    )
     _lines(sim, re.compile(r"world tabletop-pick-v1"), 120, "the sim's start line")
     for i in range(20):
-        policy = processes.start(["policy_node", "--ros-args", "-p", "use_sim_time:=true",
-                                  "-p", "policy:=fault_policies:HoldPolicy"])
+        policy = processes.start(
+            [
+                "policy_node",
+                "--ros-args",
+                "-p",
+                "use_sim_time:=true",
+                "-p",
+                "policy:=fault_policies:HoldPolicy",
+            ]
+        )
         _lines(policy, re.compile(r"hold policy: acting in episode 0"), 180, f"policy {i} acting")
         # Half leave cleanly (SIGINT), half die (SIGKILL): both must leave the sim serving.
         if i % 2:

@@ -45,8 +45,10 @@ def graphs(ros_env: dict[str, str]):  # type: ignore[no-untyped-def]
 
 
 def _kill_policy_mid_episode(g: Graph, episode: int) -> None:
-    g.wait_for(f"the policy acting in episode {episode + 1}",  # the node's autostart is its episode 0
-               rf"\[policy_node-2\] hold policy: acting in episode {episode + 1} ")
+    g.wait_for(
+        f"the policy acting in episode {episode + 1}",  # the node's autostart is its episode 0
+        rf"\[policy_node-2\] hold policy: acting in episode {episode + 1} ",
+    )
     os.kill(g.pid("policy_node-2"), signal.SIGKILL)
 
 
@@ -105,8 +107,16 @@ def test_ctrl_c_at_a_random_moment_leaves_the_store_and_the_bag_valid(  # type: 
 
     lines = random.Random(moment).randint(1, 60)  # start-up, mid-episode or between episodes
     db, bag = tmp_path / "results.sqlite", tmp_path / "bag"
-    rec = processes.start(["recorder_node", "--ros-args", "-p", f"output:={bag}",
-                           "-p", "topics:=['/joint_states', '/r2s2r/episode_outcome']"])
+    rec = processes.start(
+        [
+            "recorder_node",
+            "--ros-args",
+            "-p",
+            f"output:={bag}",
+            "-p",
+            "topics:=['/joint_states', '/r2s2r/episode_outcome']",
+        ]
+    )
     g = graphs(_args(db, 5))
     for _ in range(lines):
         g.wait_for("any output line", lambda _line: True)

@@ -56,10 +56,20 @@ def _wait_port(lines: list[str], proc: Any) -> int:
 
 
 def test_foxglove_client_receives_an_image_transforms_and_the_robot(processes: Any) -> None:
-    sim = processes.start(["sim_node", "--ros-args", "--params-file", str(REPO / "config" / "sim_node.yaml"),
-                           "-p", "real_time:=true"])
+    sim = processes.start(
+        [
+            "sim_node",
+            "--ros-args",
+            "--params-file",
+            str(REPO / "config" / "sim_node.yaml"),
+            "-p",
+            "real_time:=true",
+        ]
+    )
     sim_log = _drain(sim)
-    view = processes.start([sys.executable, "-m", "r2s2r_sim.ros.foxglove_node", "--ros-args", "-p", "port:=0"])
+    view = processes.start(
+        [sys.executable, "-m", "r2s2r_sim.ros.foxglove_node", "--ros-args", "-p", "port:=0"]
+    )
     view_log = _drain(view)
     port = _wait_port(view_log, view)
     typestore = get_typestore(Stores.ROS2_JAZZY)
@@ -84,9 +94,18 @@ def test_foxglove_client_receives_an_image_transforms_and_the_robot(processes: A
                     for channel in new:
                         channels[channel["id"]] = channel
                         subscriptions[len(subscriptions) + 1] = channel
-                    ws.send(json.dumps({"op": "subscribe", "subscriptions": [
-                        {"id": sid, "channelId": c["id"]} for sid, c in subscriptions.items() if c in new
-                    ]}))
+                    ws.send(
+                        json.dumps(
+                            {
+                                "op": "subscribe",
+                                "subscriptions": [
+                                    {"id": sid, "channelId": c["id"]}
+                                    for sid, c in subscriptions.items()
+                                    if c in new
+                                ],
+                            }
+                        )
+                    )
                 continue
             assert frame[0] == MESSAGE_DATA
             sid, _receive_ns = struct.unpack_from("<IQ", frame, 1)

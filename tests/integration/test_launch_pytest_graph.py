@@ -45,28 +45,34 @@ def exit_codes() -> dict[str, int]:
 def world_graph(ros_env: dict[str, str], exit_codes: dict[str, int]) -> Any:
     """world.launch.py in sim mode without the evaluator, in the test's own DDS domain."""
     launch_file = Path(get_package_share_directory("r2s2r_sim")) / "launch" / "world.launch.py"
-    env = [SetEnvironmentVariable(k, ros_env[k]) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE",
-                                                             "PYTHONUNBUFFERED", "MUJOCO_GL")]
+    env = [
+        SetEnvironmentVariable(k, ros_env[k])
+        for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "PYTHONUNBUFFERED", "MUJOCO_GL")
+    ]
     record = OnProcessExit(
-        on_exit=lambda event, _ctx: exit_codes.update({event.action.name: event.returncode}))
-    return LaunchDescription([
-        *env,
-        RegisterEventHandler(record),
-        IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(str(launch_file)),
-            # No evaluator: the graph serves until the test is done and launch_pytest shuts it down.
-            launch_arguments={"mode": "sim", "world": WORLD, "evaluate": "false"}.items(),
-        ),
-        launch_pytest.actions.ReadyToTest(),
-    ])
+        on_exit=lambda event, _ctx: exit_codes.update({event.action.name: event.returncode})
+    )
+    return LaunchDescription(
+        [
+            *env,
+            RegisterEventHandler(record),
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(str(launch_file)),
+                # No evaluator: the graph serves until the test is done and launch_pytest shuts it down.
+                launch_arguments={"mode": "sim", "world": WORLD, "evaluate": "false"}.items(),
+            ),
+            launch_pytest.actions.ReadyToTest(),
+        ]
+    )
 
 
 @pytest.mark.launch(fixture=world_graph)
 def test_world_graph_serves_the_driver_topics_and_shuts_down_cleanly(
     ros_env: dict[str, str], exit_codes: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> Any:
-    probe_gen = open_probe(lambda d: RosProbe(d, "launch_pytest_probe", load_interface()), ros_env,
-                           monkeypatch)
+    probe_gen = open_probe(
+        lambda d: RosProbe(d, "launch_pytest_probe", load_interface()), ros_env, monkeypatch
+    )
     probe = next(probe_gen)
     try:
         joints = probe.record("joint_states")

@@ -25,7 +25,7 @@ def prefix(tmp_path: Path, ros_env: dict[str, str]) -> dict[str, str]:
     lib.mkdir(parents=True)
     for role in ("talker", "counter", "listener", "echo_params", "crasher"):
         exe = lib / role
-        exe.write_text(f"#!/bin/sh\nexec {sys.executable} {NODES} {role} \"$@\"\n")
+        exe.write_text(f'#!/bin/sh\nexec {sys.executable} {NODES} {role} "$@"\n')
         exe.chmod(0o755)
     env = dict(ros_env)
     env["AMENT_PREFIX_PATH"] = f"{tmp_path / 'prefix'}{os.pathsep}{env.get('AMENT_PREFIX_PATH', '')}"
@@ -77,8 +77,13 @@ def test_talker_listener_over_dds_and_required_exit(prefix: dict[str, str], tmp_
 
 
 def test_parameters_file_and_overrides_reach_the_node(prefix: dict[str, str], tmp_path: Path) -> None:
-    echo = _node("echo_params", name="echo", params_file="echo.yaml", required=True,
-                 parameters={"count": "7", "flag": "true"})
+    echo = _node(
+        "echo_params",
+        name="echo",
+        params_file="echo.yaml",
+        required=True,
+        parameters={"count": "7", "flag": "true"},
+    )
     code, out = _run(_resolve(_graph(echo), tmp_path), prefix)
     assert code == 0, out
     want = "[echo_params-1] params {'greeting': 'from-file', 'count': 7, 'flag': True} node_name=echo"
@@ -121,8 +126,9 @@ def _graph_script(tmp_path: Path, roles: tuple[str, ...]) -> Path:
 def test_ctrl_c_stops_children_in_reverse_order(prefix: dict[str, str], tmp_path: Path) -> None:
     # The launcher gets SIGINT like Ctrl-C.
     script = _graph_script(tmp_path, ("talker", "echo_params"))
-    proc = subprocess.Popen([sys.executable, str(script)], env=prefix, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], env=prefix, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     assert proc.stdout is not None
     lines: list[str] = []
     deadline = time.monotonic() + 60
@@ -143,8 +149,13 @@ def test_a_closed_output_stops_every_child_before_the_launcher_exits(
     prefix: dict[str, str], tmp_path: Path
 ) -> None:
     # `r2s2r launch ... | head`: the reader goes away while nodes are still printing.
-    proc = subprocess.Popen([sys.executable, str(_graph_script(tmp_path, ("talker", "counter")))], env=prefix,
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(_graph_script(tmp_path, ("talker", "counter")))],
+        env=prefix,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     lines: list[str] = []
     deadline = time.monotonic() + 60
@@ -174,12 +185,14 @@ def test_cli_refuses_bad_arguments(ros_env: dict[str, str]) -> None:
         (["mode:=banana"], "argument mode:=banana is not one of sim, real"),
         (["mode"], "argument 'mode' is not of the form name:=value"),
     ):
-        proc = subprocess.run(["r2s2r", "launch", "world", *args], env=ros_env, text=True,
-                              capture_output=True, timeout=60)
+        proc = subprocess.run(
+            ["r2s2r", "launch", "world", *args], env=ros_env, text=True, capture_output=True, timeout=60
+        )
         assert proc.returncode == EXIT_NOT_STARTED, proc
         assert message in proc.stderr, proc.stderr
-    proc = subprocess.run(["r2s2r", "launch", "nograph"], env=ros_env, text=True, capture_output=True,
-                          timeout=60)
+    proc = subprocess.run(
+        ["r2s2r", "launch", "nograph"], env=ros_env, text=True, capture_output=True, timeout=60
+    )
     assert proc.returncode == EXIT_NOT_STARTED and "unknown graph 'nograph' (graphs: world)" in proc.stderr
 
 
@@ -188,12 +201,14 @@ def test_a_respawn_node_is_restarted_each_time_it_exits(prefix: dict[str, str], 
 
     from r2s2r_sim.graph.node_graph import Argument
 
-    graph = Graph(name="t", description="respawn", arguments=(Argument(name="again", default="true",
-                                                                      description="respawn"),),
-                  nodes=(_node("talker"), _node("crasher", respawn="again")))
+    graph = Graph(
+        name="t",
+        description="respawn",
+        arguments=(Argument(name="again", default="true", description="respawn"),),
+        nodes=(_node("talker"), _node("crasher", respawn="again")),
+    )
     out = _Out()
-    launcher = Launcher(_resolve(graph, tmp_path), env=prefix, out=out,
-                        sigint_timeout=SIGINT_TIMEOUT_S)  # type: ignore[arg-type]
+    launcher = Launcher(_resolve(graph, tmp_path), env=prefix, out=out, sigint_timeout=SIGINT_TIMEOUT_S)  # type: ignore[arg-type]
 
     def stop_after_three_restarts() -> None:
         deadline = time.monotonic() + 240

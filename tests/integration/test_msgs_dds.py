@@ -11,7 +11,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 
 pytestmark = pytest.mark.integration
 
-SERVER = r'''
+SERVER = r"""
 import rclpy
 from r2s2r_msgs.msg import EpisodeOutcome, Metric
 from r2s2r_msgs.srv import ResetEpisode
@@ -41,7 +41,7 @@ try:
     rclpy.spin(node)
 except KeyboardInterrupt:
     pass
-'''
+"""
 
 
 def test_outcome_tf_and_reset_service_between_processes(processes, ros_env) -> None:

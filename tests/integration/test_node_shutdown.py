@@ -90,7 +90,7 @@ def _sigint_caught(pid: int) -> bool:
 
 
 def test_sim_node_started_with_sigint_ignored_stops_on_a_sigint_during_start_up(
-    ros_env: dict[str, str]
+    ros_env: dict[str, str],
 ) -> None:
     """A shell's background job starts with SIGINT ignored; a SIGINT before rclpy.init must still stop it."""
     import shutil
@@ -101,7 +101,10 @@ def test_sim_node_started_with_sigint_ignored_stops_on_a_sigint_during_start_up(
     assert exe is not None
     proc = subprocess.Popen(  # list arguments
         [exe, "--ros-args", "-p", "lockstep:=true", "-p", "cameras_enabled:=false"],
-        env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=ros_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         preexec_fn=_ignoring_sigint,
     )
     try:
@@ -174,8 +177,11 @@ def test_policy_node_exits_0_without_traceback_on_sigint(
         feeder.start()
         assert started.wait(timeout=120.0), f"policy_node did not start within 120 s:\n{''.join(lines)}"
         # The joint-state subscription matched the feeder: the node is taking messages.
-        wait_for(lambda: probe.node.count_subscribers(probe.iface.topic("joint_states")) > 0, 60.0,
-                 "policy_node's joint_states subscription")
+        wait_for(
+            lambda: probe.node.count_subscribers(probe.iface.topic("joint_states")) > 0,
+            60.0,
+            "policy_node's joint_states subscription",
+        )
         for _ in range(signals):
             if proc.poll() is not None:
                 break

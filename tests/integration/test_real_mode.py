@@ -23,7 +23,6 @@ HERE = Path(__file__).resolve().parent
 POLICY = "reference"
 
 
-
 def launch_real(ros_env: dict[str, str], results: Path, *args: str, timeout: float = 420.0) -> str:
     """Run the real-mode graph to completion; returns its output (asserts exit 0)."""
     env = dict(ros_env)

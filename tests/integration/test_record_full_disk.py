@@ -20,9 +20,19 @@ def _limit_file_size() -> None:
 def test_recorder_stops_with_a_clear_error_when_the_disk_is_full(processes, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     sim = processes.start(["sim_node", "--ros-args", "-p", "cameras_enabled:=false", "-p", "real_time:=true"])
     out = tmp_path / "bag"
-    rec = processes.start(["recorder_node", "--ros-args", "-p", f"output:={out}",
-                           "-p", "topics:=['/joint_states']", "-p", "flush_interval_s:=0.2"],
-                          preexec_fn=_limit_file_size)
+    rec = processes.start(
+        [
+            "recorder_node",
+            "--ros-args",
+            "-p",
+            f"output:={out}",
+            "-p",
+            "topics:=['/joint_states']",
+            "-p",
+            "flush_interval_s:=0.2",
+        ],
+        preexec_fn=_limit_file_size,
+    )
     try:
         log, _ = rec.communicate(timeout=300)
     except Exception:

@@ -20,19 +20,29 @@ pytestmark = [pytest.mark.integration, requires_ros2_tools]
 
 LAUNCH_TEST = Path(__file__).with_name("world_cli_conformance_launch.py")
 EXPECTED = {
-    "test_node_list_shows_the_sim_node", "test_topic_list_has_the_driver_topics_with_their_types",
-    "test_topic_info_verbose_shows_the_declared_qos", "test_topic_echo_once_gives_the_worlds_joint_state",
-    "test_topic_hz_measures_the_joint_states", "test_param_get_set_describe",
-    "test_service_call_resets_the_episode", "test_exit_codes",
+    "test_node_list_shows_the_sim_node",
+    "test_topic_list_has_the_driver_topics_with_their_types",
+    "test_topic_info_verbose_shows_the_declared_qos",
+    "test_topic_echo_once_gives_the_worlds_joint_state",
+    "test_topic_hz_measures_the_joint_states",
+    "test_param_get_set_describe",
+    "test_service_call_resets_the_episode",
+    "test_exit_codes",
 }
 
 
 def test_standard_ros2_tools_against_the_running_sim(ros_env: dict[str, str], tmp_path: Path) -> None:
     report = tmp_path / "conformance.xml"
     try:
-        proc = subprocess.run(["launch_test", "--junit-xml", str(report), str(LAUNCH_TEST)],
-                              env=ros_env, cwd=tmp_path, capture_output=True, text=True, timeout=900,
-                              check=False)
+        proc = subprocess.run(
+            ["launch_test", "--junit-xml", str(report), str(LAUNCH_TEST)],
+            env=ros_env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
     finally:
         stop_daemon(ros_env)
     out = proc.stdout + proc.stderr

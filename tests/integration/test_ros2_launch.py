@@ -82,8 +82,9 @@ def test_sim_mode_runs_two_episodes_to_completion(ros_env: dict[str, str], tmp_p
 
 
 @pytest.mark.timeout(RUN_S + 60)
-def test_real_mode_on_the_emulated_hardware_runs_two_episodes(ros_env: dict[str, str],
-                                                               tmp_path: Path) -> None:
+def test_real_mode_on_the_emulated_hardware_runs_two_episodes(
+    ros_env: dict[str, str], tmp_path: Path
+) -> None:
     db = tmp_path / "results.sqlite"
     out = _launch(ros_env, tmp_path, "mode:=real", "emulate_hardware:=true", "episodes:=2", f"results:={db}")
     rows = _episodes(db)
@@ -93,7 +94,8 @@ def test_real_mode_on_the_emulated_hardware_runs_two_episodes(ros_env: dict[str,
         assert row.variation is not None and row.variation["mode"] == "real"
         assert row.variation["judge_hook"] == "service:/emulated_hardware/judge"
         assert row.reason in ("success", "not_achieved", "object_dropped") or row.reason.startswith(
-            "policy_error"), row.reason
+            "policy_error"
+        ), row.reason
     assert "[sim_node-" not in out  # real mode never starts the simulator
     for node in ("emulated_hardware_node-1", "policy_node-2", "evaluator_node-3"):
         assert f"[INFO] [{node}]: process has finished cleanly" in out, _node_output(out, node)

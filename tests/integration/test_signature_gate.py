@@ -1,9 +1,9 @@
 """Interface signature gate: the live sim node must look like the hardware of the committed real-mode bags.
 
 The reference is ``tests/data/bags/real_emulated_signature.yaml``, learned by ``make_bags.py`` (with
-``r2s2r_capture.bags.signature``) from the full real-mode recording of the EMULATED HARDWARE (the committed bag is
-a decimated subset, so its rates are not the hardware's; its static fields are checked against the reference
-here too).  The sim node is recorded for a few seconds with our recorder and its signature compared.
+``r2s2r_capture.bags.signature``) from the full real-mode recording of the EMULATED HARDWARE (the committed
+bag is a decimated subset, so its rates are not the hardware's; its static fields are checked against the
+reference here too).  The sim node is recorded for a few seconds with our recorder and its signature compared.
 
 Must match: topic set, types, QoS reliability/durability, frame ids, encodings, image and CameraInfo sizes,
 depth units, distortion model, joint names, and a rate for every topic.  Rates are not compared: the
@@ -82,8 +82,13 @@ def test_live_sim_node_matches_the_real_mode_signature(processes, tmp_path: Path
         ]
     )
     # Several messages of every topic (rates need more than one), bounded by what the recorder wrote.
-    wait_recorded(rec, out, DRIVER_TOPICS, min_count=5,
-                  latched=[IFACE.topic("tf_static"), IFACE.topic("robot_description")])
+    wait_recorded(
+        rec,
+        out,
+        DRIVER_TOPICS,
+        min_count=5,
+        latched=[IFACE.topic("tf_static"), IFACE.topic("robot_description")],
+    )
     rec.send_signal(2)
     log = rec.communicate(timeout=60)[0]
     assert rec.returncode == 0 and sim.poll() is None, log

@@ -44,12 +44,23 @@ WAIT_S = 180.0  # DDS discovery and the sim node's start-up on a loaded machine
 def generate_test_description() -> launch.LaunchDescription:
     """The shipped launch file, sim node only, publishing on wall-clock pacing."""
     shipped = PathJoinSubstitution([FindPackageShare("r2s2r_sim"), "launch", "world.launch.py"])
-    arguments = {"mode": "sim", "world": WORLD, "run_policy": "false", "evaluate": "false",
-                 "lockstep": "false", "real_time": "true", "seed": str(SEED)}
-    return launch.LaunchDescription([
-        IncludeLaunchDescription(PythonLaunchDescriptionSource(shipped), launch_arguments=arguments.items()),
-        launch_testing.actions.ReadyToTest(),
-    ])
+    arguments = {
+        "mode": "sim",
+        "world": WORLD,
+        "run_policy": "false",
+        "evaluate": "false",
+        "lockstep": "false",
+        "real_time": "true",
+        "seed": str(SEED),
+    }
+    return launch.LaunchDescription(
+        [
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(shipped), launch_arguments=arguments.items()
+            ),
+            launch_testing.actions.ReadyToTest(),
+        ]
+    )
 
 
 def _env() -> dict[str, str]:
@@ -74,36 +85,52 @@ class TestStandardTools(unittest.TestCase):
         stop_daemon(_env())  # `ros2 node list` and `ros2 param` start a daemon in this domain
 
     def test_node_list_shows_the_sim_node(self) -> None:
-        nodes = ros2_until(["node", "list"], _env(),
-                           lambda out: out.split() if "/sim_node" in out.split() else None,
-                           timeout=WAIT_S, what="/sim_node in the node list")
+        nodes = ros2_until(
+            ["node", "list"],
+            _env(),
+            lambda out: out.split() if "/sim_node" in out.split() else None,
+            timeout=WAIT_S,
+            what="/sim_node in the node list",
+        )
         self.assertIn("/sim_node", nodes)
 
     def test_topic_list_has_the_driver_topics_with_their_types(self) -> None:
         keys = ("joint_states", "tf", "tf_static", "clock")
         wanted = {IFACE.topic(k): IFACE.topic_spec(k).type for k in keys}
-        topics = ros2_until(["topic", "list", "-t", "--no-daemon"], _env(),
-                            lambda out: _topics(out) if set(wanted) <= set(_topics(out)) else None,
-                            timeout=WAIT_S, what=f"topics {sorted(wanted)}")
+        topics = ros2_until(
+            ["topic", "list", "-t", "--no-daemon"],
+            _env(),
+            lambda out: _topics(out) if set(wanted) <= set(_topics(out)) else None,
+            timeout=WAIT_S,
+            what=f"topics {sorted(wanted)}",
+        )
         for name, type_name in wanted.items():
             self.assertEqual(topics[name], type_name, name)
 
     def test_topic_info_verbose_shows_the_declared_qos(self) -> None:
         spec, name = IFACE.topic_spec("joint_states"), IFACE.topic("joint_states")
-        out = ros2_until(["topic", "info", "-v", "--no-daemon", name], _env(),
-                         lambda out: out if "Node name: sim_node" in out else None,
-                         timeout=WAIT_S, what=f"sim_node as publisher of {name}")
+        out = ros2_until(
+            ["topic", "info", "-v", "--no-daemon", name],
+            _env(),
+            lambda out: out if "Node name: sim_node" in out else None,
+            timeout=WAIT_S,
+            what=f"sim_node as publisher of {name}",
+        )
         self.assertIn(f"Type: {spec.type}", out)
-        publisher = out[out.index("Node name: sim_node"):]
+        publisher = out[out.index("Node name: sim_node") :]
         self.assertIn("Endpoint type: PUBLISHER", publisher)
         self.assertIn(f"Reliability: {spec.qos.reliability.name}", publisher)
         self.assertIn(f"Durability: {spec.qos.durability.name}", publisher)
 
     def test_topic_echo_once_gives_the_worlds_joint_state(self) -> None:
         name = IFACE.topic("joint_states")
-        msg = ros2_until(["topic", "echo", "--once", "--no-daemon", name], _env(),
-                         lambda out: yaml.safe_load(out.split("\n---")[0]) if out.strip() else None,
-                         timeout=WAIT_S, what=f"one message on {name}")
+        msg = ros2_until(
+            ["topic", "echo", "--once", "--no-daemon", name],
+            _env(),
+            lambda out: yaml.safe_load(out.split("\n---")[0]) if out.strip() else None,
+            timeout=WAIT_S,
+            what=f"one message on {name}",
+        )
         robot = load_world_config(world_path(WORLD)).robot
         joints = [*robot.arm_joints, *(robot.gripper.joints if robot.gripper else ())]
         self.assertEqual(msg["name"], joints)
@@ -113,8 +140,13 @@ class TestStandardTools(unittest.TestCase):
     def test_topic_hz_measures_the_joint_states(self) -> None:
         # `ros2 topic hz` runs until stopped: read its output up to the first rate report.
         name = IFACE.topic("joint_states")
-        proc = subprocess.Popen(["ros2", "topic", "hz", "--window", "50", name], env=_env(), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            ["ros2", "topic", "hz", "--window", "50", name],
+            env=_env(),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         lines: list[str] = []
         rate: list[float] = []
 
@@ -140,9 +172,13 @@ class TestStandardTools(unittest.TestCase):
 
     def test_param_get_set_describe(self) -> None:
         env = _env()
-        got = ros2_until(["param", "get", "/sim_node", "seed"], env,
-                         lambda out: out.strip() if "value is" in out else None,
-                         timeout=WAIT_S, what="the seed parameter of /sim_node")
+        got = ros2_until(
+            ["param", "get", "/sim_node", "seed"],
+            env,
+            lambda out: out.strip() if "value is" in out else None,
+            timeout=WAIT_S,
+            what="the seed parameter of /sim_node",
+        )
         self.assertEqual(got, f"Integer value is: {SEED}")  # the launch argument seed:=4
         refused = ros2(["param", "set", "/sim_node", "seed", "5"], env)
         self.assertIn("Setting parameter failed", refused.stdout + refused.stderr)
@@ -158,10 +194,14 @@ class TestStandardTools(unittest.TestCase):
 
     def test_service_call_resets_the_episode(self) -> None:
         service, srv_type = IFACE.service("reset_episode"), IFACE.service_spec("reset_episode").type
-        out = ros2_until(["service", "call", service, srv_type, "{variation_seed: 9}"], _env(),
-                         lambda out: out if "response:" in out else None, timeout=WAIT_S,
-                         what=f"a response from {service}")
-        response = out[out.index("response:"):]
+        out = ros2_until(
+            ["service", "call", service, srv_type, "{variation_seed: 9}"],
+            _env(),
+            lambda out: out if "response:" in out else None,
+            timeout=WAIT_S,
+            what=f"a response from {service}",
+        )
+        response = out[out.index("response:") :]
         self.assertIn("success=True", response)
         self.assertIn(f"world_id='{WORLD}'", response)
         self.assertRegex(response, r"world_hash='[0-9a-f]{64}'")

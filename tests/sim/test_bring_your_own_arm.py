@@ -26,16 +26,41 @@ pytestmark = pytest.mark.skipif(
 
 # robot file, extra `world new` flags, expected arm joints, gripper (actuator, joints) or None
 ARMS = {
-    "ufactory_xarm7": ("ufactory_xarm7/xarm7.xml", [], [f"joint{i}" for i in range(1, 8)],
-                       ("gripper", {"left_driver_joint", "right_driver_joint"})),
-    "trs_so_arm100": ("trs_so_arm100/so_arm100.xml", [],
-                      ["Rotation", "Pitch", "Elbow", "Wrist_Pitch", "Wrist_Roll"], ("Jaw", {"Jaw"})),
+    "ufactory_xarm7": (
+        "ufactory_xarm7/xarm7.xml",
+        [],
+        [f"joint{i}" for i in range(1, 8)],
+        ("gripper", {"left_driver_joint", "right_driver_joint"}),
+    ),
+    "trs_so_arm100": (
+        "trs_so_arm100/so_arm100.xml",
+        [],
+        ["Rotation", "Pitch", "Elbow", "Wrist_Pitch", "Wrist_Roll"],
+        ("Jaw", {"Jaw"}),
+    ),
     "kinova_gen3": ("kinova_gen3/gen3.xml", [], [f"joint_{i}" for i in range(1, 8)], None),
-    "ur5e_xacro": ("ur_description/urdf/ur.urdf.xacro",
-                   ["--xacro-arg", "ur_type:=ur5e", "--xacro-arg", "name:=ur5e", "--tool-body", "tool0",
-                    "--home", "0,-1.57,1.57,-1.57,-1.57,0"],
-                   ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint",
-                    "wrist_2_joint", "wrist_3_joint"], None),
+    "ur5e_xacro": (
+        "ur_description/urdf/ur.urdf.xacro",
+        [
+            "--xacro-arg",
+            "ur_type:=ur5e",
+            "--xacro-arg",
+            "name:=ur5e",
+            "--tool-body",
+            "tool0",
+            "--home",
+            "0,-1.57,1.57,-1.57,-1.57,0",
+        ],
+        [
+            "shoulder_pan_joint",
+            "shoulder_lift_joint",
+            "elbow_joint",
+            "wrist_1_joint",
+            "wrist_2_joint",
+            "wrist_3_joint",
+        ],
+        None,
+    ),
 }
 
 
@@ -86,7 +111,6 @@ def test_world_check_reports_and_draws_the_tool_frame(new_world: tuple[str, Path
     assert pixels.shape[2] == 3 and pixels.reshape(-1, 3).std(axis=0).max() > 10
 
 
-
 def test_episode_on_the_new_world(new_world: tuple[str, Path]) -> None:
     name, out = new_world
     world = SimWorld(out)
@@ -129,6 +153,7 @@ def test_variations_derive_from_the_new_world(new_world: tuple[str, Path]) -> No
     q = world.joint_state()[0][: len(world.arm_joint_names)]
     base = SimWorld(out)
     home = base.joint_state()[0][: len(base.arm_joint_names)]
-    expected = np.clip(home + [offsets[j] for j in world.arm_joint_names], world.arm_limits[:, 0],
-                       world.arm_limits[:, 1])
+    expected = np.clip(
+        home + [offsets[j] for j in world.arm_joint_names], world.arm_limits[:, 0], world.arm_limits[:, 1]
+    )
     np.testing.assert_allclose(q, expected, atol=1e-9)

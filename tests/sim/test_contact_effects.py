@@ -66,8 +66,10 @@ def test_contacts_section_edits_the_cell(tmp_path: Path) -> None:
     [
         ("contacts: {cone: round}", r"contacts\.cone: must be one of"),
         ("contacts: {geoms: {pad: {solref: [0.02, 1]}}}", r"contacts\.geoms\.pad: no geom 'pad'"),
-        ("contacts: {geoms: {left_finger_geom: {solimp: [0.99, 0.9, 0.001, 0.5, 2]}}}",
-         r"contacts\.geoms\.left_finger_geom\.solimp"),
+        (
+            "contacts: {geoms: {left_finger_geom: {solimp: [0.99, 0.9, 0.001, 0.5, 2]}}}",
+            r"contacts\.geoms\.left_finger_geom\.solimp",
+        ),
         ("contacts: {objects: {cube: {rounded_edge_m: 0.05}}}", r"contacts\.objects\.cube\.rounded_edge_m"),
         ("contacts: {objects: {ball: {rounded_edge_m: 0.001}}}", r"contacts\.objects\.ball: no body 'ball'"),
         ("contacts: {friction: 1}", r"contacts: unknown key"),

@@ -26,8 +26,14 @@ def test_rate_window_gives_per_second_rates_between_calls() -> None:
 
 
 def _reading(**kw: object) -> object:
-    args = {"running": True, "cameras": 2, "frames_dropped": 0, "episodes": 3, "paced": True,
-            "sim_time": True}
+    args = {
+        "running": True,
+        "cameras": 2,
+        "frames_dropped": 0,
+        "episodes": 3,
+        "paced": True,
+        "sim_time": True,
+    }
     args.update(kw)
     rates = args.pop("rates", {"time_s": 1.0, "frames": 30.0})
     return serving_reading(rates, **args)  # type: ignore[arg-type]
@@ -53,6 +59,11 @@ def test_serving_reading_warns_on_slow_pacing_and_drops_and_errors_when_stopped(
 def test_evaluation_reading_counts_episodes() -> None:
     r = evaluation_reading(5, {"succeeded": 2, "failed": 1}, 7)
     assert r.level == OK and r.message == "3/5 episodes done, episode seed 7 running"
-    assert r.values == {"episodes_planned": 5, "episodes_with_outcome": 3, "episodes_succeeded": 2,
-                        "episodes_failed": 1, "current_seed": 7}
+    assert r.values == {
+        "episodes_planned": 5,
+        "episodes_with_outcome": 3,
+        "episodes_succeeded": 2,
+        "episodes_failed": 1,
+        "current_seed": 7,
+    }
     assert evaluation_reading(5, {"succeeded": 0, "failed": 0}, None).message.endswith("between episodes")

@@ -59,18 +59,26 @@ def test_default_profile_loads() -> None:
         (lambda d: d.pop("driver"), r"profile\.yaml: driver: required field is missing"),
         (lambda d: d.update(extra=1), r"profile\.yaml: : unknown key\(s\) \['extra'\]"),
         (lambda d: d["driver"].update(command_latency_s=-0.1), r"driver\.command_latency_s: must be in"),
-        (lambda d: d["driver"]["joint_state_noise"].update(position_std_rad="x"),
-         r"driver\.joint_state_noise\.position_std_rad: must be a finite number"),
+        (
+            lambda d: d["driver"]["joint_state_noise"].update(position_std_rad="x"),
+            r"driver\.joint_state_noise\.position_std_rad: must be a finite number",
+        ),
         (lambda d: d["camera"]["intrinsics"].update(fx=0), r"camera\.intrinsics\.fx: must be in \(0"),
         (lambda d: d["camera"]["intrinsics"].update(cx=900), r"camera\.intrinsics\.cx: must be in"),
-        (lambda d: d["camera"]["distortion"].update(model="equidistant"),
-         r"camera\.distortion\.model: must be 'plumb_bob'"),
+        (
+            lambda d: d["camera"]["distortion"].update(model="equidistant"),
+            r"camera\.distortion\.model: must be 'plumb_bob'",
+        ),
         (lambda d: d["camera"]["pose"].update(rpy=[0, 1]), r"camera\.pose\.rpy: must be a list of 3"),
-        (lambda d: d["physics"]["geom_friction"].update(cube_geom=[1, -1, 0]),
-         r"physics\.geom_friction\.cube_geom\[1\]: must be in"),
+        (
+            lambda d: d["physics"]["geom_friction"].update(cube_geom=[1, -1, 0]),
+            r"physics\.geom_friction\.cube_geom\[1\]: must be in",
+        ),
         (lambda d: d["physics"]["servos"].update(elbow={"kp": 10}), r"physics\.servos\.elbow\.kv: required"),
-        (lambda d: d["lights"]["key_light"].update(direction=[0, 0, 0]),
-         r"lights\.key_light\.direction: must not be the zero vector"),
+        (
+            lambda d: d["lights"]["key_light"].update(direction=[0, 0, 0]),
+            r"lights\.key_light\.direction: must not be the zero vector",
+        ),
     ],
 )
 def test_profile_errors_name_file_and_field(tmp_path: Path, edit: Any, match: str) -> None:
@@ -96,12 +104,18 @@ def test_profile_file_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "match"),
     [
-        (lambda d: d["physics"]["body_masses_kg"].update(cueb=1.0),
-         r"physics\.body_masses_kg\.cueb: no body 'cueb' in world"),
-        (lambda d: d["physics"]["joints"].update(elbw={"damping": 1.0}),
-         r"physics\.joints\.elbw: no joint 'elbw' in world 'tabletop-pick-v1' \(joints: \[.*'elbow'"),
-        (lambda d: d["physics"]["servos"].update(elbw={"kp": 1.0, "kv": 0.0}),
-         r"physics\.servos\.elbw: no position actuator 'elbw'"),
+        (
+            lambda d: d["physics"]["body_masses_kg"].update(cueb=1.0),
+            r"physics\.body_masses_kg\.cueb: no body 'cueb' in world",
+        ),
+        (
+            lambda d: d["physics"]["joints"].update(elbw={"damping": 1.0}),
+            r"physics\.joints\.elbw: no joint 'elbw' in world 'tabletop-pick-v1' \(joints: \[.*'elbow'",
+        ),
+        (
+            lambda d: d["physics"]["servos"].update(elbw={"kp": 1.0, "kv": 0.0}),
+            r"physics\.servos\.elbw: no position actuator 'elbw'",
+        ),
         (lambda d: d["objects"].update(vase={"pose": None}), r"objects\.vase: no body 'vase'"),
         (lambda d: d["lights"].update(sun={"diffuse": [1, 1, 1]}), r"lights\.sun: no light 'sun'"),
         (lambda d: d["camera"].update(name="wrist"), r"camera\.name: no camera 'wrist' in world"),
@@ -168,8 +182,12 @@ def test_default_profile_differs_from_sim_world_in_every_group(arm: EmulatedArm,
         assert i >= 0 and mujoco.mj_name2id(m, obj, name) == i, name
         return int(i)
 
-    body, geom, joint, act = (mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_GEOM, mujoco.mjtObj.mjOBJ_JOINT,
-                              mujoco.mjtObj.mjOBJ_ACTUATOR)
+    body, geom, joint, act = (
+        mujoco.mjtObj.mjOBJ_BODY,
+        mujoco.mjtObj.mjOBJ_GEOM,
+        mujoco.mjtObj.mjOBJ_JOINT,
+        mujoco.mjtObj.mjOBJ_ACTUATOR,
+    )
     p = arm.profile
     # physics: masses, friction, damping / armature / friction loss, servo gains
     cube = ids(body, "cube")
@@ -237,13 +255,25 @@ def _marker_profile(tmp_path: Path) -> Path:
     data = {
         "name": "marker-test",
         "world": "marker-test-v1",
-        "driver": {"command_latency_s": 0.0, "joint_state_rate_hz": 100.0,
-                   "joint_state_noise": {"position_std_rad": 0.0, "velocity_std_rad_s": 0.0}},
+        "driver": {
+            "command_latency_s": 0.0,
+            "joint_state_rate_hz": 100.0,
+            "joint_state_noise": {"position_std_rad": 0.0, "velocity_std_rad_s": 0.0},
+        },
         "camera": {
-            "name": "camera", "width": 640, "height": 480, "rate_hz": 15.0,
+            "name": "camera",
+            "width": 640,
+            "height": 480,
+            "rate_hz": 15.0,
             "intrinsics": {"fx": 520.0, "fy": 515.0, "cx": 331.0, "cy": 233.0},
-            "distortion": {"model": "plumb_bob", "k1": -0.28, "k2": 0.09, "p1": 0.0015, "p2": -0.001,
-                           "k3": 0.0},
+            "distortion": {
+                "model": "plumb_bob",
+                "k1": -0.28,
+                "k2": 0.09,
+                "p1": 0.0015,
+                "p2": -0.001,
+                "k3": 0.0,
+            },
             "pose": {"position": [2.0, 0.01, 1.0], "rpy": [0.02, -0.03, 0.015]},
         },
     }

@@ -55,8 +55,11 @@ _DELETE = object()
 
 
 def _write_own(tmp_path: Path) -> Path:
-    image = {"name": "/camera/{camera}/color/image_raw", "type": "sensor_msgs/msg/Image",
-             "qos": "system_default"}
+    image = {
+        "name": "/camera/{camera}/color/image_raw",
+        "type": "sensor_msgs/msg/Image",
+        "qos": "system_default",
+    }
     return _write(tmp_path, {"topics": {"color_image": image}})
 
 
@@ -100,11 +103,14 @@ def test_sensor_data_profile_extends_the_default_and_overrides_only_the_camera_t
 
 
 def test_user_interface_file_extends_a_shipped_profile(tmp_path: Path) -> None:
-    path = _write(tmp_path, {
-        "extends": "realsense2_camera",
-        "frames": {"base": "arm_base"},
-        "topics": {"joint_states": {"name": "/arm/joint_states"}, "color_image": {"qos": "sensor_data"}},
-    })
+    path = _write(
+        tmp_path,
+        {
+            "extends": "realsense2_camera",
+            "frames": {"base": "arm_base"},
+            "topics": {"joint_states": {"name": "/arm/joint_states"}, "color_image": {"qos": "sensor_data"}},
+        },
+    )
     iface = load_interface(path)
     assert iface.profile == str(path) and iface.source == path
     assert iface.topic("joint_states") == "/arm/joint_states"
@@ -118,16 +124,21 @@ def test_user_interface_file_extends_a_shipped_profile(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        ({"extends": "nope", "topics": {}},
-         r"<top level>\.extends: no profile 'nope' in .*interface\.yaml"),
-        ({"topics": {"a": {"name": "/a", "type": "std_msgs/msg/String", "qos": "fast"}}},
-         r"topics\.a\.qos: unknown QoS preset 'fast' "
-         r"\(presets: \['default', 'sensor_data', 'system_default'\]"),
+        ({"extends": "nope", "topics": {}}, r"<top level>\.extends: no profile 'nope' in .*interface\.yaml"),
+        (
+            {"topics": {"a": {"name": "/a", "type": "std_msgs/msg/String", "qos": "fast"}}},
+            r"topics\.a\.qos: unknown QoS preset 'fast' "
+            r"\(presets: \['default', 'sensor_data', 'system_default'\]",
+        ),
         ({"topics": {}, "frames": {"world": "/world"}}, r"frames\.world: must be a tf2 frame id"),
-        ({"default": "b", "profiles": {"a": {"topics": {}}}},
-         r"default: no profile 'b' \(profiles: \['a'\]\)"),
-        ({"default": "a", "profiles": {"a": {"extends": "b", "topics": {}}, "b": {"extends": "a"}}},
-         r"profiles\.a\.extends: profiles extend each other in a cycle"),
+        (
+            {"default": "b", "profiles": {"a": {"topics": {}}}},
+            r"default: no profile 'b' \(profiles: \['a'\]\)",
+        ),
+        (
+            {"default": "a", "profiles": {"a": {"extends": "b", "topics": {}}, "b": {"extends": "a"}}},
+            r"profiles\.a\.extends: profiles extend each other in a cycle",
+        ),
     ],
 )
 def test_bad_profiles_are_refused_naming_the_field(tmp_path: Path, data: dict, match: str) -> None:
@@ -136,8 +147,11 @@ def test_bad_profiles_are_refused_naming_the_field(tmp_path: Path, data: dict, m
 
 
 def test_unknown_profile_name_lists_the_profiles() -> None:
-    with pytest.raises(InterfaceError, match=r"interface 'nope': no such profile .*\['realsense2_camera', "
-                                             r"'sensor_data'\]"):
+    with pytest.raises(
+        InterfaceError,
+        match=r"interface 'nope': no such profile .*\['realsense2_camera', "
+        r"'sensor_data'\]",
+    ):
         load_interface("nope")
 
 

@@ -72,8 +72,14 @@ def test_bundled_world_declares_full_and_fast() -> None:
 def test_world_file_profile_is_parsed_with_every_field(world_copy: Path) -> None:
     def edit(data: dict) -> None:  # type: ignore[type-arg]
         data["render_profiles"]["cheap"] = {
-            "shadows": True, "shadow_size": 512, "reflections": False, "skybox": False,
-            "max_lights": 1, "multisamples": 0, "width": 320, "height": 240,
+            "shadows": True,
+            "shadow_size": 512,
+            "reflections": False,
+            "skybox": False,
+            "max_lights": 1,
+            "multisamples": 0,
+            "width": 320,
+            "height": 240,
         }
         data["cameras"][0]["render_profile"] = "cheap"
 
@@ -81,8 +87,15 @@ def test_world_file_profile_is_parsed_with_every_field(world_copy: Path) -> None
     cfg = load_world_config(world_copy)
     cheap = cfg.render_profile(cfg.cameras[0])
     assert cheap == RenderProfile(
-        name="cheap", shadows=True, shadow_size=512, reflections=False, skybox=False, max_lights=1,
-        multisamples=0, width=320, height=240,
+        name="cheap",
+        shadows=True,
+        shadow_size=512,
+        reflections=False,
+        skybox=False,
+        max_lights=1,
+        multisamples=0,
+        width=320,
+        height=240,
     )
     assert cheap.size(640, 480) == (320, 240)
     assert FULL.size(640, 480) == (640, 480)
@@ -103,7 +116,10 @@ def test_world_file_profile_is_parsed_with_every_field(world_copy: Path) -> None
     ],
 )
 def test_bad_profile_values_are_refused_naming_the_field(
-    world_copy: Path, profile: dict, field: str, message: str  # type: ignore[type-arg]
+    world_copy: Path,
+    profile: dict,
+    field: str,
+    message: str,  # type: ignore[type-arg]
 ) -> None:
     edit_yaml(world_copy, lambda data: data["render_profiles"].__setitem__("fast", profile))
     with pytest.raises(WorldError, match=_where(world_copy, field) + ".*" + message):

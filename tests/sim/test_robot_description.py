@@ -83,14 +83,18 @@ def test_urdf_parses_and_its_kinematics_are_mujocos(folder: Path, tmp_path: Path
         if link.geometry:
             want = np.linalg.inv(base) @ _body_matrix(data, link.body)
         else:  # the end-effector link sits at the ee site
-            site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE,
-                                     world.config.robot.prefix + world.config.robot.ee_site)
+            site = mujoco.mj_name2id(
+                model, mujoco.mjtObj.mjOBJ_SITE, world.config.robot.prefix + world.config.robot.ee_site
+            )
             ee = affines.compose(data.site_xpos[site], data.site_xmat[site].reshape(3, 3), np.ones(3))
             want = np.linalg.inv(base) @ ee
         np.testing.assert_allclose(fk[link.name], want, atol=1e-6, err_msg=link.name)
     # The transforms the nodes publish (robot_state_publisher's computation) agree too.
-    tree = {child: (parent, pos, quat) for parent, child, pos, quat in
-            desc.joint_poses(data.qpos, fixed=False) + desc.joint_poses(None, fixed=True)}
+    tree = {
+        child: (parent, pos, quat)
+        for parent, child, pos, quat in desc.joint_poses(data.qpos, fixed=False)
+        + desc.joint_poses(None, fixed=True)
+    }
     for link in desc.links[1:]:
         parent, pos, quat = tree[link.name]
         got = affines.compose(pos, quaternions.quat2mat(quat), np.ones(3))
@@ -105,15 +109,23 @@ def test_visual_geoms_become_primitives_and_meshes(tmp_path: Path) -> None:
     # A mesh robot: every mesh geom is written as an STL the URDF points at, with the model's triangles.
     world = SimWorld(REPO / "tests" / "worlds" / "kinova_gen3")
     robot = urdf.URDF.from_xml_string(_describe(world).urdf(tmp_path / "meshes"))
-    meshes = [v.geometry.filename for link in robot.links for v in link.visuals
-              if type(v.geometry).__name__ == "Mesh"]
+    meshes = [
+        v.geometry.filename
+        for link in robot.links
+        for v in link.visuals
+        if type(v.geometry).__name__ == "Mesh"
+    ]
     assert meshes and all(m.startswith("file://") for m in meshes)
     files = sorted((tmp_path / "meshes").glob("*.stl"))
-    assert {Path(m[len("file://"):]).name for m in meshes} == {f.name for f in files}
+    assert {Path(m[len("file://") :]).name for m in meshes} == {f.name for f in files}
     m = world.model
-    visual_meshes = {int(m.geom_dataid[g]) for g in range(m.ngeom)
-                     if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH and m.geom_group[g] < 3
-                     and m.geom_bodyid[g] in world.robot_body_ids}
+    visual_meshes = {
+        int(m.geom_dataid[g])
+        for g in range(m.ngeom)
+        if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH
+        and m.geom_group[g] < 3
+        and m.geom_bodyid[g] in world.robot_body_ids
+    }
     triangles = sorted(int(m.mesh_facenum[mesh]) for mesh in visual_meshes)
     assert sorted((f.stat().st_size - 84) // 50 for f in files) == triangles
 

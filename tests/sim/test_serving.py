@@ -92,8 +92,9 @@ def _worker(
         opened.append(payload)
         return f"renderers{len(opened)}"
 
-    return RenderWorker(model=model, open_renderers=open_renderers, close_renderers=lambda r: None, draw=draw,
-                        log=log)
+    return RenderWorker(
+        model=model, open_renderers=open_renderers, close_renderers=lambda r: None, draw=draw, log=log
+    )
 
 
 def test_render_worker_poses_each_job_drops_when_busy_and_reopens_for_a_new_model() -> None:
@@ -154,8 +155,13 @@ def test_a_renderer_that_cannot_open_fails_the_start_with_its_error() -> None:
     def cannot_open(m: mujoco.MjModel, payload: Any) -> Any:
         raise OSError("no EGL display")
 
-    worker = RenderWorker(model=model, open_renderers=cannot_open, close_renderers=lambda r: None,
-                          draw=lambda r, d, j: 0, log=_Log())
+    worker = RenderWorker(
+        model=model,
+        open_renderers=cannot_open,
+        close_renderers=lambda r: None,
+        draw=lambda r, d, j: 0,
+        log=_Log(),
+    )
     threads = ServingThreads("test", _Log())
     with pytest.raises(RuntimeError, match="camera renderer failed to start: no EGL display"):
         threads.start_render(worker)

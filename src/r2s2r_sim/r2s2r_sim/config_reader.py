@@ -13,11 +13,13 @@ _T = TypeVar("_T")
 
 
 def check(cond: bool, field: str, msg: str) -> None:
+    """Raise a WorldError naming ``field`` unless ``cond`` holds."""
     if not cond:
         raise WorldError(f"{field}: {msg}")
 
 
 def check_range(value: tuple[float, float], field: str, *, ordered: bool = True) -> None:
+    """A finite [low, high] range (``ordered``), or two finite ends that differ."""
     check(all(math.isfinite(v) for v in value), field, f"must be finite, got {list(value)}")
     if ordered:
         check(value[0] < value[1], field, f"must be [low, high] with low < high, got {list(value)}")
@@ -39,15 +41,19 @@ class Reader:
         self.used: set[str] = set()
 
     def field(self, key: str) -> str:
+        """The dotted path of ``key`` in this mapping, for messages."""
         return f"{self.path}.{key}" if self.path else key
 
     def fail(self, key: str, msg: str) -> WorldError:
+        """A WorldError naming the file and the field of ``key``."""
         return WorldError(f"{self.where}: {self.field(key)}: {msg}")
 
     def has(self, key: str) -> bool:
+        """Whether ``key`` is present with a value (``null`` counts as absent)."""
         return key in self.data and self.data[key] is not None
 
     def raw(self, key: str, *, required: bool) -> Any:
+        """The value at ``key`` unchecked (marked used); None when absent and not required."""
         self.used.add(key)
         if key not in self.data or self.data[key] is None:
             if required:
@@ -66,24 +72,29 @@ class Reader:
         return value
 
     def str_(self, key: str, *, required: bool = True, default: str | None = None) -> str | None:
+        """A string field."""
         return self._of_type(key, str, "a string", required=required, default=default)
 
     def float_(self, key: str, *, required: bool = True, default: float | None = None) -> float | None:
+        """A finite number field (integers accepted, booleans not)."""
         value = self.raw(key, required=required)
         if value is None:
             return default
         return _to_float(value, lambda msg: self.fail(key, msg))
 
     def int_(self, key: str) -> int:
+        """A required integer field (booleans refused)."""
         value = self.raw(key, required=True)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, f"must be an integer, got {type(value).__name__} {value!r}")
         return value
 
     def bool_(self, key: str, *, default: bool) -> bool:
+        """An optional true/false field."""
         return self._of_type(key, bool, "true or false", required=False, default=default)
 
     def floats(self, key: str, n: int | None, *, required: bool = True) -> tuple[float, ...] | None:
+        """A list of finite numbers, of length ``n`` unless None."""
         value = self.raw(key, required=required)
         if value is None:
             return None
@@ -102,6 +113,7 @@ class Reader:
         return tuple(result)
 
     def strs(self, key: str, *, required: bool = True) -> tuple[str, ...] | None:
+        """A list of non-empty strings."""
         value = self.raw(key, required=required)
         if value is None:
             return None
@@ -115,12 +127,14 @@ class Reader:
         return tuple(value)
 
     def sub(self, key: str, *, required: bool = True) -> Reader | None:
+        """A nested mapping, read with this file's name and the field path extended."""
         value = self.raw(key, required=required)
         if value is None:
             return None
         return Reader(value, self.where, self.field(key))
 
     def finish(self) -> None:
+        """Refuse keys this reader never asked for, naming the allowed ones."""
         unknown = sorted(set(self.data) - self.used, key=str)
         if unknown:
             raise WorldError(
@@ -148,11 +162,13 @@ def _to_float(value: Any, fail: Callable[[str], WorldError]) -> float:
 
 
 def read_pair(reader: Reader, key: str, *, required: bool = True) -> tuple[float, float] | None:
+    """A two-number list as a tuple, e.g. a [low, high] range."""
     value = reader.floats(key, 2, required=required)
     return None if value is None else (value[0], value[1])
 
 
 def resolve_file(reader: Reader, key: str, base: Path, world_dir: Path, allow_external: bool) -> Path:
+    """A file path relative to ``base``, kept inside ``world_dir`` unless ``allow_external``."""
     rel = reader.str_(key)
     assert rel is not None  # required=True
     candidate = Path(rel)

@@ -38,8 +38,10 @@ def data_dir(folder: str) -> Path:
     candidates = [source] + ([share / folder] if share else [])
     if share is not None and (share / folder).is_dir():
         return share / folder
-    raise FileNotFoundError(f"r2s2r {folder}/ not found; looked in: {', '.join(map(str, candidates))}"
-                            + ("" if share else f" (package {_PACKAGE} is not in the ament index either)"))
+    raise FileNotFoundError(
+        f"r2s2r {folder}/ not found; looked in: {', '.join(map(str, candidates))}"
+        + ("" if share else f" (package {_PACKAGE} is not in the ament index either)")
+    )
 
 
 def config_dir() -> Path:

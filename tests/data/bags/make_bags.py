@@ -78,7 +78,6 @@ DECIMATE_HZ = {"/joint_states": 25.0, "/tf": 25.0}
 FRAME_AFTER_RESET_S = 0.5
 
 
-
 def record_full(out: Path, results: Path, env: dict[str, str]) -> None:
     """Record two real-mode episodes on the emulated hardware into ``out`` (full rates)."""
     rec = subprocess.Popen(

@@ -1,1 +1,4 @@
-"""Cells: what a policy meets, reduced to calls (reset, observe, act); the sim's cell and the emulated hardware's."""
+"""Cells: what a policy meets, reduced to calls (reset, observe, act).
+
+The sim's cell and the emulated hardware's.
+"""

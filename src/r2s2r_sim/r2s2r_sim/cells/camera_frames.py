@@ -179,8 +179,8 @@ class CameraFrames(Closing):
         With ``request.supersample`` = s > 1 the frame is drawn at s times the size; colour is
         area-downscaled and depth takes the nearest drawn pixel (averaging depth would invent surfaces
         at edges).  A camera with lens distortion is drawn as a wider pinhole view, then remapped through
-        its ``(K, D)`` (:mod:`r2s2r_sim.render.lens`).  The sensor effects (if any) apply at the delivered size,
-        with the noise of ``episode`` = (seed, frame index), or of the next frame of the episode
+        its ``(K, D)`` (:mod:`r2s2r_sim.render.lens`).  The sensor effects (if any) apply at the delivered
+        size, with the noise of ``episode`` = (seed, frame index), or of the next frame of the episode
         :meth:`start_episode` began.
 
         Raises:

@@ -3,8 +3,8 @@
 A policy meets what the emulated hardware node would give it over ROS, at full speed: images from the
 profile's distorted camera with its ``K``, the profile's camera extrinsics, noisy joint states, commands
 delayed by the driver latency, and the outcome by the same rule as in sim
-(:class:`r2s2r_sim.tasks.registry.EpisodeJudge`: the task judges one settle period after the policy says it is done,
-or at the timeout), which needs no more of the truth than a person judging a real cell sees.
+(:class:`r2s2r_sim.tasks.registry.EpisodeJudge`: the task judges one settle period after the policy says it is
+done, or at the timeout), which needs no more of the truth than a person judging a real cell sees.
 
 An operator's per-episode changes of the cell are a :class:`~r2s2r_sim.variations.Variation` restricted to
 :data:`OPERATOR_AXES`: lighting and clutter are spec edits composed after the profile's, and the object is

@@ -3,7 +3,8 @@
 A cell is what a policy meets through the driver topics, reduced to calls: reset it for an episode, read
 the joints, submit a command, advance the physics, render the camera, and ask whether the episode is over.
 One episode runner (``r2s2r_eval.episodes.runner``) drives every cell; the simulated world (:class:`SimCell`)
-and the emulated hardware (:class:`r2s2r_sim.cells.emulated_cell.EmulatedCell`) differ only behind these calls.
+and the emulated hardware (:class:`r2s2r_sim.cells.emulated_cell.EmulatedCell`) differ only behind these
+calls.
 """
 
 from __future__ import annotations
@@ -99,7 +100,9 @@ class Cell(Protocol):
         """The policy says it has finished, now: the task judges one settle period later (the arm holds)."""
 
     def outcome(self, *, step_limit: bool) -> Outcome | None:
-        """The outcome if the episode is over now, else None (the rule: :class:`r2s2r_sim.tasks.registry.EpisodeJudge`).
+        """The outcome if the episode is over now, else None.
+
+        The rule is :class:`r2s2r_sim.tasks.registry.EpisodeJudge`.
 
         Args:
             step_limit: the runner's step limit has been reached (judged now, ``(max_steps)`` appended).
@@ -156,8 +159,9 @@ class CellBase(Closing):
     def outcome(self, *, step_limit: bool) -> Outcome | None:
         """The world's verdict (with its time); at the step limit without one, the task judged now.
 
-        Every cell ends an episode by the world's one rule (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): the
-        emulated hardware's world is judged like the simulated one, only its physics and sensors differ.
+        Every cell ends an episode by the world's one rule
+        (:class:`r2s2r_sim.tasks.registry.EpisodeJudge`): the emulated hardware's world is judged like the
+        simulated one, only its physics and sensors differ.
         """
         verdict = self.world.verdict
         if verdict is not None:

@@ -1,1 +1,4 @@
-"""The emulated hardware: a stand-in for a physical arm and camera, built from a world and a hardware profile."""
+"""The emulated hardware: a stand-in for a physical arm and camera.
+
+Built from a world and a hardware profile.
+"""

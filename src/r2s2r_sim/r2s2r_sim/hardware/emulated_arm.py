@@ -370,8 +370,9 @@ class EmulatedArm:
         ``reason`` is ``"success"``, a failure the task ends episodes on (``"object_dropped"``,
         ``"support_toppled"``), else what the task says is missing (its ``shortfall``, e.g.
         ``"drawer_not_opened"``) or ``"not_achieved"``; ``metrics`` are the task's named terms
-        (:func:`r2s2r_sim.tasks.registry.judge_now`, as every cell judges).  Holds are timed from the judge's watching:
-        the world shows the task its state as it steps.  Without a task: ``Outcome(False, "no_task", {})``.
+        (:func:`r2s2r_sim.tasks.registry.judge_now`, as every cell judges).  Holds are timed from the judge's
+        watching: the world shows the task its state as it steps.  Without a task: ``Outcome(False, "no_task",
+        {})``.
         """
         if self._task is None:
             return Outcome(False, "no_task", {})

@@ -1,9 +1,9 @@
 """The emulated camera: a STAND-IN RealSense that renders with the profile's lens distortion.
 
-The profile's ``(K, D)`` at ``width x height`` is drawn as :mod:`r2s2r_sim.render.lens` describes, from a pinhole
-render with focal length ``f = max(fx, fy)`` (no loss of resolution at the centre) and a size just large
-enough to contain every ray of the distorted image (so no black border appears for barrel distortion); the
-MJCF camera's ``fovy`` and the offscreen buffer are set accordingly.  A point ``P`` in the optical frame
+The profile's ``(K, D)`` at ``width x height`` is drawn as :mod:`r2s2r_sim.render.lens` describes, from a
+pinhole render with focal length ``f = max(fx, fy)`` (no loss of resolution at the centre) and a size just
+large enough to contain every ray of the distorted image (so no black border appears for barrel distortion);
+the MJCF camera's ``fovy`` and the offscreen buffer are set accordingly.  A point ``P`` in the optical frame
 therefore lands at ``cv2.projectPoints(P, K, D)`` in the published image, to the accuracy of the render
 (tested within 1 px).
 """

@@ -1,9 +1,10 @@
 """Hardware profiles: the YAML a STAND-IN cell is built from (driver, camera, physics, scene, effects).
 
 A profile is what :class:`~r2s2r_sim.hardware.emulated_arm.EmulatedArm` applies to a separate instance of a
-world so that it differs from the simulation the way a real cell does; see ``docs/concepts/hardware-profiles.md``.
-The camera pose is the ``<camera>_link`` frame (REP-103: x forward, y left, z up) in the world, as
-``position`` (m) and fixed-axis ``rpy`` (rad, ``R = Rz(yaw) Ry(pitch) Rx(roll)``, ROS convention).
+world so that it differs from the simulation the way a real cell does; see
+``docs/concepts/hardware-profiles.md``.  The camera pose is the ``<camera>_link`` frame (REP-103: x forward, y
+left, z up) in the world, as ``position`` (m) and fixed-axis ``rpy`` (rad, ``R = Rz(yaw) Ry(pitch) Rx(roll)``,
+ROS convention).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """A hardware profile template for a world: every joint, servo and contact geom with the world's own values.
 
 Unchanged, the template describes an ideal unit: the emulated hardware then runs the sim world's physics
-with ideal sensors.  A user edits the values their unit differs in (see docs/concepts/hardware-profiles.md).  Geoms
-without names and servos driven through tendons are addressed as :mod:`r2s2r_sim.hardware.profile_elements`
-describes.
+with ideal sensors.  A user edits the values their unit differs in (see docs/concepts/hardware-profiles.md).
+Geoms without names and servos driven through tendons are addressed as
+:mod:`r2s2r_sim.hardware.profile_elements` describes.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 ``realistic`` (the default) adds a D435's depth and colour sensor effects, frame timing, an arm that is not
 a rigid chain and other contact settings to the bench unit's numbers; ``ideal`` is the same unit with ideal
-sensors and a rigid arm (see docs/concepts/hardware-profiles.md). Everything that takes a profile (the emulated
-hardware node, ``r2s2r capture``, the closed-loop and transfer studies) resolves it here, so the default
-is chosen once.
+sensors and a rigid arm (see docs/concepts/hardware-profiles.md). Everything that takes a profile (the
+emulated hardware node, ``r2s2r capture``, the closed-loop and transfer studies) resolves it here, so the
+default is chosen once.
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""Drawing camera frames: the renderer, render profiles, the lens model and the sensor effects applied to frames."""
+"""Drawing camera frames.
+
+The renderer, render profiles, the lens model and the sensor effects applied to frames.
+"""

@@ -294,8 +294,9 @@ class RgbdRenderer(_Renderer):
 
         ``profile``: how to draw (None: :data:`~r2s2r_sim.render.profile.FULL`, everything the MJCF asks).
         ``margin``: ``(mx, my)`` pixels of view added on each side of the ``width x height`` image at the
-        same pixel size (what a lens-distortion remap needs, see :mod:`r2s2r_sim.render.lens`); the renders are
-        then ``width + 2 mx`` by ``height + 2 my``, with the camera's principal point moved by ``(mx, my)``.
+        same pixel size (what a lens-distortion remap needs, see :mod:`r2s2r_sim.render.lens`); the renders
+        are then ``width + 2 mx`` by ``height + 2 my``, with the camera's principal point moved by ``(mx,
+        my)``.
 
         Raises:
             WorldError: if ``width``/``height`` exceed ``<visual><global offwidth/offheight>``.

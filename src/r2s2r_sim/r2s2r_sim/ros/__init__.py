@@ -1,1 +1,4 @@
-"""The ROS boundary: every node, the driver topics' I/O, message conversions, QoS, parameters, TF and DDS set-up."""
+"""The ROS boundary.
+
+Every node, the driver topics' I/O, message conversions, QoS, parameters, TF and DDS set-up.
+"""

@@ -21,7 +21,13 @@ from r2s2r_sim.interface import Interface
 from r2s2r_sim.ros.driver_io import interface_publisher
 
 __all__ = [
-    "ERROR", "OK", "WARN", "DiagnosticsPublisher", "RateWindow", "Reading", "evaluation_reading",
+    "ERROR",
+    "OK",
+    "WARN",
+    "DiagnosticsPublisher",
+    "RateWindow",
+    "Reading",
+    "evaluation_reading",
     "serving_reading",
 ]
 
@@ -98,8 +104,9 @@ class DiagnosticsPublisher:
     def publish(self) -> None:
         """Sample the counters and publish one status."""
         reading = self._read(self._window.update(self._counters()))
-        status = DiagnosticStatus(level=reading.level, name=self._name, message=reading.message,
-                                  hardware_id=self.hardware_id)
+        status = DiagnosticStatus(
+            level=reading.level, name=self._name, message=reading.message, hardware_id=self.hardware_id
+        )
         status.values = [KeyValue(key=k, value=_text(v)) for k, v in reading.values.items()]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self._node.get_clock().now().to_msg()
@@ -170,8 +177,11 @@ def evaluation_reading(planned: int, outcomes: Mapping[str, int], seed: int | No
         seed: the seed of the episode running, ``None`` between episodes.
     """
     done = sum(outcomes.values())
-    values: dict[str, object] = {"episodes_planned": planned, "episodes_with_outcome": done,
-                                 **{f"episodes_{k}": v for k, v in outcomes.items()},
-                                 "current_seed": "none" if seed is None else seed}
+    values: dict[str, object] = {
+        "episodes_planned": planned,
+        "episodes_with_outcome": done,
+        **{f"episodes_{k}": v for k, v in outcomes.items()},
+        "current_seed": "none" if seed is None else seed,
+    }
     state = f"episode seed {seed} running" if seed is not None else "between episodes"
     return Reading(OK, f"{done}/{planned} episodes done, {state}", values)

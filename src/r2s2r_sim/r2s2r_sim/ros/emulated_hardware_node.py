@@ -1,7 +1,7 @@
 """emulated_hardware_node: a STAND-IN for a real arm's ros2_control driver plus a realsense2_camera driver.
 
-Not a robot.  It serves an :class:`~r2s2r_sim.hardware.emulated_arm.EmulatedArm` (a separate MuJoCo instance of
-the world with a hardware profile applied) on exactly the driver topics of ``config/interface.yaml``:
+Not a robot.  It serves an :class:`~r2s2r_sim.hardware.emulated_arm.EmulatedArm` (a separate MuJoCo instance
+of the world with a hardware profile applied) on exactly the driver topics of ``config/interface.yaml``:
 ``/joint_states``, the camera's colour and aligned-depth images and camera infos (``D`` = the profile's
 plumb_bob coefficients), ``/robot_description``, ``/tf`` and ``/tf_static`` (every robot link and the
 camera's calibrated tree, as robot_state_publisher and realsense2_camera publish them; see
@@ -167,13 +167,23 @@ class EmulatedHardwareNode(Node):
             self.threads.start_render(self._render)
             self.threads.start_physics(self._run_physics)
             self._diagnostics = DiagnosticsPublisher(
-                self, self.interface, name="emulated hardware (stand-in)", hardware_id=self.profile.name,
-                counters=lambda: {"time_s": self.physics_time_s, "frames": self.threads.frames_published,
-                                  "frames_dropped": self.threads.frames_dropped},
+                self,
+                self.interface,
+                name="emulated hardware (stand-in)",
+                hardware_id=self.profile.name,
+                counters=lambda: {
+                    "time_s": self.physics_time_s,
+                    "frames": self.threads.frames_published,
+                    "frames_dropped": self.threads.frames_dropped,
+                },
                 read=lambda rates: serving_reading(
-                    rates, running=self.threads.running, cameras=1,
+                    rates,
+                    running=self.threads.running,
+                    cameras=1,
                     frames_dropped=self.threads.frames_dropped,
-                    episodes=self.resets, paced=True, sim_time=False,
+                    episodes=self.resets,
+                    paced=True,
+                    sim_time=False,
                 ),
             )
             drv = self.profile.driver
@@ -369,8 +379,14 @@ def _stamped(job: RenderJob, stamp: Time) -> RenderJob:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the emulated hardware until interrupted; 1 on a configuration error."""
     use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
-    return run_node(EmulatedHardwareNode, args, "emulated_hardware",
-                    help_text=lambda: node_help("emulated_hardware_node"), quiet_sigint=True)
+    return run_node(
+        EmulatedHardwareNode,
+        args,
+        "emulated_hardware",
+        help_text=lambda: node_help("emulated_hardware_node"),
+        quiet_sigint=True,
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

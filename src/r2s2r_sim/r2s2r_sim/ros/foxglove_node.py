@@ -80,8 +80,11 @@ class FoxgloveNode(Node):
         super().__init__("foxglove_server", **kwargs)
         iface = declare_interface(self)
         values = declare_parameters(
-            self, {"world": "tabletop-pick-v1", "host": "127.0.0.1", "port": 8765}, _PARAMS,
-            error=parameter_error(FoxgloveNodeError), state_range=True,
+            self,
+            {"world": "tabletop-pick-v1", "host": "127.0.0.1", "port": 8765},
+            _PARAMS,
+            error=parameter_error(FoxgloveNodeError),
+            state_range=True,
         )
         world, host, port = values["world"], values["host"], values["port"]
         try:
@@ -136,8 +139,13 @@ class FoxgloveNode(Node):
 def main(args: Sequence[str] | None = None) -> int:
     """Serve until interrupted; exit 1 on a configuration error."""
     return run_node(
-        FoxgloveNode, args, "foxglove_server", spin=spin_single, errors=(FoxgloveNodeError, ValueError),
-        help_text=lambda: node_help("foxglove_node", _PARAMS), quiet_sigint=True,
+        FoxgloveNode,
+        args,
+        "foxglove_server",
+        spin=spin_single,
+        errors=(FoxgloveNodeError, ValueError),
+        help_text=lambda: node_help("foxglove_node", _PARAMS),
+        quiet_sigint=True,
     )
 
 

@@ -55,8 +55,9 @@ def describe_robot(world: SimWorld, iface: Interface) -> RobotDescription:
     if robot.ee_site is not None:
         site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, robot.prefix + robot.ee_site)
         ee = (iface.frame("ee"), site)
-    return RobotDescription(model, root, prefix=robot.prefix, base_frame=iface.frame("base"), ee=ee,
-                            name=world.world_id)
+    return RobotDescription(
+        model, root, prefix=robot.prefix, base_frame=iface.frame("base"), ee=ee, name=world.world_id
+    )
 
 
 def camera_transforms(

@@ -1,8 +1,8 @@
 """The serving core both driver-topic nodes wrap: schedules, wall-clock pacing, the render worker, threads.
 
-ROS-free (no rclpy, no message packages): the sim node (:mod:`r2s2r_sim.ros.sim_node`) and the emulated hardware
-node (:mod:`r2s2r_sim.ros.emulated_hardware_node`) build messages and read parameters; what ticks, paces, renders
-and stops is written here once.
+ROS-free (no rclpy, no message packages): the sim node (:mod:`r2s2r_sim.ros.sim_node`) and the emulated
+hardware node (:mod:`r2s2r_sim.ros.emulated_hardware_node`) build messages and read parameters; what ticks,
+paces, renders and stops is written here once.
 
 * :class:`Ticker`: a fixed-rate schedule in integer sim-time nanoseconds (joint states, /tf, cameras).
 * :class:`WallPacer`: keeps sim time on the wall clock and re-anchors when it falls more than

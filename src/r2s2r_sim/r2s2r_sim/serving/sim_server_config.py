@@ -78,7 +78,6 @@ class SimNodeConfig:
             )
 
 
-
 PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
     "world": (
         "Bundled world id (e.g. tabletop-pick-v1) or path of a world folder (world.yaml + MJCF).",

@@ -64,15 +64,26 @@ class AppearanceAxis(Axis):
         for i, target in enumerate(cfg.texture_targets):
             material = spec.material(target)
             if material is None:
-                raise not_found(f"appearance.texture_targets[{i}]", "material", target,
-                                [m.name for m in spec.materials if m.name])
+                raise not_found(
+                    f"appearance.texture_targets[{i}]",
+                    "material",
+                    target,
+                    [m.name for m in spec.materials if m.name],
+                )
             choice = cfg.textures[int(params[f"{target}.texture"])]
             if choice == "none":
                 continue
             rgb = np.array(material.rgba[:3], dtype=np.float64)  # after the colour jitter above
             name = f"r2s2r_variation_{target}_texture"
-            spec.add_texture(name=name, type=mujoco.mjtTexture.mjTEXTURE_2D,
-                             builtin=_BUILTINS[choice], rgb1=rgb, rgb2=0.6 * rgb, width=128, height=128)
+            spec.add_texture(
+                name=name,
+                type=mujoco.mjtTexture.mjTEXTURE_2D,
+                builtin=_BUILTINS[choice],
+                rgb1=rgb,
+                rgb2=0.6 * rgb,
+                width=128,
+                height=128,
+            )
             material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = name
             material.rgba = [1.0, 1.0, 1.0, material.rgba[3]]  # the texture carries the colour now
             material.texrepeat = [4.0, 4.0]

@@ -25,7 +25,8 @@ class SensorAxis(Axis):
     Parameters: every range field of the effects that are on (``subpixel_px``, ``baseline_m``, ...,
     ``vignetting``; see :class:`SensorVariationConfig`) and ``projector_side`` (+1 or -1, with depth).
     The world's model is not touched: :func:`sensor_effects` turns the parameters into the effects the
-    sim's camera frames get (``r2s2r_sim.cells.camera_frames``), with each episode's noise drawn from its seed.
+    sim's camera frames get (``r2s2r_sim.cells.camera_frames``), with each episode's noise drawn from its
+    seed.
     """
 
     name = "sensor"

@@ -1,9 +1,9 @@
 """Config of the sensor axis: ranges of the RGB-D sensor effects drawn for the sim's rendered frames.
 
-The ranges are those the emulated hardware draws its unseen profiles from (``r2s2r_sim.hardware.effect_sampling``,
-which takes them from here), i.e. the spread of public D4xx and small-pixel colour imager figures; the
-bounds every value must respect are the hardware profile's own (``r2s2r_sim.render.sensor_effects``), so a range
-the emulator would refuse is refused here too.
+The ranges are those the emulated hardware draws its unseen profiles from
+(``r2s2r_sim.hardware.effect_sampling``, which takes them from here), i.e. the spread of public D4xx and
+small-pixel colour imager figures; the bounds every value must respect are the hardware profile's own
+(``r2s2r_sim.render.sensor_effects``), so a range the emulator would refuse is refused here too.
 """
 
 from __future__ import annotations

@@ -1,1 +1,4 @@
-"""The world: its files (world.yaml, the robot, the scene), their composition into MuJoCo, and the SimWorld that steps it."""
+"""The world.
+
+Its files (world.yaml, the robot, the scene), their composition into MuJoCo, and the SimWorld that steps it.
+"""
