@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 from r2s2r_sim.variations import VariationConfig
-from r2s2r_sim.variations.engine import Method
+from r2s2r_sim.variations.variation import Method
 
 __all__ = [
     "EpisodeTask",

@@ -9,7 +9,7 @@ from r2s2r_sim.tasks.config import TaskConfig, TaskType
 from r2s2r_sim.tasks.registry import Outcome
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world.sim_world import SimWorld
+    from r2s2r_sim.tasks.world_view import TaskWorld
 
 __all__ = ["HeldTask"]
 
@@ -35,12 +35,12 @@ class HeldTask:
         self._holds = False  # whether the success condition held at the last metrics()
         self._ids: WorldIds | None = None
 
-    def _world_ids(self, world: SimWorld) -> WorldIds:
+    def _world_ids(self, world: TaskWorld) -> WorldIds:
         """The ids and resting heights this task reads in ``world``, looked up once per world."""
         ids = self._ids = WorldIds.of(self._ids, world)
         return ids
 
-    def _record_hold(self, world: SimWorld, holds: bool, m: dict[str, float]) -> dict[str, float]:
+    def _record_hold(self, world: TaskWorld, holds: bool, m: dict[str, float]) -> dict[str, float]:
         """Feed the condition at ``world.time`` to the hold clock; adds ``held_s`` to ``m`` and returns it."""
         self._holds = holds
         m["held_s"] = self._hold.update(world.time, holds)
@@ -50,11 +50,11 @@ class HeldTask:
         """The condition holds now and has held for ``hold_s``."""
         return self._holds and m["held_s"] >= self.config.hold_s
 
-    def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
+    def shortfall(self, world: TaskWorld, m: dict[str, float] | None = None) -> str:
         """What keeps the episode from success now (each task names its own reasons)."""
         raise NotImplementedError
 
-    def _timeout(self, world: SimWorld, m: dict[str, float]) -> Outcome | None:
+    def _timeout(self, world: TaskWorld, m: dict[str, float]) -> Outcome | None:
         """``<shortfall> (timeout)`` once ``world.time`` reaches ``timeout``, else None."""
         if world.time >= self.config.timeout:
             return Outcome(False, f"{self.shortfall(world, m)} (timeout)", m)

@@ -12,7 +12,7 @@ from r2s2r_sim.errors import WorldError
 from r2s2r_sim.tasks.config import ObjectPoseRange, TaskConfig, TaskType
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world.sim_world import SimWorld
+    from r2s2r_sim.tasks.world_view import TaskWorld
 
 __all__ = [
     "DROP_MARGIN_M",
@@ -82,13 +82,13 @@ class WorldIds:
 
     A task reads them at every judge sample (every ``SETTLE_SAMPLE_S`` of simulated time), so it keeps one
     of these per world (:meth:`of`) instead of looking names up each time.  Ids are found as
-    :meth:`SimWorld.body_pose` and :meth:`SimWorld.site_pose` find them; resting heights are :func:`rest_z`.
+    :meth:`TaskWorld.body_pose` and :meth:`TaskWorld.site_pose` find them; resting heights are :func:`rest_z`.
     It holds the world's model and data (not the world, which holds the task).
     """
 
     __slots__ = ("_bodies", "_rest", "_sites", "data", "model")
 
-    def __init__(self, world: SimWorld) -> None:
+    def __init__(self, world: TaskWorld) -> None:
         """Start empty for ``world`` (its model and data as they are now)."""
         self.model: mujoco.MjModel = world.model
         self.data: mujoco.MjData = world.data
@@ -97,27 +97,27 @@ class WorldIds:
         self._rest: dict[str, float] = {}
 
     @staticmethod
-    def of(cached: WorldIds | None, world: SimWorld) -> WorldIds:
+    def of(cached: WorldIds | None, world: TaskWorld) -> WorldIds:
         """``cached`` when it was made for ``world`` (its model and data), else a new one for it."""
         if cached is None or cached.model is not world.model or cached.data is not world.data:
             return WorldIds(world)
         return cached
 
-    def body(self, world: SimWorld, name: str) -> int:
-        """Id of body ``name`` (raises :class:`WorldError` as :meth:`SimWorld.body_pose` does)."""
+    def body(self, world: TaskWorld, name: str) -> int:
+        """Id of body ``name`` (raises :class:`WorldError` as :meth:`TaskWorld.body_pose` does)."""
         bid = self._bodies.get(name)
         if bid is None:
             bid = self._bodies[name] = world.body_id(name)
         return bid
 
-    def site(self, world: SimWorld, name: str) -> int:
-        """Id of site ``name`` (raises :class:`WorldError` as :meth:`SimWorld.site_pose` does)."""
+    def site(self, world: TaskWorld, name: str) -> int:
+        """Id of site ``name`` (raises :class:`WorldError` as :meth:`TaskWorld.site_pose` does)."""
         sid = self._sites.get(name)
         if sid is None:
             sid = self._sites[name] = world.site_id(name)
         return sid
 
-    def rest_z(self, world: SimWorld, name: str) -> float:
+    def rest_z(self, world: TaskWorld, name: str) -> float:
         """:func:`rest_z` of body ``name`` (it depends on the model only)."""
         z = self._rest.get(name)
         if z is None:
@@ -135,7 +135,7 @@ def check_type(config: TaskConfig, expected: TaskType, cls: str) -> None:
         raise WorldError(f"task.type: {cls} needs {expected.value!r}, got {config.type.value!r}")
 
 
-def free_qpos_address(world: SimWorld, body: str) -> int:
+def free_qpos_address(world: TaskWorld, body: str) -> int:
     """``qpos`` address of ``body``'s free joint.
 
     Raises:
@@ -156,14 +156,14 @@ def sample_pose(r: ObjectPoseRange, rng: np.random.Generator) -> tuple[float, fl
     return float(rng.uniform(*r.x)), float(rng.uniform(*r.y)), float(rng.uniform(*r.yaw))
 
 
-def place_free_body(world: SimWorld, body: str, x: float, y: float, yaw: float) -> None:
+def place_free_body(world: TaskWorld, body: str, x: float, y: float, yaw: float) -> None:
     """Put a free body at ``x, y`` (m) and ``yaw`` (rad) at its current height; writes ``qpos`` only."""
     adr = free_qpos_address(world, body)
     world.data.qpos[adr : adr + 2] = (x, y)
     world.data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
 
 
-def rest_z(world: SimWorld, body: str) -> float:
+def rest_z(world: TaskWorld, body: str) -> float:
     """Height (m) of ``body`` in the model's initial state (its resting height on the table)."""
     model = world.model
     bid = model.body(body).id
@@ -173,7 +173,7 @@ def rest_z(world: SimWorld, body: str) -> float:
     return float(model.body_pos[bid, 2])
 
 
-def body_speed(world: SimWorld, body: str | int) -> tuple[float, float]:
+def body_speed(world: TaskWorld, body: str | int) -> tuple[float, float]:
     """Linear (m/s) and angular (rad/s) speed of ``body``'s frame (name or id) in the world."""
     bid = body if isinstance(body, int) else world.model.body(body).id
     vel = np.zeros(6)
@@ -181,14 +181,14 @@ def body_speed(world: SimWorld, body: str | int) -> tuple[float, float]:
     return float(np.linalg.norm(vel[3:])), float(np.linalg.norm(vel[:3]))
 
 
-def tilt(world: SimWorld, body: str | int) -> float:
+def tilt(world: TaskWorld, body: str | int) -> float:
     """Angle (rad) between ``body``'s (name or id) z axis and the world's."""
     bid = body if isinstance(body, int) else world.model.body(body).id
     zz = float(world.data.xmat[bid, 8])
     return math.acos(min(1.0, max(-1.0, zz)))
 
 
-def touching_robot(world: SimWorld, body: str | int) -> bool:
+def touching_robot(world: TaskWorld, body: str | int) -> bool:
     """Whether any robot geom touches ``body`` (name or id) now."""
     model, data = world.model, world.data
     obj = body if isinstance(body, int) else model.body(body).id

@@ -14,7 +14,7 @@ from r2s2r_sim.tasks.config import TaskType
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world.sim_world import SimWorld
+    from r2s2r_sim.tasks.world_view import TaskWorld
 
 __all__ = ["DrawerTask"]
 
@@ -47,7 +47,7 @@ class DrawerTask(HeldTask):
     # (model, qpos address, dof address) of the drawer's joint, once found (set per instance).
     _joint_found: tuple[mujoco.MjModel, int, int] | None = None
 
-    def _joint(self, world: SimWorld) -> tuple[int, int]:
+    def _joint(self, world: TaskWorld) -> tuple[int, int]:
         """``qpos`` and ``dof`` addresses of the drawer's one joint (looked up once per model).
 
         Raises:
@@ -60,7 +60,7 @@ class DrawerTask(HeldTask):
         self._joint_found = (world.model, qadr, dadr)
         return qadr, dadr
 
-    def _find_joint(self, world: SimWorld) -> tuple[int, int]:
+    def _find_joint(self, world: TaskWorld) -> tuple[int, int]:
         model = world.model
         body = self.config.object_body
         bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, body)
@@ -76,7 +76,7 @@ class DrawerTask(HeldTask):
         return int(model.jnt_qposadr[jnt]), int(model.jnt_dofadr[jnt])
 
     def initialize_episode(
-        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+        self, world: TaskWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
     ) -> None:
         """Set the joint's start position from ``joint_start_range`` (``object_pose`` does not apply)."""
         qadr, _ = self._joint(world)
@@ -84,7 +84,7 @@ class DrawerTask(HeldTask):
         if r is not None:
             world.data.qpos[qadr] = rng.uniform(*r)
 
-    def metrics(self, world: SimWorld) -> dict[str, float]:
+    def metrics(self, world: TaskWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state (see the class docstring); updates the hold."""
         cfg = self.config
         assert cfg.open_threshold is not None
@@ -102,7 +102,7 @@ class DrawerTask(HeldTask):
             world, q >= cfg.open_threshold and speed < SETTLED_JOINT_SPEED and not contact, m
         )
 
-    def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
+    def shortfall(self, world: TaskWorld, m: dict[str, float] | None = None) -> str:
         """What keeps the episode from success now: ``drawer_not_opened``, ``drawer_held`` or ..."""
         m = self.metrics(world) if m is None else m
         assert self.config.open_threshold is not None
@@ -112,7 +112,7 @@ class DrawerTask(HeldTask):
             return "drawer_held"
         return "not_settled"
 
-    def evaluate(self, world: SimWorld) -> Outcome | None:
+    def evaluate(self, world: TaskWorld) -> Outcome | None:
         """Return the outcome if the episode is over, else None (call as time advances: holds are timed)."""
         m = self.metrics(world)
         if self._held(m):

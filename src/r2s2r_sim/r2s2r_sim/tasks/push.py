@@ -19,7 +19,7 @@ from r2s2r_sim.tasks.config import TaskType
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world.sim_world import SimWorld
+    from r2s2r_sim.tasks.world_view import TaskWorld
 
 __all__ = ["PushTask"]
 
@@ -49,7 +49,7 @@ class PushTask(HeldTask):
     TASK_TYPE = TaskType.PUSH
 
     def initialize_episode(
-        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+        self, world: TaskWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
     ) -> None:
         """Put the object at ``object_pose``, else at a pose drawn from ``object_pose_range``."""
         if object_pose is None:
@@ -65,7 +65,7 @@ class PushTask(HeldTask):
         near = m["object_to_target_m"] <= cfg.success_radius
         return near and abs(m["object_height_m"]) <= cfg.success_height
 
-    def metrics(self, world: SimWorld) -> dict[str, float]:
+    def metrics(self, world: TaskWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state (see the class docstring); updates the hold."""
         cfg = self.config
         ids = self._world_ids(world)
@@ -82,7 +82,7 @@ class PushTask(HeldTask):
         at_rest = lin < SETTLED_SPEED_M_S and ang < SETTLED_SPEED_M_S
         return self._record_hold(world, self._in_region(m) and at_rest, m)
 
-    def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
+    def shortfall(self, world: TaskWorld, m: dict[str, float] | None = None) -> str:
         """What keeps the episode from success now: ``object_outside_region``, ``object_lifted``, ...."""
         m = self.metrics(world) if m is None else m
         cfg = self.config
@@ -93,7 +93,7 @@ class PushTask(HeldTask):
             return "object_lifted"
         return "not_settled"
 
-    def evaluate(self, world: SimWorld) -> Outcome | None:
+    def evaluate(self, world: TaskWorld) -> Outcome | None:
         """Return the outcome if the episode is over, else None (call as time advances: holds are timed)."""
         cfg = self.config
         m = self.metrics(world)

@@ -17,7 +17,7 @@ from r2s2r_sim.tasks.common import SettleClock, body_speed, touching_robot
 from r2s2r_sim.tasks.config import TaskConfig, TaskType
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world.sim_world import SimWorld
+    from r2s2r_sim.tasks.world_view import TaskWorld
 
 __all__ = [
     "SETTLE_SAMPLE_S",
@@ -88,7 +88,7 @@ def _timed_out(outcome: Outcome) -> bool:
 
 
 def judge_now(
-    task: Task, world: SimWorld, *, ended: str | None = None, verdict: Outcome | None = None
+    task: Task, world: TaskWorld, *, ended: str | None = None, verdict: Outcome | None = None
 ) -> Outcome:
     """The task's verdict on the state now, as a judge gives it when an episode ends.
 
@@ -154,7 +154,7 @@ class EpisodeJudge:
         if self.judge_at is None and self.outcome is None:
             self.judge_at = at + settle_period_s(task.config)
 
-    def sample(self, task: Task, world: SimWorld) -> None:
+    def sample(self, task: Task, world: TaskWorld) -> None:
         """Show ``task`` the state at this sample instant; keep the verdict once the episode has ended.
 
         The task goes on being shown the state after the verdict (until the next reset), so that its holds
@@ -232,7 +232,7 @@ class PickPlaceTask:
         self._where: _PickPoints | None = None
 
     def initialize_episode(
-        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+        self, world: TaskWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
     ) -> None:
         """Put the object where this episode starts: ``object_pose``, else drawn from the pose range.
 
@@ -247,7 +247,7 @@ class PickPlaceTask:
             object_pose = ObjectPose(rng.uniform(*r.x), rng.uniform(*r.y), rng.uniform(*r.yaw))
         world.place_task_object(object_pose.x, object_pose.y, object_pose.yaw)
 
-    def _points(self, world: SimWorld) -> _PickPoints:
+    def _points(self, world: TaskWorld) -> _PickPoints:
         """The object's and the target's ids and positions in ``world`` (looked up once per world)."""
         where = self._where
         if where is None or where.data is not world.data or where.model is not world.model:
@@ -257,7 +257,7 @@ class PickPlaceTask:
             where = self._where = _PickPoints(world, body, site, self._rest_z(world))
         return where
 
-    def _rest_z(self, world: SimWorld) -> float:
+    def _rest_z(self, world: TaskWorld) -> float:
         model = world.model
         bid = model.body(self.config.object_body).id
         jnt = int(model.body_jntadr[bid])
@@ -265,13 +265,13 @@ class PickPlaceTask:
             return float(model.qpos0[model.jnt_qposadr[jnt] + 2])
         return float(model.body_pos[bid, 2])
 
-    def _released(self, world: SimWorld) -> bool:
+    def _released(self, world: TaskWorld) -> bool:
         open_fraction = world.gripper_open_fraction
         if open_fraction is not None and open_fraction < 0.5:
             return False
         return not touching_robot(world, self._points(world).body)
 
-    def _at_rest_at_target(self, world: SimWorld, where: _PickPoints) -> bool:
+    def _at_rest_at_target(self, world: TaskWorld, where: _PickPoints) -> bool:
         """One sample of the success condition; the cheap geometric tests first."""
         cfg = self.config
         assert cfg.success_radius is not None and cfg.success_height is not None  # required for pick_place
@@ -286,12 +286,12 @@ class PickPlaceTask:
             return False
         return self._released(world)
 
-    def observe(self, world: SimWorld) -> None:
+    def observe(self, world: TaskWorld) -> None:
         """Take one sample of the state for the settle rule (the world calls this every SETTLE_SAMPLE_S)."""
         where = self._points(world)
         self.settle.update(where.data.time, self._at_rest_at_target(world, where))  # data: the world's
 
-    def metrics(self, world: SimWorld) -> dict[str, float]:
+    def metrics(self, world: TaskWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state (see the class docstring)."""
         cfg = self.config
         obj, _ = world.body_pose(cfg.object_body)
@@ -309,7 +309,7 @@ class PickPlaceTask:
             "object_settled_s": float(self.settle.held_s),
         }
 
-    def evaluate(self, world: SimWorld) -> Outcome | None:
+    def evaluate(self, world: TaskWorld) -> Outcome | None:
         """Return the outcome if the episode is over, else None (reads the settle clock; changes nothing).
 
         The metrics are computed only for a verdict: the world calls this at every sample instant.
@@ -331,7 +331,7 @@ class _PickPoints:
 
     __slots__ = ("body", "data", "model", "obj_pos", "rest_z", "site", "target_pos")
 
-    def __init__(self, world: SimWorld, body: int, site: int, rest_z: float) -> None:
+    def __init__(self, world: TaskWorld, body: int, site: int, rest_z: float) -> None:
         self.model: mujoco.MjModel = world.model
         self.data: mujoco.MjData = world.data
         self.body, self.site, self.rest_z = body, site, rest_z
@@ -346,16 +346,16 @@ class Task(Protocol):
     config: TaskConfig
 
     def initialize_episode(
-        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+        self, world: TaskWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
     ) -> None:
         """Put the task's objects where this episode starts (``qpos`` only)."""
         ...
 
-    def metrics(self, world: SimWorld) -> dict[str, float]:
+    def metrics(self, world: TaskWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state."""
         ...
 
-    def evaluate(self, world: SimWorld) -> Outcome | None:
+    def evaluate(self, world: TaskWorld) -> Outcome | None:
         """The outcome if the episode is over, else None; call it as time advances (holds are timed)."""
         ...
 

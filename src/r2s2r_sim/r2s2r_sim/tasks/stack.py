@@ -20,7 +20,7 @@ from r2s2r_sim.tasks.config import TaskConfig, TaskType
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome
 
 if TYPE_CHECKING:
-    from r2s2r_sim.world.sim_world import SimWorld
+    from r2s2r_sim.tasks.world_view import TaskWorld
 
 __all__ = ["StackTask"]
 
@@ -62,7 +62,7 @@ class StackTask(HeldTask):
         self._last_time = 0.0
 
     def initialize_episode(
-        self, world: SimWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
+        self, world: TaskWorld, rng: np.random.Generator, object_pose: ObjectPose | None = None
     ) -> None:
         """Place the object (``object_pose`` or drawn), then the support block (drawn)."""
         cfg = self.config
@@ -75,7 +75,7 @@ class StackTask(HeldTask):
         if cfg.support_pose_range is not None:
             place_free_body(world, cfg.support_body, *sample_pose(cfg.support_pose_range, rng))
 
-    def _support_xy(self, world: SimWorld) -> np.ndarray:
+    def _support_xy(self, world: TaskWorld) -> np.ndarray:
         """The support block's x, y (m): a view into the world's state (copy it to keep it)."""
         assert self.config.support_body is not None
         return world.data.xpos[self._world_ids(world).body(world, self.config.support_body), :2]
@@ -88,7 +88,7 @@ class StackTask(HeldTask):
             and abs(m["object_above_target_m"]) <= cfg.success_height
         )
 
-    def metrics(self, world: SimWorld) -> dict[str, float]:
+    def metrics(self, world: TaskWorld) -> dict[str, float]:
         """Named diagnostic terms for the current state (see the class docstring); updates the hold."""
         cfg = self.config
         assert cfg.support_body is not None
@@ -115,7 +115,7 @@ class StackTask(HeldTask):
         upright = m["support_tilt_rad"] < TOPPLE_TILT_RAD
         return self._record_hold(world, self._stacked(m) and released and at_rest and upright, m)
 
-    def shortfall(self, world: SimWorld, m: dict[str, float] | None = None) -> str:
+    def shortfall(self, world: TaskWorld, m: dict[str, float] | None = None) -> str:
         """What keeps the episode from success now: ``object_not_on_support``, ``object_held`` or ..."""
         m = self.metrics(world) if m is None else m
         if m["support_tilt_rad"] >= TOPPLE_TILT_RAD:
@@ -126,7 +126,7 @@ class StackTask(HeldTask):
             return "object_held"
         return "not_settled"
 
-    def evaluate(self, world: SimWorld) -> Outcome | None:
+    def evaluate(self, world: TaskWorld) -> Outcome | None:
         """Return the outcome if the episode is over, else None (call as time advances: holds are timed)."""
         cfg = self.config
         assert cfg.support_body is not None

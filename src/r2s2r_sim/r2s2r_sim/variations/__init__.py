@@ -28,7 +28,6 @@ from r2s2r_sim.variations.config import (
     parse_variation_text,
 )
 from r2s2r_sim.variations.engine import (
-    Variation,
     VariedWorld,
     apply_variation,
     for_world,
@@ -40,6 +39,7 @@ from r2s2r_sim.variations.engine import (
     with_world_axes,
 )
 from r2s2r_sim.variations.sensor import sensor_effects
+from r2s2r_sim.variations.variation import Variation
 
 __all__ = [
     "AXES",

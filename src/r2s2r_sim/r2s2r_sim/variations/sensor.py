@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mujoco
 
 from r2s2r_sim.render.sensor_effects import ColorSensor, DepthSensor, SensorEffects
 from r2s2r_sim.variations.config import Axis, lerp
 from r2s2r_sim.variations.sensor_config import COLOR_RANGES, DEPTH_RANGES, SensorVariationConfig
-
-if TYPE_CHECKING:
-    from r2s2r_sim.variations.engine import Variation
+from r2s2r_sim.variations.variation import Variation
 
 __all__ = ["SensorAxis", "sensor_effects"]
 
