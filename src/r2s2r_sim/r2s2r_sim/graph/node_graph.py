@@ -120,222 +120,229 @@ EMULATED_RESET = "/emulated_hardware/reset_episode"
 EMULATED_JUDGE = "/emulated_hardware/judge"
 
 
+# The launch arguments of the world graph, as `ros2 launch r2s2r_sim world.launch.py --show-args` lists them.
+WORLD_ARGUMENTS = (
+    Argument(
+        name="mode",
+        default="sim",
+        choices=("sim", "real"),
+        description="sim: the MuJoCo sim node publishes the driver topics and /clock; "
+        "real: the robot's own drivers do, on wall-clock time.",
+    ),
+    Argument(
+        name="world",
+        default="tabletop-pick-v1",
+        description="Bundled world id or path of a world folder (world.yaml + MJCF).",
+    ),
+    Argument(
+        name="interface",
+        default=DEFAULT_INTERFACE,
+        description="Topic, QoS and frame conventions: a profile of config/interface.yaml "
+        f"({DEFAULT_INTERFACE}: the real drivers' defaults; sensor_data: "
+        "best-effort images under /<camera>/) or the path of your own interface "
+        "file.",
+    ),
+    Argument(
+        name="policy",
+        default=AUTO_POLICY,
+        description="Policy name (entry point in r2s2r.policies) or package.module:Class; "
+        "auto: the scripted reference policy of the world's task.",
+    ),
+    Argument(
+        name="emulate_hardware",
+        default="false",
+        choices=_BOOL,
+        description="Real mode only: start the emulated hardware (a stand-in for the arm "
+        "driver + RealSense, not a robot) instead of relying on real drivers.",
+    ),
+    Argument(
+        name="hardware_profile",
+        default="",
+        description="Real mode with emulate_hardware: the emulator's hardware profile, a "
+        "shipped "
+        "one by name (realistic, ideal) or a YAML path (empty: realistic).",
+    ),
+    Argument(
+        name="foxglove",
+        default="false",
+        choices=_BOOL,
+        description="Start a Foxglove WebSocket server (foxglove-sdk) with the cameras, /tf, "
+        "joint states and robot description: a live view without a ROS distro.",
+    ),
+    Argument(
+        name="foxglove_port",
+        default="8765",
+        description="TCP port of the Foxglove WebSocket server (ws://127.0.0.1:<port>).",
+    ),
+    Argument(name="run_policy", default="true", choices=_BOOL, description="Start the policy node."),
+    Argument(
+        name="respawn_policy",
+        default="false",
+        choices=_BOOL,
+        description="Restart the policy node when it exits or dies; the evaluator then records "
+        "the lost episode as policy_lost and goes on at the next seed (false: the "
+        "evaluator stops with exit 1).",
+    ),
+    Argument(
+        name="episode_timeout_s",
+        default="120.0",
+        description="Wall-clock limit (s) of one episode; a lost policy or world is detected "
+        "within seconds regardless, so on a slow machine this can be generous.",
+    ),
+    Argument(
+        name="evaluate",
+        default="true",
+        choices=_BOOL,
+        description="Start the evaluator that resets, runs and records episodes.",
+    ),
+    Argument(
+        name="episodes",
+        default="3",
+        description="Number of episodes the evaluator runs before the graph exits.",
+    ),
+    Argument(
+        name="seed",
+        default="0",
+        description="Variation seed of the first episode; episode i uses seed + i.",
+    ),
+    Argument(
+        name="lockstep",
+        default="true",
+        choices=_BOOL,
+        description="Sim only: advance physics and /clock only after the policy answered "
+        "the latest observation, for load-independent, reproducible runs.",
+    ),
+    Argument(
+        name="real_time",
+        default="false",
+        choices=_BOOL,
+        description="Sim only: pace physics to the wall clock instead of as fast as possible.",
+    ),
+    Argument(
+        name="render_profile",
+        default="",
+        description="Sim only: the world's render profile every camera is drawn with (full, "
+        "fast, or another named in world.yaml); empty: each camera's own.",
+    ),
+    Argument(
+        name="results",
+        default="out/results.sqlite",
+        description="SQLite file the evaluator appends episode rows to.",
+    ),
+    Argument(
+        name="reset_hook",
+        default="auto",
+        description="Real mode: who resets the cell before each episode. prompt (the operator "
+        "presses Enter; needs the evaluator on a terminal), service:<name> "
+        "(r2s2r_msgs/srv/ResetEpisode) or auto: "
+        f"service:{EMULATED_RESET} with emulate_hardware, else prompt.",
+    ),
+    Argument(
+        name="judge_hook",
+        default="auto",
+        description="Real mode: who judges each episode. prompt (the operator answers y/n), "
+        "service:<name> (std_srvs/srv/Trigger) or auto: "
+        f"service:{EMULATED_JUDGE} with emulate_hardware, else prompt.",
+    ),
+)
+
+# Its nodes: the sim or the emulated hardware (by mode), the policy, the evaluator and the Foxglove bridge.
+WORLD_NODES = (
+    NodeSpec(
+        package="r2s2r_sim",
+        executable="sim_node",
+        name="sim_node",
+        modes=frozenset({"sim"}),
+        params_file="sim_node.yaml",
+        required=True,
+        parameters={
+            "world": "{world}",
+            "interface": "{interface}",
+            "seed": "{seed}",
+            "lockstep": "{lockstep}",
+            "real_time": "{real_time}",
+            "policy_id": "{policy}",
+            "render_profile": "{render_profile}",
+        },
+    ),
+    NodeSpec(
+        # The node name must stay emulated_hardware: its services are private (~/reset_episode).
+        package="r2s2r_sim",
+        executable="emulated_hardware_node",
+        name="emulated_hardware",
+        modes=frozenset({"real"}),
+        params_file="emulated_hardware_node.yaml",
+        when="emulate_hardware",
+        required=True,
+        parameters={
+            "world": "{world}",
+            "interface": "{interface}",
+            "seed": "{seed}",
+            "profile": "{hardware_profile}",
+        },
+    ),
+    NodeSpec(
+        package="r2s2r_eval",
+        executable="policy_node",
+        name="policy_node",
+        modes=frozenset({"sim", "real"}),
+        params_file="policy_node.yaml",
+        when="run_policy",
+        respawn="respawn_policy",
+        parameters={
+            "policy": "{policy}",
+            "world": "{world}",
+            "interface": "{interface}",
+            "use_sim_time": "{use_sim_time}",
+        },
+    ),
+    NodeSpec(
+        package="r2s2r_eval",
+        executable="evaluator_node",
+        name="evaluator_node",
+        modes=frozenset({"sim", "real"}),
+        params_file="evaluator_node.yaml",
+        when="evaluate",
+        required=True,
+        parameters={
+            "episodes": "{episodes}",
+            "seed0": "{seed}",
+            "policy": "{policy}",
+            "world": "{world}",
+            "interface": "{interface}",
+            "mode": "{mode}",
+            "results": "{results}",
+            "use_sim_time": "{use_sim_time}",
+            "reset_hook": "{reset_hook}",
+            "judge_hook": "{judge_hook}",
+            "on_policy_lost": "{on_policy_lost}",
+            "episode_timeout_s": "{episode_timeout_s}",
+        },
+    ),
+    NodeSpec(
+        package="r2s2r_sim",
+        executable="foxglove_node",
+        name="foxglove_server",
+        modes=frozenset({"sim", "real"}),
+        params_file="foxglove_node.yaml",
+        when="foxglove",
+        parameters={
+            "world": "{world}",
+            "interface": "{interface}",
+            "port": "{foxglove_port}",
+            "use_sim_time": "{use_sim_time}",
+        },
+    ),
+)
+
+
 def world_graph() -> Graph:
     """The main graph: a world (simulated, or the real drivers), a policy and the episode evaluator."""
     return Graph(
         name="world",
         description="Serve a world on the robot's topic interface and evaluate a policy in it.",
-        arguments=(
-            Argument(
-                name="mode",
-                default="sim",
-                choices=("sim", "real"),
-                description="sim: the MuJoCo sim node publishes the driver topics and /clock; "
-                "real: the robot's own drivers do, on wall-clock time.",
-            ),
-            Argument(
-                name="world",
-                default="tabletop-pick-v1",
-                description="Bundled world id or path of a world folder (world.yaml + MJCF).",
-            ),
-            Argument(
-                name="interface",
-                default=DEFAULT_INTERFACE,
-                description="Topic, QoS and frame conventions: a profile of config/interface.yaml "
-                f"({DEFAULT_INTERFACE}: the real drivers' defaults; sensor_data: "
-                "best-effort images under /<camera>/) or the path of your own interface "
-                "file.",
-            ),
-            Argument(
-                name="policy",
-                default=AUTO_POLICY,
-                description="Policy name (entry point in r2s2r.policies) or package.module:Class; "
-                "auto: the scripted reference policy of the world's task.",
-            ),
-            Argument(
-                name="emulate_hardware",
-                default="false",
-                choices=_BOOL,
-                description="Real mode only: start the emulated hardware (a stand-in for the arm "
-                "driver + RealSense, not a robot) instead of relying on real drivers.",
-            ),
-            Argument(
-                name="hardware_profile",
-                default="",
-                description="Real mode with emulate_hardware: the emulator's hardware profile, a "
-                "shipped "
-                "one by name (realistic, ideal) or a YAML path (empty: realistic).",
-            ),
-            Argument(
-                name="foxglove",
-                default="false",
-                choices=_BOOL,
-                description="Start a Foxglove WebSocket server (foxglove-sdk) with the cameras, /tf, "
-                "joint states and robot description: a live view without a ROS distro.",
-            ),
-            Argument(
-                name="foxglove_port",
-                default="8765",
-                description="TCP port of the Foxglove WebSocket server (ws://127.0.0.1:<port>).",
-            ),
-            Argument(name="run_policy", default="true", choices=_BOOL, description="Start the policy node."),
-            Argument(
-                name="respawn_policy",
-                default="false",
-                choices=_BOOL,
-                description="Restart the policy node when it exits or dies; the evaluator then records "
-                "the lost episode as policy_lost and goes on at the next seed (false: the "
-                "evaluator stops with exit 1).",
-            ),
-            Argument(
-                name="episode_timeout_s",
-                default="120.0",
-                description="Wall-clock limit (s) of one episode; a lost policy or world is detected "
-                "within seconds regardless, so on a slow machine this can be generous.",
-            ),
-            Argument(
-                name="evaluate",
-                default="true",
-                choices=_BOOL,
-                description="Start the evaluator that resets, runs and records episodes.",
-            ),
-            Argument(
-                name="episodes",
-                default="3",
-                description="Number of episodes the evaluator runs before the graph exits.",
-            ),
-            Argument(
-                name="seed",
-                default="0",
-                description="Variation seed of the first episode; episode i uses seed + i.",
-            ),
-            Argument(
-                name="lockstep",
-                default="true",
-                choices=_BOOL,
-                description="Sim only: advance physics and /clock only after the policy answered "
-                "the latest observation, for load-independent, reproducible runs.",
-            ),
-            Argument(
-                name="real_time",
-                default="false",
-                choices=_BOOL,
-                description="Sim only: pace physics to the wall clock instead of as fast as possible.",
-            ),
-            Argument(
-                name="render_profile",
-                default="",
-                description="Sim only: the world's render profile every camera is drawn with (full, "
-                "fast, or another named in world.yaml); empty: each camera's own.",
-            ),
-            Argument(
-                name="results",
-                default="out/results.sqlite",
-                description="SQLite file the evaluator appends episode rows to.",
-            ),
-            Argument(
-                name="reset_hook",
-                default="auto",
-                description="Real mode: who resets the cell before each episode. prompt (the operator "
-                "presses Enter; needs the evaluator on a terminal), service:<name> "
-                "(r2s2r_msgs/srv/ResetEpisode) or auto: "
-                f"service:{EMULATED_RESET} with emulate_hardware, else prompt.",
-            ),
-            Argument(
-                name="judge_hook",
-                default="auto",
-                description="Real mode: who judges each episode. prompt (the operator answers y/n), "
-                "service:<name> (std_srvs/srv/Trigger) or auto: "
-                f"service:{EMULATED_JUDGE} with emulate_hardware, else prompt.",
-            ),
-        ),
-        nodes=(
-            NodeSpec(
-                package="r2s2r_sim",
-                executable="sim_node",
-                name="sim_node",
-                modes=frozenset({"sim"}),
-                params_file="sim_node.yaml",
-                required=True,
-                parameters={
-                    "world": "{world}",
-                    "interface": "{interface}",
-                    "seed": "{seed}",
-                    "lockstep": "{lockstep}",
-                    "real_time": "{real_time}",
-                    "policy_id": "{policy}",
-                    "render_profile": "{render_profile}",
-                },
-            ),
-            NodeSpec(
-                # The node name must stay emulated_hardware: its services are private (~/reset_episode).
-                package="r2s2r_sim",
-                executable="emulated_hardware_node",
-                name="emulated_hardware",
-                modes=frozenset({"real"}),
-                params_file="emulated_hardware_node.yaml",
-                when="emulate_hardware",
-                required=True,
-                parameters={
-                    "world": "{world}",
-                    "interface": "{interface}",
-                    "seed": "{seed}",
-                    "profile": "{hardware_profile}",
-                },
-            ),
-            NodeSpec(
-                package="r2s2r_eval",
-                executable="policy_node",
-                name="policy_node",
-                modes=frozenset({"sim", "real"}),
-                params_file="policy_node.yaml",
-                when="run_policy",
-                respawn="respawn_policy",
-                parameters={
-                    "policy": "{policy}",
-                    "world": "{world}",
-                    "interface": "{interface}",
-                    "use_sim_time": "{use_sim_time}",
-                },
-            ),
-            NodeSpec(
-                package="r2s2r_eval",
-                executable="evaluator_node",
-                name="evaluator_node",
-                modes=frozenset({"sim", "real"}),
-                params_file="evaluator_node.yaml",
-                when="evaluate",
-                required=True,
-                parameters={
-                    "episodes": "{episodes}",
-                    "seed0": "{seed}",
-                    "policy": "{policy}",
-                    "world": "{world}",
-                    "interface": "{interface}",
-                    "mode": "{mode}",
-                    "results": "{results}",
-                    "use_sim_time": "{use_sim_time}",
-                    "reset_hook": "{reset_hook}",
-                    "judge_hook": "{judge_hook}",
-                    "on_policy_lost": "{on_policy_lost}",
-                    "episode_timeout_s": "{episode_timeout_s}",
-                },
-            ),
-            NodeSpec(
-                package="r2s2r_sim",
-                executable="foxglove_node",
-                name="foxglove_server",
-                modes=frozenset({"sim", "real"}),
-                params_file="foxglove_node.yaml",
-                when="foxglove",
-                parameters={
-                    "world": "{world}",
-                    "interface": "{interface}",
-                    "port": "{foxglove_port}",
-                    "use_sim_time": "{use_sim_time}",
-                },
-            ),
-        ),
+        arguments=WORLD_ARGUMENTS,
+        nodes=WORLD_NODES,
     )
 
 
