@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import yaml
 from mujoco import sysid as mjsysid
-from r2s2r_capture.cli import calibration as capture_cli
+from r2s2r_capture.cli import calibration as calibration_cli
+from r2s2r_capture.cli import sysid as sysid_cli
 from r2s2r_capture.errors import IdentificationError
 from r2s2r_capture.sysid import identify as S
 from r2s2r_capture.sysid.effort_correction import apply_effort_correction
@@ -258,7 +259,7 @@ def _run(register: object, argv: list[str]) -> int:
 def test_cli_sysid_and_board(
     recording: JointRecording, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert capture_cli.SYSID_KINDS == S.PARAM_KINDS
+    assert sysid_cli.SYSID_KINDS == S.PARAM_KINDS
     data = recording.save_npz(tmp_path / "rec.npz")
     argv = [
         "sysid",
@@ -275,14 +276,14 @@ def test_cli_sysid_and_board(
         "5",
         "--no-report",
     ]
-    assert _run(capture_cli.register_sysid, argv) == 0
+    assert _run(sysid_cli.register_sysid, argv) == 0
     assert (tmp_path / "out" / "arm6_identified.xml").is_file()
-    assert _run(capture_cli.register_sysid, argv) == 2
+    assert _run(sysid_cli.register_sysid, argv) == 2
     assert "already exists" in capsys.readouterr().err
-    assert _run(capture_cli.register_board, ["board", "-o", str(tmp_path / "b.png"), "--pdf"]) == 0
+    assert _run(calibration_cli.register_board, ["board", "-o", str(tmp_path / "b.png"), "--pdf"]) == 0
     assert (tmp_path / "b.pdf").is_file()
     assert (
-        _run(capture_cli.register_calibrate, ["calibrate", str(tmp_path), "-o", str(tmp_path / "c.yaml")])
+        _run(calibration_cli.register_calibrate, ["calibrate", str(tmp_path), "-o", str(tmp_path / "c.yaml")])
         == 2
     )
     assert "1 of 1 views have >= 8 board corners; need 5" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``r2s2r board``, ``r2s2r calibrate`` and ``r2s2r sysid``: argparse front ends of the calibration cores."""
+"""``r2s2r board`` and ``r2s2r calibrate``: argparse front ends of the camera calibration core."""
 
 from __future__ import annotations
 
@@ -7,18 +7,13 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.cli.main import bad_input
+from r2s2r_sim.cli.common import bad_input
 
 from r2s2r_capture.calibration import camera
 from r2s2r_capture.calibration.charuco import DEFAULT_BOARD, write_board_pdf, write_board_png
-from r2s2r_capture.errors import CalibrationError, IdentificationError, refuse_existing
-from r2s2r_capture.sysid.identify import PARAM_KINDS, SysidConfig, identify
-from r2s2r_capture.sysid.recording import JointRecording
-from r2s2r_capture.sysid.report import write_identification
+from r2s2r_capture.errors import CalibrationError, refuse_existing
 
-__all__ = ["register_board", "register_calibrate", "register_sysid"]
-
-SYSID_KINDS = PARAM_KINDS  # what `r2s2r sysid --kinds` offers
+__all__ = ["register_board", "register_calibrate"]
 
 
 def _add_board_args(p: argparse.ArgumentParser) -> None:
@@ -76,27 +71,6 @@ def cmd_calibrate(ns: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sysid(ns: argparse.Namespace) -> int:
-    """Identify arm dynamics from a recording and write the fitted MJCF, summary and report."""
-    try:
-        refuse_existing(ns.output, IdentificationError)
-        rec = JointRecording.load_npz(ns.data)
-        config = SysidConfig(
-            joints=tuple(ns.joints) if ns.joints else None,
-            kinds=tuple(ns.kinds),
-            fit_delay=not ns.no_delay,
-            validation_fraction=ns.validation_fraction,
-            max_iters=ns.max_iters,
-        )
-        result = identify(ns.model, rec, config)
-        paths = write_identification(result, ns.output, report=not ns.no_report)
-    except IdentificationError as err:
-        return bad_input("sysid", err)
-    print(result.summary())
-    print(f"optimisation {result.wall_s:.1f} s; wrote " + ", ".join(str(p) for p in paths.values()))
-    return 0
-
-
 def register_board(subparsers: Any) -> None:
     """Add ``r2s2r board``."""
     p = subparsers.add_parser(
@@ -120,20 +94,3 @@ def register_calibrate(subparsers: Any) -> None:
     p.add_argument("--min-corners", type=int, default=8, help="corners a view needs to be used")
     _add_board_args(p)
     p.set_defaults(func=cmd_calibrate)
-
-
-def register_sysid(subparsers: Any) -> None:
-    """Add ``r2s2r sysid``."""
-    p = subparsers.add_parser("sysid", help="identify arm dynamics (mujoco.sysid) from recorded joint motion")
-    p.add_argument("data", help=".npz with t, q_cmd, q, qd and joint_names")
-    p.add_argument("--model", required=True, help="MJCF of the arm or world to identify")
-    p.add_argument("-o", "--output", required=True, help="output folder (must not exist)")
-    p.add_argument("--joints", nargs="+", default=None, help="joints to fit (default: all recorded)")
-    p.add_argument(
-        "--kinds", nargs="+", default=list(SYSID_KINDS), choices=SYSID_KINDS, help="parameters to fit"
-    )
-    p.add_argument("--no-delay", action="store_true", help="do not fit the command delay")
-    p.add_argument("--validation-fraction", type=float, default=0.25, help="held-out trailing fraction")
-    p.add_argument("--max-iters", type=int, default=30, help="optimiser iterations")
-    p.add_argument("--no-report", action="store_true", help="skip the HTML report")
-    p.set_defaults(func=cmd_sysid)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from r2s2r_sim.cli.main import bad_input, config_from_args
+from r2s2r_sim.cli.common import bad_input, config_from_args
 from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.interface import InterfaceError
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import yaml
-from r2s2r_sim.cli.main import bad_input
+from r2s2r_sim.cli.common import bad_input
 from r2s2r_sim.world.config import load_world_config
 
 from r2s2r_capture.errors import ReconstructionError, refuse_existing

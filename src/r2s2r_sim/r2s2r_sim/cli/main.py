@@ -14,12 +14,10 @@ from importlib.metadata import entry_points
 
 from r2s2r_sim.cli import profile as profile_cli
 from r2s2r_sim.cli import world as world_cli
-from r2s2r_sim.cli.common import EXIT_BAD_INPUT, add_command_group, bad_input, config_from_args
 from r2s2r_sim.graph.launcher import EXIT_NOT_STARTED, Launcher
 from r2s2r_sim.graph.node_graph import Graph, GraphError, load_graph, parse_arguments, resolve
 
-# Re-exported: the subcommands of other packages import these from here.
-__all__ = ["EXIT_BAD_INPUT", "add_command_group", "bad_input", "build_parser", "config_from_args", "main"]
+__all__ = ["build_parser", "main"]
 
 DEMO_ARGS = ("mode:=sim", "episodes:=3", "seed:=0", "results:=out/demo.sqlite")
 

@@ -30,11 +30,11 @@ from r2s2r_sim.hardware.emulated_camera import DistortedRgbdCamera, render_geome
 from r2s2r_sim.hardware.profile import (
     HardwareProfile,
     HardwareProfileError,
-    _mat_to_quat,
 )
 from r2s2r_sim.hardware.profile_elements import find_geom, set_servo_gains, spec_servo_scale
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome, judge_now
 from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.kinematics import mat_to_quat
 from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 from r2s2r_sim.worlds import world_path
 
@@ -171,7 +171,7 @@ class _ProfileEditor:
         rot = pose.matrix() @ _LINK_TO_OPTICAL @ _OPTICAL_TO_MJCAM
         cam.pos = np.array(pose.position, dtype=np.float64)
         cam.alt.type = mujoco.mjtOrientation.mjORIENTATION_QUAT
-        cam.quat = _mat_to_quat(rot)
+        cam.quat = mat_to_quat(rot)
         if cam.parent is not None and cam.parent.name not in ("world", ""):
             raise HardwareProfileError(
                 f"{self.p.source}: camera.pose: camera {self.mjcf_camera!r} is mounted on body "

@@ -19,12 +19,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from r2s2r_sim.hardware.arm_effects import ArmEffects, read_arm_effects
 from r2s2r_sim.hardware.contact_effects import ContactEffects, read_contacts
 from r2s2r_sim.render.sensor_effects import SECTIONS, SensorEffects, read_sensor_sections
+from r2s2r_sim.world.kinematics import mat_to_quat
 from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
@@ -50,12 +50,6 @@ class HardwareProfileError(ValueError):
     The message names the file and the field at fault, e.g.
     ``".../ideal_profile.yaml: physics.servos.elbw: no position actuator 'elbw' in the world (...)"``.
     """
-
-
-def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
-    return quat
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +149,7 @@ class Pose:
 
     def quat(self) -> np.ndarray:
         """The orientation as a wxyz quaternion."""
-        return _mat_to_quat(self.matrix())
+        return mat_to_quat(self.matrix())
 
 
 @dataclass(frozen=True, kw_only=True)

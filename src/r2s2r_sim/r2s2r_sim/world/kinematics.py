@@ -8,7 +8,21 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-__all__ = ["KinematicArm", "base_footprint", "summed_reach", "subtree_bodies", "tool_down_rotation"]
+__all__ = [
+    "KinematicArm",
+    "base_footprint",
+    "mat_to_quat",
+    "summed_reach",
+    "subtree_bodies",
+    "tool_down_rotation",
+]
+
+
+def mat_to_quat(mat: np.ndarray) -> np.ndarray:
+    """The wxyz quaternion of a 3x3 rotation matrix, as MuJoCo writes ``xquat`` (``mju_mat2Quat``)."""
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
+    return quat
 
 
 def tool_down_rotation(yaw: float) -> np.ndarray:

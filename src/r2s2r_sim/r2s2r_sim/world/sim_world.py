@@ -18,6 +18,7 @@ from r2s2r_sim.render.sensor_effects import SensorEffects
 from r2s2r_sim.tasks.registry import SETTLE_SAMPLE_S, EpisodeJudge, ObjectPose, Outcome, Task, make_task
 from r2s2r_sim.world.compose import command_delay, compose_world
 from r2s2r_sim.world.config import WorldConfig, load_world_config
+from r2s2r_sim.world.kinematics import mat_to_quat
 from r2s2r_sim.world.robot_binding import bind_robot, element_names
 
 __all__ = ["CommandCheck", "SimWorld"]
@@ -38,12 +39,6 @@ class CommandCheck:
     accepted: bool
     clamped: bool
     reason: str
-
-
-def _mat_to_quat(mat: np.ndarray) -> np.ndarray:
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
-    return quat
 
 
 class SimWorld:
@@ -494,7 +489,7 @@ class SimWorld:
         return self._site_pose(sid)
 
     def _site_pose(self, sid: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.data.site_xpos[sid].copy(), _mat_to_quat(self.data.site_xmat[sid])
+        return self.data.site_xpos[sid].copy(), mat_to_quat(self.data.site_xmat[sid])
 
     def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """End-effector pose: ``robot.ee_site``, or the body of the last arm joint if none is given."""
@@ -515,7 +510,7 @@ class SimWorld:
         """
         cid = self.camera_id(camera)
         rot = self.data.cam_xmat[cid].reshape(3, 3) @ _OPTICAL_FROM_MUJOCO_CAMERA
-        return self.data.cam_xpos[cid].copy(), _mat_to_quat(rot)
+        return self.data.cam_xpos[cid].copy(), mat_to_quat(rot)
 
     def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """World pose of the robot's root body."""
