@@ -58,6 +58,22 @@ def test_interfaces_round_trip_through_serialization() -> None:
     assert TFMessage.__module__.startswith("tf2_msgs.msg")
 
 
+def test_vendored_control_msgs_actions_round_trip() -> None:
+    # The actions real arm drivers serve, built from vendor/control_msgs by make setup.
+    from control_msgs.action import FollowJointTrajectory, GripperCommand
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = ["shoulder", "elbow"]
+    goal.goal_time_tolerance.sec = 1
+    assert deserialize_message(serialize_message(goal), FollowJointTrajectory.Goal) == goal
+    result = FollowJointTrajectory.Result(error_code=FollowJointTrajectory.Result.INVALID_JOINTS)
+    assert result.error_code == -2
+    command = GripperCommand.Goal()
+    command.command.position, command.command.max_effort = 0.02, 10.0
+    assert deserialize_message(serialize_message(command), GripperCommand.Goal) == command
+
+
 def test_env_script_gives_the_same_environment() -> None:
     proc = subprocess.run(
         [

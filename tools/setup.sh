@@ -61,12 +61,20 @@ source "$VENV/bin/activate"
 export AMENT_PREFIX_PATH=$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}
 export CMAKE_PREFIX_PATH=$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
 paths=(src/r2s2r_msgs)
-# tf2_msgs is not on PyPI; build the verbatim standard TFMessage definition only when no real
-# tf2_msgs is installed (a ROS distro's own always wins: vendor/ carries COLCON_IGNORE).
-has_tf2=0
+# tf2_msgs and control_msgs are not on PyPI; build the vendored copies (the verbatim standard TFMessage
+# definition; control_msgs' unmodified Jazzy sources) only when no real package of that name is installed
+# (a ROS distro's own always wins: vendor/ carries COLCON_IGNORE).
 IFS=: read -r -a prefixes <<<"$AMENT_PREFIX_PATH"
-for p in "${prefixes[@]}"; do [ -f "$p/share/ament_index/resource_index/packages/tf2_msgs" ] && has_tf2=1; done
-[ "$has_tf2" = 1 ] || paths+=(vendor/tf2_msgs)
+installed() {
+  local p
+  for p in "${prefixes[@]}"; do
+    # Our own install/ (on the path once env.sh is sourced) is what this step builds, not a distro's.
+    case "$p" in "$ROOT/install"*) continue ;; esac
+    [ -f "$p/share/ament_index/resource_index/packages/$1" ] && return 0
+  done
+  return 1
+}
+for vendored in tf2_msgs control_msgs; do installed "$vendored" || paths+=("vendor/$vendored"); done
 mkdir -p build
 say "building ${paths[*]} with colcon"
 colcon --log-base build/log build --paths "${paths[@]}" --build-base build --install-base install \
@@ -93,7 +101,7 @@ done
 "$VENV/bin/python" tools/register_ament_packages.py --prefix "$VENV" src/r2s2r_sim src/r2s2r_eval src/r2s2r_capture
 
 # 7. Smoke check through the same environment script users source.
-bash -c 'source ./env.sh && python -c "import rclpy, r2s2r_msgs.msg, tf2_msgs.msg, r2s2r_sim, r2s2r_eval, r2s2r_capture
+bash -c 'source ./env.sh && python -c "import rclpy, r2s2r_msgs.msg, tf2_msgs.msg, control_msgs.action, r2s2r_sim, r2s2r_eval, r2s2r_capture
 from ament_index_python.packages import get_package_share_directory as share
 assert share(\"r2s2r_sim\")"' \
   || { say "environment check failed"; exit 1; }
