@@ -219,7 +219,7 @@ def _interface_section(name: str, is_default: bool, raw: Mapping[str, Any]) -> l
     if raw.get("extends"):
         overridden = sorted(
             f"{section}.{key}"
-            for section in ("topics", "services", "frames")
+            for section in ("topics", "services", "actions", "frames")
             for key in (raw.get(section) or {})
         )
         lines += [
@@ -238,6 +238,10 @@ def _interface_section(name: str, is_default: bool, raw: Mapping[str, Any]) -> l
     lines += ["", "| key | service | type |", "| --- | --- | --- |"]
     for key, service in sorted(iface.services.items()):
         lines.append(f"| `{key}` | `{service.name}` | `{service.type}` |")
+    if iface.actions:
+        lines += ["", "| key | action | type |", "| --- | --- | --- |"]
+        for key, action in sorted(iface.actions.items()):
+            lines.append(f"| `{key}` | `{action.name}` | `{action.type}` |")
     lines += ["", "| frame key | frame id |", "| --- | --- |"]
     for key, frame in sorted(iface.frames.items()):
         lines.append(f"| `{key}` | `{frame}` |")

@@ -379,3 +379,26 @@ def test_variation_hash_and_qos_helpers() -> None:
         interface_class("no_such_pkg/msg/X")
     with pytest.raises(InterfaceError, match=r"expected 'package/msg/Name'"):
         interface_class("Image")
+
+
+def test_actions_are_read_and_merged_by_entry(tmp_path: Path) -> None:
+    iface = load_interface()
+    fjt = iface.action_spec("follow_joint_trajectory")
+    assert (fjt.name, fjt.type) == (
+        "/joint_trajectory_controller/follow_joint_trajectory",
+        "control_msgs/action/FollowJointTrajectory",
+    )
+    assert iface.action_spec("gripper_command").type == "control_msgs/action/GripperCommand"
+    # A user file that extends a shipped profile renames one action and keeps the other.
+    own = {"extends": "realsense2_camera", "actions": {"gripper_command": {"name": "/hand/gripper_cmd"}}}
+    mine = load_interface(_write(tmp_path, own))
+    assert mine.action_spec("gripper_command").name == "/hand/gripper_cmd"
+    assert mine.action_spec("follow_joint_trajectory") == fjt
+    with pytest.raises(InterfaceError, match=r"actions\.nope: no such action \(actions: \['follow_joint"):
+        iface.action_spec("nope")
+
+
+def test_a_malformed_action_is_refused_naming_it(tmp_path: Path) -> None:
+    bad = _with(["actions"], {"move": {"name": "/move", "type": "control_msgs/msg/GripperCommand"}})
+    with pytest.raises(InterfaceError, match=r"actions\.move\.type: must look like 'package/action/Name'"):
+        load_interface(_write(tmp_path, bad))

@@ -2,12 +2,14 @@
 
 ``config/interface.yaml`` is a catalogue: ``default`` names the profile used when none is selected and
 ``profiles`` maps names to profiles. A profile (or a user's own interface file, which holds one profile at
-its top level) has ``topics``, ``services``, ``frames``, an optional ``description`` and an optional
-``extends: <profile>`` that takes every entry of a shipped profile and overrides only what it lists.
+its top level) has ``topics``, ``services``, ``actions`` (the controllers' action servers), ``frames``, an
+optional ``description`` and an optional ``extends: <profile>`` that takes every entry of a shipped profile
+and overrides only what it lists.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from collections.abc import Mapping
@@ -20,6 +22,7 @@ from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
     "INTERFACE_FILE",
+    "ActionSpec",
     "QOS_PRESETS",
     "Durability",
     "Interface",
@@ -35,16 +38,17 @@ __all__ = [
 INTERFACE_FILE = "interface.yaml"
 _MAX_EXTENDS = 8
 _T = TypeVar("_T")
-# ROS interface type strings: package/msg/Name or package/srv/Name.
+# ROS interface type strings: package/msg/Name, package/srv/Name or package/action/Name.
 _TYPE_RE = {
     "msg": re.compile(r"^[a-z][a-z0-9_]*/msg/[A-Z][A-Za-z0-9]*$"),
     "srv": re.compile(r"^[a-z][a-z0-9_]*/srv/[A-Z][A-Za-z0-9]*$"),
+    "action": re.compile(r"^[a-z][a-z0-9_]*/action/[A-Z][A-Za-z0-9]*$"),
 }
 _NAME_RE = re.compile(r"^/[A-Za-z0-9_/{}]+$")
 # tf2 frame ids: no leading slash (tf2 refuses them), no spaces.
 _FRAME_RE = re.compile(r"^[A-Za-z0-9_{}][A-Za-z0-9_/{}.\-]*$")
 _PROFILE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
-_PROFILE_KEYS = {"description", "extends", "frames", "topics", "services"}
+_PROFILE_KEYS = {"description", "extends", "frames", "topics", "services", "actions"}
 _TOPIC_KEYS = {"name", "type", "qos", "subscription_qos"}
 
 
@@ -145,6 +149,15 @@ class ServiceSpec:
     type: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class ActionSpec:
+    """One action server: its name and type string."""
+
+    key: str
+    name: str
+    type: str
+
+
 def _fill(source: Path, kind: str, key: str, pattern: str, camera: str | None) -> str:
     if "{camera}" in pattern:
         if not camera:
@@ -159,7 +172,7 @@ def _fill(source: Path, kind: str, key: str, pattern: str, camera: str | None) -
 
 @dataclass(frozen=True, kw_only=True)
 class Interface:
-    """One profile: all topics, services and frame names, keyed as in ``interface.yaml``.
+    """One profile: all topics, services, actions and frame names, keyed as in ``interface.yaml``.
 
     Attributes:
         source: the file it was read from.
@@ -171,6 +184,7 @@ class Interface:
     topics: Mapping[str, TopicSpec]
     services: Mapping[str, ServiceSpec]
     frames: Mapping[str, str]
+    actions: Mapping[str, ActionSpec] = dataclasses.field(default_factory=dict)
     profile: str = ""
     description: str = ""
 
@@ -218,6 +232,14 @@ class Interface:
     def service(self, key: str) -> str:
         """Return the name of service ``key``."""
         return self.service_spec(key).name
+
+    def action_spec(self, key: str) -> ActionSpec:
+        """Return the spec of action ``key``.
+
+        Raises:
+            InterfaceError: no such key, listing the keys there are.
+        """
+        return self._entry("actions", self.actions, key)
 
 
 def _fail(source: Path, field: str, msg: str) -> InterfaceError:
@@ -307,7 +329,7 @@ def _topic(key: str, data: Mapping[str, Any], source: Path, field: str) -> Topic
 
 
 def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """``over`` on top of ``base``: frames, topics and services merge entry by entry, the rest replaces."""
+    """``over`` on top of ``base``: frames and the topic, service and action tables merge by entry."""
     out = dict(base)
     for key, value in over.items():
         if key == "extends":
@@ -315,7 +337,7 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
         if key == "frames" and isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
             out[key] = {**base[key], **value}
         elif (
-            key in ("topics", "services")
+            key in ("topics", "services", "actions")
             and isinstance(value, Mapping)
             and isinstance(base.get(key), Mapping)
         ):
@@ -392,6 +414,14 @@ def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: s
         services[str(key)] = ServiceSpec(
             key=str(key), name=_name(entry, source, where), type=_type(entry, "srv", source, where)
         )
+    actions: dict[str, ActionSpec] = {}
+    for key, value in _mapping(data.get("actions") or {}, source, f"{prefix}actions").items():
+        where = f"{prefix}actions.{key}"
+        entry = _mapping(value, source, where)
+        _only(entry, {"name", "type"}, source, where)
+        actions[str(key)] = ActionSpec(
+            key=str(key), name=_name(entry, source, where), type=_type(entry, "action", source, where)
+        )
     frames: dict[str, str] = {}
     for key, value in _mapping(data.get("frames") or {}, source, f"{prefix}frames").items():
         if not isinstance(value, str) or not _FRAME_RE.match(value):
@@ -408,6 +438,7 @@ def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: s
         source=source,
         topics=topics,
         services=services,
+        actions=actions,
         frames=frames,
         profile=profile,
         description=description.strip(),
