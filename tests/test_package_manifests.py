@@ -40,6 +40,7 @@ PIP_ONLY = {
     "mcap": "mcap",
     "foxglove": "foxglove-sdk",
     "backports": "backports.zstd",
+    "gymnasium": "gymnasium",
 }
 # Imported only inside a guarded branch: ``compression.zstd`` is the standard library's from Python 3.14,
 # ``backports.zstd`` the same module before it; ``zstandard`` is what the mcap stream reader needs.

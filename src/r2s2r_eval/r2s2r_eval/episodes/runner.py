@@ -201,8 +201,8 @@ class EpisodeRunner:
             control_period=control_period,
         )
 
-    def _observation(self, images: tuple[np.ndarray, np.ndarray] | None) -> Observation:
-        """What the driver topics carry now: joints, the latest frame, ``K``, and the TF poses."""
+    def observation(self, images: tuple[np.ndarray, np.ndarray] | None) -> Observation:
+        """What the driver topics carry now: joints, ``images`` (from ``render``), ``K``, the TF poses."""
         cell = self.cell
         pos, vel, _ = cell.joint_state()
         rgb, depth_mm = images if images is not None else (None, None)
@@ -284,7 +284,7 @@ class EpisodeRunner:
                     images = cell.render(request)
                     next_frame += cam_period * max(1, math.floor((t - next_frame) / cam_period) + 1)
                 try:
-                    action = policy.act(self._observation(images))
+                    action = policy.act(self.observation(images))
                     action.check(info)
                     done = bool(policy.done)
                 except Exception as err:

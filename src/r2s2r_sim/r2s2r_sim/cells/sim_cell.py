@@ -20,7 +20,7 @@ from r2s2r_sim.closing import Closing
 from r2s2r_sim.errors import RenderError
 from r2s2r_sim.render.profile import RenderProfile
 from r2s2r_sim.render.renderer import camera_intrinsics, depth_to_uint16_mm
-from r2s2r_sim.tasks.registry import Outcome, Task, judge_now
+from r2s2r_sim.tasks.registry import ObjectPose, Outcome, Task, judge_now
 from r2s2r_sim.world.config import CameraConfig
 from r2s2r_sim.world.joint_noise import JointReadings
 from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
@@ -248,9 +248,12 @@ class SimCell(CellBase):
         """Frames drawn since the cell opened."""
         return 0 if self._frames is None else self._frames.renders
 
-    def reset(self, seed: int) -> None:
-        """See :meth:`Cell.reset`; the camera's sensor noise starts that episode too."""
-        self.world.reset(seed)
+    def reset(self, seed: int, *, object_pose: ObjectPose | None = None) -> None:
+        """See :meth:`Cell.reset`; the camera's sensor noise starts that episode too.
+
+        ``object_pose``: where the task object starts (None: the variation's pose, else drawn from the seed).
+        """
+        self.world.reset(seed, object_pose=object_pose)
         self._seed = int(seed)
         self._readings.start_episode(self._seed)
         if self._frames is not None:

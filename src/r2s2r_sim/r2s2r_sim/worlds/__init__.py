@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["WORLDS", "WORLD_VARIATIONS_FILE", "world_path"]
+from r2s2r_sim.paths import config_dir
+
+__all__ = ["WORLDS", "WORLD_VARIATIONS_FILE", "default_variations_file", "world_path"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -34,3 +36,13 @@ def world_path(id_or_path: str | Path) -> Path:
     if candidate.is_dir():
         return candidate.resolve()
     raise ValueError(f"unknown world {key!r}: not a directory and not one of the ids {sorted(WORLDS)}")
+
+
+def default_variations_file(world_dir: str | Path) -> Path:
+    """The variation defaults of a world folder: its own ``variations.yaml``, else the package's.
+
+    A task's world carries its own axes (its objects, friction, keep-out areas); any other world is varied
+    by the installed package's ``config/variations.yaml``, never a file in the current directory.
+    """
+    own = Path(world_dir) / WORLD_VARIATIONS_FILE
+    return own if own.is_file() else config_dir() / "variations.yaml"
