@@ -31,7 +31,7 @@ NODE = "emulated_hardware"
 STARTUP_S = 60.0
 # What the sim node has and real drivers do not: /clock, the task checker's outcomes, the lockstep ack.
 SIM_ONLY = {"clock", "episode_outcome", "policy_heartbeat"}
-COMMANDS = {"arm_command", "gripper_command"}
+COMMANDS = {"arm_command", "gripper_command", "joint_trajectory"}
 # Between the policy node and the evaluator (or the sim node): a driver neither publishes nor reads it.
 POLICY_SIDE = {"policy_done"}
 
@@ -83,8 +83,11 @@ def test_emulated_hardware_serves_the_real_driver_interface(processes: Any, prob
         if k not in SIM_ONLY | COMMANDS | POLICY_SIDE
     }
     infrastructure = {"/rosout", "/parameter_events"}  # every rclpy node's own endpoints
-    expect_sub = {IFACE.topic("arm_command"), IFACE.topic("gripper_command")}
-    assert published - infrastructure == expect_pub, published ^ expect_pub
+    # The controllers' action servers publish their feedback and status on hidden /_action/ topics.
+    actions = {name for name in published if "/_action/" in name}
+    assert {name.split("/_action/")[0] for name in actions} == {a.name for a in IFACE.actions.values()}
+    expect_sub = {IFACE.topic(key) for key in COMMANDS}
+    assert published - infrastructure - actions == expect_pub, published ^ expect_pub
     assert subscribed - infrastructure == expect_sub, subscribed ^ expect_sub
     for key, spec in IFACE.topics.items():
         if key in SIM_ONLY | POLICY_SIDE:

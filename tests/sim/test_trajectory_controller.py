@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from r2s2r_sim.controllers.gripper import GripperAction, GripperActionConfig
+from r2s2r_sim.controllers.arm_controllers import RESET_MESSAGE, ArmControllers
+from r2s2r_sim.controllers.gripper import GripperAction, GripperActionConfig, GripperEnd
 from r2s2r_sim.controllers.joint_trajectory import (
     ErrorCode,
+    GoalEnd,
     GoalError,
     GoalStatus,
     JointTolerance,
@@ -334,3 +336,93 @@ def test_gripper_refuses_non_finite_goals_and_config() -> None:
         GripperAction().start(math.nan, 1.0, now=0.0)
     with pytest.raises(ValueError, match="stall_timeout must be a finite number > 0"):
         GripperActionConfig(stall_timeout=0.0)
+
+
+# ------------------------------------------------------------------------ the controllers of one arm
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def arm() -> tuple[ArmControllers, Clock]:
+    clock = Clock()
+    # The measured state's order puts the gripper between the arm joints: the arm is picked by name.
+    return ArmControllers(("shoulder", "finger", "elbow"), JOINTS, "finger", clock), clock
+
+
+STATE = (np.zeros(3), np.zeros(3), np.zeros(3))
+
+
+def test_arm_controllers_start_goals_at_the_next_step_and_report_their_end() -> None:
+    ctl, clock = arm()
+    assert not ctl.busy
+    goal_id = ctl.submit_trajectory(goal())
+    assert ctl.busy and ctl.wait_end(goal_id, 0.0) is None
+    commands = ctl.step(0.5, *STATE)  # started at 0.5 from the measured state
+    np.testing.assert_allclose(commands.arm, [0.0, 0.0])
+    commands = ctl.step(1.0, *STATE)
+    np.testing.assert_allclose(commands.arm, [0.5, 1.0])
+    ctl.step(1.5, np.array([1.0, 0.0, 2.0]), np.zeros(3), np.zeros(3))
+    end = ctl.wait_end(goal_id, 0.0)
+    assert isinstance(end, GoalEnd) and end.status is GoalStatus.SUCCEEDED
+    assert ctl.wait_end(goal_id, 0.0) is None  # handed out once
+    assert not ctl.busy
+
+
+def test_arm_controllers_refuse_at_submission_and_preempt_queued_goals() -> None:
+    ctl, clock = arm()
+    clock.t = 10.0
+    with pytest.raises(GoalError) as info:
+        ctl.submit_trajectory(goal(start_time=5.0))
+    assert info.value.code is ErrorCode.OLD_HEADER_TIMESTAMP
+    first = ctl.submit_trajectory(goal())
+    second = ctl.submit_trajectory(goal())
+    end = ctl.wait_end(first, 0.0)
+    assert (
+        isinstance(end, GoalEnd) and end.code is ErrorCode.INVALID_GOAL and end.status is GoalStatus.CANCELED
+    )
+    ctl.step(10.0, *STATE)
+    ctl.cancel(second)
+    ctl.step(10.1, *STATE)
+    end = ctl.wait_end(second, 0.0)
+    assert isinstance(end, GoalEnd) and end.status is GoalStatus.CANCELED
+
+
+def test_a_topic_trajectory_has_no_result_and_preempts_an_action_goal() -> None:
+    ctl, _ = arm()
+    action = ctl.submit_trajectory(goal())
+    ctl.step(0.0, *STATE)
+    topic = ctl.submit_trajectory(goal(), result=False)
+    ctl.step(0.1, *STATE)
+    end = ctl.wait_end(action, 0.0)
+    assert isinstance(end, GoalEnd) and end.message == "Current goal cancelled due to new incoming action."
+    ctl.step(5.0, np.array([1.0, 0.0, 2.0]), np.zeros(3), np.zeros(3))
+    assert ctl.wait_end(topic, 0.0) is None and not ctl.busy  # ended, and nobody is told
+
+
+def test_arm_controllers_gripper_goal_and_reset() -> None:
+    ctl, _ = arm()
+    goal_id = ctl.submit_gripper(0.02, 5.0)
+    commands = ctl.step(
+        0.0, np.array([0.0, 0.04, 0.0]), np.array([0.0, -0.1, 0.0]), np.array([0.0, 1.0, 0.0])
+    )
+    assert commands.gripper == 0.02 and commands.arm is None
+    assert ctl.gripper_reading is not None and ctl.gripper_reading.position == 0.04
+    ctl.step(0.5, np.array([0.0, 0.021, 0.0]), np.zeros(3), np.array([0.0, 2.0, 0.0]))
+    end = ctl.wait_end(goal_id, 0.0)
+    assert isinstance(end, GripperEnd) and end.result.reached_goal and end.result.effort == 2.0
+    running = ctl.submit_trajectory(goal())
+    ctl.step(0.6, *STATE)
+    ctl.reset()
+    end = ctl.wait_end(running, 0.0)
+    assert isinstance(end, GoalEnd) and end.message == RESET_MESSAGE and not ctl.busy
+    with pytest.raises(ValueError, match="finite"):
+        ctl.submit_gripper(math.inf, 1.0)
+    no_gripper = ArmControllers(JOINTS, JOINTS, None, Clock())
+    with pytest.raises(ValueError, match="no gripper"):
+        no_gripper.submit_gripper(0.0, 1.0)

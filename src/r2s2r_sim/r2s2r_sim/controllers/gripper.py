@@ -69,8 +69,12 @@ class GripperAction:
         """The id of the running goal, if any."""
         return self._goal_id
 
-    def start(self, position: float, max_effort: float, now: float) -> tuple[int, GripperEnd | None]:
+    def start(
+        self, position: float, max_effort: float, now: float, *, goal_id: int | None = None
+    ) -> tuple[int, GripperEnd | None]:
         """Run a goal for ``position`` from time ``now`` (s); returns its id and the goal it preempted.
+
+        ``goal_id`` names the goal (default: the next number).
 
         Raises:
             ValueError: ``position`` or ``max_effort`` is not finite.
@@ -80,8 +84,8 @@ class GripperAction:
         preempted = None
         if self._goal_id is not None:
             preempted = GripperEnd(self._goal_id, GoalStatus.CANCELED, GripperReading(math.nan, math.nan))
-        self._goal_id = self._next_id
-        self._next_id += 1
+        self._goal_id = self._next_id if goal_id is None else goal_id
+        self._next_id = max(self._next_id, self._goal_id) + 1
         self.target, self.max_effort = float(position), float(max_effort)
         self._last_movement = now
         return self._goal_id, preempted

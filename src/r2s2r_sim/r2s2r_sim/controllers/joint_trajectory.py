@@ -261,9 +261,17 @@ class JointTrajectoryController:
         return points
 
     def start(
-        self, goal: TrajectoryGoal, now: float, positions: np.ndarray, velocities: np.ndarray
+        self,
+        goal: TrajectoryGoal,
+        now: float,
+        positions: np.ndarray,
+        velocities: np.ndarray,
+        *,
+        goal_id: int | None = None,
     ) -> tuple[int, GoalEnd | None]:
         """Validate and run ``goal`` from the measured state; returns its id and the goal it preempted.
+
+        ``goal_id`` names the goal (default: the next number); a caller that numbers goals itself gives it.
 
         Raises:
             GoalError: see :meth:`validate`; the running goal, if any, keeps running.
@@ -274,8 +282,9 @@ class JointTrajectoryController:
         start_time = goal.start_time if goal.start_time > 0.0 else now
         start = TrajectoryPoint(0.0, np.asarray(positions, dtype=np.float64), np.asarray(velocities))
         goal_time = goal.goal_time_tolerance if goal.goal_time_tolerance > 0.0 else self.config.goal_time
-        goal_id = self._next_id
-        self._next_id += 1
+        if goal_id is None:
+            goal_id = self._next_id
+        self._next_id = max(self._next_id, goal_id) + 1
         self._active = _Active(goal_id, Trajectory(start_time, start, points), path, goal_tol, goal_time)
         return goal_id, preempted
 

@@ -5,8 +5,9 @@ of the world with a hardware profile applied) on exactly the driver topics of ``
 ``/joint_states``, the camera's colour and aligned-depth images and camera infos (``D`` = the profile's
 plumb_bob coefficients), ``/robot_description``, ``/tf`` and ``/tf_static`` (every robot link and the
 camera's calibrated tree, as robot_state_publisher and realsense2_camera publish them; see
-:mod:`r2s2r_sim.ros.robot_state`), and it takes the same arm and
-gripper commands.  It runs on WALL-CLOCK time: no ``/clock``, ``use_sim_time`` must be false, and every stamp
+:mod:`r2s2r_sim.ros.robot_state`), and it takes the same arm and gripper commands, and serves the same
+trajectory and gripper controllers as the sim node (:mod:`r2s2r_sim.ros.controller_io`).  It runs on
+WALL-CLOCK time: no ``/clock``, ``use_sim_time`` must be false, and every stamp
 is the system time at which the state was sampled.
 
 Threads (the serving core of :mod:`r2s2r_sim.serving.loop`): physics (steps paced to the wall clock, releases
@@ -46,10 +47,12 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
+from r2s2r_sim.controllers.arm_controllers import ArmControllers
 from r2s2r_sim.hardware.emulated_arm import STAND_IN_BANNER, EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.ros import conversions as conv
+from r2s2r_sim.ros.controller_io import ControllerServers
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.ros.driver_io import (
@@ -148,6 +151,9 @@ class EmulatedHardwareNode(Node):
         subscribe_topics(
             self, self.interface, (("arm_command", self._on_arm), ("gripper_command", self._on_gripper)), subs
         )
+        # joint_trajectory_controller and gripper_action_controller, timed by the wall clock as on the arm.
+        self.controllers = ArmControllers.for_world(self.arm.world, lambda: self._now_ns() / NS)
+        self._controller_servers = ControllerServers(self, self.interface, self.controllers)
         services = MutuallyExclusiveCallbackGroup()
         reset_type = interface_class(self.interface.service_spec("reset_episode").type)
         self.create_service(reset_type, "~/reset_episode", self._on_reset, callback_group=services)
@@ -233,6 +239,20 @@ class EmulatedHardwareNode(Node):
     def _now(self) -> Time:
         return self.get_clock().now().to_msg()
 
+    def _now_ns(self) -> int:
+        return int(self.get_clock().now().nanoseconds)
+
+    def _control(self, refresh: bool) -> Any:
+        """Step the controllers on the arm's true state (lock held); their state when ``refresh``."""
+        controllers = self.controllers
+        if refresh or controllers.busy:
+            commands = controllers.step(self._now_ns() / NS, *self.arm.world.joint_state())
+            if commands.arm is not None:
+                self.arm.submit_arm(commands.arm)
+            if commands.gripper is not None:
+                self.arm.submit_gripper(commands.gripper)
+        return controllers.state if refresh else None
+
     def _publish_static_tf(self) -> None:
         """Publish /robot_description and /tf_static: robot base, fixed links, the camera's tree."""
         camera = (self.profile.camera.name, self._frame_id, True)
@@ -264,6 +284,7 @@ class EmulatedHardwareNode(Node):
             return response
         with self._lock:
             self.arm.reset(int(request.variation_seed))
+            self.controllers.reset()
             self.resets += 1
         response.success = True
         response.message = f"emulated hardware reset (stand-in for an operator), profile {self.profile.name}"
@@ -306,6 +327,7 @@ class EmulatedHardwareNode(Node):
                 now = steps * dt_ns
                 self.physics_time_s = now / NS
                 js = arm.joint_state() if js_tick.due(now) else None
+                state = self._control(refresh=js is not None)
                 # The links' true pose (robot_state_publisher would use the reported joint states).
                 tf = arm.world.data.qpos.copy() if tf_tick.due(now) else None
                 job = (
@@ -317,6 +339,8 @@ class EmulatedHardwareNode(Node):
             if js is not None:
                 self._joint_pub.publish(conv.joint_state_msg(stamp, names, *js))
                 self.joint_states_published += 1
+            if state is not None:
+                self._controller_servers.publish_state(state, stamp)
             if tf is not None and self._robot is not None:
                 self._tf_pub.publish(conv.tf_message(self._robot.moving_transforms(tf, stamp)))
             if job is not None:

@@ -19,7 +19,10 @@ Threads (the loops are :mod:`r2s2r_sim.serving.sim_server` over the serving core
   the renderer busy with the previous one waits at most one frame (one pending slot); older pending frames
   are dropped and counted, so rendering never stalls physics. Otherwise (as fast as possible, or lockstep)
   physics waits for the renderer instead, so every camera tick is rendered at its sim time.
-* executor (main thread): command subscriptions, the policy heartbeat and the services.
+* executor (main thread): command subscriptions, the policy heartbeat and the services, and the controllers'
+  action servers (:mod:`r2s2r_sim.ros.controller_io`): a trajectory or gripper goal runs on the physics
+  thread's controllers (:mod:`r2s2r_sim.controllers`), which command the arm each physics step in sim
+  time, where the forward command topics' commands go.
 
 Lockstep handshake (``lockstep:=true``): physics advances in control periods of ``1 / control_rate_hz``
 seconds. At the end of each period (and right after a reset) the node publishes the *observation*: the
@@ -68,6 +71,7 @@ from r2s2r_sim.cells.camera_frames import CameraFrames
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.render.renderer import depth_to_uint16_mm
 from r2s2r_sim.ros import conversions as conv
+from r2s2r_sim.ros.controller_io import ControllerServers
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.ros.driver_io import (
@@ -268,6 +272,8 @@ class SimNode(Node):
             ),
             subs,
         )
+        # joint_trajectory_controller's and gripper_action_controller's endpoints, beside the forward topics.
+        self._controller_servers = ControllerServers(self, iface, self.server.controllers)
         for key, callback in (
             ("reset_episode", self._on_reset),
             ("pause", self._on_pause),
@@ -398,6 +404,8 @@ class SimNode(Node):
                 transforms.append(mount)
             if transforms:
                 self._tf_pub.publish(conv.tf_message(transforms))
+        if out.controller_state is not None:
+            self._controller_servers.publish_state(out.controller_state, stamp)
         if out.outcome is not None:
             self._publish_outcome(out.outcome, stamp)
 

@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import mujoco
 import numpy as np
 
+from r2s2r_sim.controllers.arm_controllers import ArmControllers
+from r2s2r_sim.controllers.joint_trajectory import ControllerState
 from r2s2r_sim.render.profile import RenderProfile
 from r2s2r_sim.render.sensor_effects import SensorEffects
 from r2s2r_sim.serving.liveness import Liveness
@@ -31,7 +33,14 @@ from r2s2r_sim.world.config import CameraConfig
 from r2s2r_sim.world.joint_noise import JointReadings
 from r2s2r_sim.world.sim_world import SimWorld
 
-__all__ = ["POLICY_LOST", "CameraSpec", "SimServer", "SimSink", "StepOutput", "camera_specs"]
+__all__ = [
+    "POLICY_LOST",
+    "CameraSpec",
+    "SimServer",
+    "SimSink",
+    "StepOutput",
+    "camera_specs",
+]
 
 LOCKSTEP_REPUBLISH_S = 0.5
 COMMAND_GRACE_S = 1.0
@@ -100,6 +109,7 @@ class StepOutput:
     dynamic_cameras: list[tuple[CameraSpec, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     render: RenderJob | None = None  # payload: see SimServer._collect
     outcome: Outcome | None = None
+    controller_state: ControllerState | None = None  # the trajectory controller's, at joint-state ticks
 
 
 class SimSink(Protocol):
@@ -194,6 +204,7 @@ class SimServer:
         self._readings.start_episode(cfg.seed)
         self.robot: Any = None  # the node's robot state of self.world (set by the node)
         self.cameras = camera_specs(self.world, cfg) if cfg.cameras_enabled else []
+        self.controllers = ArmControllers.for_world(self.world, lambda: self.clock_ns / NS)
         self._js_tick = Ticker(cfg.joint_state_rate_hz)
         self._tf_tick = Ticker(cfg.tf_rate_hz)
         self._cam_ticks = [Ticker(c.rate_hz) for c in self.cameras]
@@ -310,6 +321,7 @@ class SimServer:
                 if self.sink is not None:
                     self.robot = self.sink.world_swapped(world)
             self.world.reset(seed)
+            self.controllers.reset()
             self._readings = JointReadings(self.world.config.robot.joint_state_noise)
             self._readings.start_episode(seed)
             self.clock_ns += self.dt_ns  # the reset takes one step, so stamps stay strictly increasing
@@ -360,8 +372,11 @@ class SimServer:
         """Read what is due at the current step (lock held)."""
         now = self.clock_ns
         out = StepOutput(stamp_ns=now)
-        if self._js_tick.due(now) or force:
+        js_due = self._js_tick.due(now) or force
+        self._control(refresh=js_due)
+        if js_due:
             out.joint_state, out.joint_names = self._joint_state(), self.world.joint_names
+            out.controller_state = self.controllers.state
         if not self._outcome_sent and (verdict := self.world.verdict) is not None:
             # Published at the step the world judged it (not at a joint-state tick): the episode runner
             # reads the same verdict and time at the end of its control period.
@@ -383,6 +398,26 @@ class SimServer:
                 (due, tuple(self.cameras), self.episode_seed, now - self.episode_start_ns),
             )
         return out
+
+    def _control(self, *, refresh: bool) -> None:
+        """Step the controllers on the true state (lock held): at every step while a goal runs or waits.
+
+        ``refresh`` steps them anyway, for the state the controller state topic publishes. Their commands
+        go where the forward command topics' go, so they take the world's command delay too.
+        """
+        controllers = self.controllers
+        if not (refresh or controllers.busy):
+            return
+        commands = controllers.step(self.clock_ns / NS, *self.world.joint_state())
+        for kind, check in (
+            ("arm", None if commands.arm is None else self.world.set_arm_command(commands.arm)),
+            (
+                "gripper",
+                None if commands.gripper is None else self.world.set_gripper_command(commands.gripper),
+            ),
+        ):
+            if check is not None and (check.clamped or not check.accepted):
+                self.log.warning(f"{kind} controller command: {check.reason}", throttle_duration_sec=1.0)
 
     def run_physics(self) -> None:
         """The physics thread's loop (see the module docstring of :mod:`r2s2r_sim.ros.sim_node`)."""
