@@ -28,9 +28,12 @@ from r2s2r_sim.controllers.joint_trajectory import (
 )
 from r2s2r_sim.world.sim_world import SimWorld
 
-__all__ = ["ArmControllers", "Commands", "RESET_MESSAGE"]
+__all__ = ["STATE_RATE_HZ", "ArmControllers", "Commands", "RESET_MESSAGE"]
 
 RESET_MESSAGE = "Current goal cancelled: the episode was reset."
+# How often an idle controller is stepped for its state topic (joint_trajectory_controller's former
+# state_publish_rate default); a running goal steps it at every physics step.
+STATE_RATE_HZ = 50.0
 
 
 @dataclass(frozen=True)

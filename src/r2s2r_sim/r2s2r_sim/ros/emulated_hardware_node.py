@@ -47,7 +47,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from r2s2r_sim.controllers.arm_controllers import ArmControllers
+from r2s2r_sim.controllers.arm_controllers import STATE_RATE_HZ, ArmControllers
 from r2s2r_sim.hardware.emulated_arm import STAND_IN_BANNER, EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
@@ -309,6 +309,7 @@ class EmulatedHardwareNode(Node):
         js_tick = Ticker(self.profile.driver.joint_state_rate_hz)
         cam_tick = Ticker(self.profile.camera.rate_hz)
         tf_tick = Ticker(_TF_RATE_HZ)
+        state_tick = Ticker(STATE_RATE_HZ)
         names = arm.world.joint_names
         steps = 0
         pacer = WallPacer()
@@ -327,7 +328,7 @@ class EmulatedHardwareNode(Node):
                 now = steps * dt_ns
                 self.physics_time_s = now / NS
                 js = arm.joint_state() if js_tick.due(now) else None
-                state = self._control(refresh=js is not None)
+                state = self._control(refresh=state_tick.due(now))
                 # The links' true pose (robot_state_publisher would use the reported joint states).
                 tf = arm.world.data.qpos.copy() if tf_tick.due(now) else None
                 job = (

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import mujoco
 import numpy as np
 
-from r2s2r_sim.controllers.arm_controllers import ArmControllers
+from r2s2r_sim.controllers.arm_controllers import STATE_RATE_HZ, ArmControllers
 from r2s2r_sim.controllers.joint_trajectory import ControllerState
 from r2s2r_sim.render.profile import RenderProfile
 from r2s2r_sim.render.sensor_effects import SensorEffects
@@ -109,7 +109,7 @@ class StepOutput:
     dynamic_cameras: list[tuple[CameraSpec, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     render: RenderJob | None = None  # payload: see SimServer._collect
     outcome: Outcome | None = None
-    controller_state: ControllerState | None = None  # the trajectory controller's, at joint-state ticks
+    controller_state: ControllerState | None = None  # the trajectory controller's, at STATE_RATE_HZ
 
 
 class SimSink(Protocol):
@@ -207,6 +207,7 @@ class SimServer:
         self.controllers = ArmControllers.for_world(self.world, lambda: self.clock_ns / NS)
         self._js_tick = Ticker(cfg.joint_state_rate_hz)
         self._tf_tick = Ticker(cfg.tf_rate_hz)
+        self._state_tick = Ticker(STATE_RATE_HZ)
         self._cam_ticks = [Ticker(c.rate_hz) for c in self.cameras]
 
     # ------------------------------------------------------------------------------------------ worlds
@@ -372,11 +373,12 @@ class SimServer:
         """Read what is due at the current step (lock held)."""
         now = self.clock_ns
         out = StepOutput(stamp_ns=now)
-        js_due = self._js_tick.due(now) or force
-        self._control(refresh=js_due)
-        if js_due:
-            out.joint_state, out.joint_names = self._joint_state(), self.world.joint_names
+        state_due = self._state_tick.due(now) or force
+        self._control(refresh=state_due)
+        if state_due:
             out.controller_state = self.controllers.state
+        if self._js_tick.due(now) or force:
+            out.joint_state, out.joint_names = self._joint_state(), self.world.joint_names
         if not self._outcome_sent and (verdict := self.world.verdict) is not None:
             # Published at the step the world judged it (not at a joint-state tick): the episode runner
             # reads the same verdict and time at the end of its control period.
@@ -438,7 +440,7 @@ class SimServer:
                     self.episode_start_ns = self.clock_ns
                     self._outcome_sent = False
                     self._period_steps = 0
-                    for tick in (self._js_tick, self._tf_tick, *self._cam_ticks):
+                    for tick in (self._js_tick, self._tf_tick, self._state_tick, *self._cam_ticks):
                         tick.restart(self.clock_ns)
                     out = self._collect(force=True)
                     observation = True
