@@ -19,6 +19,7 @@ from control_msgs.msg import JointTolerance  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from ros_probe import RosProbe, open_probe, wait_for  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
 from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -199,3 +200,18 @@ def test_the_emulated_hardware_serves_the_same_trajectory_action(processes: Any,
     assert response.status == SUCCEEDED, response.result.error_string
     _, reached = probe.current()
     np.testing.assert_allclose(reached, target, atol=0.03)
+
+
+def test_goals_waiting_on_a_paused_sim_leave_its_services_answering(sim: Log, probe: Probe) -> None:
+    # Each waiting goal holds an executor thread; the services must still get one, or the sim cannot resume.
+    names, start = probe.current()
+    pause = IFACE.service_spec("pause")
+    assert probe.call_service(SetBool, pause.name, SetBool.Request(data=True)).success
+    trajectory = probe.send(probe.trajectory, trajectory_goal(names, [start + 0.05], [0.5]))
+    grip = GripperCommand.Goal()
+    grip.command.position, grip.command.max_effort = 0.03, 10.0
+    gripper = probe.send(probe.gripper, grip)
+    assert trajectory.accepted and gripper.accepted
+    assert probe.call_service(SetBool, pause.name, SetBool.Request(data=False)).success
+    assert probe.result(trajectory).status == SUCCEEDED
+    assert probe.result(gripper).status == SUCCEEDED

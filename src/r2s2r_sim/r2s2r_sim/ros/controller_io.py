@@ -36,11 +36,20 @@ from r2s2r_sim.controllers.trajectory import TrajectoryPoint
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.ros.driver_io import interface_publisher, subscribe_topics
+from r2s2r_sim.ros.params import spin_multithreaded
 from r2s2r_sim.ros.qos import interface_class
 
-__all__ = ["FEEDBACK_PERIOD_S", "ControllerServers", "trajectory_goal"]
+__all__ = ["FEEDBACK_PERIOD_S", "GOAL_THREADS", "ControllerServers", "spin_serving_goals", "trajectory_goal"]
 
 FEEDBACK_PERIOD_S = 0.05  # joint_trajectory_controller's default action_monitor_rate, 20 Hz
+# Each goal waits for its end on an executor thread (rclpy resumes a waiting coroutine in a busy loop). At
+# most a running and a queued goal per action wait at once, so a node serving them spins this many more.
+GOAL_THREADS = 4
+
+
+def spin_serving_goals(node: Node) -> None:
+    """Spin a node that serves the controllers: its two threads, and one for each goal that may wait."""
+    spin_multithreaded(node, num_threads=2 + GOAL_THREADS)
 
 
 def _seconds(duration: Any) -> float:

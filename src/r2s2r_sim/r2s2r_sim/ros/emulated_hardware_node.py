@@ -52,7 +52,7 @@ from r2s2r_sim.hardware.emulated_arm import STAND_IN_BANNER, EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.ros import conversions as conv
-from r2s2r_sim.ros.controller_io import ControllerServers
+from r2s2r_sim.ros.controller_io import ControllerServers, spin_serving_goals
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.ros.driver_io import (
@@ -408,6 +408,7 @@ def main(args: Sequence[str] | None = None) -> int:
         EmulatedHardwareNode,
         args,
         "emulated_hardware",
+        spin=spin_serving_goals,
         help_text=lambda: node_help("emulated_hardware_node"),
         quiet_sigint=True,
     )

@@ -215,9 +215,9 @@ def _spin_new_executor(node: Node, make: Callable[[], Executor]) -> None:
     spin_until_shutdown(executor)
 
 
-def spin_multithreaded(node: Node) -> None:
-    """Spin ``node`` on a two-thread ``MultiThreadedExecutor`` until shutdown (see spin_until_shutdown)."""
-    _spin_new_executor(node, lambda: MultiThreadedExecutor(num_threads=2, context=node.context))
+def spin_multithreaded(node: Node, num_threads: int = 2) -> None:
+    """Spin ``node`` on a ``MultiThreadedExecutor`` (two threads) until shutdown (see spin_until_shutdown)."""
+    _spin_new_executor(node, lambda: MultiThreadedExecutor(num_threads=num_threads, context=node.context))
 
 
 def spin_single(node: Node) -> None:

@@ -71,7 +71,7 @@ from r2s2r_sim.cells.camera_frames import CameraFrames
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.render.renderer import depth_to_uint16_mm
 from r2s2r_sim.ros import conversions as conv
-from r2s2r_sim.ros.controller_io import ControllerServers
+from r2s2r_sim.ros.controller_io import ControllerServers, spin_serving_goals
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, serving_reading
 from r2s2r_sim.ros.driver_io import (
@@ -497,6 +497,7 @@ def main(args: Sequence[str] | None = None) -> int:
         args,
         "sim_node",
         errors=(SimNodeError, ValueError, RuntimeError),
+        spin=spin_serving_goals,
         help_text=lambda: node_help("sim_node", PARAMS, vars(SimNodeConfig())),
         quiet_sigint=True,
     )
