@@ -31,7 +31,7 @@ bench: setup
 	@$(ENV) python -m r2s2r_sim.bench.sim --out out/bench.json
 	@$(ENV) python -m r2s2r_sim.bench.variations
 	@$(ENV) python -m r2s2r_eval.bench.sweep --out out/bench_sweep.json
-	@$(ENV) python -m r2s2r_capture.bench.recorder --json out/bench_recorder.json
+	@$(ENV) python -m r2s2r_capture.bench.recorder --out out/bench_recorder.json
 	@# A barely trained BC checkpoint (20 steps; the network of make transfer) times the BC sweeps.
 	@$(ENV) test -f out/bench_bc/ckpt/policy.pt || (r2s2r demos --out out/bench_bc/demos -n 2 \
 		--variations config/variations.yaml --no-mcap --quiet && r2s2r train --dataset out/bench_bc/demos \

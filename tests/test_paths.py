@@ -178,6 +178,6 @@ def test_sweep_takes_a_shipped_hardware_profile_by_name(
     from r2s2r_eval.cli.sweep import COMMAND, sweep_config
 
     monkeypatch.chdir(tmp_path)
-    ns = COMMAND.parser().parse_args(["--policy", "reference", "--hardware-profile", "realistic"])
+    ns = COMMAND.parser().parse_args(["--policy", "reference", "--profile", "realistic"])
     realistic = config_dir() / "emulated_hardware" / "realistic_profile.yaml"
     assert sweep_config(ns).hardware_profile == str(realistic)

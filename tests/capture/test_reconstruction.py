@@ -233,10 +233,9 @@ def test_cli_reconstruct(capture: dict, tmp_path: Path) -> None:
         str(frames),
         "--template",
         str(WORLD),
-        "-o",
+        "--out",
         str(out),
-        "--bounds",
-        *map(str, BOUNDS[0] + BOUNDS[1]),
+        "--bounds=" + ",".join(map(str, BOUNDS[0] + BOUNDS[1])),  # '=': the vector starts with a minus
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr

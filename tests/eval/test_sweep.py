@@ -293,7 +293,7 @@ def _argv(tmp_path: Path, *extra: str) -> list[str]:
         (["--policy", "reference:no_such=1"], "unknown parameter\\(s\\) \\['no_such'\\]"),
         (
             ["--policy", "reference", "--executor", "slurm"],
-            "--executor 'slurm': unknown executor .*'local', 'ray'",
+            "--executor 'slurm': unknown executor .*local, ray",
         ),
         (
             ["--policy", "reference", "--executor", "ray", "--address", "127.0.0.1:1"],
@@ -371,7 +371,7 @@ def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
     from r2s2r_sim.hardware.profile import load_hardware_profile
 
     profile = ROOT / "config/emulated_hardware/ideal_profile.yaml"
-    with pytest.raises(SweepError, match="--hardware-profile: .*cannot be varied by an operator"):
+    with pytest.raises(SweepError, match="--profile: .*cannot be varied by an operator"):
         run_sweep(_cfg(variations, hardware_profile=str(profile)), tmp_path / "bad.sqlite", workers=1)
     assert not (tmp_path / "bad.sqlite").exists()
     operator = operator_variations(VARIATIONS)

@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bag", type=Path, help="play-timing mode: the bag to replay")
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--scale", type=float, default=1.0, help="publisher rate factor (publish mode)")
-    parser.add_argument("--json", default="out/bench_recorder.json")
+    parser.add_argument("--out", default="out/bench_recorder.json", help="JSON report (overwritten)")
     ns = parser.parse_args(argv)
     if ns.mode == "publish":
         publish(ns.duration, ns.scale)
@@ -266,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         f"player timing (publish - scheduled, {pt.get('messages')} messages): "
         f"median {pt.get('median_ms')} ms, p99 {pt.get('p99_ms')} ms, max {pt.get('max_ms')} ms"
     )
-    Path(ns.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(ns.json).write_text(json.dumps(results, indent=2))
+    Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(ns.out).write_text(json.dumps(results, indent=2))
     return 0
 
 

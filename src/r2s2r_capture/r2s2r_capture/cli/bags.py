@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from r2s2r_sim.cli.common import bad_input
 
 
 def _ros_args(params: dict[str, Any], remaps: list[str] | None = None) -> list[str]:
@@ -24,7 +27,7 @@ def cmd_record(ns: argparse.Namespace) -> int:
     from r2s2r_capture.ros import recorder_node  # imports rclpy: only when run, `r2s2r --help` needs no DDS
 
     params: dict[str, Any] = {
-        "output": ns.output,
+        "output": ns.out,
         "storage": ns.storage,
         "all_topics": ns.all,
         "max_bag_size_bytes": ns.max_bag_size,
@@ -41,7 +44,9 @@ def cmd_record(ns: argparse.Namespace) -> int:
 
 
 def cmd_play(ns: argparse.Namespace) -> int:
-    """Run player_node in-process; returns 0 at the end of the bag."""
+    """Run player_node in-process; returns 0 at the end of the bag, 2 when there is no bag."""
+    if not Path(ns.bag).exists():  # said before rclpy starts, like every other bad input
+        return bad_input("play", f"bag {ns.bag}: no such file or folder")
     from r2s2r_capture.ros import player_node  # imports rclpy: only when run, `r2s2r --help` needs no DDS
 
     params: dict[str, Any] = {
@@ -78,7 +83,7 @@ def register_record(subparsers: Any) -> None:
         default="",
         help="interface profile or file of --cameras (default: config/interface.yaml's default)",
     )
-    p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")
+    p.add_argument("-o", "--out", required=True, help="bag folder to create (must not exist)")
     p.add_argument("-s", "--storage", default="mcap", choices=["mcap", "sqlite3"])
     p.add_argument("-b", "--max-bag-size", type=int, default=0, help="split size in bytes (0: never)")
     p.add_argument("-d", "--max-bag-duration", type=float, default=0.0, help="split duration in s (0: never)")

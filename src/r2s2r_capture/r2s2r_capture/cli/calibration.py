@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.cli.common import bad_input
+from r2s2r_sim.cli.common import bad_input, comma_vector
 
 from r2s2r_capture.calibration import camera
 from r2s2r_capture.calibration.charuco import DEFAULT_BOARD, write_board_pdf, write_board_png
@@ -19,7 +19,7 @@ __all__ = ["register_board", "register_calibrate"]
 def _add_board_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("ChArUco board (defaults: the r2s2r board)")
     g.add_argument(
-        "--squares", type=int, nargs=2, metavar=("X", "Y"), default=None, help="squares across, down"
+        "--squares", type=comma_vector(2, kind=int), metavar="X,Y", default=None, help="squares across, down"
     )
     g.add_argument("--square-m", type=float, default=None, help="square side (m)")
     g.add_argument("--marker-m", type=float, default=None, help="marker side (m)")
@@ -40,10 +40,10 @@ def cmd_board(ns: argparse.Namespace) -> int:
     """Write the board PNG (and a PDF next to it with ``--pdf``)."""
     try:
         board = _board(ns)
-        png = write_board_png(board, ns.output, px_per_square=ns.px_per_square, margin_px=ns.margin_px)
+        png = write_board_png(board, ns.out, px_per_square=ns.px_per_square, margin_px=ns.margin_px)
         print(f"wrote {png} ({board.squares_x}x{board.squares_y}, {board.dictionary})")
         if ns.pdf:
-            print(f"wrote {write_board_pdf(board, Path(ns.output).with_suffix('.pdf'))} (print at 100 %)")
+            print(f"wrote {write_board_pdf(board, Path(ns.out).with_suffix('.pdf'))} (print at 100 %)")
     except CalibrationError as err:
         return bad_input("board", err)
     return 0
@@ -52,12 +52,12 @@ def cmd_board(ns: argparse.Namespace) -> int:
 def cmd_calibrate(ns: argparse.Namespace) -> int:
     """Calibrate intrinsics from a folder of board views and write CameraInfo YAML."""
     try:
-        refuse_existing(ns.output, CalibrationError)  # fail before the slow part
+        refuse_existing(ns.out, CalibrationError)  # fail before the slow part
         images = camera.load_images(ns.images_dir)
         result = camera.calibrate_intrinsics(
             images, _board(ns), min_views=ns.min_views, min_corners=ns.min_corners
         )
-        out = camera.write_camera_info_yaml(result, ns.output, camera_name=ns.camera_name)
+        out = camera.write_camera_info_yaml(result, ns.out, camera_name=ns.camera_name)
     except CalibrationError as err:
         return bad_input("calibrate", err)
     K = result.camera_matrix
@@ -76,7 +76,7 @@ def register_board(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "board", help="write the ChArUco calibration board (PNG texture / printable PDF)"
     )
-    p.add_argument("-o", "--output", required=True, help="PNG to write (never overwritten)")
+    p.add_argument("-o", "--out", required=True, help="PNG to write (never overwritten)")
     p.add_argument("--px-per-square", type=int, default=200, help="resolution (pixels per square)")
     p.add_argument("--margin-px", type=int, default=0, help="white margin (0 for a MuJoCo texture)")
     p.add_argument("--pdf", action="store_true", help="also write a true-scale PDF next to the PNG")
@@ -88,7 +88,7 @@ def register_calibrate(subparsers: Any) -> None:
     """Add ``r2s2r calibrate``."""
     p = subparsers.add_parser("calibrate", help="camera intrinsics from ChArUco views -> CameraInfo YAML")
     p.add_argument("images_dir", help="folder of board views (png/jpg)")
-    p.add_argument("-o", "--output", required=True, help="CameraInfo YAML to write (never overwritten)")
+    p.add_argument("-o", "--out", required=True, help="CameraInfo YAML to write (never overwritten)")
     p.add_argument("--camera-name", default="camera", help="camera_name field of the YAML")
     p.add_argument("--min-views", type=int, default=5, help="views with enough corners required")
     p.add_argument("--min-corners", type=int, default=8, help="corners a view needs to be used")

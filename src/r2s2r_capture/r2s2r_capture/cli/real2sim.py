@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from r2s2r_sim.cli.common import bad_input, config_from_args
@@ -33,12 +32,11 @@ _INTERFACE_HELP = (
 def cmd_capture(ns: argparse.Namespace) -> int:
     """Record the capture procedure from the emulated hardware (in-process) into a bag."""
     if not ns.emulated:
-        print(
-            "r2s2r capture: only --emulated is implemented; on a real cell record the phases with "
+        return bad_input(
+            "capture",
+            "only --emulated is implemented; on a real cell record the phases with "
             "`r2s2r record` (see r2s2r_capture.procedures.session for what to record)",
-            file=sys.stderr,
         )
-        return 2
     try:
         cfg = config_from_args(
             CaptureConfig,
@@ -49,7 +47,7 @@ def cmd_capture(ns: argparse.Namespace) -> int:
             **({"slide": None} if ns.no_slide else {}),
         )
         profile = profile_path(ns.profile)
-        summary = capture_emulated(ns.output, profile=profile, world=ns.world, config=cfg, progress=print)
+        summary = capture_emulated(ns.out, profile=profile, world=ns.world, config=cfg, progress=print)
     except _ERRORS as err:
         return bad_input("capture", err)
     counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items())
@@ -60,13 +58,12 @@ def cmd_capture(ns: argparse.Namespace) -> int:
 def cmd_real2sim(ns: argparse.Namespace) -> int:
     """Calibrate, reconstruct and identify a world from capture bag(s)."""
     try:
-        refuse_existing(ns.output, ReconstructionError)
+        refuse_existing(ns.out, ReconstructionError)
         same = ("camera", "interface", "max_iters", "world_id")
         cfg = config_from_args(Real2SimConfig, ns, same, report=not ns.no_report)
-        result = real2sim(ns.bags, ns.output, template=ns.template, config=cfg, progress=print)
+        result = real2sim(ns.bags, ns.out, template=ns.template, config=cfg, progress=print)
     except _ERRORS as err:
-        print(f"r2s2r real2sim: {err}", file=sys.stderr)
-        return 2
+        return bad_input("real2sim", err)
     print(result.summary())
     return 0
 
@@ -76,8 +73,8 @@ def cmd_resim(ns: argparse.Namespace) -> int:
     try:
         result = resim(ns.bag, ns.world, delay_s=ns.delay)
         print(result.summary())
-        if ns.csv:
-            print(f"wrote {result.write_csv(ns.csv)}")
+        if ns.out:
+            print(f"wrote {result.write_csv(ns.out)}")
     except _ERRORS as err:
         return bad_input("resim", err)
     return 0
@@ -96,7 +93,7 @@ def register_capture(subparsers: Any) -> None:
         f"({', '.join(PROFILES)}) or a YAML path (default: {DEFAULT_PROFILE})",
     )
     p.add_argument("--world", default="tabletop-pick-v1", help="world id or folder the profile is for")
-    p.add_argument("-o", "--output", required=True, help="bag folder to create (must not exist)")
+    p.add_argument("-o", "--out", required=True, help="bag folder to create (must not exist)")
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")
     p.add_argument("--scene-frames", type=int, default=2, help="RGB-D frames of the scene")
     p.add_argument("--seed", type=int, default=0, help="episode and excitation seed")
@@ -116,7 +113,7 @@ def register_real2sim(subparsers: Any) -> None:
         "real2sim", help="capture bag(s) -> calibrated, reconstructed, identified world"
     )
     p.add_argument("bags", nargs="+", help="capture bag folder(s)")
-    p.add_argument("-o", "--output", required=True, help="world folder to write (must not exist)")
+    p.add_argument("-o", "--out", required=True, help="world folder to write (must not exist)")
     p.add_argument("--template", default="tabletop-pick-v1", help="world giving robot, camera names, task")
     p.add_argument("--camera", default="camera", help="ROS camera name")
     p.add_argument("--interface", default="", help=_INTERFACE_HELP)
@@ -132,5 +129,7 @@ def register_resim(subparsers: Any) -> None:
     p.add_argument("bag", help="bag with /joint_states and arm commands")
     p.add_argument("world", help="world folder or id")
     p.add_argument("--delay", type=float, default=None, help="command delay (s); default the world's")
-    p.add_argument("--csv", default=None, help="write per-sample errors to this CSV (never overwritten)")
+    p.add_argument(
+        "-o", "--out", default=None, help="CSV of the per-sample errors to write (never overwritten)"
+    )
     p.set_defaults(func=cmd_resim)

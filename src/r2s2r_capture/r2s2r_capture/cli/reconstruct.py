@@ -1,4 +1,4 @@
-"""``r2s2r reconstruct FRAMES.npz --template WORLD_DIR -o OUT_WORLD``: posed RGB-D frames to a world folder.
+"""``r2s2r reconstruct FRAMES.npz --template WORLD_DIR --out WORLD``: posed RGB-D frames to a world folder.
 
 ``FRAMES.npz`` holds ``rgb`` (N, H, W, 3) uint8, ``depth`` (N, H, W) metres (0 = no data), ``K`` (3, 3) and
 ``poses`` (N, 4, 4) ``T_world_camera`` of the optical frame.  The written world's camera is frame
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import yaml
-from r2s2r_sim.cli.common import bad_input
+from r2s2r_sim.cli.common import bad_input, comma_vector
 from r2s2r_sim.world.config import load_world_config
 
 from r2s2r_capture.errors import ReconstructionError, refuse_existing
@@ -65,7 +65,7 @@ def _pick_task(objects: tuple, object_name: str | None, target_name: str | None)
 def cmd_reconstruct(ns: argparse.Namespace) -> int:
     """Fuse, segment and write the world; prints one line per object."""
     try:
-        refuse_existing(ns.output, ReconstructionError)  # fail before the slow part
+        refuse_existing(ns.out, ReconstructionError)  # fail before the slow part
         t0 = time.perf_counter()
         data = _load_frames(ns.frames)
         n = len(data["rgb"])
@@ -85,7 +85,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
         t1 = time.perf_counter()
         keepout = None
         if ns.keepout is not None:
-            keepout = rc.RobotKeepOut(center=tuple(ns.keepout[:3]), radius=ns.keepout_radius)
+            keepout = rc.RobotKeepOut(center=ns.keepout, radius=ns.keepout_radius)
         else:
             attach = load_world_config(ns.template).robot.attach
             if attach.site is None:
@@ -96,7 +96,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
         h, w = data["depth"].shape[1:]
         camera = CameraModel(K=data["K"], width=w, height=h, T_world_camera=data["poses"][ns.camera_frame])
         out = write_world(
-            ns.output,
+            ns.out,
             template=ns.template,
             table=result.table,
             objects=result.objects,
@@ -134,22 +134,20 @@ def register_reconstruct(subparsers: Any) -> None:
     p = subparsers.add_parser("reconstruct", help="posed RGB-D frames (.npz) -> world folder (TSDF, Open3D)")
     p.add_argument("frames", help=".npz with rgb (N,H,W,3), depth (N,H,W) m, K (3,3), poses (N,4,4)")
     p.add_argument("--template", required=True, help="world folder giving robot, camera names, task settings")
-    p.add_argument("-o", "--output", required=True, help="world folder to write (must not exist)")
+    p.add_argument("-o", "--out", required=True, help="world folder to write (must not exist)")
     p.add_argument("--voxel", type=float, default=0.004, help="TSDF voxel (m)")
     p.add_argument("--depth-trunc", type=float, default=3.0, help="ignore depth beyond this (m)")
     p.add_argument(
         "--bounds",
-        type=float,
-        nargs=6,
-        metavar=("XMIN", "YMIN", "ZMIN", "XMAX", "YMAX", "ZMAX"),
+        type=comma_vector(6),
+        metavar="XMIN,YMIN,ZMIN,XMAX,YMAX,ZMAX",
         default=None,
         help="world box to reconstruct (m)",
     )
     p.add_argument(
         "--keepout",
-        type=float,
-        nargs=3,
-        metavar=("X", "Y", "Z"),
+        type=comma_vector(3),
+        metavar="X,Y,Z",
         default=None,
         help="robot base (m); default the template's robot.attach.pos",
     )

@@ -20,7 +20,7 @@ SYSID_KINDS = PARAM_KINDS  # what `r2s2r sysid --kinds` offers
 def cmd_sysid(ns: argparse.Namespace) -> int:
     """Identify arm dynamics from a recording and write the fitted MJCF, summary and report."""
     try:
-        refuse_existing(ns.output, IdentificationError)
+        refuse_existing(ns.out, IdentificationError)
         rec = JointRecording.load_npz(ns.data)
         config = SysidConfig(
             joints=tuple(ns.joints) if ns.joints else None,
@@ -30,7 +30,7 @@ def cmd_sysid(ns: argparse.Namespace) -> int:
             max_iters=ns.max_iters,
         )
         result = identify(ns.model, rec, config)
-        paths = write_identification(result, ns.output, report=not ns.no_report)
+        paths = write_identification(result, ns.out, report=not ns.no_report)
     except IdentificationError as err:
         return bad_input("sysid", err)
     print(result.summary())
@@ -43,7 +43,7 @@ def register_sysid(subparsers: Any) -> None:
     p = subparsers.add_parser("sysid", help="identify arm dynamics (mujoco.sysid) from recorded joint motion")
     p.add_argument("data", help=".npz with t, q_cmd, q, qd and joint_names")
     p.add_argument("--model", required=True, help="MJCF of the arm or world to identify")
-    p.add_argument("-o", "--output", required=True, help="output folder (must not exist)")
+    p.add_argument("-o", "--out", required=True, help="output folder (must not exist)")
     p.add_argument("--joints", nargs="+", default=None, help="joints to fit (default: all recorded)")
     p.add_argument(
         "--kinds", nargs="+", default=list(SYSID_KINDS), choices=SYSID_KINDS, help="parameters to fit"

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from r2s2r_sim.cli.common import EXIT_BAD_INPUT, bad_input, config_from_args
+from r2s2r_sim.cli.common import EXIT_BAD_INPUT, bad_input, config_from_args, plain_help
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -128,9 +128,11 @@ class Subcommand:
     def parser(self) -> argparse.ArgumentParser:
         """The parser of ``python -m <module>``: the subcommand's arguments without the ``r2s2r`` command."""
         formatter = argparse.HelpFormatter if self.wrap else argparse.RawDescriptionHelpFormatter
-        return self._fill(
-            argparse.ArgumentParser(
-                prog=f"r2s2r {self.name}", description=self.description, formatter_class=formatter
+        return plain_help(
+            self._fill(
+                argparse.ArgumentParser(
+                    prog=f"r2s2r {self.name}", description=self.description, formatter_class=formatter
+                )
             )
         )
 

@@ -1,11 +1,11 @@
 r"""``r2s2r sweep``: policies x variations x repeats, headless, resumable (:mod:`r2s2r_eval.episodes.sweep`).
 
 Example:
-    r2s2r sweep --world tabletop-pick-v1 --policy reference --policy reference:grasp_offset_m=0.01 \\
-        --variations config/variations.yaml -n 64 --repeats 2 --results out/sweep.sqlite \\
+    r2s2r sweep --world tabletop-pick-v1 --policy reference --policy reference:grasp_offset_m=0.01 \
+        --variations config/variations.yaml -n 64 --repeats 2 --results out/sweep.sqlite \
         --export out/sweep.parquet
 
-``--hardware-profile config/emulated_hardware/ideal_profile.yaml`` runs the same sweep on the emulated
+``--profile config/emulated_hardware/ideal_profile.yaml`` runs the same sweep on the emulated
 hardware of that profile instead (variations limited to what an operator changes: object pose, lighting,
 clutter).
 
@@ -64,7 +64,7 @@ def sweep_config(ns: argparse.Namespace) -> SweepConfig:
         ("world", "n", "method", "seed", "repeats", "camera_rate_hz", "max_steps", "render_profile"),
         policies=tuple(parse_policy_spec(p) for p in ns.policy),
         variations=variations,
-        hardware_profile=None if ns.hardware_profile is None else str(profile_path(ns.hardware_profile)),
+        hardware_profile=None if ns.profile is None else str(profile_path(ns.profile)),
         policy_images=ns.images == "policy",
     )
 
@@ -90,9 +90,8 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
     """Run the sweep of ``ns``; 0 when it finished, 1 when every episode it ran errored, 2 on bad input."""
     try:
         if ns.executor not in [e.value for e in Executor]:
-            raise SweepError(
-                f"--executor {ns.executor!r}: unknown executor (executors: {[e.value for e in Executor]})"
-            )
+            executors = ", ".join(e.value for e in Executor)
+            raise SweepError(f"--executor {ns.executor!r}: unknown executor (executors: {executors})")
         cfg = sweep_config(ns)
         if ns.export is not None:
             check_export_path(ns.export)
@@ -159,7 +158,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--camera-rate-hz", type=float, default=None, help="camera rate (default: world's)")
     parser.add_argument("--max-steps", type=int, default=None, help="control steps per episode at most")
     parser.add_argument(
-        "--hardware-profile",
+        "--profile",
         default=None,
         help="run on the emulated hardware of this profile instead of in sim (operator axes only): a shipped "
         "one by name (realistic, ideal) or a YAML path",

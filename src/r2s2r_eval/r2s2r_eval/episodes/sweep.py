@@ -234,7 +234,7 @@ def _check_side(cfg: SweepConfig) -> str | None:
         profile = load_hardware_profile(cfg.hardware_profile)
         check_operator_config(cfg.variations)
     except ValueError as err:
-        raise SweepError(f"--hardware-profile: {err}") from None
+        raise SweepError(f"--profile: {err}") from None
     return profile.sha256
 
 

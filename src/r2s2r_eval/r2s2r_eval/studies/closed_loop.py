@@ -518,7 +518,8 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--task",
         default="pick",
-        help=f"task studied: its bundled world, policy family and variations ({sorted(TASK_STUDIES)})",
+        choices=sorted(TASK_STUDIES),
+        help="task studied: its bundled world, policy family and variations (default pick)",
     )
     ap.add_argument(
         "--profile",

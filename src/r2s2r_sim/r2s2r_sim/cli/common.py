@@ -1,4 +1,4 @@
-"""Exit status, error report and option plumbing shared by the ``r2s2r`` subcommands of every package.
+"""Exit status, error report, option types and help text shared by the ``r2s2r`` subcommands of every package.
 
 The subcommand modules import these, and :mod:`r2s2r_sim.cli.main` imports the subcommand modules, so
 they live here rather than in ``main``.
@@ -7,11 +7,20 @@ they live here rather than in ``main``.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-__all__ = ["EXIT_BAD_INPUT", "add_command_group", "bad_input", "config_from_args"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "add_command_group",
+    "bad_input",
+    "comma_vector",
+    "config_from_args",
+    "plain_help",
+    "plain_text",
+]
 
 T = TypeVar("T")
 
@@ -50,3 +59,74 @@ def add_command_group(subparsers: Any, name: str, help: str, description: str | 
         name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     return group.add_subparsers(dest=f"{name}_command", required=True)
+
+
+def comma_vector(
+    n: int | None = None, *, kind: type[float] | type[int] = float
+) -> Callable[[str], tuple[float, ...]]:
+    """Argparse type of a vector option, given as ``X,Y,Z``: the one vector syntax of every subcommand.
+
+    A vector that starts with a minus sign is given as ``--keepout=-0.1,0,0``: argparse would take
+    ``-0.1,0,0`` for an option.
+
+    Args:
+        n: the number of components, or None for any number (at least one).
+        kind: ``float`` or ``int``.
+
+    Returns:
+        The type function; it returns a tuple, and a bad value is a usage error (exit status 2) that
+        argparse reports with the option's name.
+    """
+    what = "integers" if kind is int else "numbers"
+
+    def parse(text: str) -> tuple[float, ...]:
+        try:
+            values = tuple(kind(v) for v in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") from None
+        if n is not None and len(values) != n:
+            raise argparse.ArgumentTypeError(f"expected {n} comma-separated {what}, got {text!r}")
+        return values
+
+    return parse
+
+
+# Sphinx and Markdown markup of the docstrings that give the help texts: a terminal shows it verbatim.
+_ROLE = re.compile(r":(?:\w+:)?\w+:`(~?)([^`]+)`")  # :func:`x`, :py:class:`~a.B`, :ref:`title <target>`
+_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+
+
+def _role_text(match: re.Match[str]) -> str:
+    tilde, text = match.groups()
+    if "<" in text:
+        return text.split("<", 1)[0].strip()
+    return text.rsplit(".", 1)[-1] if tilde else text
+
+
+def plain_text(text: str) -> str:
+    """``text`` without Sphinx roles, inline literals and bold: what ``--help`` prints."""
+    text = _ROLE.sub(_role_text, text)
+    text = _LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
+    return _BOLD.sub(r"\1", text)
+
+
+def plain_help(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make every help text of ``parser`` and its subcommands plain text (:func:`plain_text`); returns it.
+
+    Descriptions are module docstrings, written for the API reference; one pass here keeps every
+    subcommand's ``--help`` plain, those of plug-ins included.
+    """
+    for attr in ("description", "epilog"):
+        if getattr(parser, attr):
+            setattr(parser, attr, plain_text(getattr(parser, attr)))
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = plain_text(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                if isinstance(choice.help, str):
+                    choice.help = plain_text(choice.help)
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                plain_help(sub)
+    return parser

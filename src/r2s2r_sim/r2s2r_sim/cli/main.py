@@ -8,18 +8,33 @@ function that runs the command and returns its exit status.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 
 from r2s2r_sim.cli import profile as profile_cli
 from r2s2r_sim.cli import world as world_cli
+from r2s2r_sim.cli.common import plain_help
 from r2s2r_sim.graph.launcher import EXIT_NOT_STARTED, Launcher
 from r2s2r_sim.graph.node_graph import Graph, GraphError, load_graph, parse_arguments, resolve
 
 __all__ = ["build_parser", "main"]
 
 DEMO_ARGS = ("mode:=sim", "episodes:=3", "seed:=0", "results:=out/demo.sqlite")
+PACKAGES = ("r2s2r_sim", "r2s2r_capture", "r2s2r_eval")  # the distributions `r2s2r --version` names
+EXIT_BROKEN_PIPE = 1  # stdout closed by its reader: Python's own status on EPIPE (signal module docs)
+
+
+def _versions() -> str:
+    """The installed version of each package, e.g. ``r2s2r_sim 0.1.0, r2s2r_capture 0.1.0, ...``."""
+    found = []
+    for name in PACKAGES:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return ", ".join(found)
 
 
 def _show_args(graph: Graph) -> str:
@@ -71,6 +86,7 @@ def cmd_demo(ns: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``r2s2r`` command."""
     parser = argparse.ArgumentParser(prog="r2s2r", description=__doc__)
+    parser.add_argument("--version", action="version", version=_versions())
     sub = parser.add_subparsers(dest="command", required=True)
     launch = sub.add_parser("launch", help="start a node graph (pip-mode `ros2 launch`)")
     launch.add_argument("graph", help="graph name, e.g. world")
@@ -94,11 +110,28 @@ def build_parser() -> argparse.ArgumentParser:
             )
             continue
         register(sub)
-    return parser
+    return plain_help(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``r2s2r`` console script."""
+    """Entry point of the ``r2s2r`` console script.
+
+    A reader that closes stdout early (``r2s2r metrics t.csv | head -1``) ends the command quietly, as the
+    note on SIGPIPE in Python's ``signal`` docs recommends.
+    """
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, inside the try, after --help's SystemExit too
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at devnull so that flush cannot fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
     # Options may come between launch arguments (`launch world --print mode:=sim`): argparse then leaves

@@ -17,15 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.cli.common import add_command_group
+from r2s2r_sim.cli.common import add_command_group, bad_input
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware.profile_template import write_profile_template
 from r2s2r_sim.worlds import world_path
 
 __all__ = ["cmd_new", "register"]
-
-EXIT_ERROR = 2
 
 
 def cmd_new(ns: argparse.Namespace) -> int:
@@ -36,13 +34,12 @@ def cmd_new(ns: argparse.Namespace) -> int:
         out = out or folder / "hardware_profile.yaml"
         path = write_profile_template(folder, out)
     except (WorldError, ValueError, FileExistsError) as err:
-        print(f"r2s2r profile new: error: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        return bad_input("profile new", f"error: {err}")
     try:
         load_hardware_profile(path)  # what was written must read back
     except HardwareProfileError as err:  # pragma: no cover - a bug in the writer, not bad input
         print(f"r2s2r profile new: error: the template does not load: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        return 1
     print(f"r2s2r profile new: wrote {path}")
     print(f"  next: edit it, then run the emulated hardware with hardware_profile:={path}")
     return 0

@@ -12,35 +12,20 @@ override it.  ``check`` prints what a world resolves to and every problem found;
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.authoring.world_check import check_world
 from r2s2r_sim.authoring.world_new import NewWorldOptions, write_world
-from r2s2r_sim.cli.common import add_command_group
+from r2s2r_sim.cli.common import EXIT_BAD_INPUT, add_command_group, bad_input, comma_vector
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.world.robot_source import resolve_package, split_package_uri
 
 __all__ = ["cmd_check", "cmd_new", "register", "robot_reference"]
 
-EXIT_ERROR = 2
-
 
 def _names(text: str | None) -> tuple[str, ...] | None:
     return None if text is None else tuple(n.strip() for n in text.split(",") if n.strip())
-
-
-def _floats(text: str | None, n: int | None, flag: str) -> tuple[float, ...] | None:
-    if text is None:
-        return None
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        raise WorldError(f"{flag}: expected comma-separated numbers, got {text!r}") from None
-    if n is not None and len(values) != n:
-        raise WorldError(f"{flag}: expected {n} numbers, got {text!r}")
-    return values
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
@@ -84,17 +69,16 @@ def cmd_new(ns: argparse.Namespace) -> int:
             gripper_closed=ns.gripper_closed,
             ee_site=ns.ee_site,
             tool_body=ns.tool_body,
-            tool_pos=_floats(ns.tool_pos, 3, "--tool-pos"),  # type: ignore[arg-type]
-            tool_z=_floats(ns.tool_z, 3, "--tool-z"),  # type: ignore[arg-type]
-            tool_y=_floats(ns.tool_y, 3, "--tool-y"),  # type: ignore[arg-type]
-            home=_floats(ns.home, None, "--home"),
+            tool_pos=ns.tool_pos,
+            tool_z=ns.tool_z,
+            tool_y=ns.tool_y,
+            home=ns.home,
             xacro_args=_pairs(ns.xacro_arg, "--xacro-arg"),
             packages=packages,
         )
         world_yaml, guess = write_world(Path(ns.out), opts)
     except WorldError as err:
-        print(f"r2s2r world new: error: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        return bad_input("world new", f"error: {err}")
     robot = guess.robot
     print(f"r2s2r world new: wrote {world_yaml}")
     print(f"  arm joints: {', '.join(robot['arm_joints'])}")
@@ -119,7 +103,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     )
     report = check_world(Path(ns.world), picture)
     print(report.text())
-    return EXIT_ERROR if report.errors else 0
+    return EXIT_BAD_INPUT if report.errors else 0
 
 
 def _add_new(parser: argparse.ArgumentParser) -> None:
@@ -141,13 +125,21 @@ def _add_new(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gripper-closed", type=float, help="gripper command of fully closed (joint units)")
     parser.add_argument("--ee-site", help="a site of the robot file to use as tool frame")
     parser.add_argument("--tool-body", help="declare the tool frame on this body instead")
-    parser.add_argument("--tool-pos", metavar="X,Y,Z", help="tool frame origin in that body's frame (m)")
+    xyz = comma_vector(3)
     parser.add_argument(
-        "--tool-z", metavar="X,Y,Z", help="approach axis (out through the fingertips), body frame"
+        "--tool-pos", type=xyz, metavar="X,Y,Z", help="tool frame origin in that body's frame (m)"
     )
-    parser.add_argument("--tool-y", metavar="X,Y,Z", help="finger axis (fingers close along it), body frame")
     parser.add_argument(
-        "--home", metavar="Q1,Q2,...", help="home arm joint positions when the file has no keyframe"
+        "--tool-z", type=xyz, metavar="X,Y,Z", help="approach axis (out through the fingertips), body frame"
+    )
+    parser.add_argument(
+        "--tool-y", type=xyz, metavar="X,Y,Z", help="finger axis (fingers close along it), body frame"
+    )
+    parser.add_argument(
+        "--home",
+        type=comma_vector(),
+        metavar="Q1,Q2,...",
+        help="home arm joint positions when the file has no keyframe",
     )
     parser.add_argument(
         "--xacro-arg", action="append", default=[], metavar="NAME:=VALUE", help="xacro argument"
