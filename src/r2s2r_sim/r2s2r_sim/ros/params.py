@@ -28,6 +28,8 @@ from rclpy.executors import (
 )
 from rclpy.node import Node
 
+from r2s2r_sim.paths import config_dir
+
 Bounds = tuple[float, float]
 ParamSpecs = Mapping[str, tuple[str, Bounds | None]]
 ErrorFactory = Callable[[str, Any, Exception], Exception]
@@ -243,7 +245,6 @@ def node_help(
             rng = "" if bounds is None else f" [{bounds[0]}, {bounds[1]}]"
             lines.append(f"  {name}{rng}{default}: {text}")
         return "\n".join(lines)
-    from r2s2r_sim.paths import config_dir
 
     try:
         path = config_dir() / f"{logger_name}.yaml"

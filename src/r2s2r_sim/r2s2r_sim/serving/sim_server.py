@@ -23,6 +23,7 @@ import numpy as np
 from r2s2r_sim.controllers.arm_controllers import STATE_RATE_HZ, ArmControllers
 from r2s2r_sim.controllers.joint_trajectory import ControllerState
 from r2s2r_sim.render.profile import RenderProfile
+from r2s2r_sim.render.renderer import camera_intrinsics
 from r2s2r_sim.render.sensor_effects import SensorEffects
 from r2s2r_sim.serving.liveness import Liveness
 from r2s2r_sim.serving.loop import NS, Logger, RenderJob, ServingThreads, Ticker, WallPacer
@@ -68,8 +69,6 @@ class CameraSpec:
 
 def camera_specs(world: SimWorld, cfg: SimNodeConfig) -> list[CameraSpec]:
     """The cameras of ``world`` as the node serves them (render profile, size, rate)."""
-    from r2s2r_sim.render.renderer import camera_intrinsics
-
     specs = []
     model = world.model
     for cam in world.config.cameras:

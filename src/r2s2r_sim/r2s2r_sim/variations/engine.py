@@ -30,6 +30,7 @@ from r2s2r_sim.variations.sensor import sensor_effects
 from r2s2r_sim.variations.variation import Method, Variation
 from r2s2r_sim.world.config import WorldConfig, load_world_config
 from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE
 
 __all__ = [
     "VariedWorld",
@@ -255,8 +256,6 @@ def with_world_axes(config: VariationConfig, world_dir: str | Path) -> Variation
     Raises:
         VariationError: the world has no ``variations.yaml``, or it does not fit the world.
     """
-    from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE
-
     path = Path(world_dir) / WORLD_VARIATIONS_FILE
     if not path.is_file():
         raise VariationError(
