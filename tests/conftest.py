@@ -7,6 +7,7 @@ import queue
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +39,16 @@ def ros_env() -> Iterator[dict[str, str]]:
     lock = claim_domain()
     yield _isolated_env(lock.domain)
     lock.release()
+
+
+@pytest.fixture
+def r2s2r_exe() -> str:
+    """The installed ``r2s2r`` console script, run as a user runs it. Tests that need it skip without it."""
+    exe = Path(sys.executable).parent / "r2s2r"
+    found = str(exe) if exe.exists() else shutil.which("r2s2r")
+    if found is None:
+        pytest.skip("the r2s2r console script is not installed (pip install -e src/r2s2r_sim)")
+    return found
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -117,16 +115,8 @@ def test_a_vector_starting_with_a_minus_is_given_with_an_equals_sign() -> None:
 # ------------------------------------------------------------------------------------------ the command
 
 
-def _r2s2r() -> str:
-    exe = Path(sys.executable).parent / "r2s2r"
-    found = str(exe) if exe.exists() else shutil.which("r2s2r")
-    if found is None:
-        pytest.skip("the r2s2r console script is not installed (pip install -e src/r2s2r_sim)")
-    return found
-
-
-def test_version_names_every_package() -> None:
-    proc = subprocess.run([_r2s2r(), "--version"], capture_output=True, text=True, timeout=120)
+def test_version_names_every_package(r2s2r_exe: str) -> None:
+    proc = subprocess.run([r2s2r_exe, "--version"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     for package in PACKAGES:
         assert f"{package} {version(package)}" in proc.stdout
@@ -142,23 +132,23 @@ def test_version_names_every_package() -> None:
     ],
     ids=lambda args: args[0],
 )
-def test_a_missing_input_file_exits_2_naming_it(args: list[str], tmp_path: Path) -> None:
+def test_a_missing_input_file_exits_2_naming_it(r2s2r_exe: str, args: list[str], tmp_path: Path) -> None:
     missing = str(tmp_path / "no_such_input")
     argv = [a.format(missing=missing) for a in args]
-    proc = subprocess.run([_r2s2r(), *argv], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([r2s2r_exe, *argv], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert missing in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+def test_a_closed_pipe_ends_quietly(r2s2r_exe: str, tmp_path: Path) -> None:
     """``r2s2r metrics t.csv | head -1``: the reader is gone before the output comes; no traceback."""
     table = tmp_path / "t.csv"
     table.write_text("policy,sim_success,real_success\na,0.1,0.2\nb,0.5,0.4\nc,0.9,0.8\n", encoding="utf-8")
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader closed early: every write gets EPIPE
     try:
-        cmd = [_r2s2r(), "metrics", str(table)]
+        cmd = [r2s2r_exe, "metrics", str(table)]
         proc = subprocess.run(cmd, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
     finally:
         os.close(write_end)

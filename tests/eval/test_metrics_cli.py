@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,16 +15,14 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "sim_real_example.csv"
 HEADER = "policy,sim_success,real_success,sim_trials,real_trials\n"
 
 
-def _r2s2r() -> str:
-    exe = Path(sys.executable).parent / "r2s2r"
-    found = str(exe) if exe.exists() else shutil.which("r2s2r")
-    if found is None:
-        pytest.skip("the r2s2r console script is not installed (pip install -e src/r2s2r_sim)")
-    return found
+@pytest.fixture
+def run_metrics(r2s2r_exe: str) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``r2s2r metrics ARGS`` through the console script."""
 
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([r2s2r_exe, "metrics", *args], capture_output=True, text=True, timeout=60)
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_r2s2r(), "metrics", *args], capture_output=True, text=True, timeout=60)
+    return run
 
 
 def _write(tmp_path: Path, text: str, name: str = "table.csv") -> Path:
@@ -34,13 +31,13 @@ def _write(tmp_path: Path, text: str, name: str = "table.csv") -> Path:
     return path
 
 
-def test_worked_example_via_console_script():
+def test_worked_example_via_console_script(run_metrics):
     # tests/data/sim_real_example.csv holds invented numbers (policies example-a..d, 50 trials each):
     #   sim  = [.80, .60, .30, .10], real = [.70, .74, .40, .16]
     # By hand: only (a, b) is swapped, real gap .04 charged to a and b -> MMRV = .08 / 4 = 0.02;
     # Pearson = Σds·dr / sqrt(Σds²·Σdr²) = .24 / sqrt(.29 · .2232) = 0.94333;
     # Spearman = 1 − 6·2/(4·15) = 0.8; Kendall = (5 − 1)/6 = 0.6667.
-    proc = _run(str(EXAMPLE), "--resamples", "400", "--seed", "3")
+    proc = run_metrics(str(EXAMPLE), "--resamples", "400", "--seed", "3")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     m = out["metrics"]
@@ -57,13 +54,13 @@ def test_worked_example_via_console_script():
     assert a["sim"]["successes"] == 40 and a["sim"]["trials"] == 50
     assert a["sim"]["wilson_low"] < 0.8 < a["sim"]["wilson_high"]
     # Same seed, same output.
-    again = _run(str(EXAMPLE), "--resamples", "400", "--seed", "3")
+    again = run_metrics(str(EXAMPLE), "--resamples", "400", "--seed", "3")
     assert again.stdout == proc.stdout
 
 
-def test_bad_input_via_console_script(tmp_path):
+def test_bad_input_via_console_script(run_metrics, tmp_path):
     path = _write(tmp_path, "policy,sim_success\na,0.5\n")
-    proc = _run(str(path))
+    proc = run_metrics(str(path))
     assert proc.returncode == 2
     assert str(path) in proc.stderr and "missing column 'real_success'" in proc.stderr
     assert proc.stdout == ""

@@ -158,6 +158,9 @@ class ActionSpec:
     type: str
 
 
+_Spec = TypeVar("_Spec", ServiceSpec, ActionSpec)
+
+
 def _fill(source: Path, kind: str, key: str, pattern: str, camera: str | None) -> str:
     if "{camera}" in pattern:
         if not camera:
@@ -397,6 +400,21 @@ def _resolve_extends(
     return merged
 
 
+def _named_specs(
+    data: Mapping[str, Any], section: str, kind: str, cls: type[_Spec], source: Path, prefix: str
+) -> dict[str, _Spec]:
+    """The ``services`` or ``actions`` section: each entry a ``name`` and a ``type`` of ``kind``."""
+    specs: dict[str, _Spec] = {}
+    for key, value in _mapping(data.get(section) or {}, source, f"{prefix}{section}").items():
+        where = f"{prefix}{section}.{key}"
+        entry = _mapping(value, source, where)
+        _only(entry, {"name", "type"}, source, where)
+        specs[str(key)] = cls(
+            key=str(key), name=_name(entry, source, where), type=_type(entry, kind, source, where)
+        )
+    return specs
+
+
 def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: str) -> Interface:
     _only(data, _PROFILE_KEYS - {"extends"}, source, field)
     prefix = f"{field}." if field != "<top level>" else ""
@@ -406,22 +424,8 @@ def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: s
     for key, value in _mapping(data["topics"], source, f"{prefix}topics").items():
         where = f"{prefix}topics.{key}"
         topics[str(key)] = _topic(str(key), _mapping(value, source, where), source, where)
-    services: dict[str, ServiceSpec] = {}
-    for key, value in _mapping(data.get("services") or {}, source, f"{prefix}services").items():
-        where = f"{prefix}services.{key}"
-        entry = _mapping(value, source, where)
-        _only(entry, {"name", "type"}, source, where)
-        services[str(key)] = ServiceSpec(
-            key=str(key), name=_name(entry, source, where), type=_type(entry, "srv", source, where)
-        )
-    actions: dict[str, ActionSpec] = {}
-    for key, value in _mapping(data.get("actions") or {}, source, f"{prefix}actions").items():
-        where = f"{prefix}actions.{key}"
-        entry = _mapping(value, source, where)
-        _only(entry, {"name", "type"}, source, where)
-        actions[str(key)] = ActionSpec(
-            key=str(key), name=_name(entry, source, where), type=_type(entry, "action", source, where)
-        )
+    services = _named_specs(data, "services", "srv", ServiceSpec, source, prefix)
+    actions = _named_specs(data, "actions", "action", ActionSpec, source, prefix)
     frames: dict[str, str] = {}
     for key, value in _mapping(data.get("frames") or {}, source, f"{prefix}frames").items():
         if not isinstance(value, str) or not _FRAME_RE.match(value):
