@@ -21,6 +21,24 @@ class IdentificationError(ValueError):
     """Identification input is unusable (array shapes, unknown joints, static arm): names the field."""
 
 
+class EnvelopeViolation(IdentificationError):
+    """An arm trajectory leaves its safety envelope: refused before anything moves.
+
+    The message names the rule (the envelope's field), what broke it (a joint, the tool point's axis or a
+    pair of geoms), the time into the trajectory, the value and the bound; the same are attributes, so a
+    caller can show them without parsing the text.
+    """
+
+    def __init__(self, message: str, *, rule: str, subject: str, time_s: float, value: float, bound: float):
+        """Keep the violation's parts beside the message."""
+        super().__init__(message)
+        self.rule = rule
+        self.subject = subject
+        self.time_s = time_s
+        self.value = value
+        self.bound = bound
+
+
 class ReconstructionError(ValueError):
     """Reconstruction input or output is unusable (frame shapes, no table, bad world): names the field."""
 
