@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 from r2s2r_sim.ranges import check_fields
+from r2s2r_sim.tasks.config import TaskType
 from r2s2r_sim.yaml_files import parse_yaml
 
 __all__ = [
@@ -31,8 +32,10 @@ __all__ = [
     "PolicyError",
     "PolicyParams",
     "available_policies",
+    "check_policy_task",
     "load_policy",
     "params_from_dict",
+    "policies_for_task",
     "resolve_policy",
 ]
 
@@ -274,13 +277,16 @@ class Policy:
     """Base class of policy plug-ins.
 
     A subclass sets ``params_type`` to a frozen dataclass derived from :class:`PolicyParams`, lists the
-    observation parts it needs in ``requires``, and overrides :meth:`reset` and :meth:`act`. The contract is
-    checked when the subclass is defined; a shared base of several policies declares itself with
-    ``class Base(Policy, base=True)`` and is checked in its subclasses.
+    observation parts it needs in ``requires``, and overrides :meth:`reset` and :meth:`act`. ``tasks`` names
+    the task types it solves (``world.yaml``'s ``task.type``, e.g. ``{"push"}``) so that a policy run on
+    another task's world is refused before its first episode; None (the default, e.g. a learned policy)
+    runs on any task. The contract is checked when the subclass is defined; a shared base of several
+    policies declares itself with ``class Base(Policy, base=True)`` and is checked in its subclasses.
     """
 
     params_type: ClassVar[type[PolicyParams]] = PolicyParams
     requires: ClassVar[frozenset[ObservationKind]] = frozenset({ObservationKind.JOINT_STATE})
+    tasks: ClassVar[frozenset[str] | None] = None
 
     def __init_subclass__(cls, *, base: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -302,6 +308,14 @@ class Policy:
         requires = cls.requires
         if not isinstance(requires, frozenset) or not all(isinstance(r, ObservationKind) for r in requires):
             raise TypeError(f"{where}.requires must be a frozenset of ObservationKind, got {requires!r}")
+        known = sorted(t.value for t in TaskType)
+        if cls.tasks is not None and not (
+            isinstance(cls.tasks, frozenset) and cls.tasks and all(t in known for t in cls.tasks)
+        ):
+            raise TypeError(
+                f"{where}.tasks must be None (any task) or a non-empty frozenset of {known}, "
+                f"got {cls.tasks!r}"
+            )
         for method in ("reset", "act"):
             if getattr(cls, method) is getattr(Policy, method):
                 raise TypeError(f"{where} must override Policy.{method}()")
@@ -508,3 +522,40 @@ def policy_params_from_yaml(text: str, error: Callable[[str], Exception]) -> dic
     if not isinstance(params, dict):
         raise error(f"parameter policy_params: must be a YAML mapping, got {text!r}")
     return params
+
+
+# ------------------------------------------------------------------------------------------------ tasks
+
+
+def policies_for_task(task: TaskType) -> list[str]:
+    """The registered policies that declare ``task`` among their ``tasks``, sorted.
+
+    Policies for any task (``tasks`` None) and plug-ins that fail to import are left out: the list is
+    what an error message suggests instead of a policy that cannot solve the task.
+    """
+    found = []
+    for name, target in sorted(available_policies().items()):
+        try:
+            tasks = _import_target(name, target).tasks
+        except PolicyError:
+            continue
+        if tasks is not None and task.value in tasks:
+            found.append(name)
+    return found
+
+
+def check_policy_task(name: str, task: TaskType, world: str) -> None:
+    """Refuse the policy ``name`` on a world whose task type ``task`` it does not declare it solves.
+
+    Raises:
+        PolicyError: the policy declares other tasks; the message names the world's task and the
+            registered policies that solve it. Also an unknown policy, as :func:`resolve_policy`.
+    """
+    tasks = resolve_policy(name).tasks
+    if tasks is None or task.value in tasks:
+        return
+    solvers = ", ".join(policies_for_task(task)) or "none registered"
+    raise PolicyError(
+        f"policy {name!r} solves {', '.join(sorted(tasks))}, but world {world!r} has task "
+        f"{task.value!r} (policies that solve it: {solvers}; 'auto' picks its reference policy)"
+    )

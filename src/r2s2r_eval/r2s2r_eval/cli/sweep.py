@@ -9,9 +9,11 @@ Example:
 hardware of that profile instead (variations limited to what an operator changes: object pose, lighting,
 clutter).
 
-Bad input (unknown policy or parameter, malformed variations YAML, unknown executor, unreachable Ray
-address, an export file that exists) exits with status 2 and a message naming the argument at fault,
-before the results store is created or changed.  Rerunning the same command skips finished episodes.
+``--policy auto`` runs the scripted reference policy of the world's task.  Bad input (unknown policy or
+parameter, a policy for another task than the world's, malformed variations YAML, unknown executor,
+unreachable Ray address, an export file that exists) exits with status 2 and a message naming the
+argument at fault, before the results store is created or changed.  Rerunning the same command skips
+finished episodes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.tasks.config import AUTO_POLICY
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
 
@@ -105,6 +108,9 @@ def cmd_sweep(ns: argparse.Namespace) -> int:
         )
     except SweepError as err:
         return bad_input("sweep", f"error: {err}")
+    if any(parse_policy_spec(p).name == AUTO_POLICY for p in ns.policy):
+        names = ", ".join(str(p) for p in summary.policies)
+        print(f"r2s2r sweep: policies {names} (auto: the world's reference policy)", file=sys.stderr)
     print(
         f"r2s2r sweep: {summary.total} episodes ({summary.skipped} already stored, {summary.ran} run: "
         f"{summary.succeeded} succeeded, {summary.errors} errors) in {summary.wall_s:.1f} s "
@@ -135,7 +141,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="NAME[:k=v,...]",
-        help="policy and its parameters (repeatable), e.g. reference:perception_noise_m=0.005",
+        help="policy and its parameters (repeatable), e.g. reference:perception_noise_m=0.005; auto: the "
+        "scripted reference policy of the world's task",
     )
     parser.add_argument(
         "--variations",

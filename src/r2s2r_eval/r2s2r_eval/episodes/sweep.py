@@ -23,6 +23,7 @@ dies costs only the job it was running (retried once in a fresh pool, then ``wor
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from r2s2r_sim.cells.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.profile import load_hardware_profile
+from r2s2r_sim.tasks.config import TaskConfig, reference_policy
 from r2s2r_sim.variations import Variation, VariationError, sweep_variation
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
@@ -50,7 +52,7 @@ from r2s2r_eval.episodes.sweep_plan import (
     SweepError,
     plan_sweep,
 )
-from r2s2r_eval.policy import Policy, PolicyError, load_policy
+from r2s2r_eval.policy import Policy, PolicyError, check_policy_task, load_policy
 
 if TYPE_CHECKING:
     from r2s2r_eval.episodes.runner import EpisodeResult
@@ -209,6 +211,7 @@ class SweepSummary:
         wall_s: wall time of the run (s, without setup).
         keys: every episode key of the sweep, in plan order; an episode resumed from a row stored under
             one of its ``key_aliases`` is listed under that alias (the key its row has).
+        policies: the policies swept, ``auto`` resolved to the world's reference policy.
     """
 
     total: int
@@ -218,6 +221,7 @@ class SweepSummary:
     errors: int
     wall_s: float
     keys: tuple[str, ...]
+    policies: tuple[PolicySpec, ...] = ()
 
     @property
     def episodes_per_minute(self) -> float:
@@ -248,12 +252,25 @@ def _start(executor: Executor, address: str | None, workers: int) -> bool:
         raise SweepError(str(err)) from None
 
 
-def _check_policies(policies: Iterable[PolicySpec]) -> None:
-    for spec in policies:
+def _check_policies(
+    policies: Iterable[PolicySpec], task: TaskConfig | None, world: str
+) -> tuple[PolicySpec, ...]:
+    """``policies`` with ``auto`` resolved, once each is built and known to solve the world's task.
+
+    Checked before any episode: a policy for another task would otherwise fail every episode it runs.
+    """
+    checked = []
+    for given in policies:
+        spec = given
         try:
+            if task is not None:
+                spec = dataclasses.replace(given, name=reference_policy(given.name, task.type))
+                check_policy_task(spec.name, task.type, world)
             load_policy(spec.name, spec.params)
         except PolicyError as err:
-            raise SweepError(f"--policy {spec}: {err}") from None
+            raise SweepError(f"--policy {given}: {err}") from None
+        checked.append(spec)
+    return tuple(checked)
 
 
 def run_sweep(
@@ -267,8 +284,9 @@ def run_sweep(
 ) -> SweepSummary:
     """Run the episodes of ``cfg`` not yet in ``results`` and store one row per episode.
 
-    Everything is checked before the store is created or changed: the world, every policy and its
-    parameters, the executor and (for Ray) the cluster address.
+    Everything is checked before the store is created or changed: the world, every policy (``auto``: the
+    world's reference policy), that it solves the world's task, its parameters, the executor and (for Ray)
+    the cluster address.
 
     Raises:
         SweepError: bad input (the message names the argument at fault); nothing has been written.
@@ -295,7 +313,7 @@ def run_sweep(
             f"--render-profile {cfg.render_profile!r}: world {base.world_id!r} has no such profile "
             f"(profiles: {sorted(base.config.render_profiles)})"
         )
-    _check_policies(cfg.policies)
+    cfg = dataclasses.replace(cfg, policies=_check_policies(cfg.policies, base.config.task, cfg.world))
     tasks = plan_sweep(
         cfg,
         world_dir=world_dir,
@@ -351,6 +369,7 @@ def run_sweep(
         errors=counts["err"],
         wall_s=wall,
         keys=tuple(stored[t.key] for t in tasks),
+        policies=cfg.policies,
     )
 
 

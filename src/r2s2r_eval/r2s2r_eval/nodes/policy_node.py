@@ -39,6 +39,7 @@ from r2s2r_sim.ros import conversions as rc
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.params import parameter_error, read_node_config, run_node, spin_single
 from r2s2r_sim.ros.qos import declare_interface, interface_class, qos_profile
+from r2s2r_sim.tasks.config import reference_policy
 from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 from rclpy.node import Node
@@ -57,6 +58,7 @@ from r2s2r_eval.policy import (
     ObservationKind,
     Policy,
     available_policies,
+    check_policy_task,
     load_policy,
     policy_params_from_yaml,
 )
@@ -94,7 +96,11 @@ class PolicyNodeConfig:
 
 
 _DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
-    "policy": ("Registered policy name (entry-point group r2s2r.policies) or 'package.module:Class'.", None),
+    "policy": (
+        "Registered policy name (entry-point group r2s2r.policies) or 'package.module:Class'; auto: the "
+        "scripted reference policy of the world's task. A policy for another task stops the node.",
+        None,
+    ),
     "policy_params": ("YAML mapping of the policy's parameters, e.g. '{speed: 2.0}'.", None),
     "world": (
         "World id or folder: the robot's joints, gripper and camera names come from its world.yaml.",
@@ -129,17 +135,21 @@ class PolicyNode(Node):
         )
         params = policy_params_from_yaml(cfg.policy_params, PolicyNodeError)
         try:
-            self.policy: Policy = load_policy(cfg.policy, params)
-        except ValueError as err:
-            raise PolicyNodeError(
-                f"parameter policy/policy_params: {err} (registered: {sorted(available_policies())})"
-            ) from None
-        try:
             self.world_dir = world_path(cfg.world)
             world = load_world_config(self.world_dir)
             self.camera = world.camera(cfg.camera) if cfg.camera else world.cameras[0]
         except (ValueError, IndexError) as err:
             raise PolicyNodeError(f"parameter world/camera: {err}") from None
+        self.policy_name = cfg.policy
+        try:
+            if world.task is not None:  # auto, and a policy for another task, are settled before episode 0
+                self.policy_name = reference_policy(cfg.policy, world.task.type)
+                check_policy_task(self.policy_name, world.task.type, cfg.world)
+            self.policy: Policy = load_policy(self.policy_name, params)
+        except ValueError as err:
+            raise PolicyNodeError(
+                f"parameter policy/policy_params: {err} (registered: {sorted(available_policies())})"
+            ) from None
         rate = cfg.control_rate_hz or self.policy.control_rate_hz() or 10.0
         self.period = 1.0 / rate
         self.world_id = world.id
@@ -191,7 +201,7 @@ class PolicyNode(Node):
         reset_type = interface_class(iface.service_spec("reset_episode").type)
         self.create_service(reset_type, "~/reset_episode", self._on_reset)
         self.get_logger().info(
-            f"policy {cfg.policy!r} at {rate:g} Hz on world {self.world_id!r}, camera {cam!r}"
+            f"policy {self.policy_name!r} at {rate:g} Hz on world {self.world_id!r}, camera {cam!r}"
             + (f"; autostart seed {cfg.seed}" if cfg.autostart else "; waiting for ~/reset_episode")
         )
         if cfg.autostart:
@@ -254,7 +264,7 @@ class PolicyNode(Node):
         msg = rc.episode_outcome_msg(
             stamp=rc.time_msg(round(stamp * 1e9)),
             episode_index=self._episode,
-            policy_id=self.config.policy,
+            policy_id=self.policy_name,
             world_id=self.world_id,
             variation_seed=self._seed,
             world_hash="",

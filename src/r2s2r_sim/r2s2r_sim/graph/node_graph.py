@@ -17,6 +17,7 @@ import yaml
 
 from r2s2r_sim.interface import InterfaceError, available_profiles, load_interface
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.tasks.config import AUTO_POLICY, TaskType, reference_policy
 from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 
@@ -108,14 +109,6 @@ _BOOL = ("true", "false")
 # The driver-faithful profile of config/interface.yaml; every node of the graph gets the same one.
 DEFAULT_INTERFACE = "realsense2_camera"
 # The emulated hardware's stand-in services (an operator's reset, a human judge); real hardware has neither.
-AUTO_POLICY = "auto"
-# The scripted reference policy of each task type (entry points in r2s2r.policies).
-REFERENCE_POLICIES = {
-    "pick_place": "reference",
-    "push": "push_reference",
-    "stack": "stack_reference",
-    "drawer": "drawer_reference",
-}
 EMULATED_RESET = "/emulated_hardware/reset_episode"
 EMULATED_JUDGE = "/emulated_hardware/judge"
 
@@ -382,17 +375,17 @@ def _check_interface(value: str) -> str:
     return value if not value or value in available_profiles() else str(Path(value).resolve())
 
 
-def reference_policy(world: str) -> str:
-    """The scripted reference policy of the task ``world`` (a bundled id or a world folder) declares.
+def _world_task(world: str) -> TaskType:
+    """The task type ``world`` (a bundled id or a world folder) declares, for ``policy:=auto``.
 
-    A world that cannot be read here (a folder on another machine, a typo) gets the pick-and-place
-    ``reference``: the node that serves the world is the one that reports what is wrong with it.
+    A world that cannot be read here (a folder on another machine, a typo) counts as pick-and-place: the
+    node that serves the world is the one that reports what is wrong with it.
     """
     try:
         task = load_world_config(world_path(world)).task
     except (ValueError, OSError):
         task = None
-    return REFERENCE_POLICIES[task.type.value if task is not None else "pick_place"]
+    return task.type if task is not None else TaskType.PICK_PLACE
 
 
 def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
@@ -408,7 +401,7 @@ def argument_values(graph: Graph, given: Mapping[str, str]) -> dict[str, str]:
     # use_sim_time follows the mode: in sim everything but the simulator runs on /clock.
     values["use_sim_time"] = "true" if values.get("mode") == "sim" else "false"
     if values.get("policy") == AUTO_POLICY:
-        values["policy"] = reference_policy(values.get("world", ""))
+        values["policy"] = reference_policy(AUTO_POLICY, _world_task(values.get("world", "")))
     # A restarted policy is waited for; without restarts a lost policy ends the run.
     values["on_policy_lost"] = "continue" if values.get("respawn_policy") == "true" else "stop"
     # Real-mode hooks: auto asks the emulated hardware's stand-in services when it runs, else the operator.

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from r2s2r_sim.config_reader import check, check_range
 from r2s2r_sim.errors import WorldError
 
-__all__ = ["REGION_TASKS", "ObjectPoseRange", "TaskConfig", "TaskType"]
+__all__ = [
+    "AUTO_POLICY",
+    "REFERENCE_POLICIES",
+    "REGION_TASKS",
+    "ObjectPoseRange",
+    "TaskConfig",
+    "TaskType",
+    "reference_policy",
+]
 
 
 class TaskType(enum.Enum):
@@ -26,6 +34,22 @@ class TaskType(enum.Enum):
 
 # Task types whose success is a region around ``target_site`` (``success_radius``, ``success_height``).
 REGION_TASKS = (TaskType.PICK_PLACE, TaskType.PUSH, TaskType.STACK)
+
+# The policy name that stands for the scripted reference policy of the world's task.
+AUTO_POLICY = "auto"
+# The scripted reference policy of each task type (entry points in r2s2r.policies); kept here, beside the
+# task types, so that the launch graph and the evaluation commands resolve ``auto`` from one table.
+REFERENCE_POLICIES: dict[TaskType, str] = {
+    TaskType.PICK_PLACE: "reference",
+    TaskType.PUSH: "push_reference",
+    TaskType.STACK: "stack_reference",
+    TaskType.DRAWER: "drawer_reference",
+}
+
+
+def reference_policy(name: str, task: TaskType) -> str:
+    """``name``, or for ``auto`` the scripted reference policy of ``task``."""
+    return REFERENCE_POLICIES[task] if name == AUTO_POLICY else name
 
 
 @dataclass(frozen=True, kw_only=True)

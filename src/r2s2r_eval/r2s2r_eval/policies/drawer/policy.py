@@ -101,6 +101,7 @@ class DrawerPolicy(ScriptedPolicy, PhasedPolicy):
     """
 
     params_type = DrawerParams
+    tasks = frozenset({"drawer"})
     first_phase = DrawerPhase.PERCEIVE
 
     def __init__(self, params: DrawerParams | None = None) -> None:

@@ -107,6 +107,7 @@ class PushPolicy(ScriptedPolicy, PhasedPolicy):
     """
 
     params_type = PushParams
+    tasks = frozenset({"push"})
     first_phase = PushPhase.APPROACH
 
     def __init__(self, params: PushParams | None = None) -> None:

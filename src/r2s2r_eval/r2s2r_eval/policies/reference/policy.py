@@ -162,6 +162,7 @@ class ReferencePolicy(PhasedPolicy):
     """
 
     params_type = ReferenceParams
+    tasks = frozenset({"pick_place"})
     first_phase = Phase.PERCEIVE
     # Tool centre heights (m) above the target: carrying, and releasing (a subclass may place lower).
     carry_height_m = _CARRY_Z_ABOVE_TARGET

@@ -39,6 +39,7 @@ class StackPolicy(ReferencePolicy):
     """
 
     params_type = StackParams
+    tasks = frozenset({"stack"})
 
     def __init__(self, params: StackParams | None = None) -> None:
         """Build the policy; the world model is loaded at the first :meth:`reset`."""

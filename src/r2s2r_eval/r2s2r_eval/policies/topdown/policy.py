@@ -67,6 +67,7 @@ class TopdownPolicy(Policy):
     """
 
     params_type = TopdownParams
+    tasks = frozenset({"pick_place"})
     requires = frozenset(
         {
             ObservationKind.JOINT_STATE,
