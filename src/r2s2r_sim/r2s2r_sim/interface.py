@@ -4,7 +4,8 @@
 ``profiles`` maps names to profiles. A profile (or a user's own interface file, which holds one profile at
 its top level) has ``topics``, ``services``, ``actions`` (the controllers' action servers), ``frames``, an
 optional ``description`` and an optional ``extends: <profile>`` that takes every entry of a shipped profile
-and overrides only what it lists.
+and overrides only what it lists. ``command`` (``forward`` or ``trajectory``) says which of the driver's
+command paths a policy node sends its targets through.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from r2s2r_sim.yaml_files import read_yaml
 __all__ = [
     "INTERFACE_FILE",
     "ActionSpec",
+    "CommandPath",
     "QOS_PRESETS",
     "Durability",
     "Interface",
@@ -48,7 +50,7 @@ _NAME_RE = re.compile(r"^/[A-Za-z0-9_/{}]+$")
 # tf2 frame ids: no leading slash (tf2 refuses them), no spaces.
 _FRAME_RE = re.compile(r"^[A-Za-z0-9_{}][A-Za-z0-9_/{}.\-]*$")
 _PROFILE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]*$")
-_PROFILE_KEYS = {"description", "extends", "frames", "topics", "services", "actions"}
+_PROFILE_KEYS = {"description", "extends", "command", "frames", "topics", "services", "actions"}
 _TOPIC_KEYS = {"name", "type", "qos", "subscription_qos"}
 
 
@@ -59,6 +61,18 @@ class InterfaceError(ValueError):
     ``".../interface.yaml: profiles.realsense2_camera.topics.clock.qos.depth: must be an integer >= 1,
     got 0"``.
     """
+
+
+class CommandPath(enum.Enum):
+    """How a policy node commands the arm and gripper: what the driver's default launch leaves active.
+
+    ``forward``: ``arm_command``/``gripper_command`` Float64MultiArray topics (forward_command_controller).
+    ``trajectory``: ``joint_trajectory`` topic (joint_trajectory_controller) and the ``gripper_command``
+    action (GripperCommand): the drivers whose default launch starts a trajectory controller.
+    """
+
+    FORWARD = "forward"
+    TRAJECTORY = "trajectory"
 
 
 class Reliability(enum.Enum):
@@ -181,6 +195,7 @@ class Interface:
         source: the file it was read from.
         profile: the profile's name, or the path of a user's interface file.
         description: one line on what the profile is for.
+        command: the command path a policy node uses on this profile.
     """
 
     source: Path
@@ -190,6 +205,7 @@ class Interface:
     actions: Mapping[str, ActionSpec] = dataclasses.field(default_factory=dict)
     profile: str = ""
     description: str = ""
+    command: CommandPath = CommandPath.FORWARD
 
     def topic_spec(self, key: str) -> TopicSpec:
         """Return the spec of topic ``key``.
@@ -438,6 +454,17 @@ def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: s
     description = data.get("description") or ""
     if not isinstance(description, str):
         raise _fail(source, f"{prefix}description", f"must be a string, got {description!r}")
+    command = _enum(CommandPath, data.get("command", CommandPath.FORWARD.value), source, f"{prefix}command")
+    if command is CommandPath.TRAJECTORY:
+        # The policy node streams on the topic and sends gripper goals to the action: both must be named.
+        for section, table, key in (
+            ("topics", topics, "joint_trajectory"),
+            ("actions", actions, "gripper_command"),
+        ):
+            if key not in table:
+                raise _fail(
+                    source, f"{prefix}command", f"'trajectory' needs {section}.{key}, which is missing"
+                )
     return Interface(
         source=source,
         topics=topics,
@@ -446,6 +473,7 @@ def _parse_profile(data: Mapping[str, Any], source: Path, field: str, profile: s
         frames=frames,
         profile=profile,
         description=description.strip(),
+        command=command,
     )
 
 
