@@ -11,11 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from r2s2r_eval.analysis import failure_regions as fr
+from r2s2r_eval.analysis.compare import CompareSettings, compare
+from r2s2r_eval.analysis.compare_data import load_episodes
+from r2s2r_eval.analysis.targets import load_targets
 from r2s2r_eval.episodes.results import ResultsStore
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.episodes.sweep_plan import PolicySpec
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyParams
-from r2s2r_eval.studies.closed_loop import ClosedLoopConfig, operator_variations, run_closed_loop
+from r2s2r_eval.studies.closed_loop import (
+    DEFAULT_TARGETS,
+    ClosedLoopConfig,
+    build_summary,
+    format_closed_loop,
+    operator_variations,
+    run_closed_loop,
+)
 from r2s2r_sim.cells.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.variations import (
     VariationError,
@@ -156,6 +167,46 @@ def test_reconstructed_sim_side_draws_the_world_over_its_own_variations(tmp_path
     paired = sweep_variation(cfg, seed=1, index=2, method="random")
     assert {k: paired.params[k] for k in real.params} == real.params
     assert paired.axis_params("dynamics") and paired.axis_params("physics")
+
+
+def test_closed_loop_grades_against_the_shipped_targets(tmp_path: Path) -> None:
+    """The study passes config/compare_targets.yaml; the paired accuracy is the graded failure prediction."""
+    rows = "".join(
+        f"{p},{(i + k) % 3 != 0},{WORLD},{i / 10}\n" for k, p in enumerate(("a", "b", "c")) for i in range(9)
+    )
+    table = tmp_path / "t.csv"
+    table.write_text("policy,success,world_id,var.physics.friction_scale\n" + rows)
+    targets = load_targets(DEFAULT_TARGETS)
+    episodes = load_episodes(table)
+    s = compare(episodes, episodes, CompareSettings(resamples=20, targets=targets)).summary
+    pair = fr.PairedAgreement(
+        n=4,
+        unmatched=0,
+        accuracy=0.75,
+        constant_guess=0.5,
+        failure_recall=1.0,
+        failure_precision=0.5,
+        per_policy={},
+    )
+    summary = build_summary(
+        s,
+        s,
+        wall={"total": 1.0},
+        cfg=ClosedLoopConfig(out=tmp_path / "o"),
+        paired={"real_vs_reconstructed": pair, "real_vs_bundled": pair},
+        targets=targets,
+    )
+    assert summary["targets"] == {
+        "pearson": ">= 0.95",
+        "mmrv": "<= 0.03",
+        "failure_prediction_accuracy": ">= 0.85",
+    }
+    graded = summary["real_vs_reconstructed"]["targets"]
+    assert graded["failure_prediction_accuracy"]["measured"] == 0.75
+    assert graded["failure_prediction_accuracy"]["met"] is False and graded["mmrv"]["met"] is True
+    text = format_closed_loop(summary)
+    assert "failure prediction accuracy  >= 0.85  0.750 NOT met" in text
+    assert "mmrv                         <= 0.03" in text and " met " in text
 
 
 @pytest.mark.study

@@ -11,9 +11,14 @@ import pytest
 from r2s2r_eval.analysis.compare import CompareSettings, compare
 from r2s2r_eval.analysis.compare_data import CompareError, load_episodes
 from r2s2r_eval.analysis.compare_page import write_report
+from r2s2r_eval.analysis.targets import load_targets
 from r2s2r_eval.episodes.results import EpisodeRow, ResultsStore, utc_now
 from r2s2r_eval.episodes.sweep_export import export_rows
 from r2s2r_sim.cli import main as cli
+
+TARGETS = Path(__file__).resolve().parents[2] / "config" / "compare_targets.yaml"
+# Verdict words a report must not hold unless targets were given.
+VERDICTS = re.compile(r"\bmet\b|\bnot met\b|\btargets?\b", re.IGNORECASE)
 
 # Policy "strong" fails when friction < 0.5, "weak" when friction < 0.8; both sides alike but for noise.
 POLICIES = {"strong": ({}, 0.5), "weak": ({"perception_noise_m": 0.03}, 0.8)}
@@ -102,14 +107,99 @@ def test_report_and_summary(stores, tmp_path, capsys):
     assert rule["conditions"][0]["parameter"] == "physics.friction_scale"
     assert rule["conditions"][0]["op"] == "<" and abs(rule["conditions"][0]["threshold"] - 0.8) < 0.1
     assert weak["agreement"]["accuracy"] >= 0.85 and weak["map_axes"][0] == "physics.friction_scale"
-    assert s["failure_prediction"]["real_episodes"] == 48 and s["targets"]["mmrv"]["met"] is True
+    assert s["failure_prediction"]["real_episodes"] == 48
     assert s["axes_shown"][0] == "physics.friction_scale"
     # Terminal summary is readable without a browser.
     assert (
         "fails when physics.friction_scale < 0.7" in stdout
         or "fails when physics.friction_scale < 0.8" in stdout
     )
-    assert "targets:" in stdout and "report:" in stdout
+    assert "report:" in stdout
+    # No targets given: the figures and their intervals, no verdict.
+    assert s["targets"] == {}
+    assert not VERDICTS.search(stdout) and not VERDICTS.search(html), VERDICTS.findall(stdout + html)
+    assert re.search(r"pearson\s+1\.000\s+\[[-0-9.]+, 1\.000\]", stdout)
+    assert re.search(r"mmrv\s+0\.000\s+\[0\.000, [0-9.]+\]", stdout)
+    assert "bootstrap 95% low" in html and "Wilson" in html
+
+
+def test_targets_file_adds_verdicts(stores, tmp_path, capsys):
+    sim, real = stores
+    targets = tmp_path / "targets.yaml"
+    # Measured on these stores: pearson 1, mmrv 0 (see test_report_and_summary).
+    targets.write_text("pearson: {min: 0.95}\nmmrv: {min: 0.01, max: 0.05}\nkendall: {max: 0.5}\n")
+    out = tmp_path / "report"
+    rc, stdout, err = _main(
+        capsys,
+        "--sim",
+        str(sim),
+        "--real",
+        str(real),
+        "-o",
+        str(out),
+        "--resamples",
+        "50",
+        "--targets",
+        str(targets),
+    )
+    assert rc == 0, err
+    t = json.loads((out / "summary.json").read_text())["targets"]
+    assert list(t) == ["pearson", "mmrv", "kendall"]
+    assert t["pearson"] == {
+        "target": ">= 0.95",
+        "min": 0.95,
+        "max": None,
+        "measured": pytest.approx(1.0),
+        "met": True,
+    }
+    assert t["mmrv"]["target"] == "in [0.01, 0.05]" and t["mmrv"]["met"] is False
+    assert t["kendall"]["measured"] == pytest.approx(1.0) and t["kendall"]["met"] is False
+    assert re.search(r"pearson\s+1\.000\s+target >= 0\.95\s+met", stdout)
+    assert re.search(r"mmrv\s+0\.000\s+target in \[0\.01, 0\.05\]\s+NOT met", stdout)
+    html = (out / "report.html").read_text()
+    assert "<h2>Targets</h2>" in html and "<span class='fail'>not met</span>" in html
+
+
+def test_shipped_targets_grade_like_the_project(stores, tmp_path):
+    """The project's own bar, config/compare_targets.yaml: an undefined figure is n/a, never a verdict."""
+    one = {"strong": POLICIES["strong"]}
+    comp = compare(
+        load_episodes(_store(tmp_path / "a.sqlite", seed=1, policies=one)),
+        load_episodes(_store(tmp_path / "b.sqlite", seed=2, policies=one)),
+        CompareSettings(targets=load_targets(TARGETS)),
+    )
+    t = comp.summary["targets"]
+    assert {k: v["target"] for k, v in t.items()} == {
+        "pearson": ">= 0.95",
+        "mmrv": "<= 0.03",
+        "failure_prediction_accuracy": ">= 0.85",
+    }
+    assert t["pearson"]["met"] is None and t["mmrv"]["met"] is None  # one policy: no cross-policy metric
+    acc = comp.summary["failure_prediction"]["accuracy"]
+    assert t["failure_prediction_accuracy"]["measured"] == acc and t["failure_prediction_accuracy"][
+        "met"
+    ] == (acc >= 0.85)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("pearsn: {min: 0.9}\n", r"targets.yaml: pearsn: unknown metric; expected one of pearson, mmrv"),
+        ("mmrv: {maximum: 0.05}\n", r"targets.yaml: mmrv.maximum: unknown bound; expected min and/or max"),
+        ("pearson: {min: high}\n", r"targets.yaml: pearson.min: must be a number: got 'high'"),
+        ("pearson: {min: 95}\n", r"targets.yaml: pearson.min: must be in \[-1, 1\] .*got 95"),
+    ],
+)
+def test_bad_targets_file_exits_2(stores, tmp_path, capsys, text, match):
+    sim, real = stores
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(text)
+    out = tmp_path / "o"
+    rc, stdout, err = _main(
+        capsys, "--sim", str(sim), "--real", str(real), "-o", str(out), "--targets", str(targets)
+    )
+    assert rc == 2 and re.search(match, err), err
+    assert stdout == "" and not out.exists()
 
 
 def test_refuses_existing_dir(stores, tmp_path, capsys):
@@ -169,7 +259,7 @@ def test_single_shared_policy_warns_instead_of_metrics(tmp_path):
         load_episodes(_store(tmp_path / "b.sqlite", seed=2, policies=one)),
         CompareSettings(),
     )
-    assert comp.summary["metrics"] == {} and comp.summary["targets"]["pearson"]["met"] is None
+    assert comp.summary["metrics"] == {} and comp.summary["targets"] == {}
     assert any("need at least 2" in w for w in comp.summary["warnings"])
     write_report(comp, tmp_path / "r")  # no ranking plot, still a report
 

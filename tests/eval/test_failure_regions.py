@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -61,6 +62,92 @@ def test_tree_is_deterministic_and_respects_min_leaf():
     a, b = ft.fit_tree(x, y, min_leaf=7), ft.fit_tree(x, y, min_leaf=7)
     assert ft.tree_regions(a, NAMES) == ft.tree_regions(b, NAMES)
     assert all(r.trials >= 7 for r in ft.tree_regions(a, NAMES))
+
+
+def _select(conditions, x: np.ndarray, names) -> np.ndarray:
+    """Rows of ``x`` inside every condition: the region a rule stands for, evaluated independently."""
+    inside = np.ones(x.shape[0], bool)
+    for name, op, thr in conditions:
+        col = x[:, list(names).index(name)]
+        inside &= col < thr if op == "<" else col >= thr
+    return inside
+
+
+def test_rule_prints_one_interval_per_axis():
+    rule = ft.Rule(
+        conditions=(
+            ("light", "<", 1.3),
+            ("camera.dx", ">=", -0.5),
+            ("light", "<", 0.585),
+            ("light", ">=", 0.2),
+        ),
+        trials=12,
+        successes=1,
+    )
+    assert rule.conditions == (("light", ">=", 0.2), ("light", "<", 0.585), ("camera.dx", ">=", -0.5))
+    assert rule.text() == "fails when 0.2 <= light < 0.585 and camera.dx >= -0.5 (n=12, success 1/12 = 0.08)"
+    assert ft.merge_conditions(rule.conditions) == rule.conditions  # merging twice changes nothing
+    assert (
+        ft.Rule(conditions=(("x", ">=", 0.1), ("x", ">=", 0.3)), trials=1, successes=0)
+        .text()
+        .startswith("fails when x >= 0.3 (")
+    )
+
+
+def test_merged_rule_selects_the_same_points():
+    rng = np.random.default_rng(7)
+    names = ("a", "b", "c")
+    x = rng.uniform(-1, 1, (4000, 3))
+    for _ in range(200):
+        conds = []
+        for _ in range(rng.integers(1, 7)):
+            name = names[rng.integers(3)]
+            conds.append((name, "<" if rng.random() < 0.5 else ">=", float(rng.uniform(-1, 1))))
+        try:
+            merged = ft.merge_conditions(conds)
+        except ValueError:  # bounds that leave an axis empty: the original selects nothing either
+            assert not _select(conds, x, names).any()
+            continue
+        assert np.array_equal(_select(merged, x, names), _select(conds, x, names)), conds
+        assert len(merged) <= 2 * len({n for n, _, _ in conds})
+        for name in names:  # at most one lower and one upper bound per axis
+            ops = [op for n, op, _ in merged if n == name]
+            assert ops in ([], ["<"], [">="], [">=", "<"])
+
+
+def test_tree_rules_are_merged_and_contradictions_refused():
+    # Fails only in a band of x: a depth-2 tree splits x twice on the path to the band.
+    rng = np.random.default_rng(1)
+    x = np.column_stack([rng.uniform(0, 1, 300), rng.uniform(0, 1, 300)])
+    y = ~((x[:, 0] >= 0.3) & (x[:, 0] < 0.6))
+    tree = ft.fit_tree(x, y, max_depth=2)
+    (rule,) = ft.failure_rules(tree, ("x", "y"))
+    assert [(n, op) for n, op, _ in rule.conditions] == [("x", ">="), ("x", "<")]
+    assert re.match(r"fails when 0\.(29|30)\d* <= x < 0\.60\d* \(n=\d+, success 0/", rule.text()), rule.text()
+    # Each merged leaf rule selects exactly the points the tree sends to that leaf.
+    for leaf, region in zip(_leaves(tree), ft.tree_regions(tree, ("x", "y")), strict=True):
+        reach = np.array([_leaf_of(tree, row) is leaf for row in x])
+        assert np.array_equal(_select(region.conditions, x, ("x", "y")), reach)
+    with pytest.raises(ValueError, match=r"conditions on x leave no value: >= 0.7 and < 0.5"):
+        ft.merge_conditions([("x", "<", 0.5), ("x", ">=", 0.7)])
+    with pytest.raises(ValueError, match="op must be '<' or '>='"):
+        ft.merge_conditions([("x", "<=", 0.5)])
+
+
+def _leaves(node: ft.Node) -> list[ft.Node]:
+    """The tree's leaves left to right, the order of ``tree_regions``."""
+    if node.is_leaf:
+        return [node]
+    assert node.left is not None and node.right is not None
+    return _leaves(node.left) + _leaves(node.right)
+
+
+def _leaf_of(tree: ft.Node, row: np.ndarray) -> ft.Node:
+    node = tree
+    while not node.is_leaf:
+        assert node.left is not None and node.right is not None
+        node = node.left if row[node.feature] < node.threshold else node.right
+    return node
 
 
 def test_binned_success_and_quantile_edges():

@@ -12,12 +12,15 @@ Policies are identified by name and parameters (``reference:perception_noise_m=0
 a missing column, or different world ids on the two sides (without ``allow_different_worlds``) raise
 :class:`CompareError`; a policy on one side only, fewer than 2 shared policies, or episodes without
 variation parameters become explicit warnings in the summary and the report.
+
+The report grades nothing unless the settings hold targets (``r2s2r compare --targets FILE``,
+:mod:`r2s2r_eval.analysis.targets`): what is good enough is the user's call, not this module's.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,20 +31,13 @@ from r2s2r_eval.analysis import failure_regions as fr
 from r2s2r_eval.analysis import failure_tree as ft
 from r2s2r_eval.analysis import metrics
 from r2s2r_eval.analysis.compare_data import CompareError, EpisodeTable
+from r2s2r_eval.analysis.targets import Target, grade
 
 __all__ = [
-    "TARGETS",
     "CompareSettings",
     "Comparison",
     "compare",
 ]
-
-TARGETS: Mapping[str, tuple[str, float]] = {
-    "pearson": (">=", 0.95),
-    "mmrv": ("<=", 0.03),
-    "failure_prediction_accuracy": (">=", 0.85),
-}
-"""The closed-loop targets (what makes sim evaluation worth trusting), printed beside the measured values."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +56,7 @@ class CompareSettings:
         top_trials: suggested next real trials per policy.
         mmrv_comparison: ``less`` (paper equation) or ``greater`` (SimplerEnv code); see metrics.mmrv.
         allow_different_worlds: compare sides whose world ids differ (a warning instead of an error).
+        targets: bounds to grade the figures against (met / not met); none by default.
     """
 
     confidence: float = within(0.95, "(0, 1)")
@@ -73,6 +70,7 @@ class CompareSettings:
     top_trials: int = within(10, ">= 1")
     mmrv_comparison: str = "less"
     allow_different_worlds: bool = False
+    targets: tuple[Target, ...] = ()
 
     def __post_init__(self) -> None:
         """Check ranges; the message names the field."""
@@ -378,19 +376,10 @@ def _failures(
     return out
 
 
-def _targets(cross: dict[str, Any], accuracy: float) -> dict[str, Any]:
-    """Each closed-loop target of :data:`TARGETS` beside its measured value and whether it is met."""
-    measured = {
-        "pearson": cross.get("pearson", {}).get("value"),
-        "mmrv": cross.get("mmrv", {}).get("value"),
-        "failure_prediction_accuracy": _num(accuracy),
-    }
-    targets = {}
-    for name, (op, bound) in TARGETS.items():
-        v = measured[name]
-        met = None if v is None else (v >= bound if op == ">=" else v <= bound)
-        targets[name] = {"target": f"{op} {bound}", "measured": v, "met": met}
-    return targets
+def _targets(cross: dict[str, Any], accuracy: float, targets: tuple[Target, ...]) -> dict[str, Any]:
+    """Each target of the settings beside its measured value and whether it is met; empty without any."""
+    measured = {name: m["value"] for name, m in cross.items()}
+    return grade(targets, {**measured, "failure_prediction_accuracy": _num(accuracy)})
 
 
 def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | None = None) -> Comparison:
@@ -454,7 +443,7 @@ def compare(sim: EpisodeTable, real: EpisodeTable, settings: CompareSettings | N
             "definition": "per real episode: does a tree trained on the same policy's sim episodes "
             "predict its outcome from its realised parameters",
         },
-        "targets": _targets(cross, accuracy),
+        "targets": _targets(cross, accuracy, s.targets),
         "failure_regions": failures.regions,
         "axes_shown": list(failures.axis_curves),
     }

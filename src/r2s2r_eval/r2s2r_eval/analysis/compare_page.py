@@ -53,10 +53,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             if m["bootstrap_undefined_fraction"] > 0:
                 iv += f" ({m['bootstrap_undefined_fraction']:.0%} of resamples undefined)"
             lines.append(f"{name:<10} {_f(m['value']):>7}   {iv}")
-    lines += ["", "targets:"]
-    for name, t in summary["targets"].items():
-        verdict = {True: "met", False: "NOT met", None: "n/a"}[t["met"]]
-        lines.append(f"  {name:<28} {_f(t['measured']):>7}  target {t['target']:<7} {verdict}")
+    if summary["targets"]:  # only the targets the user gave (--targets)
+        lines += ["", "targets:"]
+        for name, t in summary["targets"].items():
+            verdict = {True: "met", False: "NOT met", None: "n/a"}[t["met"]]
+            lines.append(f"  {name:<28} {_f(t['measured']):>7}  target {t['target']:<7} {verdict}")
     fp = summary["failure_prediction"]
     if fp["real_episodes"]:
         lines += [
@@ -112,7 +113,9 @@ def _head_html(s: Mapping[str, Any]) -> list[str]:
 
 
 def _targets_html(s: Mapping[str, Any]) -> list[str]:
-    """The closed-loop targets table: measured value, target and verdict per quantity."""
+    """The targets table: measured value, target and verdict per quantity; nothing without targets."""
+    if not s["targets"]:
+        return []
     e = html.escape
     out = [
         "<h2>Targets</h2><table><tr><th class='l'>quantity</th><th>measured</th><th>target</th>"

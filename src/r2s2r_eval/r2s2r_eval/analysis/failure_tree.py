@@ -1,7 +1,8 @@
 """A shallow classification tree (CART, Gini) over variation parameters, and its failure regions as rules.
 
 Pure numpy, deterministic. :func:`fit_tree` grows at most :data:`MAX_DEPTH` levels; :func:`failure_rules`
-prints its failure leaves as rules such as ``fails when physics.friction_scale < 0.62 (n=12, success 1/12)``.
+prints its failure leaves as rules such as ``fails when physics.friction_scale < 0.62 (n=12, success 1/12)``,
+each parameter as one interval (``0.2 <= light < 0.585``; see :func:`merge_conditions`).
 Columns that are ``nan`` anywhere are not split on (see ``failure_regions.usable_features``).
 """
 
@@ -22,6 +23,7 @@ __all__ = [
     "failure_rules",
     "feature_importance",
     "fit_tree",
+    "merge_conditions",
     "predict_proba",
     "tree_regions",
 ]
@@ -187,19 +189,65 @@ def feature_importance(tree: Node, n_features: int) -> np.ndarray:
     return imp
 
 
+Condition = tuple[str, str, float]
+"""``(name, op, threshold)`` with ``op`` ``"<"`` or ``">="``: one split of a tree path."""
+
+
+def merge_conditions(conditions: Sequence[Condition]) -> tuple[Condition, ...]:
+    """The same region with at most one interval per parameter: its tightest ``>=`` and ``<`` bounds.
+
+    A tree path may split one parameter several times (``light < 1.3`` then ``light < 0.585``); only the
+    tightest bounds change which points are in. Parameters keep the order of their first condition, the
+    lower bound before the upper one, so merging twice changes nothing.
+
+    Raises:
+        ValueError: an unknown ``op``, a threshold that is not finite, or bounds that leave a parameter
+            no value (``x >= 1 and x < 0.5``); no tree path gives those, since every split of a path
+            lies inside the bounds above it.
+    """
+    low: dict[str, float] = {}
+    high: dict[str, float] = {}
+    for name, op, thr in conditions:
+        if not math.isfinite(thr):
+            raise ValueError(f"condition on {name}: threshold must be finite: got {thr}")
+        if op == ">=":
+            low[name] = max(low.get(name, -math.inf), thr)
+        elif op == "<":
+            high[name] = min(high.get(name, math.inf), thr)
+        else:
+            raise ValueError(f"condition on {name}: op must be '<' or '>=': got {op!r}")
+        high.setdefault(name, math.inf)
+        low.setdefault(name, -math.inf)
+    out: list[Condition] = []
+    for name in low:  # first-seen order
+        if low[name] >= high[name]:
+            raise ValueError(
+                f"conditions on {name} leave no value: >= {low[name]:.6g} and < {high[name]:.6g}"
+            )
+        out += [(name, ">=", low[name])] if low[name] > -math.inf else []
+        out += [(name, "<", high[name])] if high[name] < math.inf else []
+    return tuple(out)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Rule:
-    """A leaf of the tree as a conjunction of conditions.
+    """A leaf of the tree as a conjunction of conditions, at most one interval per parameter.
 
     Attributes:
-        conditions: ``(name, op, threshold)`` with ``op`` ``"<"`` or ``">="``, root first.
+        conditions: ``(name, op, threshold)`` with ``op`` ``"<"`` or ``">="``; merged by
+            :func:`merge_conditions` when the rule is made, so a stored or printed rule never repeats a
+            parameter's bound.
         trials: training episodes in the leaf.
         successes: successes among them.
     """
 
-    conditions: tuple[tuple[str, str, float], ...]
+    conditions: tuple[Condition, ...]
     trials: int
     successes: int
+
+    def __post_init__(self) -> None:
+        """Merge the conditions (frozen, so through ``object.__setattr__``, as dataclasses itself does)."""
+        object.__setattr__(self, "conditions", merge_conditions(self.conditions))
 
     @property
     def rate(self) -> float:
@@ -207,9 +255,14 @@ class Rule:
         return self.successes / self.trials if self.trials else math.nan
 
     def text(self, verb: str = "fails") -> str:
-        """E.g. ``fails when physics.friction_scale < 0.62 (n=12, success 1/12 = 0.08)``."""
-        cond = " and ".join(f"{n} {op} {thr:.4g}" for n, op, thr in self.conditions) or "everywhere"
-        where = f"when {cond}" if self.conditions else cond
+        """E.g. ``fails when 0.2 <= light < 0.585 and friction < 0.62 (n=12, success 1/12 = 0.08)``."""
+        parts: list[str] = []
+        for i, (name, op, thr) in enumerate(self.conditions):
+            if i and self.conditions[i - 1][0] == name:  # the upper bound after a lower one: one interval
+                parts[-1] = f"{self.conditions[i - 1][2]:.4g} <= {name} < {thr:.4g}"
+            else:
+                parts.append(f"{name} {op} {thr:.4g}")
+        where = f"when {' and '.join(parts)}" if parts else "everywhere"
         return f"{verb} {where} (n={self.trials}, success {self.successes}/{self.trials} = {self.rate:.2f})"
 
 
@@ -217,7 +270,7 @@ def tree_regions(tree: Node, names: Sequence[str]) -> list[Rule]:
     """Every leaf of ``tree`` as a :class:`Rule`, left to right."""
     out: list[Rule] = []
 
-    def walk(node: Node, conds: tuple[tuple[str, str, float], ...]) -> None:
+    def walk(node: Node, conds: tuple[Condition, ...]) -> None:
         if node.is_leaf:
             out.append(Rule(conditions=conds, trials=node.trials, successes=node.successes))
             return

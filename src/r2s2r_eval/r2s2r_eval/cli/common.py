@@ -16,6 +16,7 @@ __all__ = [
     "Subcommand",
     "add_bootstrap_options",
     "add_mmrv_option",
+    "add_targets_option",
     "bad_input",
     "config_from_args",
     "open_unit",
@@ -70,6 +71,16 @@ def open_unit(text: str) -> float:
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be in (0, 1): got {text}")
     return value
+
+
+def add_targets_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--targets FILE``: bounds to grade the figures against; without it nothing is graded."""
+    parser.add_argument(
+        "--targets",
+        metavar="FILE",
+        help="YAML of metric bounds, e.g. 'pearson: {min: 0.95}', to print met / not met "
+        "(default: no targets; the project's own: config/compare_targets.yaml)",
+    )
 
 
 def add_bootstrap_options(parser: argparse.ArgumentParser, *, confidence_help: str) -> None:

@@ -8,6 +8,10 @@ adds Wilson intervals per policy and bootstrap intervals (episodes resampled) fo
 cross-policy metric. Other columns are ignored. Bad input exits with status 2 and a message naming
 the file, the line and the column. Undefined values (e.g. Pearson of a constant column) are JSON
 ``null``.
+
+Nothing is graded unless ``--targets FILE`` is given (YAML: ``pearson: {min: 0.95}``,
+``mmrv: {max: 0.03}``); then ``targets`` holds each bound, the measured value and ``met``
+(``null`` for a metric that is undefined or not measured here, such as failure_prediction_accuracy).
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from typing import Any
 import numpy as np
 
 from r2s2r_eval.analysis import metrics
-from r2s2r_eval.cli.common import Subcommand, add_bootstrap_options, add_mmrv_option, bad_input
+from r2s2r_eval.analysis.targets import Target, TargetsError, grade, load_targets
+from r2s2r_eval.cli.common import (
+    Subcommand,
+    add_bootstrap_options,
+    add_mmrv_option,
+    add_targets_option,
+    bad_input,
+)
 
 __all__ = ["COMMAND", "TableError", "PolicyRow", "cmd_metrics", "read_table", "register", "score_table"]
 
@@ -200,8 +211,12 @@ def score_table(
     resamples: int = 2000,
     confidence: float = 0.95,
     mmrv_comparison: str = "less",
+    targets: tuple[Target, ...] = (),
 ) -> dict[str, Any]:
-    """The JSON-ready metrics of a checked table (see :mod:`r2s2r_eval.analysis.metrics` for definitions)."""
+    """The JSON-ready metrics of a checked table (see :mod:`r2s2r_eval.analysis.metrics` for definitions).
+
+    With ``targets``, a ``targets`` entry grades the metrics against them; without, there is none.
+    """
     sim = np.array([r.sim_success for r in rows])
     real = np.array([r.real_success for r in rows])
     with_trials = rows[0].sim_trials is not None
@@ -244,6 +259,7 @@ def score_table(
                 bootstrap_undefined_fraction=iv.undefined_fraction,
             )
         scores[name] = item
+    graded = {"targets": grade(targets, {k: v["value"] for k, v in scores.items()})} if targets else {}
     return {
         "n_policies": len(rows),
         "confidence": confidence,
@@ -255,6 +271,7 @@ def score_table(
         ),
         "policies": policies,
         "metrics": scores,
+        **graded,
     }
 
 
@@ -262,7 +279,8 @@ def cmd_metrics(ns: argparse.Namespace) -> int:
     """Run ``r2s2r metrics``: print the table's metrics as JSON; 2 on bad input."""
     try:
         rows = read_table(Path(ns.table))
-    except TableError as err:
+        targets = load_targets(ns.targets) if ns.targets else ()
+    except (TableError, TargetsError) as err:
         return bad_input("metrics", err)
     result = score_table(
         rows,
@@ -270,6 +288,7 @@ def cmd_metrics(ns: argparse.Namespace) -> int:
         resamples=ns.resamples,
         confidence=ns.confidence,
         mmrv_comparison=ns.mmrv_comparison,
+        targets=targets,
     )
     print(json.dumps({"table": str(ns.table), "seed": ns.seed, **result}, indent=2, allow_nan=False))
     return 0
@@ -279,6 +298,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("table", help="CSV: policy,sim_success,real_success[,sim_trials,real_trials]")
     add_bootstrap_options(parser, confidence_help="Wilson and bootstrap level (default 0.95)")
     add_mmrv_option(parser, help_suffix="; they differ only on ties in sim")
+    add_targets_option(parser)
 
 
 _HELP = "sim-vs-real metrics (Pearson, MMRV, Spearman, Kendall) of a success-rate CSV, as JSON"

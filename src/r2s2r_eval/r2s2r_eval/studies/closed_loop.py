@@ -25,7 +25,8 @@
 
 3. **compare** real with each sim (:mod:`r2s2r_eval.analysis.compare`): ``real_vs_reconstructed/`` and
    ``real_vs_bundled/`` (``report.html``, ``summary.json``, PNGs), and write ``summary.json`` /
-   ``summary.txt`` with the targets beside the measured values and how much worse the bundled world does.
+   ``summary.txt`` with the targets (the project's own, ``config/compare_targets.yaml``) beside the
+   measured values and how much worse the bundled world does.
 
 Both sides use a 1 Hz camera (both policies look once), so the run fits a laptop.  Work files live in
 ``OUT/work`` (bag, world, results stores); the stores are keyed per episode, so a killed run resumes, and
@@ -53,9 +54,10 @@ from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.variations import load_variation_config, with_world_axes
 
 from r2s2r_eval.analysis import failure_regions as fr
-from r2s2r_eval.analysis.compare import TARGETS, CompareSettings, compare
+from r2s2r_eval.analysis.compare import CompareSettings, compare
 from r2s2r_eval.analysis.compare_data import load_episodes, policy_label
 from r2s2r_eval.analysis.compare_page import write_report
+from r2s2r_eval.analysis.targets import Target, grade, load_targets
 from r2s2r_eval.cli.common import Subcommand, bad_input
 from r2s2r_eval.episodes.results import ResultsStore
 from r2s2r_eval.episodes.sweep import run_sweep
@@ -76,6 +78,7 @@ __all__ = [
 
 DEFAULT_PROFILE = profile_path()
 DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
+DEFAULT_TARGETS = config_dir() / "compare_targets.yaml"
 BUNDLED_WORLD = "tabletop-pick-v1"
 RECONSTRUCTED_ID = "real2sim-closed-loop-v1"
 
@@ -112,6 +115,8 @@ class ClosedLoopConfig:
         quick_capture: a shorter capture (fewer board views, 6 s excitation) and identification.
         randomise: the reconstructed world's sim sides also draw the axes of its own ``variations.yaml``
             (:func:`r2s2r_sim.variations.with_world_axes`); false: the identified values exactly.
+        targets: targets file the summary and the two reports grade against
+            (:mod:`r2s2r_eval.analysis.targets`); the project's own by default.
     """
 
     out: Path
@@ -127,6 +132,7 @@ class ClosedLoopConfig:
     sim_seed: int = 0
     quick_capture: bool = False
     randomise: bool = True
+    targets: Path = DEFAULT_TARGETS
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -254,6 +260,7 @@ def build_summary(
     wall: dict[str, float],
     cfg: ClosedLoopConfig,
     paired: dict[str, fr.PairedAgreement],
+    targets: tuple[Target, ...],
 ) -> dict[str, Any]:
     """The closed loop's summary: per-policy rates of the three sides, targets, and the bundled deficit.
 
@@ -276,13 +283,9 @@ def build_summary(
         )
 
     def side(s: dict[str, Any], pair: fr.PairedAgreement) -> dict[str, Any]:
-        op, threshold = TARGETS["failure_prediction_accuracy"]
-        targets = dict(s["targets"])
-        targets["failure_prediction_accuracy"] = {
-            "target": f"{op} {threshold}",
-            "measured": pair.accuracy,
-            "met": pair.accuracy >= threshold,
-        }
+        # The paired accuracy, not the report's sim-tree accuracy, is the graded failure prediction.
+        paired_target = [t for t in targets if t.metric == "failure_prediction_accuracy"]
+        graded = {**s["targets"], **grade(paired_target, {"failure_prediction_accuracy": pair.accuracy})}
         return {
             "pearson": _metric(s, "pearson"),
             "mmrv": _metric(s, "mmrv"),
@@ -300,7 +303,7 @@ def build_summary(
             "failure_prediction_tree_accuracy": s["failure_prediction"]["accuracy"],
             "failure_prediction_tree_constant_guess": _constant_guess(s),
             "mean_abs_success_gap": _mean_gap(s),
-            "targets": targets,
+            "targets": graded,
             "warnings": s["warnings"],
         }
 
@@ -315,7 +318,7 @@ def build_summary(
         return {"reconstructed": rv, "bundled": bv, "bundled_worse_by": worse}
 
     return {
-        "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
+        "targets": {t.metric: t.text for t in targets},
         "policies": policies,
         "real_vs_reconstructed": r,
         "real_vs_bundled": b,
@@ -364,6 +367,9 @@ def _iv(m: dict[str, Any]) -> str:
 
 
 def _verdict(side: dict[str, Any], name: str) -> str:
+    """``met``, ``NOT met``, ``n/a`` (undefined value), or nothing when the targets file sets no bound."""
+    if name not in side["targets"]:
+        return ""
     return {True: "met", False: "NOT met", None: "n/a"}[side["targets"][name]["met"]]
 
 
@@ -382,13 +388,14 @@ def format_closed_loop(s: dict[str, Any]) -> str:
     ]
     for name in ("pearson", "mmrv"):
         cells = [f"{_iv(side[name])} {_verdict(side, name)}" for side in (r, b)]
-        lines.append(f"{name:<28} {s['targets'][name]:<8} {cells[0]:<40} {cells[1]}")
+        lines.append(f"{name:<28} {s['targets'].get(name, '-'):<8} {cells[0]:<40} {cells[1]}")
     name = "failure_prediction_accuracy"
     cells = [
         f"{'n/a' if side[name] is None else format(side[name], '.3f')} {_verdict(side, name)}"
         for side in (r, b)
     ]
-    lines.append(f"{'failure prediction accuracy':<28} {s['targets'][name]:<8} {cells[0]:<40} {cells[1]}")
+    target = s["targets"].get(name, "-")
+    lines.append(f"{'failure prediction accuracy':<28} {target:<8} {cells[0]:<40} {cells[1]}")
     for name, title in (
         ("failure_prediction_constant_guess", "  (constant-guess accuracy)"),
         ("failure_prediction_tree_accuracy", "  sim-tree accuracy (sweep)"),
@@ -413,6 +420,7 @@ def format_closed_loop(s: dict[str, Any]) -> str:
 
 def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     """Run the loop (see the module docstring); returns the summary written to ``out/summary.json``."""
+    targets = load_targets(cfg.targets)  # a bad file fails now, not after the sweeps
     out = Path(cfg.out)
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
@@ -460,7 +468,7 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         wall[name] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    settings = CompareSettings(allow_different_worlds=True)
+    settings = CompareSettings(allow_different_worlds=True, targets=targets)
     # Only this plan's episodes: a store may also hold those of an earlier run with other settings.
     real = _planned(load_episodes(stores["real"]), planned["real"])
     comps = {}
@@ -479,7 +487,12 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     wall["compare"] = time.perf_counter() - t0
     wall["total"] = time.perf_counter() - t_all
     summary = build_summary(
-        comps["real_vs_reconstructed"], comps["real_vs_bundled"], wall=wall, cfg=cfg, paired=paired
+        comps["real_vs_reconstructed"],
+        comps["real_vs_bundled"],
+        wall=wall,
+        cfg=cfg,
+        paired=paired,
+        targets=targets,
     )
     summary["episodes_run_now"] = ran  # the rest were reused from the stores of an earlier run
     text = format_closed_loop(summary)
