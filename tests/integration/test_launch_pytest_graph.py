@@ -35,6 +35,10 @@ WORLD = "tabletop-pick-v1"
 STARTUP_S = 300.0  # MuJoCo, the renderer and DDS discovery on a loaded 2-core machine
 
 
+def _stamp(msg: Any) -> int:
+    return int(msg.clock.sec) * 10**9 + int(msg.clock.nanosec)
+
+
 @pytest.fixture
 def exit_codes() -> dict[str, int]:
     """Exit code per launched process, filled by the launch description's OnProcessExit handler."""
@@ -78,13 +82,18 @@ def test_world_graph_serves_the_driver_topics_and_shuts_down_cleanly(
         joints = probe.record("joint_states")
         clock = probe.record("clock")
         wait_for(lambda: len(probe.msgs(joints)) >= 5, STARTUP_S, f"5 messages on {joints}")
-        wait_for(lambda: len(probe.msgs(clock)) >= 2, STARTUP_S, f"2 messages on {clock}")
+        # Lockstep holds sim time at 0 until the policy node has answered its first observation.
+        wait_for(
+            lambda: len({_stamp(m) for _, m in probe.msgs(clock)}) >= 2,
+            STARTUP_S,
+            f"sim time moving on {clock}",
+        )
     finally:
         next(probe_gen, None)
     arm = list(SimWorld(world_path(WORLD)).arm_joint_names)
     names = list(probe.msgs(joints)[-1][1].name)
     assert names[: len(arm)] == arm, names
-    stamps = [m.clock.sec * 10**9 + m.clock.nanosec for _, m in probe.msgs(clock)]
+    stamps = [_stamp(m) for _, m in probe.msgs(clock)]
     assert stamps == sorted(stamps) and stamps[-1] > stamps[0]  # sim time moves forward
     yield  # launch_pytest shuts the graph down (SIGINT to every process), then resumes here
     assert exit_codes, "no launched process reported an exit"
