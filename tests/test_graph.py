@@ -53,6 +53,11 @@ def test_use_sim_time_follows_mode_but_sim_node_runs_on_wall_time() -> None:
     assert "use_sim_time" not in nodes["sim_node"].parameters  # it publishes /clock
 
 
+def test_policy_node_counts_episodes_from_the_evaluators_seed0() -> None:
+    nodes = {n.name: n for n in resolve(load_graph("world"), {"seed": "42"})}
+    assert nodes["policy_node"].parameters["seed"] == nodes["evaluator_node"].parameters["seed0"] == 42
+
+
 def test_conditions_drop_nodes() -> None:
     assert _names(mode="sim", run_policy="false", evaluate="false") == ["sim_node"]
 

@@ -9,7 +9,8 @@ acted on, so it works on sim time (with or without lockstep) and on hardware ali
 
 Episodes: the evaluator calls ``~/reset_episode`` (``r2s2r_msgs/srv/ResetEpisode``) after resetting the world;
 the node then drops its cached observations, resets the policy and acts until an ``EpisodeOutcome`` for that
-seed arrives. With ``autostart`` it starts episode 0 (seed ``seed``) on its own. A policy exception ends the
+seed arrives. With ``autostart`` it starts episode 0 (seed ``seed``) on its own. Episodes are numbered as the
+evaluator numbers them: a reset with seed ``seed + i`` starts episode ``i``. A policy exception ends the
 episode: the node publishes a failed ``EpisodeOutcome`` with ``failure_reason = "policy_error: ..."``.
 Done signal (the one end-of-episode rule, :class:`r2s2r_sim.tasks.registry.EpisodeJudge`): when the policy
 reports that it has finished (a ``done`` attribute, property or no-argument method that is true), the node
@@ -116,7 +117,10 @@ _DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
         (0.01, 3600.0),
     ),
     "autostart": ("Start episode 0 with seed 'seed' without waiting for ~/reset_episode.", None),
-    "seed": ("Seed of the autostarted episode.", (0, 2**62)),
+    "seed": (
+        "Seed of episode 0 (the autostarted one); episode i has seed seed + i, as the evaluator's seed0.",
+        (0, 2**62),
+    ),
 }
 
 
@@ -223,7 +227,9 @@ class PolicyNode(Node):
 
     def _start(self, seed: int) -> None:
         with self._lock:
-            self._episode += 1
+            # Numbered as the evaluator numbers them: episode i has seed ``seed + i`` (its seed0 is ours).
+            first = self.config.seed
+            self._episode = seed - first if seed >= first else self._episode + 1
             self._seed = seed
             # Cached images stay: in lockstep they are not re-sent. Only images stamped at or after the
             # episode's first joint state are used (sim time is monotonic across resets).

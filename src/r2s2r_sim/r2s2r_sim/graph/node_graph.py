@@ -286,6 +286,7 @@ WORLD_NODES = (
             "policy": "{policy}",
             "world": "{world}",
             "interface": "{interface}",
+            "seed": "{seed}",
             "use_sim_time": "{use_sim_time}",
         },
     ),

@@ -63,7 +63,7 @@ from r2s2r_sim.ros.driver_io import (
     interface_publisher,
     subscribe_topics,
 )
-from r2s2r_sim.ros.params import declare_driver_parameters, node_help, run_node
+from r2s2r_sim.ros.params import declare_driver_parameters, exit_logger, node_help, run_node
 from r2s2r_sim.ros.qos import declare_interface, interface_class
 from r2s2r_sim.ros.robot_state import RobotState, static_messages
 from r2s2r_sim.serving.loop import (
@@ -373,12 +373,12 @@ class EmulatedHardwareNode(Node):
         return msg
 
     def destroy_node(self) -> None:
-        """Stop and join the physics and render threads, then destroy the node."""
-        self.get_logger().info(
+        """Stop and join the physics and render threads, log what it published, then destroy the node."""
+        self.threads.stop(timeout_s=20.0)  # a frame under load can take seconds
+        exit_logger(self).info(
             f"emulated hardware: {self.joint_states_published} joint states, "
             f"{self.threads.frames_published} camera frames published, {self.threads.frames_dropped} dropped"
         )
-        self.threads.stop(timeout_s=20.0)  # a frame under load can take seconds
         super().destroy_node()
 
 

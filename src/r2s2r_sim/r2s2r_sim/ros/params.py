@@ -261,6 +261,18 @@ def help_requested(args: Sequence[str] | None) -> bool:
     return "-h" in own or "--help" in own
 
 
+def exit_logger(node: Node) -> Any:
+    """The logger for what ``node`` says as it shuts down (a summary in ``destroy_node``).
+
+    After a Ctrl-C rclpy has shut the context down, and with it the node's ``/rosout`` publisher: a line
+    logged under the node's own name then also prints "Failed to publish log message to rosout" on stderr.
+    Once the context is down the line goes under ``<node logger>.exit``, a name no ``/rosout`` publisher
+    serves, so it reaches the console only.
+    """
+    logger = node.get_logger()
+    return logger if node.context.ok() else rclpy.logging.get_logger(f"{logger.name}.exit")
+
+
 def run_node(
     factory: Callable[[], Node],
     args: Sequence[str] | None,

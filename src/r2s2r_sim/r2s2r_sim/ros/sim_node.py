@@ -83,7 +83,7 @@ from r2s2r_sim.ros.driver_io import (
     interface_publisher,
     subscribe_topics,
 )
-from r2s2r_sim.ros.params import declare_driver_parameters, node_help, run_node
+from r2s2r_sim.ros.params import declare_driver_parameters, exit_logger, node_help, run_node
 from r2s2r_sim.ros.qos import declare_interface, interface_class
 from r2s2r_sim.ros.robot_state import RobotState, camera_transforms, static_messages
 from r2s2r_sim.serving.loop import NS, RenderJob, RenderWorker, ServingThreads, variation_hash
@@ -473,14 +473,14 @@ class SimNode(Node):
     # -------------------------------------------------------------------------------------- shutdown
 
     def destroy_node(self) -> None:
-        """Stop and join the physics and render threads, then destroy the node."""
+        """Stop and join the physics and render threads, log the frame counts, then destroy the node."""
+        self.threads.stop(timeout_s=20.0)  # a frame under load can take seconds
         render = self.threads.render
         if render is not None and render.frames_published:
-            self.get_logger().info(
+            exit_logger(self).info(
                 f"camera frames: {render.frames_published} published, {render.frames_dropped} dropped, "
                 f"{1e3 * render.render_seconds / render.frames_published:.1f} ms per frame (render + publish)"
             )
-        self.threads.stop(timeout_s=20.0)  # a frame under load can take seconds
         super().destroy_node()
 
 
