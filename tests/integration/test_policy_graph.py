@@ -38,7 +38,7 @@ def test_evaluator_runs_reference_policy_through_ros(processes, tmp_path: Path) 
         evaluator.kill()
         raise
     assert evaluator.returncode == 0, out
-    assert "evaluator: 1 episodes, 1 succeeded" in out, out
+    assert f"evaluator: 1 episodes, 1 succeeded -> {db}" in out, out
     assert sim.poll() is None and policy.poll() is None
     with ResultsStore(db) as store:
         rows = list(store.rows())

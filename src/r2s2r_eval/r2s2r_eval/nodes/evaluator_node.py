@@ -3,7 +3,8 @@
 For episode i it calls the world's reset service with seed ``seed0 + i``, then the policy node's
 ``~/reset_episode`` (if ``policy_reset_service`` is set), waits for the first ``EpisodeOutcome`` with that
 seed (from the sim's task checker or a policy error) or ``episode_timeout_s`` of wall time, and writes one
-row to ``results``. When done it logs ``evaluator: N episodes, K succeeded`` and exits 0.
+row to ``results``. When done it logs ``evaluator: N episodes, K succeeded -> <results as a full path>`` and
+exits 0.
 
 Real mode (``mode: real``: real drivers, or the emulated hardware stand-in, on wall-clock time) has no sim
 reset service and no task checker. Two hooks take their place:
@@ -42,6 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from r2s2r_sim.ros import conversions as rc
@@ -575,10 +577,13 @@ def _run(node: EvaluatorNode) -> int:
     started = time.monotonic()
     try:
         total, ok = node.run()
+        # The full path: a relative one is taken from wherever the graph was started.
+        results = Path(node.config.results).resolve()
         node.get_logger().info(
-            f"evaluator: {total} episodes, {ok} succeeded ({time.monotonic() - started:.1f} s wall)"
+            f"evaluator: {total} episodes, {ok} succeeded ({time.monotonic() - started:.1f} s wall) "
+            f"-> {results}"
         )
-        print(f"evaluator: {total} episodes, {ok} succeeded", flush=True)
+        print(f"evaluator: {total} episodes, {ok} succeeded -> {results}", flush=True)
     except (RuntimeError, ResultsError) as err:
         node.get_logger().fatal(str(err))
         return 1

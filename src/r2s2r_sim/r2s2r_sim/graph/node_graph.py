@@ -220,7 +220,8 @@ WORLD_ARGUMENTS = (
     Argument(
         name="results",
         default="out/results.sqlite",
-        description="SQLite file the evaluator appends episode rows to.",
+        description="SQLite file the evaluator appends episode rows to; a relative path is taken from the "
+        "folder the graph is started in. The evaluator prints its full path when it is done.",
     ),
     Argument(
         name="reset_hook",
