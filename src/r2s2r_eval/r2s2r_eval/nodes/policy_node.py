@@ -1,8 +1,10 @@
 """policy_node: runs a registered policy on the robot's topics (sim or real) at its control rate.
 
 Subscribes the interface's joint states, colour/depth images and camera info of one camera, /tf and
-/tf_static, and the episode outcome; publishes the arm and gripper commands and the lockstep ack
-(``policy_heartbeat``: the stamp of the observation just answered). Pacing follows the observations' clock:
+/tf_static, and the episode outcome; sends the arm and gripper commands through the profile's ``command`` path
+(forward command topics, or the trajectory controller's ``joint_trajectory`` topic and the gripper action:
+:mod:`r2s2r_eval.nodes.command_senders`) and publishes the lockstep ack (``policy_heartbeat``: the stamp of
+the observation just answered). Pacing follows the observations' clock:
 the policy is called when the newest joint state is at least one control period newer than the last one
 acted on, so it works on sim time (with or without lockstep) and on hardware alike. The policy's
 ``Observation.stamp`` is the time since the episode's first joint state, as the in-process runner gives it.
@@ -47,14 +49,15 @@ from rclpy.node import Node
 from std_msgs.msg import UInt64
 
 from r2s2r_eval.episodes.sensor_arrays import NS_PER_S, episode_stamp
+from r2s2r_eval.nodes.command_senders import command_sender
 from r2s2r_eval.nodes.conversions import (
     ConversionError,
     TfTree,
-    action_to_messages,
     observation_from_messages,
     stamp_to_seconds,
 )
 from r2s2r_eval.policy import (
+    Action,
     EpisodeInfo,
     ObservationKind,
     Policy,
@@ -83,6 +86,7 @@ class PolicyNodeConfig:
     max_observation_age_s: float = 1.0
     autostart: bool = True
     seed: int = 0
+    gripper_max_effort: float = 20.0
 
     def __post_init__(self) -> None:
         if not (self.control_rate_hz == 0.0 or 0.1 <= self.control_rate_hz <= 1000.0):
@@ -120,6 +124,10 @@ _DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
     "seed": (
         "Seed of episode 0 (the autostarted one); episode i has seed seed + i, as the evaluator's seed0.",
         (0, 2**62),
+    ),
+    "gripper_max_effort": (
+        "max_effort (N) of the gripper action's goals, on a profile with command: trajectory.",
+        (0.0, 1000.0),
     ),
 }
 
@@ -197,8 +205,14 @@ class PolicyNode(Node):
         sub("tf", self._on_tf)
         sub("tf_static", self._on_tf)
         sub("episode_outcome", self._on_outcome)
-        self._arm_pub = pub("arm_command")
-        self._grip_pub = pub("gripper_command")
+        self._commands = command_sender(
+            self,
+            iface,
+            arm_joints=tuple(self.arm_joints),
+            period=self.period,
+            gripper_range=self.gripper_range,
+            gripper_max_effort=cfg.gripper_max_effort,
+        )
         self._ack_pub = pub("policy_heartbeat")
         self._outcome_pub = pub("episode_outcome")
         self._done_pub = pub("policy_done")
@@ -239,7 +253,7 @@ class PolicyNode(Node):
             self._last_act = -math.inf
             self._holding = False
             self._done_sent = False
-            self._held: tuple[Any, Any] | None = None  # the last arm and gripper commands sent
+            self._held: Action | None = None  # the last action sent
             info = self._episode_info()
             self._active = True
         try:
@@ -338,8 +352,7 @@ class PolicyNode(Node):
             if self._done_sent:  # done: the policy is not asked again; the arm holds while the task settles
                 self._last_act = stamp
                 if self._held is not None:
-                    self._arm_pub.publish(self._held[0])
-                    self._grip_pub.publish(self._held[1])
+                    self._commands.send(self._held, first=False)
                 self._ack_pub.publish(Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec))
                 return
             now = self.get_clock().now().nanoseconds * 1e-9
@@ -385,10 +398,8 @@ class PolicyNode(Node):
         except Exception as err:  # a policy failure ends the episode as a failure
             self._fail(err, stamp)
             return
-        arm, grip = action_to_messages(action)
-        self._held = (arm, grip)
-        self._arm_pub.publish(arm)
-        self._grip_pub.publish(grip)
+        self._commands.send(action, first=self._held is None)
+        self._held = action
         if not self._done_sent and _policy_done(policy):
             # Before the ack: a lockstep sim counts the settle period from the observation just answered.
             self._done_sent = True
