@@ -218,6 +218,10 @@ def _interface_section(name: str, is_default: bool, raw: Mapping[str, Any]) -> l
     lines = [title, ""]
     if iface.description:
         lines += [_cell(iface.description), ""]
+    lines += [
+        f"Command path: `{iface.command.value}` (what policy_node sends its arm and gripper targets on).",
+        "",
+    ]
     if raw.get("extends"):
         overridden = sorted(
             f"{section}.{key}"
