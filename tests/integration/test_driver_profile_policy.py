@@ -1,5 +1,6 @@
-"""A driver profile end to end: the reference pick policy succeeds in sim through the trajectory controller's
-topic and the gripper action, with the driver's names, and sends nothing on the forward command topics."""
+"""Driver profiles end to end: the reference pick succeeds in sim through the trajectory controller's topic
+and the gripper action under the driver's names, sending nothing on the forward topics; the emulated
+hardware serves those names too."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run
 pytest.importorskip("control_msgs", reason="control_msgs is not built; run `make setup`")
 
 from action_msgs.msg import GoalStatusArray  # noqa: E402
+from control_msgs.action import FollowJointTrajectory, GripperCommand  # noqa: E402
 from r2s2r_eval.episodes.results import ResultsStore  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from ros_probe import RosProbe, open_probe  # noqa: E402
 
@@ -102,3 +105,27 @@ def test_reference_policy_succeeds_through_the_trajectory_path(  # type: ignore[
         ended = [s for s in probe.statuses.values() if s in (SUCCEEDED, ABORTED)]
     # At least the opening at the start and the closing on the object went to the gripper action.
     assert len(ended) >= 2, f"gripper goals on {probe.gripper_action}: {probe.statuses}"
+
+
+@pytest.mark.parametrize("probe", ["franka_ros2", "kortex", "ur_robot_driver", "xarm_ros2"], indirect=True)
+def test_emulated_hardware_serves_a_driver_profiles_controllers(processes: Any, probe: CommandProbe) -> None:
+    """The emulated arm's trajectory and gripper actions answer under the driver's names."""
+    params = Path(__file__).resolve().parents[2] / "config" / "emulated_hardware_node.yaml"
+    proc = processes.start(
+        [
+            "emulated_hardware_node",
+            "--ros-args",
+            "--params-file",
+            str(params),
+            "-p",
+            f"interface:={probe.iface.profile}",
+        ]
+    )
+    for action_type, key in (
+        (FollowJointTrajectory, "follow_joint_trajectory"),
+        (GripperCommand, "gripper_command"),
+    ):
+        name = probe.iface.action_spec(key).name
+        client = ActionClient(probe.node, action_type, name)
+        assert client.wait_for_server(timeout_sec=60.0), f"no {name} action server on the emulated hardware"
+    assert proc.poll() is None
