@@ -24,10 +24,9 @@ from pathlib import Path
 
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.shipped_profiles import profile_path
-from r2s2r_sim.paths import config_dir
 from r2s2r_sim.tasks.config import AUTO_POLICY
 from r2s2r_sim.variations import VariationError, for_world, load_variation_config
-from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
+from r2s2r_sim.worlds import default_variations_file, world_path
 
 from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args
 from r2s2r_eval.episodes.results import ResultsError
@@ -73,10 +72,7 @@ def sweep_config(ns: argparse.Namespace) -> SweepConfig:
 
 
 def default_variations(world: str) -> Path:
-    """The variation defaults of ``world``: its folder's own ``variations.yaml``, else the package's.
-
-    A task's world carries its own axes (its objects, friction, keep-out areas); otherwise the installed
-    package's ``config/variations.yaml`` is used, never a file in the current directory.
+    """The variation defaults of ``world`` (bundled id or folder), as ``--variations`` takes them.
 
     Raises:
         SweepError: ``world`` is neither a bundled id nor a folder.
@@ -85,8 +81,7 @@ def default_variations(world: str) -> Path:
         folder = world_path(world)
     except ValueError as err:
         raise SweepError(f"--world: {err}") from None
-    own = folder / WORLD_VARIATIONS_FILE
-    return own if own.is_file() else config_dir() / "variations.yaml"
+    return default_variations_file(folder)
 
 
 def cmd_sweep(ns: argparse.Namespace) -> int:

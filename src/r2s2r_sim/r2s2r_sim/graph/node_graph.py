@@ -132,8 +132,8 @@ WORLD_ARGUMENTS = (
         default=DEFAULT_INTERFACE,
         description="Topic, QoS and frame conventions: a profile of config/interface.yaml "
         f"({DEFAULT_INTERFACE}: the real drivers' defaults; sensor_data: "
-        "best-effort images under /<camera>/) or the path of your own interface "
-        "file.",
+        "best-effort images under /<camera>/; ur_robot_driver, franka_ros2, xarm_ros2, kortex: "
+        "those drivers' controllers, commanded by trajectory) or the path of your own interface file.",
     ),
     Argument(
         name="policy",
