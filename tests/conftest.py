@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +49,24 @@ def r2s2r_exe() -> str:
     if found is None:
         pytest.skip("the r2s2r console script is not installed (pip install -e src/r2s2r_sim)")
     return found
+
+
+@pytest.fixture
+def r2s2r_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``r2s2r ARGS`` in this process: its exit code (argparse's exits included), stdout and stderr."""
+
+    # reason: r2s2r_sim.cli.main loads mujoco, which no conftest import may do before a test sets MUJOCO_GL
+    from r2s2r_sim.cli.main import main as r2s2r_main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            rc = r2s2r_main(list(args))
+        except SystemExit as exc:  # argparse errors
+            rc = int(exc.code or 0)
+        captured = capsys.readouterr()
+        return rc, captured.out, captured.err
+
+    return run
 
 
 @pytest.fixture

@@ -61,20 +61,11 @@ def stores(tmp_path: Path) -> tuple[Path, Path]:
     return _store(tmp_path / "sim.sqlite", seed=1), _store(tmp_path / "real.sqlite", seed=2)
 
 
-def _main(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        rc = cli.main(["compare", *args])
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def test_report_and_summary(stores, tmp_path, capsys):
+def test_report_and_summary(stores, tmp_path, r2s2r_cli):
     sim, real = stores
     out = tmp_path / "report"
-    rc, stdout, err = _main(
-        capsys, "--sim", str(sim), "--real", str(real), "-o", str(out), "--resamples", "200"
+    rc, stdout, err = r2s2r_cli(
+        "compare", "--sim", str(sim), "--real", str(real), "-o", str(out), "--resamples", "200"
     )
     assert rc == 0, err
     html = (out / "report.html").read_text()
@@ -123,14 +114,14 @@ def test_report_and_summary(stores, tmp_path, capsys):
     assert "bootstrap 95% low" in html and "Wilson" in html
 
 
-def test_targets_file_adds_verdicts(stores, tmp_path, capsys):
+def test_targets_file_adds_verdicts(stores, tmp_path, r2s2r_cli):
     sim, real = stores
     targets = tmp_path / "targets.yaml"
     # Measured on these stores: pearson 1, mmrv 0 (see test_report_and_summary).
     targets.write_text("pearson: {min: 0.95}\nmmrv: {min: 0.01, max: 0.05}\nkendall: {max: 0.5}\n")
     out = tmp_path / "report"
-    rc, stdout, err = _main(
-        capsys,
+    rc, stdout, err = r2s2r_cli(
+        "compare",
         "--sim",
         str(sim),
         "--real",
@@ -190,37 +181,37 @@ def test_shipped_targets_grade_like_the_project(stores, tmp_path):
         ("pearson: {min: 95}\n", r"targets.yaml: pearson.min: must be in \[-1, 1\] .*got 95"),
     ],
 )
-def test_bad_targets_file_exits_2(stores, tmp_path, capsys, text, match):
+def test_bad_targets_file_exits_2(stores, tmp_path, r2s2r_cli, text, match):
     sim, real = stores
     targets = tmp_path / "targets.yaml"
     targets.write_text(text)
     out = tmp_path / "o"
-    rc, stdout, err = _main(
-        capsys, "--sim", str(sim), "--real", str(real), "-o", str(out), "--targets", str(targets)
+    rc, stdout, err = r2s2r_cli(
+        "compare", "--sim", str(sim), "--real", str(real), "-o", str(out), "--targets", str(targets)
     )
     assert rc == 2 and re.search(match, err), err
     assert stdout == "" and not out.exists()
 
 
-def test_refuses_existing_dir(stores, tmp_path, capsys):
+def test_refuses_existing_dir(stores, tmp_path, r2s2r_cli):
     sim, real = stores
     out = tmp_path / "exists"
     out.mkdir()
-    rc, _, err = _main(capsys, "--sim", str(sim), "--real", str(real), "-o", str(out))
+    rc, _, err = r2s2r_cli("compare", "--sim", str(sim), "--real", str(real), "-o", str(out))
     assert rc == 2 and "already exists" in err and list(out.iterdir()) == []
     comp = compare(load_episodes(sim), load_episodes(real), CompareSettings(resamples=50))
     with pytest.raises(CompareError, match="refusing to overwrite"):
         write_report(comp, out)
 
 
-def test_different_worlds(tmp_path, capsys):
+def test_different_worlds(tmp_path, r2s2r_cli):
     sim = _store(tmp_path / "sim.sqlite", seed=1)
     real = _store(tmp_path / "real.sqlite", seed=2, world="kitchen-v1")
-    rc, _, err = _main(capsys, "--sim", str(sim), "--real", str(real), "-o", str(tmp_path / "o"))
+    rc, _, err = r2s2r_cli("compare", "--sim", str(sim), "--real", str(real), "-o", str(tmp_path / "o"))
     assert rc == 2 and "different worlds" in err and "kitchen-v1" in err
     assert not (tmp_path / "o").exists()
-    rc, stdout, err = _main(
-        capsys,
+    rc, stdout, err = r2s2r_cli(
+        "compare",
         "--sim",
         str(sim),
         "--real",

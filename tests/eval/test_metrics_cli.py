@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from r2s2r_sim.cli import main as cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "sim_real_example.csv"
 HEADER = "policy,sim_success,real_success,sim_trials,real_trials\n"
@@ -66,18 +65,9 @@ def test_bad_input_via_console_script(run_metrics, tmp_path):
     assert proc.stdout == ""
 
 
-def _main(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        rc = cli.main(["metrics", *args])
-    except SystemExit as exc:  # argparse errors
-        rc = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
-
-
-def test_rates_only_table(tmp_path, capsys):
+def test_rates_only_table(tmp_path, r2s2r_cli):
     path = _write(tmp_path, "policy,sim_success,real_success\nx,0.9,0.8\ny,0.2,0.3\nz,0.5,0.6\n")
-    rc, out, _ = _main(capsys, str(path))
+    rc, out, _ = r2s2r_cli("metrics", str(path))
     assert rc == 0
     data = json.loads(out)
     assert data["bootstrap"] is None
@@ -85,9 +75,9 @@ def test_rates_only_table(tmp_path, capsys):
     assert "wilson_low" not in data["policies"][0]["sim"]
 
 
-def test_constant_column_gives_null(tmp_path, capsys):
+def test_constant_column_gives_null(tmp_path, r2s2r_cli):
     path = _write(tmp_path, HEADER + "x,1,0.8,10,10\ny,1,0.3,10,10\nz,1,0.6,10,10\n")
-    rc, out, _ = _main(capsys, str(path), "--resamples", "50")
+    rc, out, _ = r2s2r_cli("metrics", str(path), "--resamples", "50")
     assert rc == 0
     data = json.loads(out)
     # Sim all successes stays constant in every resample: Pearson is undefined throughout.
@@ -98,19 +88,19 @@ def test_constant_column_gives_null(tmp_path, capsys):
     assert data["metrics"]["mmrv"]["value"] == pytest.approx(0.7 / 3)
 
 
-def test_mmrv_comparison_option(tmp_path, capsys):
+def test_mmrv_comparison_option(tmp_path, r2s2r_cli):
     path = _write(tmp_path, "policy,sim_success,real_success\na,0.5,0.1\nb,0.5,0.2\nc,0.5,0.9\n")
-    rc, out, _ = _main(capsys, str(path), "--mmrv-comparison", "greater")
+    rc, out, _ = r2s2r_cli("metrics", str(path), "--mmrv-comparison", "greater")
     assert rc == 0
     data = json.loads(out)
     assert data["mmrv_comparison"] == "greater"
     assert data["metrics"]["mmrv"]["value"] == pytest.approx(0.3)
 
 
-def test_rate_written_with_limited_precision(tmp_path, capsys):
+def test_rate_written_with_limited_precision(tmp_path, r2s2r_cli):
     # 0.333 × 3 and 0.67 × 3 are 1 and 2 successes at the precision written.
     path = _write(tmp_path, HEADER + "a,0.333,0.67,3,3\nb,1,0,3,3\n")
-    rc, out, err = _main(capsys, str(path), "--resamples", "20")
+    rc, out, err = r2s2r_cli("metrics", str(path), "--resamples", "20")
     assert rc == 0, err
     a = json.loads(out)["policies"][0]
     assert a["sim"]["successes"] == 1 and a["real"]["successes"] == 2
@@ -147,23 +137,23 @@ def test_rate_written_with_limited_precision(tmp_path, capsys):
         ('policy,sim_success,real_success\n"a,0.5,0.5\n', "malformed CSV"),
     ],
 )
-def test_bad_tables(tmp_path, capsys, text, match):
+def test_bad_tables(tmp_path, r2s2r_cli, text, match):
     path = _write(tmp_path, text)
-    rc, out, err = _main(capsys, str(path))
+    rc, out, err = r2s2r_cli("metrics", str(path))
     assert rc == 2
     assert out == ""
     assert str(path) in err
     assert re.search(match, err), err
 
 
-def test_missing_file(tmp_path, capsys):
-    rc, _, err = _main(capsys, str(tmp_path / "nope.csv"))
+def test_missing_file(tmp_path, r2s2r_cli):
+    rc, _, err = r2s2r_cli("metrics", str(tmp_path / "nope.csv"))
     assert rc == 2 and "nope.csv" in err and "cannot read" in err
 
 
 @pytest.mark.parametrize(
     "args", [["--resamples", "0"], ["--confidence", "1"], ["--confidence", "x"], ["--mmrv-comparison", "le"]]
 )
-def test_bad_options_exit_2(capsys, args):
-    rc, _, err = _main(capsys, str(EXAMPLE), *args)
+def test_bad_options_exit_2(r2s2r_cli, args):
+    rc, _, err = r2s2r_cli("metrics", str(EXAMPLE), *args)
     assert rc == 2 and "usage:" in err

@@ -8,20 +8,10 @@ from pathlib import Path
 
 import pytest
 from r2s2r_eval.analysis.targets import Target, TargetsError, grade, load_targets
-from r2s2r_sim.cli import main as cli
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLE = DATA / "sim_real_example.csv"
 SHIPPED = Path(__file__).resolve().parents[2] / "config" / "compare_targets.yaml"
-
-
-def _main(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        rc = cli.main(["metrics", *args])
-    except SystemExit as exc:  # argparse errors
-        rc = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
 
 
 def test_shipped_targets_are_the_projects_bar():
@@ -32,17 +22,17 @@ def test_shipped_targets_are_the_projects_bar():
     )
 
 
-def test_metrics_without_targets_grades_nothing(capsys):
-    rc, out, err = _main(capsys, str(EXAMPLE), "--resamples", "50")
+def test_metrics_without_targets_grades_nothing(r2s2r_cli):
+    rc, out, err = r2s2r_cli("metrics", str(EXAMPLE), "--resamples", "50")
     assert rc == 0, err
     data = json.loads(out)
     assert "targets" not in data and '"met"' not in out
 
 
-def test_metrics_with_targets_grades_the_known_table(capsys):
+def test_metrics_with_targets_grades_the_known_table(r2s2r_cli):
     # tests/data/sim_real_example.csv: pearson 0.94333, MMRV 0.02, Spearman 0.8, Kendall 0.6667 (by hand
     # in test_metrics_cli.py); failure prediction is not measured from a rates table.
-    rc, out, err = _main(capsys, str(EXAMPLE), "--resamples", "50", "--targets", str(SHIPPED))
+    rc, out, err = r2s2r_cli("metrics", str(EXAMPLE), "--resamples", "50", "--targets", str(SHIPPED))
     assert rc == 0, err
     t = json.loads(out)["targets"]
     assert t["pearson"]["target"] == ">= 0.95" and t["pearson"]["met"] is False
@@ -57,10 +47,10 @@ def test_metrics_with_targets_grades_the_known_table(capsys):
     }
 
 
-def test_bad_targets_file_exits_2_naming_the_field(tmp_path, capsys):
+def test_bad_targets_file_exits_2_naming_the_field(tmp_path, r2s2r_cli):
     bad = tmp_path / "t.yaml"
     bad.write_text("spearman: {min: 0.9, max: 0.5}\n")
-    rc, out, err = _main(capsys, str(EXAMPLE), "--targets", str(bad))
+    rc, out, err = r2s2r_cli("metrics", str(EXAMPLE), "--targets", str(bad))
     assert rc == 2 and out == ""
     assert f"{bad}: spearman: min 0.9 is above max 0.5" in err
 
