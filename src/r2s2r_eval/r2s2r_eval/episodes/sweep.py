@@ -252,7 +252,7 @@ def _start(executor: Executor, address: str | None, workers: int) -> bool:
         raise SweepError(str(err)) from None
 
 
-def _check_policies(
+def check_policies(
     policies: Iterable[PolicySpec], task: TaskConfig | None, world: str
 ) -> tuple[PolicySpec, ...]:
     """``policies`` with ``auto`` resolved, once each is built and known to solve the world's task.
@@ -313,7 +313,7 @@ def run_sweep(
             f"--render-profile {cfg.render_profile!r}: world {base.world_id!r} has no such profile "
             f"(profiles: {sorted(base.config.render_profiles)})"
         )
-    cfg = dataclasses.replace(cfg, policies=_check_policies(cfg.policies, base.config.task, cfg.world))
+    cfg = dataclasses.replace(cfg, policies=check_policies(cfg.policies, base.config.task, cfg.world))
     tasks = plan_sweep(
         cfg,
         world_dir=world_dir,

@@ -27,14 +27,15 @@ from typing import Any
 
 import numpy as np
 from r2s2r_sim.cells.camera_frames import CameraFrames
-from r2s2r_sim.paths import config_dir
+from r2s2r_sim.errors import WorldError
 from r2s2r_sim.variations import load_variation_config, make_world, sweep_variation
-from r2s2r_sim.worlds import world_path
+from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.worlds import default_variations_file, world_path
 
 from r2s2r_eval.analysis.metrics import wilson_interval
 from r2s2r_eval.episodes.results import ResultsStore
-from r2s2r_eval.episodes.sweep import run_sweep
-from r2s2r_eval.episodes.sweep_plan import SweepConfig, episode_seed, parse_policy_spec
+from r2s2r_eval.episodes.sweep import check_policies, run_sweep
+from r2s2r_eval.episodes.sweep_plan import SweepConfig, SweepError, episode_seed, parse_policy_spec
 from r2s2r_eval.policy import load_policy
 
 __all__ = ["Arm", "compare_to_baseline", "image_differences", "main", "parse_arm", "run_fidelity"]
@@ -171,7 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--world", default="tabletop-pick-v1", help="bundled world id or world folder")
     parser.add_argument("--policy", default="reference", help="NAME[:k=v,...] as for r2s2r sweep")
     parser.add_argument(
-        "--variations", type=Path, default=None, help="variation axes YAML (default: config/variations.yaml)"
+        "--variations",
+        type=Path,
+        default=None,
+        help="variation axes YAML (default: the world's own variations.yaml, else config/variations.yaml)",
     )
     parser.add_argument("-n", type=int, default=200, help="episodes per arm (one per variation)")
     parser.add_argument("--seed", type=int, default=0, help="sweep seed")
@@ -197,12 +201,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = SweepConfig(
         world=ns.world,
         policies=(parse_policy_spec(ns.policy),),
-        variations=load_variation_config(ns.variations or config_dir() / "variations.yaml"),
+        variations=load_variation_config(ns.variations or default_variations_file(world_path(ns.world))),
         n=ns.n,
         seed=ns.seed,
         max_steps=ns.max_steps,
         camera_rate_hz=ns.camera_rate_hz,
     )
+    try:  # `auto` resolved and the policy's task checked before any frame is drawn, as a sweep does
+        task = load_world_config(world_path(cfg.world)).task
+        cfg = replace(cfg, policies=check_policies(cfg.policies, task, cfg.world))
+    except (SweepError, WorldError, ValueError) as err:
+        parser.error(str(err))
     ns.out.mkdir(parents=True, exist_ok=True)
     if ns.pixels_only:
         report = {
