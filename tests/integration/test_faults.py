@@ -46,8 +46,8 @@ def graphs(ros_env: dict[str, str]):  # type: ignore[no-untyped-def]
 
 def _kill_policy_mid_episode(g: Graph, episode: int) -> None:
     g.wait_for(
-        f"the policy acting in episode {episode + 1}",  # the node's autostart is its episode 0
-        rf"\[policy_node-2\] hold policy: acting in episode {episode + 1} ",
+        f"the policy acting in episode {episode}",  # numbered as the evaluator numbers them
+        rf"\[policy_node-2\] hold policy: acting in episode {episode} ",
     )
     os.kill(g.pid("policy_node-2"), signal.SIGKILL)
 
@@ -75,7 +75,7 @@ def test_policy_killed_mid_episode_is_respawned_and_the_run_goes_on(graphs, tmp_
 def test_sim_killed_ends_the_run_nonzero_with_the_store_intact(graphs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db = tmp_path / "results.sqlite"
     g = graphs(_args(db, 3))
-    g.wait_for("the policy acting in episode 2", r"\[policy_node-2\] hold policy: acting in episode 2 ")
+    g.wait_for("the policy acting in episode 1", r"\[policy_node-2\] hold policy: acting in episode 1 ")
     os.kill(g.pid("sim_node-1"), signal.SIGKILL)
     assert g.finish() != 0, g.lines[-30:]
     assert _rows(db) == [(0, False, "timeout")]
@@ -86,7 +86,7 @@ def test_evaluator_killed_then_the_same_command_resumes_at_the_next_unfinished_s
 ) -> None:
     db = tmp_path / "results.sqlite"
     g = graphs(_args(db, 3))
-    g.wait_for("the policy acting in episode 2", r"\[policy_node-2\] hold policy: acting in episode 2 ")
+    g.wait_for("the policy acting in episode 1", r"\[policy_node-2\] hold policy: acting in episode 1 ")
     os.kill(g.pid(EVAL), signal.SIGKILL)
     assert g.finish() != 0
     assert _rows(db) == [(0, False, "timeout")]
