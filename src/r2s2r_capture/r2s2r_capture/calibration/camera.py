@@ -27,6 +27,7 @@ __all__ = [
     "hand_eye_calibration",
     "load_images",
     "read_camera_info_yaml",
+    "pose_matrix",
     "rotation_angle_deg",
     "write_camera_info_yaml",
 ]
@@ -276,7 +277,8 @@ def read_camera_info_yaml(path: str | Path) -> tuple[np.ndarray, np.ndarray, tup
     return K, D, size
 
 
-def _to_T(R: np.ndarray, t: np.ndarray) -> np.ndarray:
+def pose_matrix(R: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The 4x4 homogeneous transform of rotation ``R`` (3x3) and translation ``t`` (3, m)."""
     T = np.eye(4)
     T[:3, :3] = R
     T[:3, 3] = np.asarray(t, dtype=np.float64).ravel()
@@ -307,7 +309,7 @@ def board_pose_in_camera(
     proj, _ = cv2.projectPoints(obj, rvec, tvec, camera_matrix, D)
     rms = float(np.sqrt(np.mean(np.sum((proj.reshape(-1, 2) - detection.corners_px) ** 2, axis=1))))
     R, _ = cv2.Rodrigues(rvec)
-    return _to_T(R, tvec), rms
+    return pose_matrix(R, tvec), rms
 
 
 def fixed_camera_extrinsics(
@@ -352,7 +354,7 @@ def _park_martin(A: list[np.ndarray], B: list[np.ndarray]) -> np.ndarray:
     C = np.vstack([a[:3, :3] - np.eye(3) for a in A])
     d = np.concatenate([R @ b[:3, 3] - a[:3, 3] for a, b in zip(A, B, strict=True)])
     t, *_ = np.linalg.lstsq(C, d, rcond=None)
-    return _to_T(R, t)
+    return pose_matrix(R, t)
 
 
 def hand_eye_calibration(
@@ -389,7 +391,7 @@ def hand_eye_calibration(
             [c[:3, 3] for c in target],
             method=cv2.CALIB_HAND_EYE_PARK,
         )
-        return _to_T(R, t)
+        return pose_matrix(R, t)
     # A_i = gripper motion i -> i+1 (in gripper frame), B_i = camera motion (in camera frame); A X = X B.
     A, B = [], []
     for i in range(len(gripper) - 1):

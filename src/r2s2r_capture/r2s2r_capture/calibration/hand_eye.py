@@ -18,7 +18,12 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
-from r2s2r_capture.calibration.camera import BoardDetection, IntrinsicsResult, board_pose_in_camera
+from r2s2r_capture.calibration.camera import (
+    BoardDetection,
+    IntrinsicsResult,
+    board_pose_in_camera,
+    pose_matrix,
+)
 from r2s2r_capture.calibration.charuco import DEFAULT_BOARD, CharucoBoardSpec
 from r2s2r_capture.errors import CalibrationError
 
@@ -52,13 +57,6 @@ def _rigid(T: object, what: str) -> np.ndarray:
             f"{what} is not a rigid transform (rotation block not orthonormal, or last row)"
         )
     return M
-
-
-def _pose(R: np.ndarray, t: np.ndarray) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, :3] = R
-    T[:3, 3] = np.ravel(t)
-    return T
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -224,7 +222,7 @@ def _closed_form(
             [b[:3, 3] for b in B],
             method=cv2.CALIB_ROBOT_WORLD_HAND_EYE_SHAH,
         )
-        X, Z = _pose(R_x, t_x), _pose(R_z, t_z)
+        X, Z = pose_matrix(R_x, t_x), pose_matrix(R_z, t_z)
     else:
         X, Z = _shah(A, B)
     return np.linalg.inv(X), np.linalg.inv(Z)
@@ -250,7 +248,7 @@ def _shah(A: list[np.ndarray], B: list[np.ndarray]) -> tuple[np.ndarray, np.ndar
     C = np.vstack([np.hstack([a[:3, :3], -np.eye(3)]) for a in A])
     d = np.concatenate([R_z @ b[:3, 3] - a[:3, 3] for a, b in zip(A, B, strict=True)])
     t, *_ = np.linalg.lstsq(C, d, rcond=None)
-    return _pose(R_x, t[:3]), _pose(R_z, t[3:])
+    return pose_matrix(R_x, t[:3]), pose_matrix(R_z, t[3:])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,7 +286,7 @@ def _reprojection(
 
 def _perturbed(T: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``T`` rotated by rotation vector ``x[:3]`` (in its parent frame) and moved by ``x[3:]`` (m)."""
-    return _pose(Rotation.from_rotvec(x[:3]).as_matrix() @ T[:3, :3], T[:3, 3] + x[3:])
+    return pose_matrix(Rotation.from_rotvec(x[:3]).as_matrix() @ T[:3, :3], T[:3, 3] + x[3:])
 
 
 def _refine(
@@ -428,5 +426,5 @@ def plan_hand_eye_poses(
         roll_fraction = 2.0 * (((k + 0.5) * _ROLL_STEP) % 1.0) - 1.0
         roll = Rotation.from_rotvec([0.0, 0.0, math.radians(max_roll_deg) * roll_fraction])
         shift = max_shift_m * radius * np.array([-math.sin(azimuth), math.cos(azimuth), 0.0])
-        poses.append(T0 @ _pose((tilt * roll).as_matrix(), shift))
+        poses.append(T0 @ pose_matrix((tilt * roll).as_matrix(), shift))
     return poses
