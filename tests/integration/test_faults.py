@@ -96,7 +96,7 @@ def test_evaluator_killed_then_the_same_command_resumes_at_the_next_unfinished_s
     assert _rows(db) == [(0, False, "timeout"), (1, False, "timeout"), (2, False, "timeout")]
 
 
-@pytest.mark.parametrize("moment", [3, 17, 29, 41])
+@pytest.mark.parametrize("moment", [3, 29])  # 16 and 36 output lines: start-up and mid-run
 def test_ctrl_c_at_a_random_moment_leaves_the_store_and_the_bag_valid(  # type: ignore[no-untyped-def]
     graphs, processes, tmp_path: Path, moment: int
 ) -> None:
