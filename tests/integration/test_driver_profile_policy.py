@@ -13,9 +13,9 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run
 pytest.importorskip("control_msgs", reason="control_msgs is not built; run `make setup`")
 
 from action_msgs.msg import GoalStatusArray  # noqa: E402
-from control_msgs.action import FollowJointTrajectory, GripperCommand  # noqa: E402
 from r2s2r_eval.episodes.results import ResultsStore  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
+from r2s2r_sim.ros.qos import interface_class  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from ros_probe import RosProbe, open_probe  # noqa: E402
@@ -49,7 +49,8 @@ class CommandProbe(RosProbe):
                 self.statuses[bytes(status.goal_info.goal_id.uuid)] = int(status.status)
 
 
-@pytest.fixture(params=["ur_robot_driver"])
+# The UR profile, and the one whose gripper action is a ParallelGripperCommand (sent and served as such).
+@pytest.fixture(params=["ur_robot_driver", "kortex_parallel_gripper"])
 def probe(request: Any, ros_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
     yield from open_probe(lambda domain: CommandProbe(domain, request.param), ros_env, monkeypatch)
 
@@ -107,7 +108,10 @@ def test_reference_policy_succeeds_through_the_trajectory_path(  # type: ignore[
     assert len(ended) >= 2, f"gripper goals on {probe.gripper_action}: {probe.statuses}"
 
 
-@pytest.mark.parametrize("probe", ["franka_ros2", "kortex", "ur_robot_driver", "xarm_ros2"], indirect=True)
+DRIVER_PROFILES = ["franka_ros2", "kortex", "kortex_parallel_gripper", "ur_robot_driver", "xarm_ros2"]
+
+
+@pytest.mark.parametrize("probe", DRIVER_PROFILES, indirect=True)
 def test_emulated_hardware_serves_a_driver_profiles_controllers(processes: Any, probe: CommandProbe) -> None:
     """The emulated arm's trajectory and gripper actions answer under the driver's names."""
     params = Path(__file__).resolve().parents[2] / "config" / "emulated_hardware_node.yaml"
@@ -121,11 +125,9 @@ def test_emulated_hardware_serves_a_driver_profiles_controllers(processes: Any, 
             f"interface:={probe.iface.profile}",
         ]
     )
-    for action_type, key in (
-        (FollowJointTrajectory, "follow_joint_trajectory"),
-        (GripperCommand, "gripper_command"),
-    ):
-        name = probe.iface.action_spec(key).name
-        client = ActionClient(probe.node, action_type, name)
+    for key in ("follow_joint_trajectory", "gripper_command"):
+        spec = probe.iface.action_spec(key)
+        name = spec.name
+        client = ActionClient(probe.node, interface_class(spec.type), name)
         assert client.wait_for_server(timeout_sec=60.0), f"no {name} action server on the emulated hardware"
     assert proc.poll() is None

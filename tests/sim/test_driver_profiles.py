@@ -108,3 +108,17 @@ def test_a_bad_command_path_is_refused(tmp_path: Path, text: str, match: str) ->
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InterfaceError, match=match):
         load_interface(path)
+
+
+def test_the_parallel_gripper_profile_is_kortex_with_a_parallel_gripper_command() -> None:
+    raw = _raw_profiles()["kortex_parallel_gripper"]
+    assert raw["extends"] == "kortex"
+    iface, kortex = load_interface("kortex_parallel_gripper"), load_interface("kortex")
+    grip = iface.action_spec("gripper_command")
+    assert (grip.name, grip.type) == (
+        "/robotiq_gripper_controller/gripper_cmd",
+        "control_msgs/action/ParallelGripperCommand",
+    )
+    assert iface.action_spec("follow_joint_trajectory") == kortex.action_spec("follow_joint_trajectory")
+    block = _block((config_dir() / "interface.yaml").read_text(encoding="utf-8"), "kortex_parallel_gripper")
+    assert "Kinovarobotics/ros2_kortex" in block and "parallel_gripper_action_controller" in block

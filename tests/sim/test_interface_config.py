@@ -149,8 +149,8 @@ def test_bad_profiles_are_refused_naming_the_field(tmp_path: Path, data: dict, m
 def test_unknown_profile_name_lists_the_profiles() -> None:
     with pytest.raises(
         InterfaceError,
-        match=r"interface 'nope': no such profile .*\['franka_ros2', 'kortex', 'realsense2_camera', "
-        r"'sensor_data', 'ur_robot_driver', 'xarm_ros2'\]",
+        match=r"interface 'nope': no such profile .*\['franka_ros2', 'kortex', 'kortex_parallel_gripper', "
+        r"'realsense2_camera', 'sensor_data', 'ur_robot_driver', 'xarm_ros2'\]",
     ):
         load_interface("nope")
 

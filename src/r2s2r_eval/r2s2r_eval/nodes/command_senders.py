@@ -2,7 +2,8 @@
 
 ``forward``: Float64MultiArray on ``arm_command`` and ``gripper_command`` (forward_command_controller).
 ``trajectory``: a one-point JointTrajectory on ``joint_trajectory`` each control period and a GripperCommand
-goal on the ``gripper_command`` action when the gripper target changes
+(or ParallelGripperCommand, as the profile's action type says) goal on the ``gripper_command`` action when
+the gripper target changes
 (:class:`r2s2r_eval.episodes.command_plan.TrajectoryCommandPlan` decides what; this module only sends it).
 """
 
@@ -53,8 +54,9 @@ class ForwardSender:
 class TrajectorySender:
     """The trajectory controller's topic and the gripper action; see the module docstring."""
 
-    def __init__(self, node: Node, iface: Interface, plan: TrajectoryCommandPlan) -> None:
+    def __init__(self, node: Node, iface: Interface, plan: TrajectoryCommandPlan, gripper_joint: str) -> None:
         self._plan = plan
+        self._gripper_joint = gripper_joint
         self._log = node.get_logger()
         self._traj_pub = _publisher(node, iface, "joint_trajectory")
         spec = iface.action_spec("gripper_command")
@@ -87,8 +89,13 @@ class TrajectorySender:
             self._plan.forget_gripper()
             return
         request = self._grip_type.Goal()
-        request.command.position = goal.position
-        request.command.max_effort = goal.max_effort
+        if self._grip_type.__name__ == "ParallelGripperCommand":  # a sensor_msgs/JointState command
+            request.command.name = [self._gripper_joint]
+            request.command.position = [goal.position]
+            request.command.effort = [goal.max_effort]
+        else:
+            request.command.position = goal.position
+            request.command.max_effort = goal.max_effort
         self._grip_client.send_goal_async(request).add_done_callback(self._on_goal_response)
 
     def _on_goal_response(self, future: Any) -> None:
@@ -105,11 +112,15 @@ def command_sender(
     period: float,
     gripper_range: tuple[float, float],
     gripper_max_effort: float,
+    gripper_joint: str = "",
 ) -> CommandSender:
-    """The sender for ``iface.command``: forward topics, or the trajectory topic and gripper action."""
+    """The sender for ``iface.command``: forward topics, or the trajectory topic and gripper action.
+
+    ``gripper_joint`` names the joint a ParallelGripperCommand goal commands.
+    """
     if iface.command is CommandPath.TRAJECTORY:
         plan = TrajectoryCommandPlan(
             arm_joints=arm_joints, period=period, gripper_range=gripper_range, max_effort=gripper_max_effort
         )
-        return TrajectorySender(node, iface, plan)
+        return TrajectorySender(node, iface, plan, gripper_joint)
     return ForwardSender(node, iface)

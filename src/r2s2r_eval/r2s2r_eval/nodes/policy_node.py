@@ -212,6 +212,7 @@ class PolicyNode(Node):
             period=self.period,
             gripper_range=self.gripper_range,
             gripper_max_effort=cfg.gripper_max_effort,
+            gripper_joint=gripper.joints[0] if gripper is not None else "",
         )
         self._ack_pub = pub("policy_heartbeat")
         self._outcome_pub = pub("episode_outcome")

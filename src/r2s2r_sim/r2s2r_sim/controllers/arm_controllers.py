@@ -69,6 +69,7 @@ class ArmControllers:
         names = list(joint_names)
         self.arm_joints = tuple(arm_joints)
         self._arm_index = np.array([names.index(j) for j in self.arm_joints])
+        self.gripper_joint = gripper_joint
         self._grip_index = None if gripper_joint is None else names.index(gripper_joint)
         self._clock = clock
         config = trajectory if trajectory is not None else TrajectoryControllerConfig(joints=self.arm_joints)

@@ -3,7 +3,10 @@
 Beside the forward command topics, a node serving
 :class:`~r2s2r_sim.controllers.arm_controllers.ArmControllers` offers what ros2_control's controllers
 offer: the ``follow_joint_trajectory`` action, the ``joint_trajectory`` and ``controller_state`` topics,
-and the ``gripper_command`` action (names, types and QoS from the interface profile). Goals are checked
+and the ``gripper_command`` action (names, types and QoS from the interface profile): a
+``GripperCommand`` as gripper_action_controller serves it, or a ``ParallelGripperCommand`` as
+parallel_gripper_action_controller does (one position, the effort limit optional, the joint's state in the
+feedback and result). Goals are checked
 when they are sent: a refused one is rejected at the goal response, as joint_trajectory_controller does,
 and the node logs its error code. A goal runs in the sim's time; feedback follows every
 ``FEEDBACK_PERIOD_S`` of wall time.
@@ -23,7 +26,7 @@ from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from r2s2r_sim.controllers.arm_controllers import ArmControllers
-from r2s2r_sim.controllers.gripper import GripperEnd
+from r2s2r_sim.controllers.gripper import GripperEnd, GripperReading
 from r2s2r_sim.controllers.joint_trajectory import (
     ControllerState,
     GoalEnd,
@@ -39,7 +42,14 @@ from r2s2r_sim.ros.driver_io import interface_publisher, subscribe_topics
 from r2s2r_sim.ros.params import spin_multithreaded
 from r2s2r_sim.ros.qos import interface_class
 
-__all__ = ["FEEDBACK_PERIOD_S", "GOAL_THREADS", "ControllerServers", "spin_serving_goals", "trajectory_goal"]
+__all__ = [
+    "FEEDBACK_PERIOD_S",
+    "GOAL_THREADS",
+    "ControllerServers",
+    "GripperMessages",
+    "spin_serving_goals",
+    "trajectory_goal",
+]
 
 FEEDBACK_PERIOD_S = 0.05  # joint_trajectory_controller's default action_monitor_rate, 20 Hz
 # Each goal waits for its end on an executor thread (rclpy resumes a waiting coroutine in a busy loop). At
@@ -85,6 +95,47 @@ def trajectory_goal(trajectory: Any, goal: Any = None) -> TrajectoryGoal:
     )
 
 
+class GripperMessages:
+    """The two gripper actions' goal, feedback and result layouts over one gripper core.
+
+    ``ParallelGripperCommand`` carries a ``sensor_msgs/JointState``: parallel_gripper_action_controller
+    rejects a goal without exactly one position and reports the joint's position and effort as ``state``.
+    """
+
+    def __init__(self, action_type: Any, joint: str) -> None:
+        self.type = action_type
+        self.parallel = action_type.__name__ == "ParallelGripperCommand"
+        self._joint = joint
+
+    def command(self, goal: Any) -> tuple[float, float]:
+        """The goal's (position, max effort).
+
+        Raises:
+            ValueError: not one position (parallel), or not finite; the message says which.
+        """
+        command = goal.command
+        if self.parallel:
+            if len(command.position) != 1:
+                raise ValueError(f"expects 1 position value, got {len(command.position)}")
+            position = float(command.position[0])
+            effort = float(command.effort[0]) if len(command.effort) else 0.0
+        else:
+            position, effort = command.position, command.max_effort
+        if not (math.isfinite(position) and math.isfinite(effort)):
+            raise ValueError(f"not finite ({position}, {effort})")
+        return position, effort
+
+    def fill(self, msg: Any, reading: GripperReading) -> Any:
+        """Put ``reading`` into a feedback or result message; returns it."""
+        if self.parallel:
+            msg.state.name = [self._joint]
+            msg.state.position = [reading.position]
+            msg.state.effort = [reading.effort]
+        else:
+            msg.position, msg.effort = reading.position, reading.effort
+        return msg
+
+
 def _point(positions: np.ndarray, velocities: np.ndarray, accelerations: np.ndarray | None = None) -> Any:
     point = JointTrajectoryPoint()
     point.positions = positions.tolist()
@@ -117,11 +168,12 @@ class ControllerServers:
         ]
         if controllers.has_gripper:
             grip = iface.action_spec("gripper_command")
-            self._grip_type = interface_class(grip.type)
+            assert controllers.gripper_joint is not None
+            self._grip = GripperMessages(interface_class(grip.type), controllers.gripper_joint)
             self._servers.append(
                 ActionServer(
                     node,
-                    self._grip_type,
+                    self._grip.type,
                     grip.name,
                     execute_callback=self._execute_gripper,
                     goal_callback=self._check_gripper,
@@ -199,38 +251,34 @@ class ControllerServers:
     # --------------------------------------------------------------------------------------- gripper
 
     def _check_gripper(self, request: Any) -> GoalResponse:
-        command = request.command
-        if not (math.isfinite(command.position) and math.isfinite(command.max_effort)):
-            self._log.warning(
-                f"rejected a gripper goal: not finite ({command.position}, {command.max_effort})"
-            )
+        try:
+            self._grip.command(request)
+        except ValueError as err:
+            self._log.warning(f"rejected a gripper goal: {err}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
     def _execute_gripper(self, handle: ServerGoalHandle) -> Any:
-        command = handle.request.command
-        goal_id = self._controllers.submit_gripper(command.position, command.max_effort)
+        goal_id = self._controllers.submit_gripper(*self._grip.command(handle.request))
         end = self._wait(handle, goal_id, self._gripper_feedback)
-        result = self._grip_type.Result()
+        result = self._grip.type.Result()
         if end is None:
             handle.abort()
             return result
         assert isinstance(end, GripperEnd)
         reading = end.result
         if math.isnan(reading.position) and self._controllers.gripper_reading is not None:
-            reading = self._controllers.gripper_reading  # ended before it ran: the gripper as it is
-        result.position, result.effort = reading.position, reading.effort
-        result.stalled, result.reached_goal = end.result.stalled, end.result.reached_goal
+            now = self._controllers.gripper_reading  # ended before it ran: the gripper as it is
+            reading = GripperReading(now.position, now.effort, reading.stalled, reading.reached_goal)
+        self._grip.fill(result, reading)
+        result.stalled, result.reached_goal = reading.stalled, reading.reached_goal
         _finish(handle, end.status)
         return result
 
     def _gripper_feedback(self, handle: ServerGoalHandle) -> None:
         reading = self._controllers.gripper_reading
-        if reading is None:
-            return
-        feedback = self._grip_type.Feedback()
-        feedback.position, feedback.effort = reading.position, reading.effort
-        handle.publish_feedback(feedback)
+        if reading is not None:
+            handle.publish_feedback(self._grip.fill(self._grip.type.Feedback(), reading))
 
     # ---------------------------------------------------------------------------------------- common
 
