@@ -418,6 +418,7 @@ def run_bench(
     n_harmonics: int | None = None,
     progress: Any = print,
     world: str | Path = DEFAULT_WORLD,
+    progress_bars: bool = False,
 ) -> dict[str, Any]:
     """Capture, real2sim, held-out resim on ``world`` (id or folder); the report (errors, targets, walls).
 
@@ -457,6 +458,7 @@ def run_bench(
         template=world,
         config=Real2SimConfig(max_iters=max_iters, report=not quick),
         progress=progress,
+        progress_bars=progress_bars,
     )
     for k, v in result.stage_s.items():
         wall[f"real2sim.{k}"] = v
@@ -556,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="out/bench_real2sim.json", help="JSON report (overwritten)")
     ap.add_argument("--max-iters", type=int, default=30, help="identification iterations")
     ap.add_argument("--quick", action="store_true", help="shorter capture, no HTML report")
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
     ap.add_argument("--duration", type=float, default=None, help="excitation length (s)")
     ap.add_argument("--max-velocity", type=float, default=None, help="excitation velocity bound (rad/s)")
     ap.add_argument("--harmonics", type=int, default=None, help="excitation sines per joint (k x 0.2 Hz)")
@@ -582,6 +585,7 @@ def main(argv: list[str] | None = None) -> int:
             max_velocity=ns.max_velocity,
             n_harmonics=ns.harmonics,
             world=ns.world,
+            progress_bars=not ns.quiet,
         )
     print(format_report(report))
     out.write_text(json.dumps(report, indent=2, default=float), encoding="utf-8")

@@ -61,7 +61,9 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
         refuse_existing(ns.out, ReconstructionError)
         same = ("camera", "interface", "max_iters", "world_id")
         cfg = config_from_args(Real2SimConfig, ns, same, report=not ns.no_report)
-        result = real2sim(ns.bags, ns.out, template=ns.template, config=cfg, progress=print)
+        result = real2sim(
+            ns.bags, ns.out, template=ns.template, config=cfg, progress=print, progress_bars=not ns.quiet
+        )
     except _ERRORS as err:
         return bad_input("real2sim", err)
     print(result.summary())
@@ -120,6 +122,7 @@ def register_real2sim(subparsers: Any) -> None:
     p.add_argument("--max-iters", type=int, default=30, help="identification optimiser iterations")
     p.add_argument("--no-report", action="store_true", help="skip the identification HTML report")
     p.add_argument("--world-id", default="real2sim-v1", help="id of the written world")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_real2sim)
 
 

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import yaml
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.progress import Progress
 from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.variations import for_world, load_variation_config
 from r2s2r_sim.world.config import load_world_config
@@ -222,8 +223,12 @@ def real2sim(
     template: str | Path = "tabletop-pick-v1",
     config: Real2SimConfig | None = None,
     progress: Callable[[str], None] | None = None,
+    progress_bars: bool = False,
 ) -> Real2SimResult:
     """Turn capture bag(s) into an identified world folder (see the module docstring for the stages).
+
+    ``progress`` gets one line as each stage ends; with ``progress_bars`` the identification's iterations
+    are also counted on stderr, with an ETA (:class:`~r2s2r_sim.progress.Progress`).
 
     Raises:
         BagError, CalibrationError, ReconstructionError, IdentificationError: naming what to record or
@@ -239,7 +244,7 @@ def real2sim(
     except ValueError as err:
         raise ReconstructionError(f"--template: {err}") from err
     tcfg = load_world_config(template_dir)
-    stages = _Stages(say)
+    stages = _Stages(say, quiet=not progress_bars)
     data = read_capture(bags, tuple(tcfg.robot.arm_joints), camera=cfg.camera, interface=cfg.interface)
     check_capture(data, min_board_views=cfg.min_board_views, min_scene_frames=cfg.min_scene_frames)
     assert data.motion is not None
@@ -334,8 +339,8 @@ def real2sim(
 class _Stages:
     """Each stage's wall time, reported as it ends (the times go into ``real2sim.yaml`` too)."""
 
-    def __init__(self, say: Callable[[str], None]) -> None:
-        self.say = say
+    def __init__(self, say: Callable[[str], None], *, quiet: bool) -> None:
+        self.say, self.quiet = say, quiet
         self.seconds: dict[str, float] = {}
         self._clock = time.perf_counter()
 
@@ -469,7 +474,8 @@ def _identify(
         robot_spec = template_robot_spec(tcfg)
     except WorldError as err:
         raise ReconstructionError(f"--template: {err}") from None
-    ident = S.identify(robot_spec, rec, sysid_cfg)
+    with Progress(cfg.max_iters, "identification", "iter", quiet=stages.quiet) as bar:
+        ident = S.identify(robot_spec, rec, sysid_cfg, on_iteration=bar.set)
     noise = reading_noise(m)
     stages.done(
         "identification",

@@ -13,7 +13,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -278,7 +278,11 @@ def _check_excited(rec: JointRecording, cfg: SysidConfig) -> None:
 
 
 def identify(
-    model_path: str | Path | mujoco.MjSpec, recording: JointRecording, config: SysidConfig | None = None
+    model_path: str | Path | mujoco.MjSpec,
+    recording: JointRecording,
+    config: SysidConfig | None = None,
+    *,
+    on_iteration: Callable[[int], None] | None = None,
 ) -> IdentificationResult:
     """Fit per-joint damping, armature, friction loss, servo kp and the command delay with ``mujoco.sysid``.
 
@@ -295,6 +299,7 @@ def identify(
             ``MjSpec`` (a URDF robot with the servos its world adds); a spec is used as given.
         recording: commanded and measured joint motion, columns named by MJCF joint names.
         config: what to fit (default :class:`SysidConfig`).
+        on_iteration: called with the optimiser iterations done so far (at most ``max_iters``), after each.
 
     Raises:
         IdentificationError: bad model file, unknown joint, static arm, too short a recording.
@@ -325,6 +330,7 @@ def identify(
             max_iters=cfg.max_iters,
             x_scale=_x_scale(params, cfg),
             output=log,
+            **_iteration_callback(on_iteration, cfg.max_iters),
         )
     corrections: dict[str, tuple[float, float]] = {}
     if cfg.use_effort and recording.effort is not None and not efforts:
@@ -364,6 +370,13 @@ def identify(
             "log": log.getvalue(),
         },
     )
+
+
+def _iteration_callback(on_iteration: Callable[[int], None] | None, max_iters: int) -> dict[str, Any]:
+    """The optimiser's ``iter_callback`` reporting the iterations done (its trace ends with one extra)."""
+    if on_iteration is None:
+        return {}
+    return {"iter_callback": lambda trace: on_iteration(min(len(trace), max_iters))}
 
 
 def _load_model(

@@ -52,10 +52,10 @@ def compile_rate(world: str, config: VariationConfig, n: int, *, seed: int = 0) 
 
 
 def sweep_rate(
-    cfg: SweepConfig, executor: Executor, workers: int, results: Path
+    cfg: SweepConfig, executor: Executor, workers: int, results: Path, *, quiet: bool = True
 ) -> tuple[dict[str, float], list[Any]]:
     """Episodes per minute of ``cfg`` on ``executor``; also returns the stored rows."""
-    summary = run_sweep(cfg, results, executor=executor, workers=workers, progress=False)
+    summary = run_sweep(cfg, results, executor=executor, workers=workers, progress=not quiet)
     with ResultsStore(results) as store:
         rows = list(store.rows())
     return (
@@ -108,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="pool size (default: cores)")
     parser.add_argument("--camera-rate-hz", type=float, default=15.0, help="camera rate (Hz)")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray executor")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     ns = parser.parse_args(argv)
     config = load_variation_config(ns.variations or config_dir() / "variations.yaml")
     episodes = ns.episodes if ns.episodes is not None else 4 * ns.workers
@@ -129,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["compile"] = compile_rate(ns.world, config, ns.compile_n)
     with tempfile.TemporaryDirectory() as tmp:
         print(f"sweep of {episodes} episodes on the local pool ({ns.workers} workers) ...", file=sys.stderr)
-        results["sweep_local"], rows = sweep_rate(cfg, Executor.LOCAL, ns.workers, Path(tmp) / "local.sqlite")
+        results["sweep_local"], rows = sweep_rate(
+            cfg, Executor.LOCAL, ns.workers, Path(tmp) / "local.sqlite", quiet=ns.quiet
+        )
         if not ns.no_ray:
             try:
                 import ray  # noqa: F401
@@ -137,7 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("ray not installed: skipping the Ray executor", file=sys.stderr)
             else:
                 print(f"sweep of {episodes} episodes on local Ray ...", file=sys.stderr)
-                results["sweep_ray"], _ = sweep_rate(cfg, Executor.RAY, ns.workers, Path(tmp) / "ray.sqlite")
+                results["sweep_ray"], _ = sweep_rate(
+                    cfg, Executor.RAY, ns.workers, Path(tmp) / "ray.sqlite", quiet=ns.quiet
+                )
     timestep = float(make_world(world_path(ns.world), sweep_variation(config, seed=0, index=0)).timestep)
     nstep = round(float(np.mean([r.duration_s for r in rows])) / timestep)
     results["physics_only"] = physics_limit(ns.world, config, nstep=nstep, threads=ns.workers)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,34 +20,9 @@ __all__ = [
     "config_from_args",
     "open_unit",
     "positive_int",
-    "progress_bar",
 ]
 
 MMRV_HELP = "MMRV order test: 'less' = SIMPLER paper equation (default), 'greater' = SimplerEnv code"
-
-
-@contextlib.contextmanager
-def progress_bar(total: int, desc: str, unit: str, *, quiet: bool) -> Iterator[Callable[..., None]]:
-    """A tqdm bar, closed on exit, as ``report(done, **postfix)``; reports go nowhere when ``quiet``.
-
-    tqdm is imported only when a bar is drawn, so ``r2s2r --help`` stays fast.
-    """
-    if quiet:
-        yield lambda done, **postfix: None
-        return
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=desc, unit=unit)
-
-    def report(done: int, **postfix: object) -> None:
-        bar.n = done
-        bar.set_postfix(**postfix)
-        bar.refresh()
-
-    try:
-        yield report
-    finally:
-        bar.close()
 
 
 def positive_int(text: str) -> int:

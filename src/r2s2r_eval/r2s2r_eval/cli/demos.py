@@ -12,7 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args, progress_bar
+from r2s2r_sim.progress import Progress
+
+from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args
 from r2s2r_eval.learning.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
 from r2s2r_eval.learning.lerobot_format import validate_lerobot_dataset
 from r2s2r_eval.learning.lerobot_video import DatasetError
@@ -64,8 +66,8 @@ def cmd_demos(ns: argparse.Namespace) -> int:
     except DemoError as err:
         return bad_input("demos", err)
     try:
-        with progress_bar(cfg.episodes, "demos", "ep", quiet=ns.quiet) as report:
-            summary = collect_demos(ns.out, cfg, progress=lambda kept, tries: report(kept, attempts=tries))
+        with Progress(cfg.episodes, "demos", "ep", quiet=ns.quiet) as bar:
+            summary = collect_demos(ns.out, cfg, progress=lambda kept, tries: bar.set(kept, attempts=tries))
     except (DemoError, DatasetError, ValueError) as err:
         return bad_input("demos", err)
     print(

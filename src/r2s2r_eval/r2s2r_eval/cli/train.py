@@ -11,7 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args, progress_bar
+from r2s2r_sim.progress import Progress
+
+from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args
 from r2s2r_eval.learning.lerobot_video import DatasetError
 from r2s2r_eval.learning.train import TrainConfig, TrainError, train
 
@@ -116,8 +118,8 @@ def cmd_train(ns: argparse.Namespace) -> int:
     except TrainError as err:
         return bad_input("train", err)
     try:
-        with progress_bar(cfg.steps, "train", "step", quiet=ns.quiet) as report:
-            s = train(ns.dataset, ns.out, cfg, progress=lambda step, loss: report(step, loss=f"{loss:.4f}"))
+        with Progress(cfg.steps, "train", "step", quiet=ns.quiet) as bar:
+            s = train(ns.dataset, ns.out, cfg, progress=lambda step, loss: bar.set(step, loss=f"{loss:.4f}"))
     except (TrainError, DatasetError) as err:
         return bad_input("train", err)
     val = "n/a" if s.val_loss is None else f"{s.val_loss:.4f}"

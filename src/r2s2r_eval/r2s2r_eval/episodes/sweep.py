@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from r2s2r_sim.cells.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.profile import load_hardware_profile
+from r2s2r_sim.progress import Progress
 from r2s2r_sim.tasks.config import TaskConfig, reference_policy
 from r2s2r_sim.variations import Variation, VariationError, sweep_variation
 from r2s2r_sim.world.sim_world import SimWorld
@@ -281,6 +281,7 @@ def run_sweep(
     workers: int | None = None,
     address: str | None = None,
     progress: bool = True,
+    progress_label: str = "sweep",
 ) -> SweepSummary:
     """Run the episodes of ``cfg`` not yet in ``results`` and store one row per episode.
 
@@ -334,7 +335,9 @@ def run_sweep(
             stored = {t.key: _stored_key(t, done) for t in tasks}
             pending = [t for t in tasks if stored[t.key] not in done]
             counts = {"ok": 0, "err": 0}
-            bar = _progress(len(tasks), len(tasks) - len(pending), enabled=progress)
+            bar = Progress(
+                len(tasks), progress_label, "ep", initial=len(tasks) - len(pending), quiet=not progress
+            )
 
             def on_rows(job: Sequence[EpisodeTask], rows: list[EpisodeRow]) -> None:
                 for row in rows:
@@ -379,17 +382,3 @@ _ERROR_REASONS = ("variation_error", "episode_error", "worker_crashed")
 def _stored_key(task: EpisodeTask, done: set[str]) -> str:
     """The key ``task``'s row is stored under in a store holding ``done``: an alias only if it is there."""
     return next((k for k in task.key_aliases if k in done and task.key not in done), task.key)
-
-
-def _progress(total: int, initial: int, *, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total,
-        initial=initial,
-        unit="ep",
-        desc="sweep",
-        disable=not enabled,
-        file=sys.stderr,
-        smoothing=0.1,
-    )

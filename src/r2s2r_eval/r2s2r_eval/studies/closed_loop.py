@@ -117,6 +117,7 @@ class ClosedLoopConfig:
             (:func:`r2s2r_sim.variations.with_world_axes`); false: the identified values exactly.
         targets: targets file the summary and the two reports grade against
             (:mod:`r2s2r_eval.analysis.targets`); the project's own by default.
+        quiet: no progress bars (capture, identification, each side's episodes).
     """
 
     out: Path
@@ -133,6 +134,7 @@ class ClosedLoopConfig:
     quick_capture: bool = False
     randomise: bool = True
     targets: Path = DEFAULT_TARGETS
+    quiet: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -167,7 +169,7 @@ def _say(line: str) -> None:
 
 def _sweep(cfg: ClosedLoopConfig, sweep: SweepConfig, results: Path, label: str) -> tuple[int, set[str]]:
     """Run one side's sweep into ``results``; the episodes run now and the keys of its plan."""
-    summary = run_sweep(sweep, results, workers=cfg.workers, progress=False)
+    summary = run_sweep(sweep, results, workers=cfg.workers, progress=not cfg.quiet, progress_label=label)
     rate = 60.0 * summary.ran / summary.wall_s if summary.wall_s > 0 else 0.0
     _say(f"{label}: {summary.ran} episodes run, {summary.skipped} reused ({rate:.0f}/min)")
     return summary.ran, set(summary.keys)
@@ -434,6 +436,7 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         max_iters=15 if cfg.quick_capture else 30,
         world_id=RECONSTRUCTED_ID,
         progress=_say,
+        progress_bars=not cfg.quiet,
     )
     variations = operator_variations(cfg.variations)
     recon_variations = with_world_axes(variations, world) if cfg.randomise else variations
@@ -541,6 +544,7 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         help="hardware profile of the emulated unit: realistic, ideal or a YAML path (default: "
         "the realistic one, which covers every task world)",
     )
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def cmd_closed_loop(ns: argparse.Namespace) -> int:
@@ -564,6 +568,7 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             max_steps=ns.max_steps if ns.max_steps is not None else study.max_steps,
             quick_capture=ns.small or ns.quick_capture,
             randomise=ns.randomise,
+            quiet=ns.quiet,
         )
     except ValueError as err:
         return bad_input("closed-loop", err)

@@ -28,6 +28,7 @@ def reconstruct_emulated_world(
     max_iters: int = 30,
     world_id: str | None = None,
     progress: Callable[[str], None] = print,
+    progress_bars: bool = False,
 ) -> tuple[Path, dict[str, float]]:
     """Capture the emulated hardware into ``work/capture`` and identify ``work/world`` from the bag.
 
@@ -43,6 +44,7 @@ def reconstruct_emulated_world(
         max_iters: identification iterations.
         world_id: ``id`` of the written world; real2sim's default when None.
         progress: called with each progress line.
+        progress_bars: also show the identification's progress with an ETA on stderr.
 
     Returns:
         The world folder and the wall time (s) of the stages that ran (``capture``, ``real2sim``).
@@ -70,7 +72,12 @@ def reconstruct_emulated_world(
     if world_id is not None:
         r2s_cfg = dataclasses.replace(r2s_cfg, world_id=world_id)
     real2sim(
-        [cap.bag], out, template=world, config=r2s_cfg, progress=lambda line: progress(f"real2sim: {line}")
+        [cap.bag],
+        out,
+        template=world,
+        config=r2s_cfg,
+        progress=lambda line: progress(f"real2sim: {line}"),
+        progress_bars=progress_bars,
     )
     wall["real2sim"] = time.perf_counter() - t0
     return out, wall

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import psutil
 from r2s2r_sim.interface import load_interface
+from r2s2r_sim.progress import Progress
 from r2s2r_sim.ros.dds import DOMAIN_IDS, claim_domain
 
 from r2s2r_eval.episodes.results import ResultsStore
@@ -292,6 +293,8 @@ def _run_mode(
     last_progress = started
     last_episodes = _episodes(db)[0]
     print(f"soak: {mode}: {cmd!r}, {seconds:.0f} s to go ({done_before:.0f} s done before)", flush=True)
+    total = int(round(done_before + seconds))
+    bar = Progress(total, f"soak {mode}", "s", initial=int(done_before), quiet=args.quiet)
     try:
         while not stop.wait(args.interval):
             now = time.monotonic()
@@ -315,6 +318,7 @@ def _run_mode(
             }
             doc["samples"].append(sample)
             _write(out, doc)
+            bar.set(min(total, int(sample["t_mode_s"])), episodes=n, stalled=sample["stalled"])
             if proc.poll() is not None:
                 doc.setdefault("notes", []).append(
                     f"{mode}: graph exited with {proc.returncode} at {sample['t_mode_s']:.0f} s: "
@@ -325,6 +329,7 @@ def _run_mode(
             if now - started >= seconds:
                 break
     finally:
+        bar.close()
         rates.close()
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -344,6 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default="sim,real", help="comma-separated: sim, real")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
     parser.add_argument("--out", type=Path, default=Path("out/soak.json"))
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
         "--domain",
         type=int,

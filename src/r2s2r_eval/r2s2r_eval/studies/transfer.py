@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
+from r2s2r_sim.progress import Progress
 from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_eval.cli.common import Subcommand, bad_input
@@ -163,13 +164,19 @@ def make_real2sim_world(
     progress: Callable[[str], None] = print,
     *,
     template: str = "tabletop-pick-v1",
+    progress_bars: bool = False,
 ) -> Path:
     """Capture the emulated hardware in ``template``'s scene, identify a world with ``real2sim``.
 
-    Skipped if ``work/world`` exists.
+    Skipped if ``work/world`` exists.  ``progress_bars``: show the identification's progress on stderr.
     """
     world, _ = reconstruct_emulated_world(
-        work, profile=profile, world=template, intrinsics_views=8, progress=progress
+        work,
+        profile=profile,
+        world=template,
+        intrinsics_views=8,
+        progress=progress,
+        progress_bars=progress_bars,
     )
     return world
 
@@ -233,8 +240,10 @@ class _Run:
     Each stage fills in one key of the report; a stage whose key is there already is skipped.
     """
 
-    def __init__(self, out: Path, cfg: TransferConfig, profile: Path, log: Callable[[str], None]) -> None:
-        self.out, self.cfg, self.profile, self.log = out, cfg, profile, log
+    def __init__(
+        self, out: Path, cfg: TransferConfig, profile: Path, log: Callable[[str], None], *, quiet: bool
+    ) -> None:
+        self.out, self.cfg, self.profile, self.log, self.quiet = out, cfg, profile, log, quiet
         report: dict[str, Any] = {
             "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.__dict__.items()},
             "profile": str(profile),
@@ -246,10 +255,14 @@ class _Run:
         self.report = report
         self.timings = report.setdefault("wall_s", {})
         # Every evaluation, of a trained policy or the reference expert, runs under the same limits.
-        self.evaluate = functools.partial(
+        self._evaluate = functools.partial(
             evaluate_policy, max_steps=cfg.max_steps, profile=profile, workers=cfg.workers, log=log
         )
         self.study = task_study(cfg.task)
+
+    def evaluate(self, label: str, spec: tuple[str, dict[str, Any]], **where: Any) -> dict[str, Any]:
+        """One evaluation under the study's limits, its progress shown as ``label`` unless quiet."""
+        return self._evaluate(spec, progress_label=None if self.quiet else label, **where)
 
     def save(self) -> None:
         """Write ``report.json`` and its Markdown table ``report.md``."""
@@ -276,7 +289,11 @@ class _Run:
         if "real2sim" in self.cfg.ablations:
             t0 = time.perf_counter()
             world = make_real2sim_world(
-                self.out / "real2sim", self.profile, progress=self.log, template=study.world
+                self.out / "real2sim",
+                self.profile,
+                progress=self.log,
+                template=study.world,
+                progress_bars=not self.quiet,
             )
             own = real2sim_variations(world, self.out / "real2sim" / "variations.yaml", base=study.variations)
             worlds["real2sim"] = (str(world), own)
@@ -300,7 +317,10 @@ class _Run:
                 mcap=False,
             )
             data = self.out / "demos" / name
-            shards = collect_sharded(data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=self.log)
+            label = None if self.quiet else f"[{name}] demos"
+            shards = collect_sharded(
+                data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=self.log, progress_label=label
+            )
             infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
             problems = [p for d in shards for p in validate_lerobot_dataset(d)]
             dataset["paths"] = [str(d) for d in shards]
@@ -333,25 +353,26 @@ class _Run:
         cfg = self.cfg
         self.log(f"[{name}] training: {cfg.steps} steps")
         if not (ckpt / "policy.pt").exists():  # an earlier run's checkpoint is reused (resuming)
-            train(
-                [Path(p) for p in entry["dataset"]["paths"]],
-                ckpt,
-                TrainConfig(
-                    steps=cfg.steps,
-                    seed=cfg.seed,
-                    num_threads=cfg.threads,
-                    chunk=cfg.chunk,
-                    aux_weight=cfg.aux_weight,
-                    state_noise=cfg.state_noise,
-                    channels=cfg.channels,
-                    shift_px=cfg.shift_px,
-                    time_input=cfg.time_input,
-                    head_features=cfg.head_features,
-                    teacher_forcing_m=cfg.teacher_forcing_m,
-                    perception_frames=tuple(entry.get("perception", {}).get("paths", ())),
-                ),
-                progress=lambda k, loss: self.log(f"  step {k}: loss {loss:.4f}") if k % 500 == 0 else None,
-            )
+            with Progress(cfg.steps, f"[{name}] train", "step", quiet=self.quiet) as bar:
+                train(
+                    [Path(p) for p in entry["dataset"]["paths"]],
+                    ckpt,
+                    TrainConfig(
+                        steps=cfg.steps,
+                        seed=cfg.seed,
+                        num_threads=cfg.threads,
+                        chunk=cfg.chunk,
+                        aux_weight=cfg.aux_weight,
+                        state_noise=cfg.state_noise,
+                        channels=cfg.channels,
+                        shift_px=cfg.shift_px,
+                        time_input=cfg.time_input,
+                        head_features=cfg.head_features,
+                        teacher_forcing_m=cfg.teacher_forcing_m,
+                        perception_frames=tuple(entry.get("perception", {}).get("paths", ())),
+                    ),
+                    progress=lambda k, loss: bar.set(k, loss=f"{loss:.4f}"),
+                )
         entry["train"] = json.loads((ckpt / "config.json").read_text(encoding="utf-8"))["result"]
         self.save()
 
@@ -390,7 +411,7 @@ class _Run:
             self.log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
             bc = ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads})
             entry[key] = self.evaluate(
-                bc, where=where, world=str(eval_world), n=n, variations=eval_variations
+                f"[{name}] {key}", bc, where=where, world=str(eval_world), n=n, variations=eval_variations
             )
             self.save()
 
@@ -407,21 +428,34 @@ class _Run:
                 self.log(f"[reference expert] evaluation {key}: {n} episodes")
                 expert = (study.family[0].name, dict(study.family[0].params))
                 entry[key] = self.evaluate(
-                    expert, where=where, world=study.world, n=n, variations=eval_variations
+                    f"[reference expert] {key}",
+                    expert,
+                    where=where,
+                    world=study.world,
+                    n=n,
+                    variations=eval_variations,
                 )
                 self.save()
 
 
 def run_transfer(
-    out: Path, cfg: TransferConfig, *, profile: Path = DEFAULT_PROFILE, log: Callable[[str], None] = print
+    out: Path,
+    cfg: TransferConfig,
+    *,
+    profile: Path = DEFAULT_PROFILE,
+    log: Callable[[str], None] = print,
+    quiet: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) the whole study; returns the report also written to ``out/report.json``.
+
+    Unless ``quiet``, the demonstrations, the training and each evaluation show their progress with an
+    ETA on stderr.
 
     Raises:
         StudyFolderError: ``out`` holds a study run with other options or another profile.
     """
     out.mkdir(parents=True, exist_ok=True)
-    run = _Run(out, cfg, profile, log)
+    run = _Run(out, cfg, profile, log, quiet=quiet)
     worlds = run.worlds()
     for name in cfg.ablations:
         world, variations = worlds[name]
@@ -514,6 +548,7 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         default=DEFAULT_PROFILE,
         help="hardware profile of the emulator: realistic (default), ideal or a YAML path",
     )
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def cmd_transfer(ns: argparse.Namespace) -> int:
@@ -552,7 +587,9 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
         return bad_input("transfer", err)
     t0 = time.perf_counter()
     try:
-        report = run_transfer(ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True))
+        report = run_transfer(
+            ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True), quiet=ns.quiet
+        )
     except StudyFolderError as err:
         return bad_input("transfer", err)
     print(format_report(report))

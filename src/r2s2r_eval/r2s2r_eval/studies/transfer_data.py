@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+from r2s2r_sim.progress import Progress
 
 from r2s2r_eval.learning.demos import DemoConfig, collect_demos
 from r2s2r_eval.learning.perception_frames import (
@@ -32,19 +35,43 @@ def perception_seed(seed: int, shard: int) -> int:
 
 
 def collect_sharded(
-    data: Path, demo_cfg: DemoConfig, *, seed: int, workers: int, log: Callable[[str], None]
+    data: Path,
+    demo_cfg: DemoConfig,
+    *,
+    seed: int,
+    workers: int,
+    log: Callable[[str], None],
+    progress_label: str | None = None,
 ) -> list[Path]:
-    """``demo_cfg.episodes`` demonstrations as ``workers`` dataset shards ``data/shard_<k>``, in parallel."""
+    """``demo_cfg.episodes`` demonstrations as ``workers`` dataset shards ``data/shard_<k>``, in parallel.
+
+    With ``progress_label`` the episodes kept are counted on stderr under that label, with an ETA.
+    """
     counts = [demo_cfg.episodes // workers + (k < demo_cfg.episodes % workers) for k in range(workers)]
     shards = [data / f"shard_{k}" for k in range(workers) if counts[k]]
     cfgs = [replace(demo_cfg, episodes=counts[k], seed=shard_seed(seed, k)) for k in range(len(shards))]
-    if len(shards) == 1:
-        summaries = [collect_demos(shards[0], cfgs[0])]
-    else:
-        summaries = in_pool(collect_demos, list(zip(shards, cfgs, strict=True)), len(shards))
+    with Progress(demo_cfg.episodes, progress_label or "", "ep", quiet=progress_label is None) as bar:
+        if len(shards) == 1:
+            summaries = [_collect_shard(shards[0], cfgs[0], report=bar.update)]
+        else:
+            jobs = list(zip(shards, cfgs, strict=True))
+            summaries = in_pool(_collect_shard, jobs, len(shards), bar=None if bar.quiet else bar)
     for d, s in zip(shards, summaries, strict=True):
         log(f"  {d}: {s.episodes} episodes, {s.frames} frames, {s.attempts} attempts")
     return shards
+
+
+def _collect_shard(shard: Path, cfg: DemoConfig, *, report: Callable[[int], None] | None = None) -> Any:
+    """:func:`collect_demos` of one shard, reporting each episode kept as ``report(1)``."""
+    kept_so_far = 0
+
+    def progress(kept: int, attempts: int) -> None:
+        nonlocal kept_so_far
+        if report is not None and kept > kept_so_far:
+            report(kept - kept_so_far)
+            kept_so_far = kept
+
+    return collect_demos(shard, cfg, progress=progress)
 
 
 def render_sharded(

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import queue
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.cells.emulated_cell import EmulatedCell
+from r2s2r_sim.progress import Progress
 from r2s2r_sim.variations import load_variation_config, sample_variation
 
 from r2s2r_eval.analysis.metrics import wilson_interval
@@ -24,24 +28,61 @@ __all__ = ["EVAL_SEED", "evaluate_policy", "in_pool"]
 EVAL_SEED = 1_000_003
 
 
-def in_pool(fn: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int) -> list[Any]:
-    """``fn(*job)`` for each job, in parallel on the shared process pool; results in job order."""
-    results: dict[int, Any] = {}
+def in_pool(
+    fn: Callable[..., Any], jobs: list[tuple[Any, ...]], workers: int, *, bar: Progress | None = None
+) -> list[Any]:
+    """``fn(*job)`` for each job, in parallel on the shared process pool; results in job order.
 
-    def on_crash(job: tuple[int, Callable[..., Any], tuple[Any, ...]], reason: str) -> None:
+    With ``bar``, ``fn`` is called as ``fn(*job, report=report)`` and each ``report(n)`` in a worker
+    advances ``bar`` by ``n`` here: the workers' units of work reach one progress line as they are done,
+    not when their job ends.
+    """
+    results: dict[int, Any] = {}
+    Job = tuple[int, Callable[..., Any], tuple[Any, ...], Any]
+
+    def on_crash(job: Job, reason: str) -> None:
         raise RuntimeError(f"transfer: a worker died running {fn.__name__}: {reason}")
 
-    def on_rows(job: tuple[int, Callable[..., Any], tuple[Any, ...]], rows: list[Any]) -> None:
+    def on_rows(job: Job, rows: list[Any]) -> None:
         results[job[0]] = rows[0]
 
-    run_local(_call, [(i, fn, job) for i, job in enumerate(jobs)], workers, on_rows, on_crash)
+    with contextlib.ExitStack() as stack:
+        reports = None
+        if bar is not None:
+            reports = stack.enter_context(multiprocessing.get_context("spawn").Manager()).Queue()
+            stack.enter_context(_forwarding(reports, bar))
+        run_local(_call, [(i, fn, job, reports) for i, job in enumerate(jobs)], workers, on_rows, on_crash)
     return [results[i] for i in range(len(jobs))]
 
 
-def _call(job: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> list[Any]:
+@contextlib.contextmanager
+def _forwarding(reports: Any, bar: Progress) -> Any:
+    """A thread moving the workers' reports from ``reports`` onto ``bar`` until the block ends."""
+    stop = threading.Event()
+
+    def drain() -> None:
+        while True:
+            try:
+                bar.update(reports.get(timeout=0.2))
+            except queue.Empty:
+                if stop.is_set():
+                    return
+
+    thread = threading.Thread(target=drain, name="progress-reports", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5.0)
+
+
+def _call(job: tuple[int, Callable[..., Any], tuple[Any, ...], Any]) -> list[Any]:
     """Worker side of :func:`in_pool`."""
-    _, fn, args = job
-    return [fn(*args)]
+    _, fn, args, reports = job
+    if reports is None:
+        return [fn(*args)]
+    return [fn(*args, report=reports.put)]
 
 
 def _episodes(
@@ -53,8 +94,11 @@ def _episodes(
     max_steps: int,
     variations: Path | None,
     profile: Path,
+    report: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the evaluation episodes ``indices`` of policy ``spec = (name, params)`` (a worker's share).
+
+    ``report(1)`` is called after each episode.
 
     In sim, each episode samples ``variations``; on the emulated hardware, ``variations`` (if given) is
     reduced to what an operator changes between trials (object pose, lighting, clutter;
@@ -101,14 +145,19 @@ def _episodes(
                     else {k: float(v) for k, v in variation.params.items()},
                 }
             )
+            if report is not None:
+                report(1)
     return episodes
 
 
 def _episodes_of(
-    spec: tuple[str, dict[str, Any]], indices: list[int], kw: dict[str, Any]
+    spec: tuple[str, dict[str, Any]],
+    indices: list[int],
+    kw: dict[str, Any],
+    report: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """:func:`_episodes` with keyword arguments as one picklable job."""
-    return _episodes(spec, indices=indices, **kw)
+    return _episodes(spec, indices=indices, report=report, **kw)
 
 
 def evaluate_policy(
@@ -122,10 +171,12 @@ def evaluate_policy(
     profile: Path,
     workers: int,
     log: Callable[[str], None],
+    progress_label: str | None = None,
 ) -> dict[str, Any]:
     """Run ``n`` episodes on the emulated hardware (``where == "real"``) or in sim; counts and reasons.
 
-    Episode ``i`` has seed ``attempt_seed(EVAL_SEED, i)`` whichever worker runs it.
+    Episode ``i`` has seed ``attempt_seed(EVAL_SEED, i)`` whichever worker runs it.  With
+    ``progress_label`` the episodes done are counted on stderr under that label, with an ETA.
     """
     wall = time.perf_counter()
     kw = {
@@ -136,11 +187,13 @@ def evaluate_policy(
         "profile": profile,
     }
     shares = [list(range(k, n, workers)) for k in range(min(workers, n))]
-    if len(shares) <= 1:
-        episodes = _episodes(spec, indices=list(range(n)), **kw)
-    else:
-        parts = in_pool(_episodes_of, [(spec, share, kw) for share in shares], len(shares))
-        episodes = sorted((e for part in parts for e in part), key=lambda e: e["index"])
+    with Progress(n, progress_label or "", "ep", quiet=progress_label is None) as bar:
+        if len(shares) <= 1:
+            episodes = _episodes(spec, indices=list(range(n)), report=bar.update, **kw)
+        else:
+            jobs = [(spec, share, kw) for share in shares]
+            parts = in_pool(_episodes_of, jobs, len(shares), bar=None if bar.quiet else bar)
+            episodes = sorted((e for part in parts for e in part), key=lambda e: e["index"])
     for e in episodes:
         log(f"  {where} {e['index'] + 1}/{n}: {e['reason']} ({e['steps']} steps, {e['wall_s']:.1f} s)")
     successes = sum(int(e["success"]) for e in episodes)
