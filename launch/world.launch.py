@@ -6,24 +6,34 @@ the pip-mode ``r2s2r launch world`` also runs. This file only turns it into laun
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, SetEnvironmentVariable, Shutdown
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
+from r2s2r_sim.graph.launcher import LaunchError, find_executable
 from r2s2r_sim.graph.node_graph import load_graph, resolve
+from r2s2r_sim.world.mesh_package import mesh_environment
 
 from launch import LaunchContext, LaunchDescription
 
 GRAPH = "world"
 
 
-def _nodes(context: LaunchContext) -> list[Node]:
+def _nodes(context: LaunchContext) -> list[Node | LogInfo]:
     graph = load_graph(GRAPH)
     given = {arg.name: context.launch_configurations[arg.name] for arg in graph.arguments}
     config = Path(FindPackageShare("r2s2r_sim").perform(context)) / "config"
-    actions = []
+    actions: list[Node | LogInfo] = []
     for node in resolve(graph, given, config=config):
+        if node.optional:  # a viewer: say it is missing rather than fail the launch
+            try:
+                find_executable(node, os.environ)
+            except LaunchError:
+                missing = f"{node.executable} is not installed: running without {node.name}"
+                actions.append(LogInfo(msg=missing))
+                continue
         parameters: list[object] = [str(node.params_file)] if node.params_file else []
         parameters.append(node.parameters)
         actions.append(
@@ -33,6 +43,7 @@ def _nodes(context: LaunchContext) -> list[Node]:
                 name=node.name,
                 output="screen",
                 parameters=parameters,
+                arguments=list(node.arguments),
                 remappings=list(node.remappings),
                 on_exit=Shutdown(reason=f"required node {node.name} exited") if node.required else None,
                 respawn=node.respawn,
@@ -54,4 +65,5 @@ def generate_launch_description() -> LaunchDescription:
         )
         for arg in graph.arguments
     ]
-    return LaunchDescription([*declared, OpaqueFunction(function=_nodes)])
+    env = [SetEnvironmentVariable(name, value) for name, value in mesh_environment(os.environ).items()]
+    return LaunchDescription([*declared, *env, OpaqueFunction(function=_nodes)])

@@ -8,6 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 from r2s2r_sim.interface import load_interface
+from r2s2r_sim.world.mesh_package import MeshPackage
 from r2s2r_sim.world.robot_description import RobotDescription, RobotDescriptionError, write_stl
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
@@ -55,7 +56,7 @@ def _urdf_fk(robot: object, positions: dict[str, float]) -> dict[str, np.ndarray
 def test_urdf_parses_and_its_kinematics_are_mujocos(folder: Path, tmp_path: Path) -> None:
     world = SimWorld(folder)
     desc = _describe(world)
-    text = desc.urdf(tmp_path / "meshes")
+    text = desc.urdf(MeshPackage(tmp_path))
     robot = urdf.URDF.from_xml_string(text)
     iface = load_interface()
     model, data = world.model, world.data
@@ -103,21 +104,23 @@ def test_urdf_parses_and_its_kinematics_are_mujocos(folder: Path, tmp_path: Path
 
 
 def test_visual_geoms_become_primitives_and_meshes(tmp_path: Path) -> None:
-    robot = urdf.URDF.from_xml_string(_describe(SimWorld(world_path("tabletop-pick-v1"))).urdf(tmp_path))
+    robot = urdf.URDF.from_xml_string(
+        _describe(SimWorld(world_path("tabletop-pick-v1"))).urdf(MeshPackage(tmp_path))
+    )
     kinds = {type(v.geometry).__name__ for link in robot.links for v in link.visuals}
     assert {"Box", "Cylinder", "Sphere"} <= kinds  # the bundled arm: boxes, cylinders, capsules (+ spheres)
     # A mesh robot: every mesh geom is written as an STL the URDF points at, with the model's triangles.
     world = SimWorld(REPO / "tests" / "worlds" / "kinova_gen3")
-    robot = urdf.URDF.from_xml_string(_describe(world).urdf(tmp_path / "meshes"))
+    robot = urdf.URDF.from_xml_string(_describe(world).urdf(MeshPackage(tmp_path)))
     meshes = [
         v.geometry.filename
         for link in robot.links
         for v in link.visuals
         if type(v.geometry).__name__ == "Mesh"
     ]
-    assert meshes and all(m.startswith("file://") for m in meshes)
-    files = sorted((tmp_path / "meshes").glob("*.stl"))
-    assert {Path(m[len("file://") :]).name for m in meshes} == {f.name for f in files}
+    assert meshes and all(m.startswith("package://r2s2r_meshes/meshes/") for m in meshes)
+    files = sorted(MeshPackage(tmp_path).folder.glob("*.stl"))
+    assert {m.rpartition("/")[2] for m in meshes} == {f.name for f in files}
     m = world.model
     visual_meshes = {
         int(m.geom_dataid[g])

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 _PACKAGE = "r2s2r_sim"
+# The viewers' shipped files in config/: RViz's displays and Foxglove's panels for the world graph's topics.
+RVIZ_CONFIG = "r2s2r.rviz"
+FOXGLOVE_LAYOUT = "r2s2r.foxglove.json"
 # src/r2s2r_sim/r2s2r_sim/paths.py -> repository root, for editable (pip-mode) installs.
 _SOURCE_ROOT = Path(__file__).resolve().parents[3]
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from r2s2r_sim.graph.node_graph import ResolvedNode
+from r2s2r_sim.world.mesh_package import mesh_environment
 
 EXIT_INTERRUPTED = 130  # the shell convention for "stopped by Ctrl-C"
 EXIT_NOT_STARTED = 2
@@ -86,6 +87,7 @@ class Launcher:
     ) -> None:
         self._nodes = nodes
         self._env = dict(os.environ if env is None else env)
+        self._env.update(mesh_environment(self._env))
         self._out = out if out is not None else sys.stdout
         self._sigint_timeout = sigint_timeout
         self._sigterm_timeout = sigterm_timeout
@@ -137,7 +139,7 @@ class Launcher:
     def _start(self, node: ResolvedNode, exe: Path, index: int) -> _Child:
         # Own process group: the terminal's Ctrl-C reaches only us, and we stop children in order.
         proc = subprocess.Popen(  # list arguments, no shell
-            [str(exe), *node.ros_args()],
+            [str(exe), *node.arguments, *node.ros_args()],
             env=self._env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -161,7 +163,7 @@ class Launcher:
         Otherwise the first non-zero exit code of a node that died on its own.
         """
         try:
-            executables = [find_executable(node, self._env) for node in self._nodes]
+            self._nodes, executables = self._installed()
         except LaunchError as err:
             self.log(f"error: {err}")
             return EXIT_NOT_STARTED
@@ -189,6 +191,27 @@ class Launcher:
         if self._interrupted.is_set() and status == 0:
             return EXIT_INTERRUPTED
         return status
+
+    def _installed(self) -> tuple[list[ResolvedNode], list[Path]]:
+        """The nodes to start and their executables; an optional node (a viewer) not installed is left out.
+
+        Raises:
+            LaunchError: a node that is not optional cannot be found.
+        """
+        nodes, executables = [], []
+        for node in self._nodes:
+            try:
+                executables.append(find_executable(node, self._env))
+            except LaunchError:
+                if not node.optional:
+                    raise
+                self.log(
+                    f"{node.executable} is not installed (not in PATH, nor in lib/{node.package} under "
+                    f"AMENT_PREFIX_PATH): running without {node.name}"
+                )
+                continue
+            nodes.append(node)
+        return nodes, executables
 
     def _respawn(self, child: _Child) -> None:
         """Start ``child``'s node again in its place (same label and index)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from r2s2r_sim.interface import InterfaceError, available_profiles, load_interface
-from r2s2r_sim.paths import config_dir
+from r2s2r_sim.paths import RVIZ_CONFIG, config_dir
 from r2s2r_sim.tasks.config import AUTO_POLICY, TaskType, reference_policy
 from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
@@ -42,7 +42,9 @@ class NodeSpec:
 
     ``parameters`` values are strings in which ``{arg}`` is replaced by a launch argument's value;
     the result is parsed as YAML (so ``"true"`` is a bool and ``"15"`` an int), as ``-p name:=value``
-    does in ROS 2. ``params_file`` names a file in ``config/`` passed with ``--params-file``.
+    does in ROS 2. ``params_file`` names a file in ``config/`` passed with ``--params-file``. ``arguments``
+    go before ``--ros-args`` (``{config_dir}`` is the folder of the shipped config files). An ``optional``
+    node is a viewer: where its executable is not installed the graph says so and runs without it.
     """
 
     package: str
@@ -55,6 +57,8 @@ class NodeSpec:
     when: str | None = None  # name of a boolean argument that must be true for the node to run
     required: bool = False  # the whole graph stops when this node exits
     respawn: str | None = None  # name of a boolean argument: when true, the node is restarted when it exits
+    arguments: tuple[str, ...] = ()
+    optional: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +91,8 @@ class ResolvedNode:
     remappings: tuple[tuple[str, str], ...]
     required: bool
     respawn: bool = False
+    arguments: tuple[str, ...] = ()
+    optional: bool = False
 
     def ros_args(self) -> list[str]:
         """The ``--ros-args`` a process needs to become this node, as ``ros2 run`` would pass them."""
@@ -161,6 +167,13 @@ WORLD_ARGUMENTS = (
         choices=_BOOL,
         description="Start a Foxglove WebSocket server (foxglove-sdk) with the cameras, /tf, "
         "joint states and robot description: a live view without a ROS distro.",
+    ),
+    Argument(
+        name="rviz",
+        default="false",
+        choices=_BOOL,
+        description="Start RViz (rviz2) with the shipped config/r2s2r.rviz: robot model, /tf and the "
+        "camera images; where rviz2 is not installed the graph says so and runs without it.",
     ),
     Argument(
         name="foxglove_port",
@@ -240,7 +253,7 @@ WORLD_ARGUMENTS = (
     ),
 )
 
-# Its nodes: the sim or the emulated hardware (by mode), the policy, the evaluator and the Foxglove bridge.
+# Its nodes: the sim or the emulated hardware (by mode), the policy, the evaluator and the viewers.
 WORLD_NODES = (
     NodeSpec(
         package="r2s2r_sim",
@@ -327,6 +340,16 @@ WORLD_NODES = (
             "port": "{foxglove_port}",
             "use_sim_time": "{use_sim_time}",
         },
+    ),
+    NodeSpec(
+        package="rviz2",
+        executable="rviz2",
+        name="rviz",
+        modes=frozenset({"sim", "real"}),
+        when="rviz",
+        arguments=("-d", f"{{config_dir}}/{RVIZ_CONFIG}"),
+        parameters={"use_sim_time": "{use_sim_time}"},
+        optional=True,
     ),
 )
 
@@ -439,6 +462,10 @@ def resolve(
             except KeyError as err:
                 raise GraphError(f"node {spec.name}: parameter {key} uses unknown argument {err}") from None
             params[key] = yaml.safe_load(text) if text else ""
+        try:
+            arguments = tuple(a.format(**values, config_dir=config) for a in spec.arguments)
+        except KeyError as err:
+            raise GraphError(f"node {spec.name}: an argument uses unknown argument {err}") from None
         params_file = None
         if spec.params_file is not None:
             params_file = config / spec.params_file
@@ -454,6 +481,8 @@ def resolve(
                 remappings=spec.remappings,
                 required=spec.required,
                 respawn=spec.respawn is not None and values.get(spec.respawn) == "true",
+                arguments=arguments,
+                optional=spec.optional,
             )
         )
     return nodes

@@ -6,15 +6,18 @@ definition (``ros2msg``, as rosbag2's MCAP stores it) and whose encoding is ``cd
 it decodes a ROS 2 bag. Topics: the interface profile's joint states, /tf, /tf_static, /robot_description,
 /diagnostics, and each camera's colour and aligned-depth images and camera infos (cameras from the world's
 world.yaml). Transient-local topics (/tf_static, /robot_description) are latched as in ROS: a client that
-subscribes later is sent the last message at once.
+subscribes later is sent the last message at once. The server's asset service answers a viewer's
+``package://`` requests (the URDF's meshes) with the file the ament index names, so a Foxglove on another
+machine draws the robot's meshes too.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import foxglove
@@ -23,12 +26,14 @@ from rclpy.node import Node
 from rosbags.typesys import Stores, get_typestore
 
 from r2s2r_sim.interface import Durability, Interface
+from r2s2r_sim.paths import FOXGLOVE_LAYOUT, config_dir
 from r2s2r_sim.ros.params import declare_parameters, node_help, parameter_error, run_node, spin_single
 from r2s2r_sim.ros.qos import declare_interface, interface_class, qos_profile
 from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.mesh_package import MeshPackageError, mesh_environment, read_package_uri
 from r2s2r_sim.worlds import world_path
 
-__all__ = ["FoxgloveNode", "FoxgloveNodeError", "forwarded_topics", "main"]
+__all__ = ["FoxgloveNode", "FoxgloveNodeError", "asset_handler", "forwarded_topics", "main"]
 
 # What a viewer draws: the robot (description + transforms + joint states), the cameras, the health.
 FORWARDED_KEYS = ("joint_states", "tf", "tf_static", "robot_description", "diagnostics")
@@ -52,6 +57,19 @@ def forwarded_topics(iface: Interface, cameras: Sequence[str]) -> list[tuple[str
     for camera in cameras:
         out += [(key, iface.topic(key, camera)) for key in CAMERA_KEYS if key in iface.topics]
     return out
+
+
+def asset_handler(warn: Callable[[str], None]) -> Callable[[str], bytes | None]:
+    """The server's asset service: a ``package://`` URI's file bytes, or ``None`` (and a warning) if none."""
+
+    def fetch(uri: str) -> bytes | None:
+        try:
+            return read_package_uri(uri)
+        except (MeshPackageError, OSError) as err:
+            warn(f"asset request refused: {err}")
+            return None
+
+    return fetch
 
 
 class _Latch(ServerListener):
@@ -93,9 +111,15 @@ class FoxgloveNode(Node):
             raise FoxgloveNodeError(f"parameter world: {err}") from None
         self._typestore = get_typestore(Stores.ROS2_JAZZY)
         self._latch = _Latch()
+        # The sim node writes the meshes into this package; resolve it here too when run on its own.
+        os.environ.update(mesh_environment(os.environ))
         try:
             self.server = foxglove.start_server(
-                name="r2s2r", host=host, port=port, server_listener=self._latch
+                name="r2s2r",
+                host=host,
+                port=port,
+                server_listener=self._latch,
+                asset_handler=asset_handler(self.get_logger().warning),
             )
         except Exception as err:  # the SDK raises its own error types for bind failures
             raise FoxgloveNodeError(f"parameter port: cannot listen on {host}:{port}: {err}") from None
@@ -103,9 +127,9 @@ class FoxgloveNode(Node):
         for key, name in forwarded_topics(iface, cameras):
             self._forward(iface, key, name)
         self.get_logger().info(
-            f"Foxglove WebSocket server on ws://{host}:{self.server.port} "
-            "(in Foxglove: Open connection -> Foxglove WebSocket); forwarding "
-            f"{sorted(self.forwarded)}"
+            f"Foxglove WebSocket server on ws://{host}:{self.server.port}: in Foxglove (app.foxglove.dev "
+            "or the desktop app) Open connection -> Foxglove WebSocket -> that URL, then Layout -> Import "
+            f"from file -> {config_dir() / FOXGLOVE_LAYOUT}; forwarding {sorted(self.forwarded)}"
         )
 
     def _forward(self, iface: Interface, key: str, name: str) -> None:

@@ -15,9 +15,7 @@ camera_depth_optical_frame) and each camera's world.yaml ``frame_id`` (its colou
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -27,17 +25,13 @@ from std_msgs.msg import String
 
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.ros import conversions as conv
+from r2s2r_sim.world.mesh_package import MeshPackage
 from r2s2r_sim.world.robot_description import RobotDescription
 from r2s2r_sim.world.sim_world import SimWorld
 
-__all__ = ["RobotState", "camera_transforms", "default_mesh_dir", "describe_robot", "static_messages"]
+__all__ = ["RobotState", "camera_transforms", "describe_robot", "static_messages"]
 
 _IDENTITY_WXYZ = np.array([1.0, 0.0, 0.0, 0.0])
-
-
-def default_mesh_dir() -> Path:
-    """Where URDF meshes are written: a per-user folder under the system's temporary directory."""
-    return Path(tempfile.gettempdir()) / "r2s2r-meshes"
 
 
 def describe_robot(world: SimWorld, iface: Interface) -> RobotDescription:
@@ -90,14 +84,15 @@ class RobotState:
     Args:
         world: the world whose robot is described.
         iface: the interface profile (frame names).
-        mesh_dir: where mesh geoms are written as STL for the URDF (``None``: :func:`default_mesh_dir`).
+        meshes: the package mesh geoms are written to as STL, named in the URDF by ``package://`` URIs
+            (``None``: the one in the user's cache folder, which the graph's viewers resolve).
     """
 
-    def __init__(self, world: SimWorld, iface: Interface, mesh_dir: Path | None = None) -> None:
+    def __init__(self, world: SimWorld, iface: Interface, meshes: MeshPackage | None = None) -> None:
         self.iface = iface
-        self.mesh_dir = mesh_dir or default_mesh_dir()
+        self.meshes = meshes or MeshPackage()
         self.description = describe_robot(world, iface)
-        self.urdf = self.description.urdf(self.mesh_dir)
+        self.urdf = self.description.urdf(self.meshes)
 
     def description_msg(self) -> String:
         """``/robot_description``'s message: the URDF text."""

@@ -7,7 +7,8 @@ hangs from its parent by a ``revolute``/``continuous``/``prismatic`` URDF joint 
 joint's anchor (the MJCF ``<joint pos>``; zero in most models), since a URDF joint turns about its child
 link's origin. Visual geoms (groups 0-2, MuJoCo's visible ones) become URDF primitives; a capsule becomes a
 cylinder and two spheres; a mesh becomes a binary STL written from the compiled model (so it is exactly the
-simulated shape) into ``mesh_dir``, named by its content hash.
+simulated shape) into a :class:`~r2s2r_sim.world.mesh_package.MeshPackage`, named by its content hash, and
+the URDF names it by its ``package://`` URI, which a viewer on another machine can resolve.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from transforms3d import euler, quaternions
 
 from r2s2r_sim.world.kinematics import subtree_bodies
+from r2s2r_sim.world.mesh_package import MeshPackage
 
 __all__ = ["Joint", "Link", "RobotDescription", "RobotDescriptionError", "write_stl"]
 
@@ -286,14 +288,14 @@ class RobotDescription:
 
     # ---------------------------------------------------------------------------------------- URDF
 
-    def urdf(self, mesh_dir: Path | None = None) -> str:
-        """The URDF text; meshes go to ``mesh_dir`` as STL (omitted when it is ``None``)."""
+    def urdf(self, meshes: MeshPackage | None = None) -> str:
+        """The URDF text; meshes go to the ``meshes`` package as STL (omitted when it is ``None``)."""
         robot = ET.Element("robot", name=self.name)
         materials: dict[tuple[float, ...], str] = {}
         for link in self.links:
             element = ET.SubElement(robot, "link", name=link.name)
             if link.geometry:
-                self._visuals(element, link, mesh_dir, materials)
+                self._visuals(element, link, meshes, materials)
         for joint in self.joints:
             element = ET.SubElement(robot, "joint", name=joint.name, type=joint.type)
             ET.SubElement(element, "parent", link=joint.parent)
@@ -319,7 +321,11 @@ class RobotDescription:
         return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
     def _visuals(
-        self, element: ET.Element, link: Link, mesh_dir: Path | None, materials: dict[tuple[float, ...], str]
+        self,
+        element: ET.Element,
+        link: Link,
+        meshes: MeshPackage | None,
+        materials: dict[tuple[float, ...], str],
     ) -> None:
         m = self.model
         to_link = _pose_inv(link.offset)
@@ -328,7 +334,7 @@ class RobotDescription:
                 continue
             pose = _pose_mul(to_link, (m.geom_pos[geom].copy(), m.geom_quat[geom].copy()))
             rgba = tuple(round(float(v), 4) for v in self._rgba(geom))
-            for sub_pose, shape in self._shapes(geom, mesh_dir):
+            for sub_pose, shape in self._shapes(geom, meshes):
                 visual = ET.SubElement(element, "visual")
                 full = _pose_mul(pose, sub_pose)
                 ET.SubElement(visual, "origin", xyz=_fmt(full[0]), rpy=_fmt(_rpy(full[1])))
@@ -342,7 +348,7 @@ class RobotDescription:
         mat = int(m.geom_matid[geom])
         return m.mat_rgba[mat] if mat >= 0 else m.geom_rgba[geom]
 
-    def _shapes(self, geom: int, mesh_dir: Path | None) -> list[tuple[Pose, ET.Element]]:
+    def _shapes(self, geom: int, meshes: MeshPackage | None) -> list[tuple[Pose, ET.Element]]:
         m = self.model
         kind, size = int(m.geom_type[geom]), m.geom_size[geom]
         here = _identity()
@@ -359,15 +365,14 @@ class RobotDescription:
                     cap = (np.array([0.0, 0.0, sign * size[1]]), np.array([1.0, 0.0, 0.0, 0.0]))
                     shapes.append((cap, ET.Element("sphere", radius=f"{size[0]:.9g}")))
             return shapes
-        if kind == int(mujoco.mjtGeom.mjGEOM_MESH) and mesh_dir is not None:
+        if kind == int(mujoco.mjtGeom.mjGEOM_MESH) and meshes is not None:
             mesh = int(m.geom_dataid[geom])
             start, count = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
             fstart, fcount = int(m.mesh_faceadr[mesh]), int(m.mesh_facenum[mesh])
             verts = m.mesh_vert[start : start + count].astype(np.float64)
             faces = m.mesh_face[fstart : fstart + fcount]
             digest = hashlib.sha256(verts.tobytes() + faces.tobytes()).hexdigest()[:16]
-            path = mesh_dir / f"{digest}.stl"
-            mesh_dir.mkdir(parents=True, exist_ok=True)
-            write_stl(path, verts, faces)
-            return [(here, ET.Element("mesh", filename=path.resolve().as_uri()))]
-        return []  # planes, height fields, SDFs, or meshes without a mesh_dir: nothing RViz could draw here
+            meshes.create()
+            write_stl(meshes.folder / f"{digest}.stl", verts, faces)
+            return [(here, ET.Element("mesh", filename=meshes.uri(f"{digest}.stl")))]
+        return []  # planes, height fields, SDFs, or meshes without a package: nothing RViz could draw here
