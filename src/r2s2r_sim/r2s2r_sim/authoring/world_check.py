@@ -27,6 +27,7 @@ from r2s2r_sim.authoring.grasp_fit import (
     tip_depth,
 )
 from r2s2r_sim.authoring.gripper_guess import closing_direction
+from r2s2r_sim.authoring.world_picture import draw_tool_frame
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render.renderer import camera_intrinsics
 from r2s2r_sim.world.kinematics import summed_reach
@@ -36,11 +37,9 @@ if TYPE_CHECKING:
     from r2s2r_sim.world.robot_config import GripperConfig
 __all__ = ["WorldReport", "check_world", "draw_tool_frame"]
 
-_AXIS_LENGTH = 0.08
 # A tool axis this far (deg) from where the gripper says it points is worth a look; past 90 it is wrong.
 _AXIS_WARN_DEG = 30.0
 _AXIS_ERROR_DEG = 90.0
-_AXIS_COLOURS = ((1.0, 0.1, 0.1, 1.0), (0.1, 0.9, 0.1, 1.0), (0.1, 0.3, 1.0, 1.0))
 
 
 @dataclass
@@ -163,7 +162,10 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
         try:
             draw_tool_frame(world, picture)
             report.picture = picture
-            report.lines.append(f"picture of the tool frame (x red, y green, z blue): {picture}")
+            report.lines.append(
+                f"picture of the tool frame (x red, y green, z blue), the task object (yellow arrow) and "
+                f"its target (magenta), with a legend: {picture}"
+            )
         except (mujoco.FatalError, RuntimeError, ValueError) as err:
             report.warnings.append(f"picture: could not render: {err}")
     return report
@@ -347,46 +349,3 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
             )
             + " along its approach axis with robot.tool_frame"
         )
-
-
-def draw_tool_frame(world: object, path: Path, *, size: tuple[int, int] = (640, 480)) -> None:
-    """Render the robot at home with the tool frame's axes as arrows (x red, y green, z blue) to a PNG."""
-    import cv2
-
-    assert isinstance(world, SimWorld)
-    model, data = world.model, world.data
-    pos, quat = world.ee_pose()
-    rot = np.empty(9)
-    mujoco.mju_quat2Mat(rot, quat)
-    rot = rot.reshape(3, 3)
-    width = min(size[0], int(model.vis.global_.offwidth))
-    height = min(size[1], int(model.vis.global_.offheight))
-    camera = mujoco.MjvCamera()
-    camera.type = mujoco.mjtCamera.mjCAMERA_FREE
-    camera.lookat[:] = pos
-    camera.distance = 0.6
-    camera.azimuth = 135.0
-    camera.elevation = -25.0
-    with mujoco.Renderer(model, height=height, width=width) as renderer:
-        renderer.update_scene(data, camera=camera)
-        scene = renderer.scene
-        for axis in range(3):
-            if scene.ngeom >= scene.maxgeom:
-                break
-            geom = scene.geoms[scene.ngeom]
-            mujoco.mjv_initGeom(
-                geom,
-                mujoco.mjtGeom.mjGEOM_ARROW,
-                np.zeros(3),
-                np.zeros(3),
-                np.zeros(9),
-                np.asarray(_AXIS_COLOURS[axis], dtype=np.float32),
-            )
-            mujoco.mjv_connector(
-                geom, mujoco.mjtGeom.mjGEOM_ARROW, 0.006, pos, pos + _AXIS_LENGTH * rot[:, axis]
-            )
-            scene.ngeom += 1
-        image = renderer.render()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not cv2.imwrite(str(path), cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2BGR)):
-        raise OSError(f"could not write {path}")
