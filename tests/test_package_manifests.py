@@ -41,6 +41,7 @@ PIP_ONLY = {
     "foxglove": "foxglove-sdk",
     "backports": "backports.zstd",
     "gymnasium": "gymnasium",
+    "lerobot": "lerobot",
 }
 # Imported only inside a guarded branch: ``compression.zstd`` is the standard library's from Python 3.14,
 # ``backports.zstd`` the same module before it; ``zstandard`` is what the mcap stream reader needs.
@@ -63,14 +64,16 @@ def _depends(package: str) -> set[str]:
     return {e.text.strip() for e in root if e.tag in ("depend", "exec_depend") and e.text}
 
 
-def _distro_requirements() -> set[str]:
-    lines = (REPO / "requirements" / "distro.txt").read_text(encoding="utf-8").splitlines()
+def _distro_requirements(name: str = "distro.txt") -> set[str]:
+    lines = (REPO / "requirements" / name).read_text(encoding="utf-8").splitlines()
     return {line.split("==")[0].strip() for line in lines if line.strip() and not line.startswith("#")}
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_import_is_declared(package: str) -> None:
-    depends, pip_only = _depends(package), _distro_requirements()
+    # learning-nodeps.txt: what both installs add with `pip install --no-deps` (its own comment says why).
+    pip_only = _distro_requirements() | _distro_requirements("learning-nodeps.txt")
+    depends = _depends(package)
     missing = []
     for name in sorted(_imports(package) - OPTIONAL):
         if name in PIP_ONLY:

@@ -11,8 +11,9 @@ START=$(date +%s)
 say() { printf '[setup] %s\n' "$*"; }
 
 # 1. Debian packages: compilers and cmake for r2s2r_msgs, EGL/OSMesa for headless MuJoCo
-#    rendering, libusb for open3d, Python headers for the rosidl Python extensions.
-APT_PKGS=(build-essential cmake pkg-config libegl1 libgl1 libosmesa6 libusb-1.0-0 python3-dev python3-venv)
+#    rendering, libusb for open3d, Python headers for the rosidl Python extensions, FFmpeg's shared
+#    libraries for torchcodec (it decodes LeRobot dataset videos).
+APT_PKGS=(build-essential cmake pkg-config libegl1 libgl1 libosmesa6 libusb-1.0-0 python3-dev python3-venv ffmpeg)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # A pyenv/other interpreter brings its own headers; python3-dev/venv only matter for Debian's python3.
@@ -38,15 +39,23 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 stamp=$VENV/.r2s2r-requirements
-want=$(cat requirements/requirements.txt requirements/constraints.txt | sha256sum | cut -c1-16)
+want=$(cat requirements/requirements.txt requirements/learning.txt requirements/learning-nodeps.txt \
+        requirements/constraints.txt | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "installing Python packages (pinned by requirements/constraints.txt)"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip==26.3" 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-      -r requirements/requirements.txt -c requirements/constraints.txt 2>&1 | grep -v '^WARNING: Location' || true
+      -r requirements/requirements.txt -r requirements/learning.txt -c requirements/constraints.txt 2>&1 \
+      | grep -v '^WARNING: Location' || true
+  # lerobot and torchcodec without their declared dependencies (learning-nodeps.txt says why); torch stays.
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      -r requirements/learning-nodeps.txt 2>&1 | grep -v '^WARNING: Location' || true
   bash tools/pip_check.sh "$VENV"
   "$VENV/bin/python" -c 'import rclpy, mujoco, cv2, rosbags, transforms3d, scipy, yaml' \
       || { say "the Python packages did not install; see the pip output above"; exit 1; }
+  "$VENV/bin/python" -c 'import av, datasets, pandas, torchcodec.decoders, importlib.util as u
+assert u.find_spec("lerobot.datasets.lerobot_dataset"), "lerobot is not installed"' \
+      || { say "the LeRobot packages did not install; see the error above"; exit 1; }
   echo "$want" >"$stamp"
 else
   say "Python packages already match requirements/constraints.txt"

@@ -1,0 +1,74 @@
+"""Importing ``lerobot``'s dataset modules next to the CPU build of torch the product pins.
+
+``lerobot.datasets`` imports torchvision at module level (for ``transforms``).  The only torchvision built
+for torch 2.13 on the package registries is the CUDA build: on the CPU build of torch its C++ ops cannot
+load (they link ``libtorch_cuda``), which torchvision tolerates except that it registers fake kernels for
+``nms`` and ``qnms`` without checking, so ``import torchvision`` raises "operator torchvision::nms does not
+exist".  Declaring those two schemas first lets its pure-Python parts import; calling a torchvision C++ op
+still raises.  r2s2r calls none: videos are encoded by PyAV and decoded by torchcodec.
+
+lerobot is imported inside the functions here: it is heavy (pandas, datasets, torchvision), and only the
+LeRobot paths of ``r2s2r demos`` and ``r2s2r train`` need it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["VIDEO_BACKEND", "lerobot_dataset", "lerobot_video_utils", "open_dataset"]
+
+# lerobot's "pyav" decoder goes through torchvision.io.VideoReader, which torchvision 0.28 no longer has.
+VIDEO_BACKEND = "torchcodec"
+# The ops torchvision 0.28 registers fake kernels for without checking that its C++ library loaded.
+_UNGUARDED_OPS = ("nms", "qnms")
+_NMS_SCHEMA = "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"
+
+
+def _prepare_torchvision() -> None:
+    """Make ``import torchvision`` work when its C++ ops cannot load (see the module docstring)."""
+    import torch  # heavy; only the LeRobot paths need it
+
+    if "torchvision" in sys.modules:
+        return
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.submodule_search_locations:
+        return  # lerobot's own import then names what is missing
+    libs = sorted(Path(next(iter(spec.submodule_search_locations))).glob("_C*.so"))
+    try:
+        if libs:
+            torch.ops.load_library(str(libs[0]))
+            return
+    except OSError:
+        pass
+    for op in _UNGUARDED_OPS:
+        try:
+            getattr(torch.ops.torchvision, op)
+        except (AttributeError, RuntimeError):
+            torch.library.define(f"torchvision::{op}", _NMS_SCHEMA)
+
+
+def lerobot_dataset() -> ModuleType:
+    """``lerobot.datasets.lerobot_dataset`` (``LeRobotDataset``, ``CODEBASE_VERSION``)."""
+    _prepare_torchvision()
+    import lerobot.datasets.lerobot_dataset as module  # heavy optional library, loaded when used
+
+    return module
+
+
+def lerobot_video_utils() -> ModuleType:
+    """``lerobot.datasets.video_utils`` (``decode_video_frames``)."""
+    _prepare_torchvision()
+    import lerobot.datasets.video_utils as module  # heavy optional library, loaded when used
+
+    return module
+
+
+def open_dataset(root: str | Path, **kwargs: Any) -> Any:
+    """The LeRobot dataset at ``root`` (local only: the repo id is the folder's name)."""
+    root = Path(root)
+    module = lerobot_dataset()
+    return module.LeRobotDataset(f"local/{root.name}", root=root, video_backend=VIDEO_BACKEND, **kwargs)
