@@ -47,6 +47,11 @@ class BagMessages:
         self.bag.write(self.handles[key], t_ns, bytes(self.ts.serialize_cdr(msg, self.types[key])))
         self.counts[key] += 1
 
+    def raw(self, key: str, t_ns: int, data: bytes | memoryview) -> None:
+        """Write an already CDR-serialized message (as it came off the wire) to the topic of ``key``."""
+        self.bag.write(self.handles[key], t_ns, data)
+        self.counts[key] += 1
+
     def header(self, t_ns: int, frame_id: str = "") -> Any:
         """A ``std_msgs/Header`` stamped ``t_ns`` (ns) in ``frame_id``."""
         stamp = self._t("builtin_interfaces/msg/Time")(sec=t_ns // _NS, nanosec=t_ns % _NS)
@@ -93,6 +98,13 @@ class BagMessages:
             is_bigendian=0,
             step=int(img.strides[0]),
             data=img.view(np.uint8).reshape(-1),
+        )
+        self.write(key, t_ns, msg)
+
+    def compressed_image(self, key: str, t_ns: int, frame_id: str, fmt: str, data: bytes) -> None:
+        """A ``sensor_msgs/CompressedImage`` of ``fmt`` and ``data`` (:mod:`r2s2r_sim.compressed_images`)."""
+        msg = self._t("sensor_msgs/msg/CompressedImage")(
+            header=self.header(t_ns, frame_id), format=fmt, data=np.frombuffer(data, dtype=np.uint8)
         )
         self.write(key, t_ns, msg)
 

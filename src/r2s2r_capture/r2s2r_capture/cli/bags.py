@@ -40,6 +40,7 @@ def cmd_record(ns: argparse.Namespace) -> int:
     if ns.cameras:
         params["interface_cameras"] = ns.cameras
         params["interface"] = ns.interface
+        params["image_transport"] = ns.image_transport
     return recorder_node.main(["r2s2r-record", *_ros_args(params)])
 
 
@@ -82,6 +83,12 @@ def register_record(subparsers: Any) -> None:
         "--interface",
         default="",
         help="interface profile or file of --cameras (default: config/interface.yaml's default)",
+    )
+    p.add_argument(
+        "--image-transport",
+        default="raw",
+        choices=["raw", "compressed"],
+        help="--cameras' images as published raw, or their /compressed and /compressedDepth topics",
     )
     p.add_argument("-o", "--out", required=True, help="bag folder to create (must not exist)")
     p.add_argument("-s", "--storage", default="mcap", choices=["mcap", "sqlite3"])

@@ -36,7 +36,7 @@ from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError, IdentificationError, ReconstructionError
 from r2s2r_capture.procedures.session import PHASE_TOPIC, topic_names
-from r2s2r_capture.real2sim.frames import depth_m, image_array, undistort
+from r2s2r_capture.real2sim.frames import camera_topics, depth_m, image_array, undistort
 from r2s2r_capture.sysid.uncertainty import Z95, parameter_range, regression_std
 
 __all__ = [
@@ -119,13 +119,13 @@ def _read(bags: Sequence[Path], names: dict[str, tuple[str, str]], arm_joints: S
 
 def _read_bag(bag: Path, names: dict[str, tuple[str, str]], arm_joints: Sequence[str], out: _Phase) -> None:
     """One bag's articulation phase; ``names``: the capture's topics (``capture.topic_names``)."""
-    color, depth = names["color_image"][0], names["depth_image"][0]
     joint_states, arm_command = names["joint_states"][0], names["arm_command"][0]
 
     part: dict[str, Any] | None = None
     pending: np.ndarray | None = None
     idx: list[int] | None = None
     with BagReader(bag) as reader:
+        color, depth = camera_topics(reader.topics, names["color_image"][0], names["depth_image"][0])
         for m in reader.messages([PHASE_TOPIC, color, depth, joint_states, arm_command]):
             msg = reader.deserialize(m)
             if m.topic == PHASE_TOPIC:

@@ -19,7 +19,7 @@ import numpy as np
 from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError, CalibrationError, IdentificationError, ReconstructionError
 from r2s2r_capture.procedures.session import PHASE_TOPIC, board_from_json, topic_names
-from r2s2r_capture.real2sim.frames import depth_m, image_array
+from r2s2r_capture.real2sim.frames import camera_topics, depth_m, image_array
 from r2s2r_capture.sysid.joint_motion import JointMotion, read_joint_motion
 
 __all__ = ["CaptureData", "check_capture", "read_capture"]
@@ -52,7 +52,7 @@ def read_capture(
         BagError: unreadable bag, or no capture phase markers.
     """
     names = topic_names(camera, interface)
-    color, depth, info = (names[key][0] for key in ("color_image", "depth_image", "color_info"))
+    raw_color, raw_depth, info = (names[key][0] for key in ("color_image", "depth_image", "color_info"))
     board = None
     views: list[tuple[str, np.ndarray]] = []
     known: list[tuple[np.ndarray, np.ndarray]] = []
@@ -65,6 +65,7 @@ def read_capture(
         excitation: list[float] = []
         markers = 0
         with BagReader(bag) as reader:
+            color, depth = camera_topics(reader.topics, raw_color, raw_depth)
             for m in reader.messages([PHASE_TOPIC, color, depth, info]):
                 msg = reader.deserialize(m)
                 if m.topic == PHASE_TOPIC:

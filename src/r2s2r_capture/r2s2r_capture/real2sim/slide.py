@@ -40,7 +40,7 @@ from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError, ReconstructionError
 from r2s2r_capture.procedures.session import PHASE_TOPIC, topic_names
 from r2s2r_capture.procedures.slide import SLIDE_PHASE
-from r2s2r_capture.real2sim.frames import depth_m, image_array
+from r2s2r_capture.real2sim.frames import camera_topics, depth_m, image_array
 from r2s2r_capture.real2sim.resim import replay_commands
 from r2s2r_capture.sysid.joint_motion import read_joint_motion
 
@@ -141,12 +141,13 @@ def read_slide(bags: Sequence[str | Path], camera: str = "camera", interface: st
         BagError: a flick without views on both sides, or an unreadable bag.
     """
     names = topic_names(camera, interface)
-    color, depth = names["color_image"][0], names["depth_image"][0]
+    raw_color, raw_depth = names["color_image"][0], names["depth_image"][0]
     out = _SlidePhase({}, {})
     for bag in bags:
         part: dict[str, Any] | None = None
         pending: np.ndarray | None = None
         with BagReader(bag) as reader:
+            color, depth = camera_topics(reader.topics, raw_color, raw_depth)
             for m in reader.messages([PHASE_TOPIC, color, depth]):
                 msg = reader.deserialize(m)
                 if m.topic == PHASE_TOPIC:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
+from r2s2r_sim.compressed_images import RAW, TRANSPORTS, transport_topic
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.params import (
@@ -88,6 +89,11 @@ PARAMS: ParamSpecs = {
     ),
     "compression_format": ("compressor", None),
     "calibration": ("CameraInfo YAML of the camera calibration, stamped into the provenance", None),
+    "image_transport": (
+        "how interface_cameras' images are recorded, as image_transport names it: raw (the image topics) "
+        "or compressed (<image>/compressed and <depth>/compressedDepth, as published)",
+        None,
+    ),
 }
 PARAM_DEFAULTS: dict[str, Any] = {
     "topics": [""],
@@ -102,11 +108,13 @@ PARAM_DEFAULTS: dict[str, Any] = {
     "compression_mode": "none",
     "compression_format": "zstd",
     "calibration": "",
+    "image_transport": RAW,
 }
 PARAM_CONSTRAINTS = {
     "storage": "one of: mcap, sqlite3",
     "compression_mode": "one of: none, file, message",
     "compression_format": "one of: zstd",
+    "image_transport": f"one of: {', '.join(TRANSPORTS)}",
 }
 
 
@@ -155,8 +163,14 @@ class RecorderNode(Node):
         v = declare_parameters(self, PARAM_DEFAULTS, PARAMS, error=rclpy_error, constraints=PARAM_CONSTRAINTS)
         topics, cameras, output, storage = v["topics"], v["interface_cameras"], v["output"], v["storage"]
         compression_mode, calibration = v["compression_mode"], v["calibration"]
+        if v["image_transport"] not in TRANSPORTS:
+            raise BagError(
+                f"parameter image_transport is {v['image_transport']!r}: allowed {list(TRANSPORTS)}"
+            )
         if any(cameras):
-            topics = [*topics, *interface_topics(declare_interface(self), [c for c in cameras if c])]
+            iface = declare_interface(self)
+            named = [c for c in cameras if c]
+            topics = [*topics, *interface_topics(iface, named, image_transport=v["image_transport"])]
         if not output:
             raise BagError("parameter output is empty: give the bag folder to create")
         try:
@@ -314,17 +328,26 @@ RECORDED_KEYS = (
 )
 
 
-def interface_topics(iface: Interface, cameras: Sequence[str]) -> list[str]:
-    """The names of ``RECORDED_KEYS`` in ``iface`` (per-camera topics once per camera) that it defines."""
+def interface_topics(iface: Interface, cameras: Sequence[str], *, image_transport: str = RAW) -> list[str]:
+    """The names of ``RECORDED_KEYS`` in ``iface`` (per-camera topics once per camera) that it defines.
+
+    ``image_transport`` ``compressed``: the images' ``/compressed`` and ``/compressedDepth`` topics instead.
+    """
     names: list[str] = []
     for key in RECORDED_KEYS:
         if key not in iface.topics:
             continue
         if iface.topic_spec(key).per_camera:
-            names += [iface.topic(key, camera) for camera in cameras]
+            topics = [iface.topic(key, camera) for camera in cameras]
+            if key in _IMAGE_KEYS:
+                topics = [transport_topic(t, image_transport, depth=key == "depth_image") for t in topics]
+            names += topics
         else:
             names.append(iface.topic(key))
     return names
+
+
+_IMAGE_KEYS = ("color_image", "depth_image")
 
 
 def _bag_qos(qos: QoSProfile) -> Qos:

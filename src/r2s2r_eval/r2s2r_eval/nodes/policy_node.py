@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builtin_interfaces.msg import Time
+from r2s2r_sim.compressed_images import COMPRESSED, RAW, TRANSPORTS, transport_topic
 from r2s2r_sim.ros import conversions as rc
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.params import parameter_error, read_node_config, run_node, spin_single
@@ -87,8 +88,13 @@ class PolicyNodeConfig:
     autostart: bool = True
     seed: int = 0
     gripper_max_effort: float = 20.0
+    image_transport: str = RAW
 
     def __post_init__(self) -> None:
+        if self.image_transport not in TRANSPORTS:
+            raise PolicyNodeError(
+                f"parameter image_transport: got {self.image_transport!r}; allowed: {', '.join(TRANSPORTS)}"
+            )
         if not (self.control_rate_hz == 0.0 or 0.1 <= self.control_rate_hz <= 1000.0):
             raise PolicyNodeError(
                 f"parameter control_rate_hz: got {self.control_rate_hz}; "
@@ -129,6 +135,12 @@ _DESCRIPTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
         "max_effort (N) of the gripper action's goals, on a profile with command: trajectory.",
         (0.0, 1000.0),
     ),
+    "image_transport": (
+        "How the images arrive, as image_transport names it: raw (sensor_msgs/Image on the interface's "
+        "topics) or compressed (sensor_msgs/CompressedImage on <image>/compressed and "
+        "<depth>/compressedDepth), decoded here.",
+        None,
+    ),
 }
 
 
@@ -143,7 +155,11 @@ class PolicyNode(Node):
         """
         super().__init__("policy_node", **kwargs)
         cfg = self.config = read_node_config(
-            self, PolicyNodeConfig, _DESCRIPTIONS, error=parameter_error(PolicyNodeError)
+            self,
+            PolicyNodeConfig,
+            _DESCRIPTIONS,
+            error=parameter_error(PolicyNodeError),
+            constraints={"image_transport": f"one of: {', '.join(TRANSPORTS)}"},
         )
         params = policy_params_from_yaml(cfg.policy_params, PolicyNodeError)
         try:
@@ -199,8 +215,17 @@ class PolicyNode(Node):
             return self.create_publisher(interface_class(spec.type), iface.topic(key), qos_profile(spec.qos))
 
         sub("joint_states", self._on_joint_state)
-        sub("color_image", lambda m: self._store("_color", m), cam)
-        sub("depth_image", lambda m: self._store("_depth", m), cam)
+        if cfg.image_transport == RAW:
+            sub("color_image", lambda m: self._store("_color", m), cam)
+            sub("depth_image", lambda m: self._store("_depth", m), cam)
+        else:
+            for key, attr in (("color_image", "_color"), ("depth_image", "_depth")):
+                self.create_subscription(
+                    interface_class("sensor_msgs/msg/CompressedImage"),
+                    transport_topic(iface.topic(key, cam), COMPRESSED, depth=key == "depth_image"),
+                    lambda m, a=attr: self._store_compressed(a, m),
+                    qos_profile(iface.topic_spec(key).subscription_qos),
+                )
         sub("color_info", lambda m: self._store("_info", m), cam)
         sub("tf", self._on_tf)
         sub("tf_static", self._on_tf)
@@ -301,6 +326,15 @@ class PolicyNode(Node):
     def _store(self, attr: str, msg: Any) -> None:
         with self._lock:
             setattr(self, attr, msg)
+
+    def _store_compressed(self, attr: str, msg: Any) -> None:
+        """Decode a compressed image into the raw ``Image`` the policy's observation is built from."""
+        try:
+            image = rc.image_from_compressed(msg)
+        except ValueError as err:
+            self.get_logger().warning(f"dropping a compressed image: {err}", throttle_duration_sec=5.0)
+            return
+        self._store(attr, image)
 
     def _on_tf(self, msg: Any) -> None:
         with self._lock:

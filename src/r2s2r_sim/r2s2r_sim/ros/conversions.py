@@ -16,12 +16,13 @@ import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import TransformStamped
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray, Header
 from tf2_msgs.msg import TFMessage
 from transforms3d import quaternions as tq
 
 from r2s2r_msgs.msg import EpisodeOutcome, Metric
+from r2s2r_sim import compressed_images as codec
 
 __all__ = [
     "BASE_FRAME",
@@ -35,9 +36,11 @@ __all__ = [
     "camera_link_pose",
     "clock_msg",
     "command_array",
+    "compressed_image_msgs",
     "depth_image_msg",
     "duration_msg",
     "episode_outcome_msg",
+    "image_from_compressed",
     "image_to_numpy",
     "joint_state_msg",
     "relative_pose",
@@ -170,6 +173,49 @@ def image_to_numpy(msg: Image) -> np.ndarray:
     pixels = np.ascontiguousarray(raw).view(dtype).reshape(msg.height, msg.width, channels)
     pixels = pixels.astype(dtype.newbyteorder("="), copy=False)
     return pixels[..., 0] if channels == 1 else pixels
+
+
+def compressed_image_msgs(color: Image, depth: Image) -> tuple[CompressedImage, CompressedImage]:
+    """A frame's colour (jpeg) and depth (compressedDepth png) images as image_transport publishes them.
+
+    Raises:
+        ValueError: an image of an encoding :func:`image_to_numpy` does not read, or not rgb8 / 16UC1.
+    """
+    rgb = image_to_numpy(color)
+    if color.encoding == "bgr8":
+        rgb = np.ascontiguousarray(rgb[..., ::-1])
+    out = []
+    for raw, (fmt, data) in (
+        (color, codec.encode_color(rgb)),
+        (depth, codec.encode_depth(image_to_numpy(depth))),
+    ):
+        msg = CompressedImage(header=_header(raw.header.stamp, raw.header.frame_id), format=fmt)
+        msg.data = data
+        out.append(msg)
+    return out[0], out[1]
+
+
+def image_from_compressed(msg: CompressedImage) -> Image:
+    """The raw ``Image`` a ``CompressedImage`` (``compressed`` or ``compressedDepth``) carries, same header.
+
+    Colour comes back as ``rgb8``, depth as ``16UC1`` (mm) or ``32FC1`` (m) as it was encoded.
+
+    Raises:
+        ValueError: (:class:`~r2s2r_sim.compressed_images.ImageCodecError`) a format or payload that
+            does not decode.
+    """
+    fmt, data = str(msg.format), bytes(msg.data)
+    if codec.is_depth_format(fmt):
+        pixels = codec.decode_depth(fmt, data)
+        encoding, channels = ("16UC1" if pixels.dtype == np.uint16 else "32FC1"), 1
+    else:
+        pixels, encoding, channels = codec.decode_color(fmt, data), "rgb8", 3
+    height, width = pixels.shape[:2]
+    out = Image(header=msg.header, height=height, width=width, encoding=encoding)
+    out.is_bigendian = _BIG_ENDIAN
+    out.step = width * channels * pixels.dtype.itemsize
+    out.data = np.ascontiguousarray(pixels).tobytes()
+    return out
 
 
 def camera_info_msg(k: np.ndarray, width: int, height: int, stamp: Time, frame_id: str) -> CameraInfo:

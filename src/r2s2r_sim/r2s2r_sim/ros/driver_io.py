@@ -17,6 +17,7 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
+from r2s2r_sim.compressed_images import COMPRESSED, transport_topic
 from r2s2r_sim.interface import Interface
 from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.ros.qos import interface_class, qos_profile
@@ -69,20 +70,45 @@ def camera_frame(
 
 
 class CameraPublishers:
-    """A camera's four driver topics: colour and aligned-depth images and their camera infos."""
+    """A camera's four driver topics: colour and aligned-depth images and their camera infos.
 
-    def __init__(self, node: Node, iface: Interface, camera: str) -> None:
+    With ``compressed``, the images also go out as image_transport's ``compressed`` and
+    ``compressedDepth`` topics, as a driver with image_transport_plugins publishes them (encoded only
+    while someone subscribes, as image_transport does).
+    """
+
+    def __init__(self, node: Node, iface: Interface, camera: str, *, compressed: bool = False) -> None:
         self.color = interface_publisher(node, iface, "color_image", camera)
         self.color_info = interface_publisher(node, iface, "color_info", camera)
         self.depth = interface_publisher(node, iface, "depth_image", camera)
         self.depth_info = interface_publisher(node, iface, "depth_info", camera)
+        self.compressed: tuple[Publisher, Publisher] | None = None
+        if compressed:
+            self.compressed = (
+                _compressed_publisher(node, iface, "color_image", camera),
+                _compressed_publisher(node, iface, "depth_image", camera),
+            )
 
     def publish(self, frame: CameraFrame) -> None:
         """Publish both images, then both camera infos (the order realsense2_camera sends them in)."""
         self.color.publish(frame.color)
         self.depth.publish(frame.depth)
+        if self.compressed is not None and any(p.get_subscription_count() for p in self.compressed):
+            for pub, msg in zip(
+                self.compressed, conv.compressed_image_msgs(frame.color, frame.depth), strict=True
+            ):
+                pub.publish(msg)
         self.color_info.publish(frame.info)
         self.depth_info.publish(frame.info)
+
+
+def _compressed_publisher(node: Node, iface: Interface, key: str, camera: str) -> Publisher:
+    """A ``sensor_msgs/msg/CompressedImage`` publisher beside image topic ``key``, with its QoS."""
+    spec = iface.topic_spec(key)
+    topic = transport_topic(iface.topic(key, camera), COMPRESSED, depth=key == "depth_image")
+    return node.create_publisher(
+        interface_class("sensor_msgs/msg/CompressedImage"), topic, qos_profile(spec.qos)
+    )
 
 
 def subscribe_topics(

@@ -94,6 +94,7 @@ class EmulatedHardwareConfig:
     profile: str = ""
     seed: int = 0
     ground_truth: bool = False
+    compressed_images: bool = False
 
 
 class EmulatedHardwareNode(Node):
@@ -135,7 +136,7 @@ class EmulatedHardwareNode(Node):
         except RobotDescriptionError as err:
             self.get_logger().warning(f"no /robot_description or link transforms: {err}")
             self._robot = None
-        self._camera_pubs = CameraPublishers(self, self.interface, cam.name)
+        self._camera_pubs = CameraPublishers(self, self.interface, cam.name, compressed=cfg.compressed_images)
         self._publish_static_tf()
         self._truth_pub = None
         task = self.arm.world.config.task
@@ -220,6 +221,11 @@ class EmulatedHardwareNode(Node):
             "ground_truth": (
                 "Also publish the STAND-IN ground truth ~/ground_truth/cube_pose at each camera frame "
                 "(real hardware has no such topic; for recordings that test perception).",
+                None,
+            ),
+            "compressed_images": (
+                "Also publish each camera's images as image_transport's compressed topics "
+                "(<image>/compressed, jpeg; <depth>/compressedDepth, png), encoded only while subscribed.",
                 None,
             ),
         }

@@ -235,7 +235,9 @@ class SimNode(Node):
         """The publishers of camera ``name`` (created on first use; a varied world keeps its cameras')."""
         pubs = self._camera_pubs.get(name)
         if pubs is None:
-            pubs = self._camera_pubs[name] = CameraPublishers(self, self.interface, name)
+            pubs = self._camera_pubs[name] = CameraPublishers(
+                self, self.interface, name, compressed=self.config.compressed_images
+            )
         return pubs
 
     def _robot_state(self, world: SimWorld) -> RobotState | None:

@@ -37,6 +37,7 @@ class SimNodeConfig:
     variations: str = ""
     ack_timeout_s: float = 10.0
     render_profile: str = ""
+    compressed_images: bool = False
 
     def check_rates(self, world: SimWorld) -> None:
         """Check every rate against ``world``'s physics rate and the control period against its timestep.
@@ -120,6 +121,11 @@ PARAMS: dict[str, tuple[str, tuple[float, float] | None]] = {
     "render_profile": (
         "Render profile (world.yaml render_profiles, e.g. full or fast) every camera is drawn with; "
         "empty: each camera's declared render_profile.",
+        None,
+    ),
+    "compressed_images": (
+        "Also publish each camera's images as image_transport's compressed topics (<image>/compressed, jpeg; "
+        "<depth>/compressedDepth, png), encoded only while someone subscribes.",
         None,
     ),
 }
