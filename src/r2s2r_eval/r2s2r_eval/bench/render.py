@@ -108,9 +108,9 @@ def render_rate(world: str, setting: RenderSetting, *, workers: int, seconds: fl
     return {"views_per_s": sum(v / t for v, t in parts), "workers": workers}
 
 
-def sweep_arm(cfg: SweepConfig, workers: int, results: Path) -> dict[str, float]:
+def sweep_arm(cfg: SweepConfig, workers: int, results: Path, *, quiet: bool = True) -> dict[str, float]:
     """Episodes per minute of one sweep, and its mean control steps per episode."""
-    summary = run_sweep(cfg, results, workers=workers, progress=False)
+    summary = run_sweep(cfg, results, workers=workers, progress=not quiet)
     with ResultsStore(results) as store:
         rows = [r for r in store.rows() if r.episode_key in set(summary.keys)]
     errors = [r.reason for r in rows if r.reason.startswith(("episode_error", "variation_error", "worker"))]
@@ -195,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=4.0, help="render measurement per setting (s)")
     parser.add_argument("--node-seconds", type=float, default=6.0, help="sim node measurement per run (s)")
     parser.add_argument("--no-node", action="store_true", help="skip the sim node camera runs")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--steady-episodes", type=int, default=4, help="(e) episodes per BC arm")
     parser.add_argument("--steady-only", action="store_true", help="run (e) only")
     ns = parser.parse_args(argv)
@@ -254,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 render_profile=profile,
                 policy_images=policy_images,
             )
-            arm = sweep_arm(cfg, workers, Path(tmp) / f"arm{i}.sqlite")
+            arm = sweep_arm(cfg, workers, Path(tmp) / f"arm{i}.sqlite", quiet=ns.quiet)
             # One frame per 10 Hz control step in every arm (the 15 Hz camera has a frame due at each).
             renders = arm["steps_per_episode"]
             limit = 60.0 * rates[setting] / renders

@@ -110,13 +110,22 @@ def image_differences(cfg: SweepConfig, arms: Sequence[Arm], episodes: int) -> d
 
 
 def run_fidelity(
-    cfg: SweepConfig, arms: Sequence[Arm], results: Path, *, workers: int, image_episodes: int
+    cfg: SweepConfig,
+    arms: Sequence[Arm],
+    results: Path,
+    *,
+    workers: int,
+    image_episodes: int,
+    quiet: bool = True,
 ) -> dict[str, Any]:
-    """Run every arm's sweep into ``results`` and compare them with the first arm; returns the report."""
+    """Run every arm's sweep into ``results`` and compare them with the first arm; returns the report.
+
+    Unless ``quiet``, each arm's sweep shows its progress with an ETA on stderr.
+    """
     outcomes: dict[str, dict[str, Any]] = {}
     for arm in arms:
         arm_cfg = replace(cfg, render_profile=arm.profile, policy_images=arm.images == "policy")
-        summary = run_sweep(arm_cfg, results, workers=workers, progress=False)
+        summary = run_sweep(arm_cfg, results, workers=workers, progress=not quiet, progress_label=arm.label)
         with ResultsStore(results) as store:
             by_key = {r.episode_key: r for r in store.rows()}
         rows = [by_key[k] for k in summary.keys]
@@ -196,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="sweep processes")
     parser.add_argument("--image-episodes", type=int, default=20, help="reset states compared pixel by pixel")
     parser.add_argument("--pixels-only", action="store_true", help="compare images only; run no episodes")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     ns = parser.parse_args(argv)
     arms = [parse_arm(a) for a in (ns.arm or ["full/camera", "fast/camera"])]
     cfg = SweepConfig(
@@ -222,7 +232,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
     else:
         report = run_fidelity(
-            cfg, arms, ns.out / "results.sqlite", workers=ns.workers, image_episodes=ns.image_episodes
+            cfg,
+            arms,
+            ns.out / "results.sqlite",
+            workers=ns.workers,
+            image_episodes=ns.image_episodes,
+            quiet=ns.quiet,
         )
     (ns.out / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     for label, o in report.get("arms", {}).items():

@@ -43,7 +43,7 @@ from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_eval.cli.common import Subcommand, bad_input
 from r2s2r_eval.learning.demos import DemoConfig
-from r2s2r_eval.learning.lerobot_format import validate_lerobot_dataset
+from r2s2r_eval.learning.lerobot_v3 import validate_v3_dataset
 from r2s2r_eval.learning.perception_frames import PerceptionFramesConfig
 from r2s2r_eval.learning.train import TrainConfig, train
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
@@ -170,14 +170,8 @@ def make_real2sim_world(
 
     Skipped if ``work/world`` exists.  ``progress_bars``: show the identification's progress on stderr.
     """
-    world, _ = reconstruct_emulated_world(
-        work,
-        profile=profile,
-        world=template,
-        intrinsics_views=8,
-        progress=progress,
-        progress_bars=progress_bars,
-    )
+    shown = {"progress": progress, "progress_bars": progress_bars}
+    world, _ = reconstruct_emulated_world(work, profile=profile, world=template, intrinsics_views=8, **shown)
     return world
 
 
@@ -322,7 +316,7 @@ class _Run:
                 data, demo_cfg, seed=cfg.seed, workers=cfg.workers, log=self.log, progress_label=label
             )
             infos = [json.loads((d / "meta/info.json").read_text(encoding="utf-8")) for d in shards]
-            problems = [p for d in shards for p in validate_lerobot_dataset(d)]
+            problems = [p for d in shards for p in validate_v3_dataset(d)]
             dataset["paths"] = [str(d) for d in shards]
             dataset["episodes"] = sum(i["total_episodes"] for i in infos)
             dataset["frames"] = sum(i["total_frames"] for i in infos)
@@ -344,7 +338,10 @@ class _Run:
                 per_world=cfg.perception_per_world,
             )
             pf_dir = self.out / "perception" / name
-            pf = render_sharded(pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=self.log)
+            label = None if self.quiet else f"[{name}] perception"
+            pf = render_sharded(
+                pf_dir, pf_cfg, seed=cfg.seed, workers=cfg.workers, log=self.log, progress_label=label
+            )
             perception["paths"] = [str(d) for d in pf]
             perception["frames"] = cfg.perception_worlds * cfg.perception_per_world
 

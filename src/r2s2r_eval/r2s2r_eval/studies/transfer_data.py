@@ -75,11 +75,18 @@ def _collect_shard(shard: Path, cfg: DemoConfig, *, report: Callable[[int], None
 
 
 def render_sharded(
-    folder: Path, pf_cfg: PerceptionFramesConfig, *, seed: int, workers: int, log: Callable[[str], None]
+    folder: Path,
+    pf_cfg: PerceptionFramesConfig,
+    *,
+    seed: int,
+    workers: int,
+    log: Callable[[str], None],
+    progress_label: str | None = None,
 ) -> list[Path]:
     """``pf_cfg.worlds`` worlds of perception frames as ``workers`` shards ``folder/shard_<k>``, in parallel.
 
-    A shard whose frames exist is kept (resume).
+    A shard whose frames exist is kept (resume).  With ``progress_label`` the worlds rendered are counted
+    on stderr under that label, with an ETA.
     """
     counts = [pf_cfg.worlds // workers + (k < pf_cfg.worlds % workers) for k in range(workers)]
     shards = [folder / f"shard_{k}" for k in range(workers) if counts[k]]
@@ -88,9 +95,20 @@ def render_sharded(
         for k, d in enumerate(shards)
         if not (d / FRAMES_FILE).is_file()
     ]
-    if len(todo) == 1:
-        collect_perception_frames(*todo[0])
-    elif todo:
-        in_pool(collect_perception_frames, todo, len(todo))
+    total = sum(c.worlds for _, c in todo)
+    with Progress(total, progress_label or "", "world", quiet=progress_label is None) as bar:
+        if len(todo) == 1:
+            _render_shard(*todo[0], report=bar.update)
+        elif todo:
+            in_pool(_render_shard, todo, len(todo), bar=None if bar.quiet else bar)
     log(f"  {folder}: {pf_cfg.worlds * pf_cfg.per_world} perception frames in {len(shards)} shards")
     return shards
+
+
+def _render_shard(
+    shard: Path, cfg: PerceptionFramesConfig, *, report: Callable[[int], None] | None = None
+) -> Path:
+    """:func:`collect_perception_frames` of one shard, reporting each world rendered as ``report(1)``."""
+    return collect_perception_frames(
+        shard, cfg, progress=None if report is None else lambda _i, _n: report(1)
+    )
