@@ -22,10 +22,10 @@ profile's factory ``K``, ``D``; real2sim takes only the image size from it and c
 
 **Why in-process.**  The emulator core (:class:`r2s2r_sim.hardware.emulated_arm.EmulatedArm` and its
 :class:`~r2s2r_sim.hardware.emulated_camera.DistortedRgbdCamera`) is stepped directly and the bag is written
-with :class:`~r2s2r_capture.bags.writer.BagWriter`: deterministic, faster than real time, and the same bytes
-the ROS path would record (``r2s2r record`` against ``emulated_hardware_node``, covered by the recorder
-tests).  Time stamps are the emulator's clock.  On a real cell the same phases are recorded with ``r2s2r
-record`` while the operator moves the board and a script sends the excitation commands.
+with :class:`~r2s2r_capture.bags.writer.BagWriter`: deterministic and faster than real time.  Time stamps
+are the emulator's clock.  The phases themselves are :mod:`r2s2r_capture.procedures.phases`, run here on
+:class:`EmulatedCellIO`; ``r2s2r capture`` without ``--emulated`` runs the same phases over DDS against a
+real cell or the emulated hardware node (:mod:`r2s2r_capture.ros.live_capture`).
 
 The board exists in the emulated world through a *capture variant* of the world: a copy of the world folder
 whose scene gains a textured ``plane`` geom on a mocap body (no collisions,
@@ -35,8 +35,6 @@ to the original world.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import shutil
 import tempfile
@@ -49,30 +47,34 @@ import numpy as np
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
-from r2s2r_sim.interface import load_interface
+from r2s2r_sim.progress import Progress
 
-from r2s2r_capture.bags.messages import BagMessages
-from r2s2r_capture.bags.writer import BagWriter, offered_qos
-from r2s2r_capture.calibration.charuco import CharucoBoardSpec, board_pose_in_plane_geom
+from r2s2r_capture.bags.writer import BagWriter
+from r2s2r_capture.calibration.charuco import board_pose_in_plane_geom
 from r2s2r_capture.errors import CaptureError, refuse_existing
-from r2s2r_capture.procedures.articulation import ARTICULATION_PHASE, ArticulationConfig, record_articulation
+from r2s2r_capture.procedures.articulation import ARTICULATION_PHASE, record_articulation
+from r2s2r_capture.procedures.capture_config import (
+    CAPTURE_BOARD,
+    PHASE_TOPIC,
+    PHASES,
+    CaptureConfig,
+    CaptureMessages,
+    CaptureSummary,
+    board_from_json,
+    board_to_json,
+    topic_names,
+)
 from r2s2r_capture.procedures.emulated_board import (
     BOARD_BODY,
-    BOARD_LIFT,
     BOARD_PARKED,
     board_world,
-    held_board_poses,
     matrix_quat,
     rotation,
 )
 from r2s2r_capture.procedures.phase_hooks import PhaseHooks
-from r2s2r_capture.procedures.slide import SLIDE_PHASE, SlideConfig, record_slide
-from r2s2r_capture.sysid.recording import (
-    ExcitationConfig,
-    excitation_centre,
-    excitation_trajectory,
-    move_commands,
-)
+from r2s2r_capture.procedures.phases import BoardFrame, record_phases
+from r2s2r_capture.procedures.slide import SLIDE_PHASE, record_slide
+from r2s2r_capture.sysid.excitation_monitor import ExcitationMonitor
 
 __all__ = [
     "CAPTURE_BOARD",
@@ -80,163 +82,12 @@ __all__ = [
     "PHASE_TOPIC",
     "CaptureConfig",
     "CaptureSummary",
+    "EmulatedCellIO",
     "board_from_json",
     "board_to_json",
     "capture_emulated",
     "topic_names",
 ]
-
-PHASE_TOPIC = "/r2s2r/capture/phase"
-PHASES = ("board_intrinsics", "board_known_pose", "scene", "excitation")
-# An A3 print: 7 x 5 squares of 6 cm (42 x 30 cm).  Bigger squares than the A4 default board, so that the
-# board still has ~30 px squares lying on the table ~1 m from the camera.
-CAPTURE_BOARD = CharucoBoardSpec(squares_x=7, squares_y=5, square_m=0.06, marker_m=0.045)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class CaptureConfig:
-    """What the emulated capture records.
-
-    Attributes:
-        board: the ChArUco board (written into the phase markers so real2sim knows what was printed).
-        n_intrinsics_views: board views for intrinsics (held at 0.55-0.9 m, tilted 15-40 deg).
-        known_board_poses: board placements flat on the table: ``(x, y, yaw)`` of the board centre (m, rad).
-        table_top_z: height of the table top (m) the known poses lie on.
-        n_scene_frames: RGB-D frames of the scene (fixed camera: same pose, averaged by the TSDF).
-        excitation: the excitation trajectory; ``rate_hz`` is the command rate.
-        settle_s: the arm holds still this long before the excitation (s).
-        seed: episode seed (object placement) and excitation seed.
-        articulation: the ``articulation`` phase, recorded after the excitation in a world whose task is an
-            articulated object (the drawer): see :mod:`r2s2r_capture.procedures.articulation`.
-        slide: the ``slide`` phase after the excitation in a world whose task pushes its object (flicks that
-            measure how far it slides, :mod:`r2s2r_capture.procedures.slide`); ``None`` leaves it out.
-        interface: topic interface profile or file the bag's topic names follow (empty: the default).
-    """
-
-    board: CharucoBoardSpec = CAPTURE_BOARD
-    n_intrinsics_views: int = 12
-    known_board_poses: tuple[tuple[float, float, float], ...] = (
-        (0.5, 0.25, 1.57),
-        (0.6, -0.12, 1.5),
-        (0.38, 0.05, 1.45),
-    )
-    table_top_z: float = 0.75
-    n_scene_frames: int = 2
-    excitation: ExcitationConfig = dataclasses.field(
-        # 30 s of 8 sines up to 1.6 Hz at up to 2 rad/s: the 12 s / 5-sine / 1.2 rad/s trajectory left the
-        # wrists' gains, armature and friction 16-33 % off on the emulator; this one brings all but the
-        # tool roll (wrist_3) within 4 % (bench_real2sim).  Check 2 rad/s against your arm's limits.
-        default_factory=lambda: ExcitationConfig(
-            duration_s=30.0,
-            rate_hz=500.0,
-            base_freq_hz=0.2,
-            n_harmonics=8,
-            range_fraction=0.35,
-            max_velocity=2.0,
-            ramp_s=0.5,
-        )
-    )
-    settle_s: float = 0.5
-    seed: int = 0
-    interface: str = ""
-    articulation: ArticulationConfig = dataclasses.field(default_factory=ArticulationConfig)
-    slide: SlideConfig | None = dataclasses.field(default_factory=SlideConfig)
-
-    def __post_init__(self) -> None:
-        """Validate counts (errors name the field)."""
-        if self.n_intrinsics_views < 0 or self.n_scene_frames < 0:
-            raise CaptureError(
-                f"n_intrinsics_views and n_scene_frames must be >= 0: got {self.n_intrinsics_views} and "
-                f"{self.n_scene_frames}"
-            )
-        if not self.settle_s >= 0:
-            raise CaptureError(f"settle_s must be >= 0: got {self.settle_s}")
-
-
-@dataclasses.dataclass(frozen=True)
-class CaptureSummary:
-    """What was written: the bag, message counts per phase, and the emulator's ground truth for benchmarks.
-
-    ``truth`` is read from the emulated world after the scene phase (object poses and geom sizes, camera
-    pose); it is never written into the bag.
-    """
-
-    bag: Path
-    counts: dict[str, int]
-    truth: dict[str, Any]
-
-
-def board_to_json(board: CharucoBoardSpec) -> dict[str, Any]:
-    """The board definition as plain JSON values."""
-    return dataclasses.asdict(board)
-
-
-def board_from_json(data: dict[str, Any]) -> CharucoBoardSpec:
-    """Inverse of :func:`board_to_json` (raises ``CalibrationError`` for invalid values)."""
-    return CharucoBoardSpec(
-        squares_x=int(data["squares_x"]),
-        squares_y=int(data["squares_y"]),
-        square_m=float(data["square_m"]),
-        marker_m=float(data["marker_m"]),
-        dictionary=str(data["dictionary"]),
-    )
-
-
-_CAPTURE_TOPICS = (
-    "joint_states",
-    "arm_command",
-    "gripper_command",
-    "color_image",
-    "depth_image",
-    "color_info",
-)
-
-
-def topic_names(camera: str, interface: str = "") -> dict[str, tuple[str, str]]:
-    """Interface topics a capture uses: key -> ``(name, type)``, from the ``interface`` profile.
-
-    Args:
-        camera: ROS camera name (world.yaml's ``cameras[].name``).
-        interface: profile name or interface file (``config/interface.yaml``); empty: the default profile.
-
-    Raises:
-        InterfaceError: unknown profile or unreadable interface file.
-    """
-    iface = load_interface(interface)
-    names = {}
-    for key in _CAPTURE_TOPICS:
-        spec = iface.topic_spec(key)
-        names[key] = (iface.topic(key, camera if spec.per_camera else None), spec.type)
-    names["phase"] = (PHASE_TOPIC, "std_msgs/msg/String")
-    return names
-
-
-# ------------------------------------------------------------------------------------------- messages
-
-
-class _Msgs(BagMessages):
-    """The capture's topics (names and the drivers' QoS from the interface profile) and its phase markers."""
-
-    def __init__(self, bag: BagWriter, camera: str, interface: str) -> None:
-        super().__init__(bag)
-        iface = load_interface(interface)
-        names = topic_names(camera, interface)
-        for key, (name, msgtype) in names.items():
-            # The drivers' QoS from the interface profile, so a replay offers what the drivers offer.
-            offered = ()
-            if key in iface.topics:
-                q = iface.topics[key].qos
-                if q.preset == "system_default":
-                    # what Fast DDS resolves the middleware default to (reliable, transient local, keep 1)
-                    rel, dur, depth = "reliable", "transient_local", 1
-                else:
-                    rel, dur, depth = q.reliability.value, q.durability.value, q.depth
-                offered = (offered_qos(reliability=rel, durability=dur, depth=depth),)
-            self.add_topic(key, name, msgtype, offered)
-
-    def phase(self, t_ns: int, phase: str, event: str, **extra: Any) -> None:
-        """A phase marker: JSON ``{"phase", "event", ...}`` on the phase topic."""
-        self.string("phase", t_ns, json.dumps({"phase": phase, "event": event, **extra}, sort_keys=True))
 
 
 # ------------------------------------------------------------------------------------------- capture
@@ -249,6 +100,7 @@ def capture_emulated(
     world: str | Path = "tabletop-pick-v1",
     config: CaptureConfig | None = None,
     progress: Callable[[str], None] | None = None,
+    progress_bars: bool = False,
 ) -> CaptureSummary:
     """Run the capture procedure against the emulated hardware and write it as a bag.
 
@@ -258,6 +110,8 @@ def capture_emulated(
         world: world id or folder the profile was written for.
         config: what to record (default :class:`CaptureConfig`).
         progress: called with one line per phase.
+        progress_bars: also count the phases done on stderr, with an ETA
+            (:class:`~r2s2r_sim.progress.Progress`).
 
     Raises:
         CaptureError: the output exists or the emulator cannot be built (message says why).
@@ -273,21 +127,33 @@ def capture_emulated(
         except (HardwareProfileError, WorldError, ValueError) as err:
             raise CaptureError(f"emulated hardware cannot be built: {err}") from err
         try:
-            return _record(arm, cfg, out, say)
+            with Progress(_phase_count(arm, cfg), "capture", "phase", quiet=not progress_bars) as bar:
+
+                def phase_done(line: str) -> None:
+                    say(line)
+                    bar.update(1)
+
+                return _record(arm, cfg, out, phase_done)
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)
             raise
 
 
+def _phase_count(arm: Any, cfg: CaptureConfig) -> int:
+    """The phase lines :func:`_record` says: two of the board, scene, excitation, a drawer or push phase."""
+    task = arm.world.config.task
+    kind = None if task is None else task.type.value
+    return 4 + int(kind == "drawer" or (kind == "push" and cfg.slide is not None))
+
+
 def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None]) -> CaptureSummary:
     """Record the phases in order into a new bag at ``out``; the counts written and the emulator's truth."""
     with BagWriter(out) as bag, arm.camera_renderer() as renderer:
-        c = _Capture(arm, cfg, _Msgs(bag, arm.profile.camera.name, cfg.interface), renderer)
+        c = EmulatedCellIO(arm, cfg, CaptureMessages(bag, arm.profile.camera.name, cfg.interface), renderer)
         c.msgs.array("gripper_command", c.ns(), np.array([float(arm.world.gripper_command or 0.0)]))
         c.publish_state()
-        _record_board(c, say)
-        truth = _record_scene(c, say)
-        _record_excitation(c, say)
+        truth: dict[str, Any] = {}
+        record_phases(c, cfg, say, after_scene=lambda: truth.update(_scene_truth(arm)))
         task = arm.world.config.task
         kind = None if task is None else task.type.value
         if kind == "drawer":
@@ -304,13 +170,14 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
     return CaptureSummary(bag=out, counts=counts, truth=truth)
 
 
-class _Capture:
-    """What every phase drives and writes: the emulated arm, its camera and board, and the bag's messages.
+class EmulatedCellIO:
+    """The capture phases' cell I/O over the emulated arm, stepped in-process, written straight to the bag.
 
-    Stamps are the emulator's clock; joint states go out at the driver's rate while the arm moves.
+    Stamps are the emulator's clock; joint states go out at the driver's rate while the arm moves.  The
+    board is a mocap body moved between views: the stand-in for the person who moves it.
     """
 
-    def __init__(self, arm: Any, cfg: CaptureConfig, msgs: _Msgs, renderer: Any) -> None:
+    def __init__(self, arm: Any, cfg: CaptureConfig, msgs: CaptureMessages, renderer: Any) -> None:
         self.arm, self.cfg, self.msgs, self.renderer = arm, cfg, msgs, renderer
         world = arm.world
         self.world, self.model, self.data = world, world.model, world.data
@@ -319,13 +186,32 @@ class _Capture:
         self.mocap = int(self.model.body_mocapid[self.model.body(BOARD_BODY).id])
         self.geom_in_board = np.linalg.inv(board_pose_in_plane_geom(cfg.board))
         self.names = list(world.joint_names)
+        self.arm_joint_names = tuple(world.arm_joint_names)
+        self._arm_index = [self.names.index(n) for n in self.arm_joint_names]
         self.frame_id = arm.camera_frame_id
         self.js_dt = 1.0 / arm.profile.driver.joint_state_rate_hz
         self.cam_dt = 1.0 / self.cam.rate_hz
+        self.camera_period_s = self.cam_dt
 
     def ns(self) -> int:
         """The emulator's clock as a bag stamp (ns), offset by 1 s: no zero stamps."""
         return 1_000_000_000 + int(round(self.arm.clock * 1e9))
+
+    def now_s(self) -> float:
+        """The emulator's clock (s)."""
+        return float(self.arm.clock)
+
+    def camera_model(self) -> tuple[np.ndarray, tuple[int, int]]:
+        """The profile's factory intrinsics and image size."""
+        return self.K_factory, (self.cam.width, self.cam.height)
+
+    def marker(self, phase: str, event: str, **extra: Any) -> None:
+        """A phase marker at the emulator's clock."""
+        self.msgs.phase(self.ns(), phase, event, **extra)
+
+    def arm_positions(self) -> np.ndarray:
+        """The arm joints' true positions."""
+        return self.world.joint_state()[0][self._arm_index]
 
     def publish_state(self) -> None:
         """One joint state message, now."""
@@ -341,17 +227,44 @@ class _Capture:
             if k % every == 0:
                 self.publish_state()
 
-    def place_board(self, T_world_board: np.ndarray | None) -> None:
-        """Move the mocap board to ``T_world_board`` (None: parked out of view)."""
+    def stream(self, commands: np.ndarray, rate_hz: float, monitor: ExcitationMonitor | None = None) -> None:
+        """Submit each command for one command period; joint states at the driver's rate throughout."""
+        del monitor  # the emulator's excitation is planned inside its limits; nothing to stop
+        arm = self.arm
+        cmd_steps = max(1, int(round(1.0 / rate_hz / arm.dt)))
+        every = max(1, int(round(self.js_dt / arm.dt)))
+        step = 0
+        for target in commands:
+            arm.submit_arm(target)
+            self.msgs.array("arm_command", self.ns(), target)
+            for _ in range(cmd_steps):
+                arm.advance(1)
+                step += 1
+                if step % every == 0:
+                    self.publish_state()
+
+    def place_board(self, T: np.ndarray | None, *, frame: BoardFrame, what: str) -> None:
+        """Move the mocap board to ``T`` in ``frame`` (None: parked out of view)."""
+        del what
         data = self.data
-        if T_world_board is None:
+        if T is None:
             data.mocap_pos[self.mocap] = BOARD_PARKED
             data.mocap_quat[self.mocap] = (1.0, 0.0, 0.0, 0.0)
         else:
+            T_world_board = self._world_camera() @ T if frame == "camera" else T
             T_geom = T_world_board @ self.geom_in_board
             data.mocap_pos[self.mocap] = T_geom[:3, 3]
             data.mocap_quat[self.mocap] = matrix_quat(T_geom[:3, :3])
         mujoco.mj_forward(self.model, data)
+
+    def _world_camera(self) -> np.ndarray:
+        """The camera's true optical frame in the world (the person sees where the camera is)."""
+        pos, q = self.world.camera_pose(self.cam.name)
+        T = np.eye(4)
+        R = np.empty(9)
+        mujoco.mju_quat2Mat(R, q)
+        T[:3, :3], T[:3, 3] = R.reshape(3, 3), pos
+        return T
 
     def frame(self, depth_too: bool) -> None:
         """One camera frame: its CameraInfo (the factory K, D), colour and, with ``depth_too``, depth."""
@@ -390,103 +303,6 @@ class _Capture:
             msgs.array("gripper_command", self.ns(), np.array([value]))
 
         return PhaseHooks(marker=marker, command=command, hold=self.hold, frames=frames, gripper=gripper)
-
-
-def _record_board(c: _Capture, say: Callable[[str], None]) -> None:
-    """Phases 1 and 2: the board hand-held in front of the camera, then flat on the table at known poses.
-
-    The mocap board stands in for the person holding it; each known pose goes into its start marker.
-    """
-    cfg, cam, msgs = c.cfg, c.cam, c.msgs
-    rng = np.random.default_rng(cfg.seed)
-    pos, q = c.world.camera_pose(cam.name)
-    T_world_camera = np.eye(4)
-    R = np.empty(9)
-    mujoco.mju_quat2Mat(R, q)
-    T_world_camera[:3, :3], T_world_camera[:3, 3] = R.reshape(3, 3), pos
-
-    msgs.phase(c.ns(), "board_intrinsics", "start", board=board_to_json(cfg.board))
-    for T_cb in held_board_poses(
-        cfg.board, c.K_factory, (cam.width, cam.height), cfg.n_intrinsics_views, rng
-    ):
-        c.place_board(T_world_camera @ T_cb)
-        c.frame(depth_too=False)
-        c.hold(max(c.cam_dt, 0.2))
-    msgs.phase(c.ns(), "board_intrinsics", "end")
-    say(f"board_intrinsics: {cfg.n_intrinsics_views} hand-held board views")
-
-    for i, (x, y, yaw) in enumerate(cfg.known_board_poses):
-        T_world_geom = np.eye(4)
-        T_world_geom[:3, :3] = rotation("z", yaw)
-        T_world_geom[:3, 3] = (x, y, cfg.table_top_z + BOARD_LIFT)
-        T_world_board = T_world_geom @ board_pose_in_plane_geom(cfg.board)
-        c.place_board(T_world_board)
-        msgs.phase(
-            c.ns(),
-            "board_known_pose",
-            "start",
-            board=board_to_json(cfg.board),
-            index=i,
-            T_world_board=T_world_board.round(9).tolist(),
-        )
-        c.frame(depth_too=False)
-        c.hold(c.cam_dt)
-        msgs.phase(c.ns(), "board_known_pose", "end", index=i)
-    say(f"board_known_pose: {len(cfg.known_board_poses)} placements on the table")
-
-
-def _record_scene(c: _Capture, say: Callable[[str], None]) -> dict[str, Any]:
-    """Phase 3: RGB-D frames of the scene, board removed; returns the scene's truth at that moment."""
-    c.place_board(None)
-    c.hold(c.cfg.settle_s)
-    c.msgs.phase(c.ns(), "scene", "start")
-    for _ in range(c.cfg.n_scene_frames):
-        c.frame(depth_too=True)
-        c.hold(c.cam_dt)
-    c.msgs.phase(c.ns(), "scene", "end")
-    say(f"scene: {c.cfg.n_scene_frames} RGB-D frames")
-    return _scene_truth(c.arm)
-
-
-def _record_excitation(c: _Capture, say: Callable[[str], None]) -> None:
-    """Phase 4: the excitation about its centre, reached from home and left for home outside the phase."""
-    arm, model, msgs, exc = c.arm, c.model, c.msgs, c.cfg.excitation
-    arm_names = list(c.world.arm_joint_names)
-    home = c.world.joint_state()[0][[c.names.index(n) for n in arm_names]]
-    centre = excitation_centre(model, arm_names, home)
-    t_cmd, q_cmd = excitation_trajectory(model, arm_names, exc, seed=c.cfg.seed, center=centre)
-    cmd_steps = max(1, int(round(1.0 / exc.rate_hz / arm.dt)))
-    every = max(1, int(round(c.js_dt / arm.dt)))
-
-    def send(commands: np.ndarray) -> None:
-        step = 0
-        for target in commands:
-            arm.submit_arm(target)
-            msgs.array("arm_command", c.ns(), target)
-            for _ in range(cmd_steps):
-                arm.advance(1)
-                step += 1
-                if step % every == 0:
-                    c.publish_state()
-
-    # Off home, a smooth move at half the excitation's velocity bound, outside the excitation phase.
-    def move(start: np.ndarray, end: np.ndarray) -> None:
-        moves = move_commands(start, end, exc.rate_hz, 0.5 * exc.max_velocity)
-        if len(moves):
-            send(moves)
-            c.hold(0.5)
-
-    move(home, centre)
-    msgs.phase(c.ns(), "excitation", "start", rate_hz=exc.rate_hz)
-    send(q_cmd)
-    c.hold(0.5)  # the last commands arrive after the latency
-    msgs.phase(c.ns(), "excitation", "end")
-    if np.any(centre != home):  # the phases that follow start near where the capture did
-        move(q_cmd[-1], home)
-    say(
-        f"excitation: {len(t_cmd)} commands over {t_cmd[-1]:.1f} s, "
-        f"{msgs.counts['joint_states']} joint states"
-    )
 
 
 def _scene_truth(arm: Any) -> dict[str, Any]:
