@@ -170,3 +170,27 @@ def test_identification_reports_its_iterations() -> None:
     seen: list[int] = []
     S.identify(ARM, rec, S.SysidConfig(joints=ALL[:2], max_iters=3), on_iteration=seen.append)
     assert seen and seen == sorted(seen) and 1 <= seen[-1] <= 3, seen
+
+
+def test_emulated_capture_counts_its_phases(tmp_path: Path, capsys) -> None:
+    from dataclasses import replace
+
+    from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
+    from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, profile_path
+
+    base = CaptureConfig()
+    cfg = replace(
+        base, n_intrinsics_views=1, n_scene_frames=1, excitation=replace(base.excitation, duration_s=2.0)
+    )
+    lines: list[str] = []
+    capture_emulated(
+        tmp_path / "bag",
+        profile=profile_path(DEFAULT_PROFILE),
+        config=cfg,
+        progress=lines.append,
+        progress_bars=True,
+    )
+    found = _lines(capsys.readouterr().err, "capture")
+    assert len(lines) == 4  # board views, known poses, scene, excitation: a pick world has no fifth phase
+    assert found and [m["total"] for m in found] == ["4"] * len(found), found
+    assert found[-1]["n"] == "4" and found[0]["eta"] != "?"

@@ -442,6 +442,7 @@ def run_bench(
         world=world,
         config=CaptureConfig(n_intrinsics_views=8 if quick else 12, excitation=exc),
         progress=progress,
+        progress_bars=progress_bars,
     )
     held = capture_emulated(
         work / "heldout",

@@ -47,7 +47,9 @@ def cmd_capture(ns: argparse.Namespace) -> int:
             **({"slide": None} if ns.no_slide else {}),
         )
         profile = profile_path(ns.profile)
-        summary = capture_emulated(ns.out, profile=profile, world=ns.world, config=cfg, progress=print)
+        summary = capture_emulated(
+            ns.out, profile=profile, world=ns.world, config=cfg, progress=print, progress_bars=not ns.quiet
+        )
     except _ERRORS as err:
         return bad_input("capture", err)
     counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items())
@@ -106,6 +108,7 @@ def register_capture(subparsers: Any) -> None:
         "real2sim then keeps a prior on its friction)",
     )
     p.add_argument("--interface", default="", help=_INTERFACE_HELP)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_capture)
 
 

@@ -44,7 +44,7 @@ def reconstruct_emulated_world(
         max_iters: identification iterations.
         world_id: ``id`` of the written world; real2sim's default when None.
         progress: called with each progress line.
-        progress_bars: also show the identification's progress with an ETA on stderr.
+        progress_bars: also show the capture's and the identification's progress with an ETA on stderr.
 
     Returns:
         The world folder and the wall time (s) of the stages that ran (``capture``, ``real2sim``).
@@ -65,6 +65,7 @@ def reconstruct_emulated_world(
         world=world,
         config=CaptureConfig(n_intrinsics_views=intrinsics_views, excitation=exc),
         progress=lambda line: progress(f"capture: {line}"),
+        progress_bars=progress_bars,
     )
     wall["capture"] = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -168,7 +168,7 @@ def make_real2sim_world(
 ) -> Path:
     """Capture the emulated hardware in ``template``'s scene, identify a world with ``real2sim``.
 
-    Skipped if ``work/world`` exists.  ``progress_bars``: show the identification's progress on stderr.
+    Skipped if ``work/world`` exists.  ``progress_bars``: the capture's and identification's progress.
     """
     shown = {"progress": progress, "progress_bars": progress_bars}
     world, _ = reconstruct_emulated_world(work, profile=profile, world=template, intrinsics_views=8, **shown)
