@@ -32,6 +32,7 @@ ROSDEP = {
 # Import name -> PyPI distribution, for what has no rosdep key.
 PIP_ONLY = {
     "mujoco": "mujoco",
+    "pybullet": "pybullet",
     "rosbags": "rosbags",
     "ray": "ray",
     "pyarrow": "pyarrow",

@@ -51,7 +51,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
       -r requirements/learning-nodeps.txt 2>&1 | grep -v '^WARNING: Location' || true
   bash tools/pip_check.sh "$VENV"
-  "$VENV/bin/python" -c 'import rclpy, mujoco, cv2, rosbags, transforms3d, scipy, yaml' \
+  "$VENV/bin/python" -c 'import rclpy, mujoco, pybullet, cv2, rosbags, transforms3d, scipy, yaml' \
       || { say "the Python packages did not install; see the pip output above"; exit 1; }
   "$VENV/bin/python" -c 'import av, datasets, pandas, torchcodec.decoders, importlib.util as u
 assert u.find_spec("lerobot.datasets.lerobot_dataset"), "lerobot is not installed"' \

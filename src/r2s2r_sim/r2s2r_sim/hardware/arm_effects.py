@@ -291,6 +291,10 @@ class ArmEffectsState:
         for gear in self._gears:
             gear.drive(data, dt)
 
+    def physics_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """MuJoCo's step."""
+        mujoco.mj_step(model, data)
+
     def measure(self, positions: np.ndarray, qpos_addresses: np.ndarray) -> np.ndarray:
         """Hinge positions rounded to whole encoder counts (others unchanged)."""
         counts = self.effects.encoder_counts_per_rev

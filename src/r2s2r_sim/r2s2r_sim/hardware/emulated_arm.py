@@ -25,6 +25,9 @@ import mujoco
 import numpy as np
 
 from r2s2r_sim.hardware.arm_effects import ArmEffectsState, edit_spec
+from r2s2r_sim.hardware.bullet_unit import check_profile as check_bullet_profile
+from r2s2r_sim.hardware.bullet_unit.camera import BulletPinholeRenderer
+from r2s2r_sim.hardware.bullet_unit.physics import BulletPhysics
 from r2s2r_sim.hardware.contact_effects import apply_contacts
 from r2s2r_sim.hardware.emulated_camera import DistortedRgbdCamera, render_geometry
 from r2s2r_sim.hardware.profile import (
@@ -32,6 +35,7 @@ from r2s2r_sim.hardware.profile import (
     HardwareProfileError,
 )
 from r2s2r_sim.hardware.profile_elements import find_geom, set_servo_gains, spec_servo_scale
+from r2s2r_sim.render.renderer import camera_intrinsics
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome, judge_now
 from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.world.kinematics import mat_to_quat
@@ -216,6 +220,8 @@ class EmulatedArm:
         config = load_world_config(folder)
         base = SimWorld(folder, config=config)
         profile = profile.for_world(base.world_id)
+        if profile.engine == "pybullet":
+            check_bullet_profile(profile)
         if profile.world not in (base.world_id, str(world)):
             written_for = " or ".join(map(repr, profile.worlds))
             raise HardwareProfileError(
@@ -273,7 +279,9 @@ class EmulatedArm:
         self._arm_fx = (
             None if profile.arm.rigid else ArmEffectsState(self.world.model, profile.arm, config.robot.prefix)
         )
-        self.world.step_hook = self._arm_fx
+        # An ``engine: pybullet`` unit: Bullet takes every physics step; the world keeps the rest.
+        self._bullet = BulletPhysics(self.world) if profile.engine == "pybullet" else None
+        self.world.step_hook = self._bullet if self._bullet is not None else self._arm_fx
         self._task = self.world.task
         self.reset(seed)
 
@@ -290,6 +298,8 @@ class EmulatedArm:
         self._history.clear()
         if self._arm_fx is not None:
             self._arm_fx.reset(self.world.data)
+        if self._bullet is not None:
+            self._bullet.reset(self.world.data)
         self.episode_seed = int(seed)
         self.episode_start = self.clock
 
@@ -341,6 +351,11 @@ class EmulatedArm:
 
     def camera_renderer(self) -> DistortedRgbdCamera:
         """A distorted RGB-D renderer of the profile's camera (enter it on the thread that renders)."""
+        pinhole = None
+        if self._bullet is not None:
+            width, height, _ = render_geometry(self.profile.camera)
+            k = camera_intrinsics(self.world.model, self.mjcf_camera, width, height)
+            pinhole = BulletPinholeRenderer(self.world, width, height, k)
         return DistortedRgbdCamera(
             self.world.model,
             self.mjcf_camera,
@@ -349,6 +364,7 @@ class EmulatedArm:
             sensors=self.profile.sensors,
             episode_seed=lambda: self.episode_seed,
             history=lambda data: self.motion_start() if data is self.world.data else None,
+            renderer=pinhole,
         )
 
     def motion_start(self) -> np.ndarray | None:

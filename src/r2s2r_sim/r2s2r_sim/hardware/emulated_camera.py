@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from types import TracebackType
+from typing import Any, Protocol
 
 import mujoco
 import numpy as np
@@ -22,7 +23,22 @@ from r2s2r_sim.render.lens import distort, distortion_maps, undistorted_rays
 from r2s2r_sim.render.renderer import RgbdRenderer, camera_intrinsics, depth_to_uint16_mm
 from r2s2r_sim.render.sensor_effects import SensorEffects, SensorState
 
-__all__ = ["DistortedRgbdCamera", "render_geometry"]
+__all__ = ["DistortedRgbdCamera", "PinholeRenderer", "render_geometry"]
+
+
+class PinholeRenderer(Protocol):
+    """What draws the undistorted frames: ``RgbdRenderer``'s calls (a context manager, ``render``)."""
+
+    def __enter__(self) -> Any:
+        """Acquire the drawing context on the thread that renders."""
+
+    def close(self) -> None:
+        """Release it."""
+
+    def render(
+        self, data: mujoco.MjData, camera_name: str, *, depth_range: tuple[float, float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``rgb`` uint8 (H, W, 3) and metric z-depth float32 (H, W; 0 = no data) of ``data``."""
 
 
 def render_geometry(camera: CameraProfile) -> tuple[int, int, float]:
@@ -57,6 +73,7 @@ class DistortedRgbdCamera:
         sensors: SensorEffects | None = None,
         episode_seed: Callable[[], int] | None = None,
         history: Callable[[mujoco.MjData], np.ndarray | None] | None = None,
+        renderer: PinholeRenderer | None = None,
     ) -> None:
         """Compute the remap tables; the GL context is made in ``__enter__``.
 
@@ -64,6 +81,8 @@ class DistortedRgbdCamera:
         draws follow ``episode_seed()`` (the cell's current episode) and the frame's index in it.
         ``history(data)`` gives the ``qpos`` at the start of the exposure when ``data`` is the cell's live
         state (motion blur); a frame rendered from a snapshot passes it to :meth:`render` instead.
+        ``renderer``: what draws the pinhole frames at ``render_geometry``'s size and this camera's
+        ``render_k`` (another engine's, e.g. the Bullet unit's); None: MuJoCo's.
 
         Raises:
             WorldError: the model's offscreen buffer is smaller than the render (see ``render_geometry``).
@@ -78,7 +97,7 @@ class DistortedRgbdCamera:
         self.map_x, self.map_y = distortion_maps(
             k, camera.distortion.d(), camera.width, camera.height, self.render_k
         )
-        self._renderer = RgbdRenderer(model, width, height)
+        self._renderer: PinholeRenderer = RgbdRenderer(model, width, height) if renderer is None else renderer
         self._sensor = (
             None
             if sensors is None or sensors.ideal

@@ -28,6 +28,7 @@ from r2s2r_sim.world.kinematics import mat_to_quat
 from r2s2r_sim.yaml_files import read_yaml
 
 __all__ = [
+    "ENGINES",
     "CameraIntrinsics",
     "CameraProfile",
     "DriverProfile",
@@ -200,6 +201,8 @@ class HardwareProfile:
         name: free-text id of the emulated unit.
         world: id of the world the profile was written for (checked when an :class:`EmulatedArm` is built).
         sha256: hash of the file's bytes (provenance).
+        engine: what simulates and renders the unit: ``mujoco`` (a second MuJoCo instance) or ``pybullet``
+            (Bullet, ``r2s2r_sim.hardware.bullet_unit``; a reality the sim side does not share).
     """
 
     source: Path
@@ -215,6 +218,7 @@ class HardwareProfile:
     arm: ArmEffects = field(default_factory=ArmEffects)
     contacts: ContactEffects = field(default_factory=ContactEffects)
     variants: Mapping[str, HardwareProfile] = field(default_factory=dict)
+    engine: str = "mujoco"
 
     def for_world(self, world_id: str) -> HardwareProfile:
         """The profile as it applies to ``world_id``: its ``worlds.<world_id>`` variant where it has one.
@@ -334,8 +338,11 @@ def load_hardware_profile(path: str | Path) -> HardwareProfile:
     return dataclasses.replace(_read_profile(r, top, sha256), variants=MappingProxyType(variants))
 
 
+ENGINES = ("mujoco", "pybullet")
+"""The engines a profile's ``engine`` may name (default ``mujoco``)."""
+
 _TOP_KEYS = {"name", "world", "driver", "camera", "physics", "objects", "lights", "arm_effects", "contacts"}
-_TOP_KEYS |= SECTIONS
+_TOP_KEYS |= SECTIONS | {"engine"}
 
 
 def _overlay(r: _Reader, top: Mapping[str, Any], overlay: Mapping[str, Any], fld: str) -> dict[str, Any]:
@@ -349,7 +356,7 @@ def _overlay(r: _Reader, top: Mapping[str, Any], overlay: Mapping[str, Any], fld
     merged = copy.deepcopy(dict(top))
     for key, value in overlay.items():
         parts = str(key).split(".")
-        if parts[0] not in _TOP_KEYS - {"name", "world"}:
+        if parts[0] not in _TOP_KEYS - {"name", "world", "engine"}:
             raise r.fail(f"{fld}.{key}", f"not a section a world may replace (sections: {sorted(_TOP_KEYS)})")
         node = merged
         for part in parts[:-1]:
@@ -377,7 +384,15 @@ def _read_profile(r: _Reader, top: Mapping[str, Any], sha256: str) -> HardwarePr
         sensors=read_sensor_sections(r, top),
         arm=read_arm_effects(r, top),
         contacts=read_contacts(r, top),
+        engine=_read_engine(r, top.get("engine", "mujoco")),
     )
+
+
+def _read_engine(r: _Reader, value: Any) -> str:
+    engine = r.string(value, "engine")
+    if engine not in ENGINES:
+        raise r.fail("engine", f"unknown engine {engine!r} (engines: {list(ENGINES)})")
+    return engine
 
 
 def _read_driver(r: _Reader, value: Any) -> DriverProfile:

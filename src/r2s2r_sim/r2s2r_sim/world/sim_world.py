@@ -406,7 +406,7 @@ class SimWorld:
                         _, kind, ctrl, gripper = self._pending.popleft()
                         self._apply(kind, ctrl, gripper)
                 hook.before_step(self.data)
-                mujoco.mj_step(self.model, self.data)
+                hook.physics_step(self.model, self.data)
             return
         while n > 0 and self._pending:
             while self._pending and self._pending[0][0] <= self.data.time + 1e-9:
@@ -532,4 +532,8 @@ class StepHook(Protocol):
 
     def before_step(self, data: mujoco.MjData) -> None:
         """Edit ``data`` (controls, applied forces) just before the step."""
+        ...
+
+    def physics_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Take the step: ``mj_step``, or another engine's step written back into ``data`` (a Bullet unit)."""
         ...

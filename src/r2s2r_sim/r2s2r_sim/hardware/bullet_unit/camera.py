@@ -1,0 +1,129 @@
+"""Bullet's software renderer as the emulated camera's pinhole renderer (``ER_TINY_RENDERER``).
+
+:class:`BulletPinholeRenderer` has the calls of ``render.renderer.RgbdRenderer`` that
+:class:`~r2s2r_sim.hardware.emulated_camera.DistortedRgbdCamera` makes, so the profile's lens distortion,
+motion blur and sensor sections are applied to Bullet's frames by the same code as to MuJoCo's.  It owns a
+second, render-only Bullet client (as a MuJoCo renderer owns its GL context, on the thread that renders) and
+poses it from the ``qpos`` it is given: a snapshot of the physics client's state, written back into the
+world's MuJoCo data by :class:`~r2s2r_sim.hardware.bullet_unit.physics.BulletPhysics`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pybullet
+from transforms3d import quaternions
+
+from r2s2r_sim.errors import RenderError
+from r2s2r_sim.hardware.bullet_unit.scene import BulletScene
+from r2s2r_sim.world.sim_world import SimWorld
+
+__all__ = ["BulletPinholeRenderer", "projection_matrix", "view_matrix"]
+
+_ZNEAR_M, _ZFAR_M = 0.01, 20.0  # clip planes; depth is stored as float, so their ratio costs no precision
+
+
+def projection_matrix(k: np.ndarray, width: int, height: int, znear: float, zfar: float) -> list[float]:
+    """OpenGL projection (column-major, as Bullet takes it) drawing the pinhole ``k`` at ``width x height``.
+
+    Pixel centres are at integer coordinates (OpenCV), so pixel ``u`` spans NDC ``2 (u + 0.5) / W - 1``.
+    """
+    fx, fy, cx, cy = float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2])
+    p = np.zeros((4, 4))
+    p[0, 0] = 2.0 * fx / width
+    p[0, 2] = 1.0 - 2.0 * (cx + 0.5) / width
+    p[1, 1] = 2.0 * fy / height
+    p[1, 2] = 2.0 * (cy + 0.5) / height - 1.0
+    p[2, 2] = -(zfar + znear) / (zfar - znear)
+    p[2, 3] = -2.0 * zfar * znear / (zfar - znear)
+    p[3, 2] = -1.0
+    return p.T.reshape(-1).tolist()
+
+
+def view_matrix(position: np.ndarray, quat_wxyz: np.ndarray) -> list[float]:
+    """OpenGL view matrix (column-major) of a camera at ``position`` with axes ``quat`` (-z forward, y up)."""
+    rot = quaternions.quat2mat(quat_wxyz)
+    view = np.eye(4)
+    view[:3, :3] = rot.T
+    view[:3, 3] = -rot.T @ np.asarray(position, dtype=np.float64)
+    return view.T.reshape(-1).tolist()
+
+
+class BulletPinholeRenderer:
+    """Draws one world-fixed MJCF camera of ``world`` with Bullet at ``width x height``, intrinsics ``k``.
+
+    Example:
+        with BulletPinholeRenderer(world, 700, 540, k) as r:
+            rgb, depth = r.render(world.data, "realsense", depth_range=(0.1, 4.0))
+    """
+
+    def __init__(self, world: SimWorld, width: int, height: int, k: np.ndarray) -> None:
+        """Record the camera's geometry; the Bullet client is made in ``__enter__``."""
+        self._world = world
+        self.width, self.height = int(width), int(height)
+        self._projection = projection_matrix(k, self.width, self.height, _ZNEAR_M, _ZFAR_M)
+        self._client = -1
+        self._scene: BulletScene | None = None
+        model = world.model
+        # The key light (the model's first) gives the renderer its one light's direction and colour.
+        self._light: dict[str, object] = {}
+        if model.nlight:
+            self._light = {
+                "lightDirection": (-model.light_dir[0]).tolist(),
+                "lightColor": [float(v) for v in model.light_diffuse[0]],
+            }
+
+    def __enter__(self) -> BulletPinholeRenderer:
+        """Connect a headless client and build the scene's visuals in it."""
+        if self._client < 0:
+            self._client = pybullet.connect(pybullet.DIRECT)
+            self._scene = BulletScene(self._client, self._world, collisions=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Disconnect."""
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect the client; closing twice is harmless."""
+        if self._client >= 0:
+            assert self._scene is not None
+            self._scene.close()
+            pybullet.disconnect(physicsClientId=self._client)
+            self._client, self._scene = -1, None
+
+    def render(
+        self, data: object, camera_name: str, *, depth_range: tuple[float, float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``rgb`` (uint8 HxWx3) and metric z-depth (float32 HxW, m; none or out of range: 0) of ``data``.
+
+        ``data``: the world's MuJoCo data (or a scratch copy); its ``qpos`` poses the scene.
+
+        Raises:
+            RenderError: outside the with-block.
+        """
+        if self._scene is None:
+            raise RenderError("BulletPinholeRenderer.render called outside its with-block")
+        model = self._world.model
+        qpos = data.qpos  # type: ignore[attr-defined]
+        self._scene.set_state(qpos)
+        cam = self._world.camera_id(camera_name)
+        view = view_matrix(model.cam_pos[cam], model.cam_quat[cam])
+        _, _, rgba, zbuf, _ = pybullet.getCameraImage(
+            self.width,
+            self.height,
+            viewMatrix=view,
+            projectionMatrix=self._projection,
+            renderer=pybullet.ER_TINY_RENDERER,
+            shadow=0,
+            flags=pybullet.ER_NO_SEGMENTATION_MASK,
+            physicsClientId=self._client,
+            **self._light,  # type: ignore[arg-type]
+        )
+        rgb = np.asarray(rgba, dtype=np.uint8).reshape(self.height, self.width, 4)[:, :, :3].copy()
+        buf = np.asarray(zbuf, dtype=np.float64).reshape(self.height, self.width)
+        depth = _ZFAR_M * _ZNEAR_M / (_ZFAR_M - (_ZFAR_M - _ZNEAR_M) * buf)
+        depth[buf >= 1.0 - 1e-7] = 0.0  # nothing drawn: no depth
+        if depth_range is not None:
+            depth[(depth < depth_range[0]) | (depth > depth_range[1])] = 0.0
+        return rgb, depth.astype(np.float32)
