@@ -62,6 +62,7 @@ from r2s2r_capture.errors import (
     ReconstructionError,
     refuse_existing,
 )
+from r2s2r_capture.real2sim.appearance import Appearance
 from r2s2r_capture.real2sim.articulation import (
     ArticulationEstimate,
     articulation_variations,
@@ -107,6 +108,8 @@ class Real2SimConfig:
         sample_stride: use every n-th joint state for identification (1: all).
         report: write the toolbox's HTML report.
         world_id: ``id`` of the written world.
+        appearance: ``textured`` (the scene frames projected onto table, floor, backdrop and the objects'
+            seen faces, :mod:`r2s2r_capture.real2sim.appearance`) or ``flat`` (one mean colour each).
     """
 
     camera: str = "camera"
@@ -122,10 +125,14 @@ class Real2SimConfig:
     sample_stride: int = within(1, ">= 1")
     report: bool = True
     world_id: str = "real2sim-v1"
+    appearance: str = Appearance.TEXTURED.value
 
     def __post_init__(self) -> None:
-        """Validate counts (errors name the field)."""
+        """Validate counts and the appearance (errors name the field)."""
         check_fields(self)
+        allowed = [a.value for a in Appearance]
+        if self.appearance not in allowed:
+            raise ValueError(f"appearance must be one of {allowed}, got {self.appearance!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,6 +287,7 @@ def real2sim(
             world_id=cfg.world_id,
             articulated=scene.joint,
             joint_state_noise=noise,
+            frames=data.scene_frames if cfg.appearance == Appearance.TEXTURED.value else None,
         )
         world, slide, why = _world_with_slide(write, bags, tcfg, scene, cfg, stages)
         cal.write_camera_info_yaml(

@@ -25,6 +25,7 @@ from r2s2r_sim.world.config import PLUMB_BOB_KEYS, load_world_config
 from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_capture.errors import ReconstructionError
+from r2s2r_capture.real2sim.appearance import add_patches, compensate_shading, scene_patches
 from r2s2r_capture.real2sim.articulation import ArticulationEstimate, place_articulated
 from r2s2r_capture.real2sim.scene_spec import TABLE_GEOM, CameraModel, scene_spec
 from r2s2r_capture.reconstruction.scene import ReconstructedObject, TableEstimate, find_marker
@@ -75,6 +76,7 @@ def write_world(
     friction_scale: float = 1.0,
     cone: str | None = None,
     joint_state_noise: tuple[float, float] | None = None,
+    frames: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Path:
     """Write a world folder for the reconstructed scene and check that :class:`SimWorld` loads it.
 
@@ -104,6 +106,9 @@ def write_world(
             template's.
         joint_state_noise: ``(position_std, velocity_std)`` of the joint readings seen in the capture
             (``robot.joint_state_noise``: the sim reports its joint states with that noise); None: none.
+        frames: the scene's raw RGB-D frames (depth in m) from ``camera``: the table, floor, backdrop and
+            the objects' seen faces get their textures (:mod:`r2s2r_capture.real2sim.appearance`); None:
+            one mean colour per primitive.
 
     Returns:
         ``out_dir``.
@@ -146,6 +151,20 @@ def write_world(
         )
         if articulated is not None:
             place_articulated(spec, template, articulated)
+        patches = []
+        if frames:
+            far = float(cam_cfg.depth_range[1]) if cam_cfg else 10.0
+            patches = scene_patches(
+                frames,
+                K=camera.K,
+                D=camera.D,
+                T_world_camera=camera.T_world_camera,
+                image_size=(camera.width, camera.height),
+                table=table,
+                objects=layout.by_name,
+                backdrop_m=1.05 * far,  # beyond the depth range: no depth there, as the frames show
+            )
+            add_patches(spec, tmp, patches)
         if friction_scale != 1.0:
             for geom in [*spec.body(layout.object_body).geoms, spec.geom(TABLE_GEOM)]:
                 geom.friction = np.asarray(geom.friction) * friction_scale
@@ -171,11 +190,25 @@ def write_world(
             SimWorld(tmp)
         except WorldError as err:
             raise ReconstructionError(f"written world does not load: {err}") from err
+        if patches:
+            level = compensate_shading(tmp, patches, camera.K, camera.D, camera.T_world_camera)
+            _write_appearance(tmp, patches, level)
         os.rename(tmp, out)  # same filesystem: atomic; out was checked absent above
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _write_appearance(folder: Path, patches: Sequence[Any], table_shading: float) -> None:
+    """``appearance.yaml``: which quads carry textures, and the world's light level on the table top."""
+    doc = {
+        "appearance": "textured",
+        "lights": "the template's; each texture is divided by their shading from the calibrated camera",
+        "table_shading": round(float(table_shading), 4),
+        "textures": [f"{p.name}.png" for p in patches],
+    }
+    (folder / "appearance.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
 
 def _compiled_xml(spec: mujoco.MjSpec) -> str:
