@@ -61,7 +61,7 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
     """Calibrate, reconstruct and identify a world from capture bag(s)."""
     try:
         refuse_existing(ns.out, ReconstructionError)
-        same = ("camera", "interface", "max_iters", "world_id")
+        same = ("camera", "interface", "max_iters", "world_id", "appearance")
         cfg = config_from_args(Real2SimConfig, ns, same, report=not ns.no_report)
         result = real2sim(
             ns.bags, ns.out, template=ns.template, config=cfg, progress=print, progress_bars=not ns.quiet
@@ -125,6 +125,12 @@ def register_real2sim(subparsers: Any) -> None:
     p.add_argument("--max-iters", type=int, default=30, help="identification optimiser iterations")
     p.add_argument("--no-report", action="store_true", help="skip the identification HTML report")
     p.add_argument("--world-id", default="real2sim-v1", help="id of the written world")
+    p.add_argument(
+        "--appearance",
+        choices=("textured", "flat"),
+        default="textured",
+        help="textured: the scene frames on table, floor, backdrop and objects; flat: one mean colour each",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_real2sim)
 
