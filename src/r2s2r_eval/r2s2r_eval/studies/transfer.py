@@ -254,9 +254,9 @@ class _Run:
         )
         self.study = task_study(cfg.task)
 
-    def evaluate(self, label: str, spec: tuple[str, dict[str, Any]], **where: Any) -> dict[str, Any]:
+    def evaluate(self, label: str, spec: tuple[str, dict[str, Any]], **kw: Any) -> dict[str, Any]:
         """One evaluation under the study's limits, its progress shown as ``label`` unless quiet."""
-        return self._evaluate(spec, progress_label=None if self.quiet else label, **where)
+        return self._evaluate(spec, progress_label=None if self.quiet else label, **kw)
 
     def save(self) -> None:
         """Write ``report.json`` and its Markdown table ``report.md``."""
