@@ -106,9 +106,8 @@ class BulletScene:
         self.free_bodies: list[FreeBody] = []
         self.static_uids: list[int] = []
         for body in range(model.nbody):
-            if body in robot or (body != 0 and int(model.body_parentid[body]) != 0):
-                continue
-            self._add_scene_body(world, body)
+            if body not in robot:
+                self._add_scene_body(world, body)
 
     def close(self) -> None:
         """Remove the written URDF and meshes."""
@@ -174,19 +173,14 @@ class BulletScene:
         is what keeps a light wrist link driveable, so the link it turns carries it, about every axis (a
         rigid body's principal moments must satisfy the triangle inequality, so inertia about the joint
         axis alone cannot be added): exact about the joint, and that much more about the others.  A slide
-        joint's armature is added to its link's mass.
+        joint's armature has no counterpart (a link's mass would load gravity too) and is dropped.
         """
         m = self.model
         rot = quaternions.quat2mat(m.body_iquat[body])
         inertia = rot @ np.diag(m.body_inertia[body]) @ rot.T  # about the centre of mass, body axes
         mass = float(m.body_mass[body])
-        if int(m.body_jntnum[body]) == 1 and int(m.jnt_type[m.body_jntadr[body]]) != _FREE:
-            jnt = int(m.body_jntadr[body])
-            armature = float(m.dof_armature[m.jnt_dofadr[jnt]])
-            if int(m.jnt_type[jnt]) == _HINGE:
-                inertia = inertia + armature * np.eye(3)
-            else:
-                mass += armature
+        if int(m.body_jntnum[body]) == 1 and int(m.jnt_type[m.body_jntadr[body]]) == _HINGE:
+            inertia = inertia + float(m.dof_armature[m.jnt_dofadr[m.body_jntadr[body]]]) * np.eye(3)
         values, vectors = np.linalg.eigh(inertia)
         if np.linalg.det(vectors) < 0:
             vectors[:, 0] = -vectors[:, 0]
@@ -291,6 +285,14 @@ class BulletScene:
                 f"engine pybullet: world {self.world_id!r}: scene body {name!r} has a hinge or slide joint; "
                 "the Bullet unit builds free and fixed scene bodies only"
             )
+        parent = int(m.body_parentid[body])
+        while parent > 0:  # a body welded to a moving one would have to move with it
+            if int(m.body_jntnum[parent]):
+                raise HardwareProfileError(
+                    f"engine pybullet: world {self.world_id!r}: scene body {name!r} hangs from the moving "
+                    f"body {m.body(parent).name!r}; the Bullet unit builds free and fixed scene bodies only"
+                )
+            parent = int(m.body_parentid[parent])
         geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == body]
         visual = [g for g in geoms if m.geom_group[g] < _VISIBLE_GROUPS]
         colliding = (
