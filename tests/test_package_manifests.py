@@ -43,6 +43,7 @@ PIP_ONLY = {
     "backports": "backports.zstd",
     "gymnasium": "gymnasium",
     "lerobot": "lerobot",
+    "datasets": "datasets",
 }
 # Imported only inside a guarded branch: ``compression.zstd`` is the standard library's from Python 3.14,
 # ``backports.zstd`` the same module before it; ``zstandard`` is what the mcap stream reader needs.

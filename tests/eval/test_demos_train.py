@@ -14,12 +14,19 @@ pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg"
 
 from r2s2r_eval.episodes.runner import EpisodeRunner  # noqa: E402
 from r2s2r_eval.learning.demos import DemoConfig, DemoError, attempt_seed, collect_demos  # noqa: E402
-from r2s2r_eval.learning.lerobot_format import read_episode, read_info, validate_lerobot_dataset  # noqa: E402
+from r2s2r_eval.learning.lerobot_format import read_info  # noqa: E402
+from r2s2r_eval.learning.lerobot_read import IMAGE_KEY, bc_features, read_episodes  # noqa: E402
+from r2s2r_eval.learning.lerobot_v3 import EPISODES_FILE, validate_v3_dataset  # noqa: E402
 from r2s2r_eval.learning.train import TRAIN_STATE, TrainConfig, TrainError, train  # noqa: E402
 from r2s2r_eval.policy import PolicyError, available_policies, load_policy  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 VARIATIONS = REPO / "config/variations.yaml"
+
+
+def read_episode(root: Path, index: int) -> dict[str, np.ndarray]:
+    """Episode ``index`` of a v3.0 dataset as the bc training reads it."""
+    return list(read_episodes(root, bc_features(root)))[index]
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +46,17 @@ def checkpoint(demos: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_dataset_is_valid_lerobot(demos: Path) -> None:
-    assert validate_lerobot_dataset(demos) == []
+    assert validate_v3_dataset(demos) == []
     info = read_info(demos)
+    assert info["codebase_version"] == "v3.0"
     feats = info["features"]
     assert feats["observation.images.camera"]["shape"] == [72, 96, 3]
     assert feats["action"]["names"][-1] == "gripper"
     assert "variation.unit" in feats
     assert feats["observation.environment_state"]["names"][:3] == ["object_x", "object_y", "object_z"]
     ep = read_episode(demos, 0)
-    assert ep["observation.images.camera"].shape[0] == len(ep["action"]) == len(ep["observation.state"])
-    meta = [json.loads(line) for line in (demos / "meta/episodes.jsonl").read_text().splitlines()]
+    assert ep[IMAGE_KEY].shape[0] == len(ep["action"]) == len(ep["observation.state"])
+    meta = [json.loads(line) for line in (demos / EPISODES_FILE).read_text().splitlines()]
     assert all(m["variation"] and m["seed"] == attempt_seed(0, m["attempt"]) for m in meta)
     bags = sorted((demos / "mcap").iterdir())
     assert [b.name for b in bags] == ["episode_000000", "episode_000001"]
@@ -57,7 +65,7 @@ def test_dataset_is_valid_lerobot(demos: Path) -> None:
 
 def test_environment_state_is_the_cube_pose(demos: Path) -> None:
     # The first frame's object state is the cube where the world's reset put it (same attempt seed).
-    meta = json.loads((demos / "meta/episodes.jsonl").read_text().splitlines()[0])
+    meta = json.loads((demos / EPISODES_FILE).read_text().splitlines()[0])
     env = read_episode(demos, 0)["observation.environment_state"]
     from r2s2r_sim.variations import load_variation_config, sample_variation
 

@@ -34,7 +34,8 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
     assert [Path(p).name for p in ds["paths"]] == ["shard_0", "shard_1"]
     assert ds["episodes"] == 2 and ds["valid"], ds
     seeds = {
-        json.loads((Path(p) / "meta/episodes.jsonl").read_text().splitlines()[0])["seed"] for p in ds["paths"]
+        json.loads((Path(p) / "meta/r2s2r_episodes.jsonl").read_text().splitlines()[0])["seed"]
+        for p in ds["paths"]
     }
     assert len(seeds) == 2
     assert shard_seed(0, 1) == shard_seed(0, 0) + 1

@@ -158,7 +158,7 @@ def test_each_stage_stores_its_results_and_wall_time_and_resumes(
 
     monkeypatch.setattr(transfer, "collect_sharded", fake_collect)
     monkeypatch.setattr(transfer, "render_sharded", fake_render)
-    monkeypatch.setattr(transfer, "validate_lerobot_dataset", lambda d: [])
+    monkeypatch.setattr(transfer, "validate_v3_dataset", lambda d: [])
     monkeypatch.setattr(transfer, "train", stop)
     cfg = transfer.TransferConfig(ablations=("six_axes",), perception_worlds=2, perception_per_world=3)
     for _ in range(2):

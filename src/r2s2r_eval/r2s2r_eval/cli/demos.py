@@ -1,4 +1,4 @@
-"""``r2s2r demos``: expert demonstrations across variations -> LeRobot v2.1 dataset (+ MCAP); resumable.
+"""``r2s2r demos``: expert demonstrations across variations -> LeRobot v3.0 dataset (+ MCAP); resumable.
 
 Example:
     r2s2r demos --out out/demos/varied --variations config/variations.yaml -n 100 --seed 0
@@ -16,7 +16,7 @@ from r2s2r_sim.progress import Progress
 
 from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args
 from r2s2r_eval.learning.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
-from r2s2r_eval.learning.lerobot_format import validate_lerobot_dataset
+from r2s2r_eval.learning.lerobot_v3 import validate_v3_dataset
 from r2s2r_eval.learning.lerobot_video import DatasetError
 
 __all__ = ["COMMAND", "cmd_demos", "main", "register"]
@@ -75,12 +75,12 @@ def cmd_demos(ns: argparse.Namespace) -> int:
         f"({summary.new_episodes} new; {summary.attempts} attempts: {summary.reasons})"
     )
     if not ns.no_validate:
-        problems = validate_lerobot_dataset(summary.root)
+        problems = validate_v3_dataset(summary.root)
         for p in problems:
             print(f"invalid: {p}", file=sys.stderr)
         if problems:
             return 1
-        print("dataset valid (LeRobot v2.1)")
+        print("dataset valid (LeRobot v3.0, loaded by lerobot's LeRobotDataset)")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Expert demonstrations across sampled variations, exported as a LeRobot v2.1 dataset and as MCAP bags.
+"""Expert demonstrations across sampled variations, exported as a LeRobot v3.0 dataset and as MCAP bags.
 
 The expert is either the privileged state-feedback expert of the world's task (pick-and-place in
 :mod:`r2s2r_eval.learning.demo_expert`, default, or push in :mod:`r2s2r_eval.learning.push_expert`: it reads
@@ -7,11 +7,13 @@ policy (RGB-D perception at the first frame, then a timed script through IK); ei
 :class:`~r2s2r_eval.episodes.runner.EpisodeRunner` in a world built from ``(world, variation config, seed)``.
 A recording wrapper renders a small RGB frame of the same camera at every control step (the policy's image
 size, so no 640x480 frame is rendered per step) and keeps joint state, action and the variation's unit
-point.  Only successful episodes are kept.
+point.  Only successful episodes are kept.  The dataset is written by ``lerobot``'s own ``LeRobotDataset``
+(:mod:`r2s2r_eval.learning.lerobot_v3`); each episode's attempt, seed, world and realised variation
+parameters are kept beside it in ``meta/r2s2r_episodes.jsonl``.
 
 Determinism: attempt ``i`` uses seed ``SeedSequence([seed, i])``; episode ``k`` of the dataset is the
 ``k``-th successful attempt.  Resuming: attempts already made are read back from
-``meta/r2s2r_attempts.jsonl`` and ``meta/episodes.jsonl`` and skipped.
+``meta/r2s2r_attempts.jsonl`` and ``meta/r2s2r_episodes.jsonl`` and skipped.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.episodes.runner import EpisodeResult, EpisodeRunner
 from r2s2r_eval.learning.demo_expert import privileged_expert
-from r2s2r_eval.learning.lerobot_format import EpisodeData, LeRobotWriter, read_info
+from r2s2r_eval.learning.lerobot_format import EpisodeData, read_info
+from r2s2r_eval.learning.lerobot_v3 import INDEX_FEATURES, LeRobotV3Writer
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.policy import ReferencePolicy
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, Policy, load_policy
@@ -180,7 +183,6 @@ def dataset_features(
     arm_names: tuple[str, ...],
     width: int,
     height: int,
-    fps: float,
     variation_names: tuple[str, ...],
     environment_state: bool = True,
 ) -> dict[str, dict[str, Any]]:
@@ -190,16 +192,6 @@ def dataset_features(
             "dtype": "video",
             "shape": [height, width, 3],
             "names": ["height", "width", "channels"],
-            "info": {
-                "video.fps": float(fps),
-                "video.height": height,
-                "video.width": width,
-                "video.channels": 3,
-                "video.codec": "h264",
-                "video.pix_fmt": "yuv420p",
-                "video.is_depth_map": False,
-                "has_audio": False,
-            },
         },
         "observation.state": {"dtype": "float32", "shape": [len(joint_names)], "names": list(joint_names)},
         "action": {"dtype": "float32", "shape": [len(arm_names) + 1], "names": [*arm_names, "gripper"]},
@@ -213,7 +205,7 @@ def dataset_features(
         }
     if variation_names:
         # Privileged: the variation's unit-cube point (fixed length, unlike the realised parameters, which
-        # depend on e.g. the clutter count and are kept per episode in episodes.jsonl).
+        # depend on e.g. the clutter count and are kept per episode in meta/r2s2r_episodes.jsonl).
         features["variation.unit"] = {
             "dtype": "float32",
             "shape": [len(variation_names)],
@@ -322,7 +314,7 @@ def _write_mcap(path: Path, rec: _Recorder, cfg: DemoConfig, extra: dict[str, An
             msgs.array("gripper_command", t_ns, action[n_arm:])
 
 
-def _open_dataset(root: Path) -> LeRobotWriter | None:
+def _open_dataset(root: Path) -> LeRobotV3Writer | None:
     """A writer that appends to the dataset already at ``root`` (its own fps and features), or None.
 
     Resuming keeps the schema the dataset was started with, not the current config's.
@@ -330,15 +322,11 @@ def _open_dataset(root: Path) -> LeRobotWriter | None:
     if not (root / "meta/info.json").exists():
         return None
     info = read_info(root)
-    return LeRobotWriter(
+    return LeRobotV3Writer(
         root,
         fps=info["fps"],
-        features={
-            k: v
-            for k, v in info["features"].items()
-            if k not in ("timestamp", "frame_index", "episode_index", "index", "task_index")
-        },
-        robot_type=info.get("robot_type", "arm6"),
+        features={k: v for k, v in info["features"].items() if k not in INDEX_FEATURES},
+        robot_type=info.get("robot_type") or "arm6",
     )
 
 
@@ -372,7 +360,7 @@ def _run_attempt(
 
 def _keep_episode(
     root: Path,
-    writer: LeRobotWriter,
+    writer: LeRobotV3Writer,
     rec: _Recorder,
     cfg: DemoConfig,
     extra: dict[str, Any],
@@ -440,49 +428,53 @@ def collect_demos(
     root.mkdir(parents=True, exist_ok=True)
     reference = ReferencePolicy(cfg.expert) if cfg.expert_policy is None else load_policy(cfg.expert_policy)
     attempt = next_attempt
-    while kept < cfg.episodes and attempt < cfg.attempts:
-        seed = attempt_seed(cfg.seed, attempt)
-        variation = sample_variation(vcfg, seed) if vcfg is not None else None
-        result, rec = _run_attempt(cfg, folder, attempt, seed, variation, reference)
-        reasons[result.reason] = reasons.get(result.reason, 0) + 1
-        record: dict[str, Any] = {
-            "attempt": attempt,
-            "seed": seed,
-            "success": result.success,
-            "reason": result.reason,
-            "steps": result.steps,
-        }
-        if result.success and rec.frames:
-            if writer is None:
-                writer = LeRobotWriter(
-                    root,
-                    fps=cfg.control_rate_hz,
-                    features=dataset_features(
-                        joint_names=rec.joint_names,
-                        arm_names=rec.arm_names,
-                        width=cfg.image_width,
-                        height=cfg.image_height,
-                        fps=cfg.control_rate_hz,
-                        variation_names=var_names,
-                    ),
-                )
-            extra = {
+    try:
+        while kept < cfg.episodes and attempt < cfg.attempts:
+            seed = attempt_seed(cfg.seed, attempt)
+            variation = sample_variation(vcfg, seed) if vcfg is not None else None
+            result, rec = _run_attempt(cfg, folder, attempt, seed, variation, reference)
+            reasons[result.reason] = reasons.get(result.reason, 0) + 1
+            record: dict[str, Any] = {
                 "attempt": attempt,
                 "seed": seed,
-                "world_id": result.world_id,
-                "world_hash": result.world_hash,
-                "expert": cfg.expert_kind,
-                "variation": dict(variation.params) if variation is not None else None,
+                "success": result.success,
+                "reason": result.reason,
+                "steps": result.steps,
             }
-            record["episode_index"] = _keep_episode(root, writer, rec, cfg, extra, variation)
-            kept += 1
-            new += 1
-        (root / ATTEMPTS_FILE).parent.mkdir(parents=True, exist_ok=True)  # no episode kept yet
-        with (root / ATTEMPTS_FILE).open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
-        attempt += 1
-        if progress is not None:
-            progress(kept, attempt)
+            if result.success and rec.frames:
+                if writer is None:
+                    writer = LeRobotV3Writer(
+                        root,
+                        fps=cfg.control_rate_hz,
+                        features=dataset_features(
+                            joint_names=rec.joint_names,
+                            arm_names=rec.arm_names,
+                            width=cfg.image_width,
+                            height=cfg.image_height,
+                            variation_names=var_names,
+                        ),
+                    )
+                extra = {
+                    "attempt": attempt,
+                    "seed": seed,
+                    "world_id": result.world_id,
+                    "world_hash": result.world_hash,
+                    "expert": cfg.expert_kind,
+                    "variation": dict(variation.params) if variation is not None else None,
+                }
+                record["episode_index"] = _keep_episode(root, writer, rec, cfg, extra, variation)
+                kept += 1
+                new += 1
+            (root / ATTEMPTS_FILE).parent.mkdir(parents=True, exist_ok=True)  # no episode kept yet
+            with (root / ATTEMPTS_FILE).open("a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+            attempt += 1
+            if progress is not None:
+                progress(kept, attempt)
+    finally:
+        # A v3.0 dataset's files are complete only once finalized: on every exit, an interrupt included.
+        if writer is not None:
+            writer.close()
     if writer is None:
         raise DemoError(f"no successful expert episode in {attempt} attempts (outcomes: {reasons})")
     return DemoSummary(

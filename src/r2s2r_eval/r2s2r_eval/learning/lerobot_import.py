@@ -14,12 +14,13 @@ LeRobot paths of ``r2s2r demos`` and ``r2s2r train`` need it.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["VIDEO_BACKEND", "lerobot_dataset", "lerobot_video_utils", "open_dataset"]
+__all__ = ["VIDEO_BACKEND", "lerobot_converter", "lerobot_dataset", "lerobot_video_utils", "open_dataset"]
 
 # lerobot's "pyav" decoder goes through torchvision.io.VideoReader, which torchvision 0.28 no longer has.
 VIDEO_BACKEND = "torchcodec"
@@ -32,6 +33,8 @@ def _prepare_torchvision() -> None:
     """Make ``import torchvision`` work when its C++ ops cannot load (see the module docstring)."""
     import torch  # heavy; only the LeRobot paths need it
 
+    # SVT-AV1 (lerobot's default encoder) logs its whole configuration per video at its default level.
+    os.environ.setdefault("SVT_LOG", "1")
     if "torchvision" in sys.modules:
         return
     spec = importlib.util.find_spec("torchvision")
@@ -54,8 +57,10 @@ def _prepare_torchvision() -> None:
 def lerobot_dataset() -> ModuleType:
     """``lerobot.datasets.lerobot_dataset`` (``LeRobotDataset``, ``CODEBASE_VERSION``)."""
     _prepare_torchvision()
+    import datasets  # lerobot's dependency; its per-episode progress bars would flood a CLI's output
     import lerobot.datasets.lerobot_dataset as module  # heavy optional library, loaded when used
 
+    datasets.disable_progress_bars()
     return module
 
 
@@ -63,6 +68,14 @@ def lerobot_video_utils() -> ModuleType:
     """``lerobot.datasets.video_utils`` (``decode_video_frames``)."""
     _prepare_torchvision()
     import lerobot.datasets.video_utils as module  # heavy optional library, loaded when used
+
+    return module
+
+
+def lerobot_converter() -> ModuleType:
+    """``lerobot.datasets.v30.convert_dataset_v21_to_v30`` (``convert_dataset``)."""
+    _prepare_torchvision()
+    import lerobot.datasets.v30.convert_dataset_v21_to_v30 as module  # heavy optional library, when used
 
     return module
 

@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 from r2s2r_sim.ranges import check_fields, within
 
-from r2s2r_eval.learning.lerobot_format import read_episode, read_info
+from r2s2r_eval.learning.lerobot_read import (
+    ACTION_KEY,
+    ENV_KEY,
+    IMAGE_KEY,
+    STATE_KEY,
+    bc_features,
+    read_episodes,
+)
 
 __all__ = [
     "ENV_KEY",
@@ -26,9 +33,6 @@ __all__ = [
     "TrainError",
     "load_demonstrations",
 ]
-
-IMAGE_KEY = "observation.images.camera"
-ENV_KEY = "observation.environment_state"
 
 
 class TrainError(ValueError):
@@ -161,6 +165,8 @@ def load_demonstrations(
 
     Raises:
         TrainError: no dataset, no episode, or datasets with different joints, image size or fps.
+        DatasetError: a dataset that is not LeRobot v3.0, or a feature that does not map onto the bc
+            policy's inputs (:func:`~r2s2r_eval.learning.lerobot_read.bc_features`).
     """
     if not roots:
         raise TrainError("no dataset given")
@@ -168,32 +174,25 @@ def load_demonstrations(
     ref: tuple[Any, ...] | None = None
     n_ep = 0
     for root in roots:
-        info = read_info(root)
-        feats = info["features"]
-        for key in (IMAGE_KEY, "observation.state", "action"):
-            if key not in feats:
-                raise TrainError(f"{root}/meta/info.json: feature {key!r} missing (a `r2s2r demos` dataset?)")
-        joint_names = tuple(feats["observation.state"]["names"])
-        arm_names = tuple(feats["action"]["names"][:-1])
-        this = (joint_names, arm_names, tuple(feats[IMAGE_KEY]["shape"]), float(info["fps"]))
+        feats = bc_features(root)
+        this = (feats.joint_names, feats.arm_names, feats.image_shape, feats.fps)
         if ref is None:
             ref = this
         elif this != ref:
             raise TrainError(f"{root}: joints, image size or fps differ from {roots[0]}: {this} vs {ref}")
-        arm_idx = [joint_names.index(n) for n in arm_names]
-        for i in range(int(info["total_episodes"])):
-            ep = read_episode(root, i)
-            s = ep["observation.state"].astype(np.float32)
-            a = ep["action"].astype(np.float32)
+        arm_idx = [feats.joint_names.index(n) for n in feats.arm_names]
+        for ep in read_episodes(root, feats):
+            s = ep[STATE_KEY]
+            a = ep[ACTION_KEY]
             # Targets: arm targets, gripper, and episode progress in [0, 1] (the policy's "done" signal).
             progress = np.linspace(0.0, 1.0, len(a), dtype=np.float32)[:, None]
             t = np.concatenate([a, progress], axis=1)
             if not absolute:
-                t[:, : len(arm_names)] -= s[:, arm_idx]
+                t[:, : len(feats.arm_names)] -= s[:, arm_idx]
             if time_input:
-                s = np.concatenate([s, ep["timestamp"].astype(np.float32)[:, None]], axis=1)
+                s = np.concatenate([s, ep["timestamp"][:, None]], axis=1)
             images.append(ep[IMAGE_KEY])
-            envs.append(ep[ENV_KEY].astype(np.float32) if ENV_KEY in ep else None)
+            envs.append(ep[ENV_KEY] if ENV_KEY in ep else None)
             states.append(s)
             targets.append(t)
             episodes.append(np.full(len(s), n_ep))
