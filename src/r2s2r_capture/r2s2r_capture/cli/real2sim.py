@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from r2s2r_sim.cli.common import bad_input, config_from_args
+from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.interface import InterfaceError
 
@@ -17,9 +19,12 @@ from r2s2r_capture.errors import (
     ReconstructionError,
     refuse_existing,
 )
+from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, live_excitation
+from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world
 from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
 from r2s2r_capture.real2sim.resim import resim
+from r2s2r_capture.sysid.envelope import load_envelope
 
 __all__ = ["register_capture", "register_real2sim", "register_resim"]
 
@@ -30,13 +35,11 @@ _INTERFACE_HELP = (
 
 
 def cmd_capture(ns: argparse.Namespace) -> int:
-    """Record the capture procedure from the emulated hardware (in-process) into a bag."""
-    if not ns.emulated:
-        return bad_input(
-            "capture",
-            "only --emulated is implemented; on a real cell record the phases with "
-            "`r2s2r record` (see r2s2r_capture.procedures.session for what to record)",
-        )
+    """Record the capture procedure into a bag: live over DDS, or from the emulated hardware in-process."""
+    if ns.board_world:
+        return _write_board_world(ns)
+    if not ns.out:
+        return bad_input("capture", "-o/--out BAG is required (or --board-world DIR)")
     try:
         cfg = config_from_args(
             CaptureConfig,
@@ -45,7 +48,10 @@ def cmd_capture(ns: argparse.Namespace) -> int:
             n_intrinsics_views=ns.board_views,
             n_scene_frames=ns.scene_frames,
             **({"slide": None} if ns.no_slide else {}),
+            **({} if ns.emulated else {"excitation": live_excitation(ns.excitation_s)}),
         )
+        if not ns.emulated:
+            return _capture_live(ns, cfg)
         profile = profile_path(ns.profile)
         summary = capture_emulated(
             ns.out, profile=profile, world=ns.world, config=cfg, progress=print, progress_bars=not ns.quiet
@@ -54,6 +60,39 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         return bad_input("capture", err)
     counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items())
     print(f"wrote {summary.bag} ({counts})")
+    return 0
+
+
+def _capture_live(ns: argparse.Namespace, cfg: CaptureConfig) -> int:
+    """The capture over DDS against whatever serves the interface (a real cell, the stand-in, the sim)."""
+    from r2s2r_capture.ros import live_capture  # imports rclpy: only when run, `r2s2r --help` needs no DDS
+
+    envelope = load_envelope(ns.envelope) if ns.envelope else None
+    options = live_capture.LiveOptions(yes=ns.yes, prompt=None if ns.yes else live_capture.main_prompt())
+    try:
+        summary = live_capture.capture_live(
+            ns.out, world=ns.world, config=cfg, envelope=envelope, options=options
+        )
+    except KeyboardInterrupt:
+        print(f"capture interrupted: the arm holds where it was; {ns.out} is closed", file=sys.stderr)
+        return 130
+    counts = ", ".join(f"{k} {v}" for k, v in summary.counts.items())
+    print(f"wrote {summary.bag} ({counts})")
+    return 0
+
+
+def _write_board_world(ns: argparse.Namespace) -> int:
+    """Write the capture variant of ``--world`` (the board as a mocap body) for the emulated hardware node."""
+    try:
+        root = refuse_existing(ns.board_world, CaptureError)
+        root.mkdir(parents=True)
+        folder = board_world(ns.world, CAPTURE_BOARD, root)
+    except (CaptureError, WorldError, OSError) as err:
+        return bad_input("capture", err)
+    print(
+        f"wrote {folder}; serve it with: ros2 run r2s2r_sim emulated_hardware_node --ros-args "
+        f"-p world:={folder} -p capture_board:={BOARD_BODY}"
+    )
     return 0
 
 
@@ -89,7 +128,32 @@ def register_capture(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "capture", help="record the real2sim capture (board views, RGB-D scene, excitation) to a bag"
     )
-    p.add_argument("--emulated", action="store_true", help="capture from the emulated hardware (in-process)")
+    p.add_argument(
+        "--emulated",
+        action="store_true",
+        help="capture from the emulated hardware in-process (default: live, over DDS against whatever "
+        "serves the interface: a real cell, emulated_hardware_node or the sim node)",
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="live: run unattended, no prompts (needs the emulated board stand-in: nobody moves the board)",
+    )
+    p.add_argument(
+        "--envelope",
+        default=None,
+        help="live: YAML file whose 'envelope' section bounds the excitation (default: cautious defaults)",
+    )
+    p.add_argument(
+        "--excitation-s", type=float, default=20.0, help="live: excitation duration (s), gentle sum of sines"
+    )
+    p.add_argument(
+        "--board-world",
+        default=None,
+        metavar="DIR",
+        help="write the capture variant of --world (the board as a mocap body) to DIR for "
+        "emulated_hardware_node (capture_board:=...) and exit",
+    )
     p.add_argument(
         "--profile",
         default=None,
@@ -97,7 +161,7 @@ def register_capture(subparsers: Any) -> None:
         f"({', '.join(PROFILES)}) or a YAML path (default: {DEFAULT_PROFILE})",
     )
     p.add_argument("--world", default="tabletop-pick-v1", help="world id or folder the profile is for")
-    p.add_argument("-o", "--out", required=True, help="bag folder to create (must not exist)")
+    p.add_argument("-o", "--out", default=None, help="bag folder to create (must not exist)")
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")
     p.add_argument("--scene-frames", type=int, default=2, help="RGB-D frames of the scene")
     p.add_argument("--seed", type=int, default=0, help="episode and excitation seed")

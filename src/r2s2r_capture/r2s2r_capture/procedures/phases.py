@@ -20,7 +20,7 @@ from r2s2r_capture.errors import CaptureError
 from r2s2r_capture.procedures.capture_config import CaptureConfig, board_to_json
 from r2s2r_capture.procedures.emulated_board import BOARD_LIFT, held_board_poses, rotation
 from r2s2r_capture.sysid.envelope import ArmTemplate, SafetyEnvelope
-from r2s2r_capture.sysid.excitation_check import plan_excitation
+from r2s2r_capture.sysid.excitation_check import ExcitationPlan, plan_excitation
 from r2s2r_capture.sysid.excitation_monitor import ExcitationMonitor
 from r2s2r_capture.sysid.recording import excitation_centre, excitation_trajectory, move_commands
 
@@ -30,6 +30,7 @@ __all__ = [
     "ExcitationStopped",
     "board_phases",
     "excitation_phase",
+    "excitation_plan",
     "record_phases",
     "scene_phase",
 ]
@@ -156,30 +157,31 @@ def excitation_phase(
         ExcitationStopped: the monitor stopped the arm.
     """
     exc = cfg.excitation
+    if envelope is not None:
+        if template is None:
+            raise CaptureError("an excitation inside an envelope needs the template arm to check it in")
+        _checked_excitation(io, cfg, envelope, template)
+        say(f"excitation: {exc.duration_s:.1f} s at {exc.rate_hz:.0f} Hz inside the envelope, arm home again")
+        return
     names = list(io.arm_joint_names)
     home = io.arm_positions()
     centre = excitation_centre(io.model, names, home)
     t_cmd, q_cmd = excitation_trajectory(io.model, names, exc, seed=cfg.seed, center=centre)
-    if envelope is not None:
-        if template is None:
-            raise CaptureError("an excitation inside an envelope needs the template arm to check it in")
-        q_cmd = _ramped_out(t_cmd, q_cmd, centre, exc.ramp_s, exc.max_velocity)
-        _checked_excitation(io, (t_cmd, q_cmd), exc.rate_hz, home, envelope, template)
-    else:
-        # Off home, a smooth move at half the excitation's velocity bound, outside the excitation phase.
-        def move(start: np.ndarray, end: np.ndarray) -> None:
-            moves = move_commands(start, end, exc.rate_hz, 0.5 * exc.max_velocity)
-            if len(moves):
-                io.stream(moves, exc.rate_hz)
-                io.hold(0.5)
 
-        move(home, centre)
-        io.marker("excitation", "start", rate_hz=exc.rate_hz)
-        io.stream(q_cmd, exc.rate_hz)
-        io.hold(0.5)  # the last commands arrive after the latency
-        io.marker("excitation", "end")
-        if np.any(centre != home):  # the phases that follow start near where the capture did
-            move(q_cmd[-1], home)
+    # Off home, a smooth move at half the excitation's velocity bound, outside the excitation phase.
+    def move(start: np.ndarray, end: np.ndarray) -> None:
+        moves = move_commands(start, end, exc.rate_hz, 0.5 * exc.max_velocity)
+        if len(moves):
+            io.stream(moves, exc.rate_hz)
+            io.hold(0.5)
+
+    move(home, centre)
+    io.marker("excitation", "start", rate_hz=exc.rate_hz)
+    io.stream(q_cmd, exc.rate_hz)
+    io.hold(0.5)  # the last commands arrive after the latency
+    io.marker("excitation", "end")
+    if np.any(centre != home):  # the phases that follow start near where the capture did
+        move(q_cmd[-1], home)
     say(f"excitation: {len(t_cmd)} commands over {t_cmd[-1]:.1f} s")
 
 
@@ -199,20 +201,35 @@ def _ramped_out(
     return centre + wave * np.minimum(1.0, max_velocity / np.maximum(vmax, 1e-12))
 
 
+def excitation_plan(
+    io: CellIO, cfg: CaptureConfig, envelope: SafetyEnvelope, template: ArmTemplate
+) -> ExcitationPlan:
+    """Approach, excitation (brought to rest at its end) and return home, checked as one plan.
+
+    The arm starts and ends where it is measured now; call it before anything moves.
+
+    Raises:
+        EnvelopeViolation: the plan leaves ``envelope`` somewhere (names the rule, joint, time and value).
+    """
+    exc = cfg.excitation
+    names = list(io.arm_joint_names)
+    home = io.arm_positions()
+    centre = excitation_centre(io.model, names, home)
+    t_cmd, q_cmd = excitation_trajectory(io.model, names, exc, seed=cfg.seed, center=centre)
+    q_cmd = _ramped_out(t_cmd, q_cmd, centre, exc.ramp_s, exc.max_velocity)
+    return plan_excitation(template, home, (t_cmd, q_cmd), envelope, home_q=home)
+
+
 def _checked_excitation(
-    io: CellIO,
-    excitation: tuple[np.ndarray, np.ndarray],
-    rate_hz: float,
-    home: np.ndarray,
-    envelope: SafetyEnvelope,
-    template: ArmTemplate,
+    io: CellIO, cfg: CaptureConfig, envelope: SafetyEnvelope, template: ArmTemplate
 ) -> None:
-    """Approach, excitation and return home as one plan checked before it moves, watched as it runs."""
-    plan = plan_excitation(template, home, excitation, envelope, home_q=home)
+    """The checked plan sent at the excitation's rate, watched by the stop-and-hold monitor."""
+    plan = excitation_plan(io, cfg, envelope, template)
+    rate_hz = cfg.excitation.rate_hz
     t, q = plan.trajectory.t, plan.trajectory.q
     start = int(np.searchsorted(t, plan.excitation_start_s - 1e-9))
     end = int(np.searchsorted(t, plan.excitation_end_s + 1e-9))
-    monitor = ExcitationMonitor.for_arm(template, envelope, start_s=io.now_s(), start_q=home)
+    monitor = ExcitationMonitor.for_arm(template, envelope, start_s=io.now_s(), start_q=q[0])
     io.stream(q[:start], rate_hz, monitor)
     io.marker("excitation", "start", rate_hz=rate_hz)
     io.stream(q[start:end], rate_hz, monitor)
@@ -232,8 +249,11 @@ def record_phases(
 ) -> None:
     """Board views, board at known poses, scene frames and the excitation, in that order.
 
-    ``after_scene`` runs between the scene and the excitation (the emulator reads its truth there).
+    ``after_scene`` runs between the scene and the excitation (the emulator reads its truth there).  With an
+    ``envelope`` the excitation plan is checked first, so a refused one costs no board views.
     """
+    if envelope is not None and template is not None:
+        excitation_plan(io, cfg, envelope, template)
     board_phases(io, cfg, say)
     scene_phase(io, cfg, say)
     if after_scene is not None:

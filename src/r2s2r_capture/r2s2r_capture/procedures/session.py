@@ -86,6 +86,7 @@ __all__ = [
     "board_from_json",
     "board_to_json",
     "capture_emulated",
+    "scene_truth",
     "topic_names",
 ]
 
@@ -153,7 +154,7 @@ def _record(arm: Any, cfg: CaptureConfig, out: Path, say: Callable[[str], None])
         c.msgs.array("gripper_command", c.ns(), np.array([float(arm.world.gripper_command or 0.0)]))
         c.publish_state()
         truth: dict[str, Any] = {}
-        record_phases(c, cfg, say, after_scene=lambda: truth.update(_scene_truth(arm)))
+        record_phases(c, cfg, say, after_scene=lambda: truth.update(scene_truth(arm)))
         task = arm.world.config.task
         kind = None if task is None else task.type.value
         if kind == "drawer":
@@ -305,7 +306,7 @@ class EmulatedCellIO:
         return PhaseHooks(marker=marker, command=command, hold=self.hold, frames=frames, gripper=gripper)
 
 
-def _scene_truth(arm: Any) -> dict[str, Any]:
+def scene_truth(arm: Any) -> dict[str, Any]:
     """Ground truth of the emulated scene (for benchmarks only; never written into the bag)."""
     world = arm.world
     model, data = world.model, world.data

@@ -26,6 +26,10 @@ STAND-IN GROUND TRUTH, which real hardware cannot give, only with ``ground_truth
 the node's topics stay exactly the drivers'): ``/emulated_hardware/ground_truth/cube_pose``
 (``geometry_msgs/msg/PoseStamped``, frame ``world``, reliable/volatile) — the task object's true pose at the
 instant of each camera frame, stamped like that frame.  Recordings use it to check perception on replay.
+
+STAND-IN PERSON, only with ``capture_board:=<mocap body>`` on the capture variant of a world: the read-write
+parameter ``capture_board_pose`` moves the calibration board as the person does on a real cell
+(:mod:`r2s2r_sim.ros.capture_board`).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from r2s2r_sim.hardware.emulated_arm import STAND_IN_BANNER, EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import DEFAULT_PROFILE, PROFILES, profile_path
 from r2s2r_sim.ros import conversions as conv
+from r2s2r_sim.ros.capture_board import CaptureBoardStandIn
 from r2s2r_sim.ros.controller_io import ControllerServers, spin_serving_goals
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.diagnostics import DiagnosticsPublisher, serving_reading
@@ -94,6 +99,7 @@ class EmulatedHardwareConfig:
     profile: str = ""
     seed: int = 0
     ground_truth: bool = False
+    capture_board: str = ""
     compressed_images: bool = False
 
 
@@ -138,6 +144,11 @@ class EmulatedHardwareNode(Node):
             self._robot = None
         self._camera_pubs = CameraPublishers(self, self.interface, cam.name, compressed=cfg.compressed_images)
         self._publish_static_tf()
+        self.capture_board = (
+            CaptureBoardStandIn(self, self.arm.world, cam.name, cfg.capture_board, self._lock)
+            if cfg.capture_board
+            else None
+        )
         self._truth_pub = None
         task = self.arm.world.config.task
         if cfg.ground_truth and task is not None:
@@ -221,6 +232,12 @@ class EmulatedHardwareNode(Node):
             "ground_truth": (
                 "Also publish the STAND-IN ground truth ~/ground_truth/cube_pose at each camera frame "
                 "(real hardware has no such topic; for recordings that test perception).",
+                None,
+            ),
+            "capture_board": (
+                "EMULATED-ONLY: the mocap board body a capture moves through the capture_board_pose "
+                "parameter, the stand-in for the person who moves the board (r2s2r_sim.ros.capture_board); "
+                "empty: none.",
                 None,
             ),
             "compressed_images": (
