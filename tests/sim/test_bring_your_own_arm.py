@@ -12,9 +12,9 @@ import yaml
 from conftest import SHARED_ROBOTS
 from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.variations import (
-    VariationConfig,
     for_world,
     initial_state_offsets,
+    load_variation_config,
     make_world,
     sample_variation,
 )
@@ -144,7 +144,10 @@ def test_episode_on_the_new_world(new_world: tuple[str, Path]) -> None:
 
 def test_variations_derive_from_the_new_world(new_world: tuple[str, Path]) -> None:
     name, out = new_world
-    cfg = for_world(VariationConfig().only("robot_state", "objects"), out)
+    # the world's own variations (world new writes them): the cube inside the arm's reach, the arm's joints
+    cfg = for_world(load_variation_config(out / "variations.yaml").only("robot_state", "objects"), out)
+    region = yaml.safe_load((out / "world.yaml").read_text())["task"]["object_pose_range"]
+    assert list(cfg.objects.x) == region["x"] and list(cfg.objects.y) == region["y"]
     assert list(cfg.robot_state.joints) == ARMS[name][2]
     variation = sample_variation(cfg, 3)
     offsets = initial_state_offsets(variation)

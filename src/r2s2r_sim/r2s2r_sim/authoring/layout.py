@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.world.kinematics import KinematicArm, reaches_tool_down
 
 __all__ = ["BUNDLED_LAYOUT", "Layout", "SceneLayout", "choose_layout", "start_pose"]
 
@@ -41,9 +41,6 @@ _APPROACH_DZ = 0.06
 _RELEASE_DZ = 0.05
 _CARRY_DZ = 0.10
 _BIN_FLOOR_Z = 0.025
-# A target counts as reached when inverse kinematics ends this close (m), as in the reference policy.
-_REACHED_M = 0.003
-_IK_ITERATIONS = 120
 _SCALE_STEP = 0.05
 _MIN_SCALE = 0.2
 # Outward moves of the scene tried when no scale fits (m); the bundled table ends 0.3 m past the cube region.
@@ -168,33 +165,18 @@ def _rot(yaw: float) -> np.ndarray:
 
 
 class _Probe:
-    """Tool-down reach queries on the probe world's arm (world frame, arm unturned).
-
-    The tool's yaw turns with the arm: at a point at azimuth ``a`` about the first joint it is the home
-    pose's yaw plus ``a`` minus the home pose's azimuth, as when the first joint alone swings the arm there.
-    """
+    """Tool-down reach queries on the probe world's arm (world frame, arm unturned)."""
 
     def __init__(self, arm: KinematicArm, home: np.ndarray, base_xy: np.ndarray, table_z: float) -> None:
         self.arm, self.home, self.base_xy, self.table_z = arm, home, base_xy, table_z
-        pos, rot = arm.fk(home)
-        self.home_yaw = math.atan2(rot[1, 1], rot[0, 1])
+        pos, _ = arm.fk(home)
         home_dir = pos[:2] - base_xy
         self.home_az = math.atan2(home_dir[1], home_dir[0]) if np.linalg.norm(home_dir) > 1e-3 else 0.0
 
     def reaches(self, xy: np.ndarray, dz: float, dyaw: float = 0.0) -> bool:
         """Whether the tool reaches ``xy`` at ``dz`` above the table pointing down, turned ``dyaw`` more."""
-        rel = xy - self.base_xy
-        yaw = self.home_yaw + math.atan2(rel[1], rel[0]) - self.home_az + dyaw
         target = np.array([xy[0], xy[1], self.table_z + dz])
-        rot = tool_down_rotation(yaw)
-        # From home, then from the first joint already turned toward the point: a path the policy's
-        # small steps would follow, which one long step from home may not.
-        seed = self.home.copy()
-        _, err = self.arm.ik(target, rot, seed, iterations=_IK_ITERATIONS)
-        if err >= _REACHED_M:
-            seed[0] += math.atan2(rel[1], rel[0]) - self.home_az
-            _, err = self.arm.ik(target, rot, seed, iterations=_IK_ITERATIONS)
-        return err < _REACHED_M
+        return reaches_tool_down(self.arm, self.home, self.base_xy, target, dyaw)
 
 
 def _forward_azimuth(probe: _Probe, reach: float) -> float:

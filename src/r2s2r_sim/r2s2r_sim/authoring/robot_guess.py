@@ -46,7 +46,6 @@ from r2s2r_sim.authoring.gripper_guess import (
     y_to_closing,
 )
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world.kinematics import summed_reach
 from r2s2r_sim.world.robot_source import (
     ServoConfig,
     ToolFrameConfig,
@@ -113,12 +112,17 @@ class NewWorldOptions:
 
 @dataclass(frozen=True)
 class GuessedRobot:
-    """The robot section of a new world, and the reach the scene is scaled to."""
+    """The robot section of a new world, and the reach the scene is scaled to.
+
+    ``reach`` is the tool-down reach (m) from the first joint's axis
+    (:func:`r2s2r_sim.world.kinematics.tool_down_reach`), measured by ``world new`` on its probe world
+    with the table in place; 0 until then.
+    """
 
     robot: dict[str, Any]
-    reach: float
     notes: tuple[str, ...]
     physics: dict[str, Any] = field(default_factory=dict)
+    reach: float = 0.0
 
 
 def _joint_ids(model: mujoco.MjModel, names: Sequence[str], what: str) -> list[int]:
@@ -378,9 +382,7 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
     elif not opts.no_gripper:
         notes.append("no gripper found (no actuator on a finger/jaw/gripper joint); the world has none")
     physics = _fit_physics(model, data, arm, robot, notes)
-    # From the first joint's body, where the layout measures from.
-    reach = summed_reach(data, arm, tool_pos, data.xpos[int(model.jnt_bodyid[arm[0]])])
-    return GuessedRobot(robot=robot, reach=reach, notes=tuple(notes), physics=physics)
+    return GuessedRobot(robot=robot, notes=tuple(notes), physics=physics)
 
 
 def opts_key(opts: NewWorldOptions) -> str:

@@ -30,7 +30,7 @@ from r2s2r_sim.authoring.gripper_guess import closing_direction
 from r2s2r_sim.authoring.world_picture import draw_tool_frame
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render.renderer import camera_intrinsics
-from r2s2r_sim.world.kinematics import summed_reach
+from r2s2r_sim.world.kinematics import KinematicArm, tool_down_reach
 from r2s2r_sim.world.sim_world import SimWorld
 
 if TYPE_CHECKING:
@@ -178,20 +178,29 @@ def _check_task(world: object, tool: np.ndarray, report: WorldReport) -> None:
     obj, _ = world.body_pose(task.object_body)
     target, _ = world.site_pose(task.target_site)
     base, _ = world.base_pose()
-    # The summed link lengths bound the reach; a start or target beyond it is an error, not a hard episode.
-    prefix = world.config.robot.prefix
-    joints = [world.model.joint(prefix + j).id for j in world.arm_joint_names]
-    reach = summed_reach(world.data, joints, tool, base)
+    robot = world.config.robot
+    first = world.model.joint(robot.prefix + robot.arm_joints[0]).id
+    axis = world.data.xanchor[first][:2].copy()
+    if robot.ee_site is None:
+        report.lines.append(
+            f"task: {task.object_body!r} at {_fmt(obj)} -> {task.target_site!r} at {_fmt(target)}"
+        )
+        return
+    # The tool-down reach, as world new lays the scene out with: a start or target beyond it is an error.
+    arm = KinematicArm(
+        world.model, tuple(robot.prefix + j for j in robot.arm_joints), robot.prefix + robot.ee_site
+    )
+    reach = tool_down_reach(arm, axis, float(base[2]))
     report.lines.append(
         f"task: {task.object_body!r} at {_fmt(obj)} -> {task.target_site!r} at {_fmt(target)}; "
-        f"arm reach about {reach:.3f} m from the robot base"
+        f"arm reach {reach:.3f} m tool-down from the first joint's axis"
     )
     for what, point in (("task object", obj), ("target", target)):
-        dist = float(np.linalg.norm(point - base))
+        dist = float(np.linalg.norm(point[:2] - axis))
         if dist > reach:
             report.errors.append(
-                f"task: the {what} is {dist:.3f} m from the robot base, beyond the arm's reach "
-                f"({reach:.3f} m)"
+                f"task: the {what} is {dist:.3f} m from the first joint's axis, beyond the arm's tool-down "
+                f"reach ({reach:.3f} m)"
             )
 
 

@@ -22,10 +22,11 @@ import yaml
 
 from r2s2r_sim.authoring.layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
 from r2s2r_sim.authoring.robot_guess import TABLE_Z, GuessedRobot, NewWorldOptions, guess_robot
+from r2s2r_sim.authoring.world_variations import write_variations
 from r2s2r_sim.errors import WorldError
-from r2s2r_sim.world.kinematics import KinematicArm, base_footprint
+from r2s2r_sim.world.kinematics import KinematicArm, base_footprint, tool_down_reach
 from r2s2r_sim.world.sim_world import SimWorld
-from r2s2r_sim.worlds import WORLDS
+from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, WORLDS
 
 # GuessedRobot, NewWorldOptions and guess_robot are re-exported: callers of write_world use them.
 __all__ = ["GuessedRobot", "NewWorldOptions", "guess_robot", "world_id", "write_world"]
@@ -96,6 +97,10 @@ def _write(
     return out / "world.yaml"
 
 
+def _span(bounds: tuple[float, float]) -> str:
+    return f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
 def _arm(world: SimWorld) -> KinematicArm:
     robot = world.config.robot
     assert robot.ee_site is not None  # world new always writes a tool frame
@@ -104,8 +109,13 @@ def _arm(world: SimWorld) -> KinematicArm:
     )
 
 
-def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
-    """Turn and scale for the arm, from a probe world: the arm unturned on the table, the bundled scene."""
+def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> tuple[Layout, float, float]:
+    """Turn and scale for the arm, from a probe world: the arm unturned on the table, the bundled scene.
+
+    Returns:
+        the layout, the arm's tool-down reach above the table (m, from its first joint's axis) and the
+        horizontal radius (m) of the robot's base about its mount.
+    """
     with tempfile.TemporaryDirectory(prefix="r2s2r-world-new-") as tmp:
         probe_dir = Path(tmp)
         _write(probe_dir, opts, guess.robot, BUNDLED_LAYOUT, "", guess.physics)
@@ -121,7 +131,8 @@ def _layout(guess: GuessedRobot, opts: NewWorldOptions) -> Layout:
         base_xy = world.data.xanchor[first][:2].copy()
         mount = np.asarray(guess.robot["attach"]["pos"][:2], dtype=np.float64)
         base = base_footprint(world.model, world.data, first, world.robot_body_ids, mount)
-        return choose_layout(_arm(world), home, mount, TABLE_Z, base_xy, guess.reach, base)
+        reach = tool_down_reach(_arm(world), base_xy, TABLE_Z)
+        return choose_layout(_arm(world), home, mount, TABLE_Z, base_xy, reach, base), reach, base
 
 
 def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
@@ -146,17 +157,19 @@ def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
 
 
 def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
-    """Write ``out/world.yaml`` and ``out/scene.xml``, never over a world.
+    """Write ``out/world.yaml``, ``out/scene.xml`` and ``out/variations.yaml``, never over a world.
 
-    The scene is laid out for the arm by :mod:`r2s2r_sim.authoring.layout`.
+    The scene is laid out for the arm by :mod:`r2s2r_sim.authoring.layout`; the variations are the
+    package's axes moved to this scene (:mod:`r2s2r_sim.authoring.world_variations`), so that a sweep draws
+    the cube where this arm reaches.
 
     Raises:
         WorldError: ``out`` holds a world already, or the robot cannot be guessed (names the flag).
     """
-    if (out / "world.yaml").exists() or (out / "scene.xml").exists():
+    if any((out / name).exists() for name in ("world.yaml", "scene.xml", WORLD_VARIATIONS_FILE)):
         raise WorldError(f"--out: {out} already holds a world; not overwriting it")
     guess = guess_robot(opts)
-    layout = _layout(guess, opts)
+    layout, reach, base_radius = _layout(guess, opts)
     robot = dict(guess.robot)
     yaw = layout.yaw if abs(layout.yaw) > 1e-9 else 0.0
     half = yaw / 2
@@ -176,7 +189,7 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
         notes.append(
             "the arm does not reach the whole workspace tool-down at any scale or outward move; check it"
         )
-    comment = f"# Arm {facing}; {placed} (reach {guess.reach:.2f} m from the first joint).\n"
+    comment = f"# Arm {facing}; {placed} (tool-down reach {reach:.3f} m from the first joint).\n"
     out.mkdir(parents=True, exist_ok=True)
     path = _write(out, opts, robot, layout.scene, comment, guess.physics)
     start = _start_pose(out, layout)
@@ -189,4 +202,11 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
         was = f"keyframe {key!r}" if key else "home"
         notes.append(f"start pose: the {was} with the first joint turned, so the camera sees the workspace")
         path = _write(out, opts, robot, layout.scene, comment, guess.physics)
-    return path, GuessedRobot(robot=robot, reach=guess.reach, notes=tuple(notes), physics=guess.physics)
+    mount = (float(robot["attach"]["pos"][0]), float(robot["attach"]["pos"][1]))
+    write_variations(out / WORLD_VARIATIONS_FILE, layout.scene, mount, base_radius, robot["arm_joints"])
+    notes.append(
+        f"variations: {WORLD_VARIATIONS_FILE} with the cube drawn in x {_span(layout.scene.cube_x)}, "
+        f"y {_span(layout.scene.cube_y)} m (inside the tool-down reach {reach:.3f} m) and keep-outs at this "
+        "world's bin, cube and robot base"
+    )
+    return path, GuessedRobot(robot=robot, reach=reach, notes=tuple(notes), physics=guess.physics)

@@ -29,6 +29,7 @@ from r2s2r_sim.variations.config import (
 from r2s2r_sim.variations.sensor import sensor_effects
 from r2s2r_sim.variations.variation import Method, Variation
 from r2s2r_sim.world.config import WorldConfig, load_world_config
+from r2s2r_sim.world.kinematics import KinematicArm, reaches_tool_down
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE
 
@@ -241,8 +242,44 @@ def for_world(config: VariationConfig, world_dir: str | Path, *, check: bool = T
         )
     if check:
         middle = variation_from_unit(config, np.full(len(dimension_names(config)), 0.5), seed=0)
-        VariedWorld(world_dir, middle, config=world_cfg)
+        world = VariedWorld(world_dir, middle, config=world_cfg)
+        if config.objects.enabled and world_cfg.robot.ee_site is not None:
+            _check_object_reach(config, world, Path(world_dir))
     return config
+
+
+def _check_object_reach(config: VariationConfig, world: SimWorld, world_dir: Path) -> None:
+    """Refuse an object region whose corners the world's arm does not reach tool-down.
+
+    A region drawn for another arm (the package's defaults on a smaller arm's world) would fail its
+    episodes silently; the corners are checked at the object's own height, from the world's home, with
+    the inverse kinematics the reference policy plans with.
+    """
+    SimWorld.reset(world, 0)  # home, without the variation's arm offsets
+    robot = world.config.robot
+    assert robot.ee_site is not None
+    arm = KinematicArm(
+        world.model, tuple(robot.prefix + j for j in robot.arm_joints), robot.prefix + robot.ee_site
+    )
+    home = world.joint_state()[0][: len(world.arm_joint_names)].copy()
+    first = world.model.joint(robot.prefix + robot.arm_joints[0]).id
+    axis = world.data.xanchor[first][:2].copy()
+    objects = config.objects
+    z = float(world.data.body(objects.body).xpos[2])
+    missed = [
+        (x, y)
+        for x in objects.x
+        for y in objects.y
+        if not reaches_tool_down(arm, home, axis, np.array([x, y, z]))
+    ]
+    if missed:
+        where = f"{config.source}: " if config.source is not None else ""
+        corners = ", ".join(f"({x:.3f}, {y:.3f})" for x, y in missed)
+        raise VariationError(
+            f"{where}objects.x {list(objects.x)}, objects.y {list(objects.y)}: refused, the arm of world "
+            f"{world_dir} does not reach the corner(s) {corners} m tool-down; draw the object where it "
+            f"reaches (`r2s2r world new` writes such a {WORLD_VARIATIONS_FILE} beside its world)"
+        )
 
 
 def with_world_axes(config: VariationConfig, world_dir: str | Path) -> VariationConfig:
