@@ -27,9 +27,10 @@ def _nodes(context: LaunchContext) -> list[Node | LogInfo]:
     config = Path(FindPackageShare("r2s2r_sim").perform(context)) / "config"
     actions: list[Node | LogInfo] = []
     for node in resolve(graph, given, config=config):
+        executable = None
         if node.optional:  # a viewer: say it is missing rather than fail the launch
             try:
-                find_executable(node, os.environ)
+                executable = str(find_executable(node, os.environ))  # also one on PATH only
             except LaunchError:
                 missing = f"{node.executable} is not installed: running without {node.name}"
                 actions.append(LogInfo(msg=missing))
@@ -38,8 +39,8 @@ def _nodes(context: LaunchContext) -> list[Node | LogInfo]:
         parameters.append(node.parameters)
         actions.append(
             Node(
-                package=node.package,
-                executable=node.executable,
+                package=None if executable else node.package,
+                executable=executable or node.executable,
                 name=node.name,
                 output="screen",
                 parameters=parameters,

@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -282,3 +283,47 @@ def test_launch_file_logs_a_missing_rviz2_instead_of_failing(
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+_LAUNCH = """
+import sys
+from launch import LaunchService
+from launch.actions import IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+service = LaunchService()
+arguments = {"mode": "real", "run_policy": "false", "evaluate": "false", "rviz": "true"}
+service.include_launch_description(
+    IncludeLaunchDescription(PythonLaunchDescriptionSource(sys.argv[1]), launch_arguments=arguments.items())
+)
+sys.exit(service.run())
+"""
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("launch_ros") is None,
+    reason="launch/launch_ros are on no package registry: `make test` installs them from "
+    "../shared/conformance/ros2_jazzy_python where present, and a ROS distro has them",
+)
+def test_launch_file_starts_rviz2_with_the_shipped_config_and_the_mesh_package(tmp_path: Path) -> None:
+    record = tmp_path / "argv.txt"
+    fake = (
+        tmp_path / "rviz2"
+    )  # stands in for rviz2, found on PATH only: records its command line and environment
+    fake.write_text(f'#!/bin/sh\necho "$@" > {record}\necho "$AMENT_PREFIX_PATH" >> {record}\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    env = dict(
+        os.environ, PATH=f"{tmp_path}{os.pathsep}{os.environ['PATH']}", XDG_CACHE_HOME=str(tmp_path / "c")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _LAUNCH, str(REPO / "launch" / "world.launch.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    argv, prefixes = record.read_text().splitlines()
+    config = Path(get_package_share_directory("r2s2r_sim")) / "config" / RVIZ_CONFIG
+    assert argv.split()[:2] == ["-d", str(config)] and config.is_file()
+    assert "__node:=rviz" in argv  # launch_ros passes use_sim_time in a parameter file of its own
+    assert prefixes.split(os.pathsep)[0] == str(tmp_path / "c" / "r2s2r" / "ament")
