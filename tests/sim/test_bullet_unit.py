@@ -257,6 +257,19 @@ def test_a_camera_moved_one_centimetre_moves_a_marker_by_fx_dx_over_z(tmp_path: 
     assert abs(found_moved[1] - found[1]) < 0.25
 
 
+def test_a_render_process_draws_the_same_frames(tmp_path: Path) -> None:
+    """The node's renderer (a child process, so pybullet's frame does not stop its physics thread)."""
+    arm = EmulatedArm(PICK, load_hardware_profile(_quiet(tmp_path)))
+    arm.advance(50)
+    with arm.camera_renderer() as here:
+        rgb, depth = here.render(arm.world.data)
+    with arm.camera_renderer(own_process=True) as there:
+        rgb_there, depth_there = there.render(arm.world.data)
+    np.testing.assert_array_equal(rgb, rgb_there)
+    np.testing.assert_array_equal(depth, depth_there)
+    assert depth.max() > 0 and rgb.std() > 10  # a real frame, not an empty one
+
+
 # ------------------------------------------------------------------------------------------ an episode
 
 

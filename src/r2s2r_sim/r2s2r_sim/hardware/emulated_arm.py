@@ -18,6 +18,7 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,14 @@ import numpy as np
 
 from r2s2r_sim.hardware.arm_effects import ArmEffectsState, edit_spec
 from r2s2r_sim.hardware.bullet_unit import check_profile as check_bullet_profile
-from r2s2r_sim.hardware.bullet_unit.camera import BulletPinholeRenderer
+from r2s2r_sim.hardware.bullet_unit.camera import BulletPinholeRenderer, ProcessPinholeRenderer
 from r2s2r_sim.hardware.bullet_unit.physics import BulletPhysics
 from r2s2r_sim.hardware.contact_effects import apply_contacts
-from r2s2r_sim.hardware.emulated_camera import DistortedRgbdCamera, render_geometry
+from r2s2r_sim.hardware.emulated_camera import DistortedRgbdCamera, PinholeRenderer, render_geometry
 from r2s2r_sim.hardware.profile import (
     HardwareProfile,
     HardwareProfileError,
+    load_hardware_profile,
 )
 from r2s2r_sim.hardware.profile_elements import find_geom, set_servo_gains, spec_servo_scale
 from r2s2r_sim.render.renderer import camera_intrinsics
@@ -263,6 +265,7 @@ class EmulatedArm:
                 extra_spec_editor(spec)
 
         self.world = SimWorld(folder, config=config, spec_editor=editor)
+        self._extra_editor = extra_spec_editor
         # The profile's driver latency is the only delay here (a real2sim world's identified one is not).
         self.world.command_delay_s = profile.driver.command_latency_s
         self.world_id: str = self.world.world_id
@@ -349,13 +352,28 @@ class EmulatedArm:
 
     # ---------------------------------------------------------------------------------- camera
 
-    def camera_renderer(self) -> DistortedRgbdCamera:
-        """A distorted RGB-D renderer of the profile's camera (enter it on the thread that renders)."""
-        pinhole = None
+    def camera_renderer(self, *, own_process: bool = False) -> DistortedRgbdCamera:
+        """A distorted RGB-D renderer of the profile's camera (enter it on the thread that renders).
+
+        ``own_process``: a Bullet unit draws its frames in a child process (a node, whose physics thread
+        pybullet would stop for a whole frame); the MuJoCo unit ignores it.
+
+        Raises:
+            ValueError: ``own_process`` for a unit built with an extra spec edit (a child cannot rebuild it).
+        """
+        pinhole: PinholeRenderer | None = None
         if self._bullet is not None:
             width, height, _ = render_geometry(self.profile.camera)
             k = camera_intrinsics(self.world.model, self.mjcf_camera, width, height)
-            pinhole = BulletPinholeRenderer(self.world, width, height, k)
+            if not own_process:
+                pinhole = BulletPinholeRenderer(self.world, width, height, k)
+            elif self._extra_editor is not None:
+                raise ValueError("a Bullet unit with an extra spec edit cannot render in its own process")
+            else:
+                build = partial(
+                    _bullet_pinhole, self.world.config.world_dir, self.profile.source, width, height, k
+                )
+                pinhole = ProcessPinholeRenderer(build)
         return DistortedRgbdCamera(
             self.world.model,
             self.mjcf_camera,
@@ -408,3 +426,10 @@ class EmulatedArm:
             },
             sort_keys=True,
         )
+
+
+def _bullet_pinhole(
+    world: Path, profile: Path, width: int, height: int, k: np.ndarray
+) -> BulletPinholeRenderer:
+    """The Bullet unit's pinhole renderer of ``world`` and the profile at ``profile`` (a render process's)."""
+    return BulletPinholeRenderer(EmulatedArm(world, load_hardware_profile(profile)).world, width, height, k)

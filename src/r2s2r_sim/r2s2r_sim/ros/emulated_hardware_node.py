@@ -176,7 +176,8 @@ class EmulatedHardwareNode(Node):
         self.resets = 0
         self._render = RenderWorker(
             model=self.arm.world.model,
-            open_renderers=lambda model, payload: self.arm.camera_renderer().__enter__(),
+            # A Bullet unit draws in its own process: pybullet holds the GIL for a whole frame.
+            open_renderers=lambda model, payload: self.arm.camera_renderer(own_process=True).__enter__(),
             close_renderers=lambda camera: camera.__exit__(None, None, None),
             draw=self._draw,
             log=self.get_logger(),

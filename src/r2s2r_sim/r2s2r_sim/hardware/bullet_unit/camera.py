@@ -6,9 +6,15 @@ motion blur and sensor sections are applied to Bullet's frames by the same code 
 second, render-only Bullet client (as a MuJoCo renderer owns its GL context, on the thread that renders) and
 poses it from the ``qpos`` it is given: a snapshot of the physics client's state, written back into the
 world's MuJoCo data by :class:`~r2s2r_sim.hardware.bullet_unit.physics.BulletPhysics`.
+:class:`ProcessPinholeRenderer` serves the same renderer from a child process, for the node.
 """
 
 from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
 
 import numpy as np
 import pybullet
@@ -18,7 +24,7 @@ from r2s2r_sim.errors import RenderError
 from r2s2r_sim.hardware.bullet_unit.scene import BulletScene
 from r2s2r_sim.world.sim_world import SimWorld
 
-__all__ = ["BulletPinholeRenderer", "projection_matrix", "view_matrix"]
+__all__ = ["BulletPinholeRenderer", "ProcessPinholeRenderer", "projection_matrix", "view_matrix"]
 
 _ZNEAR_M, _ZFAR_M = 0.01, 20.0  # clip planes; depth is stored as float, so their ratio costs no precision
 
@@ -127,3 +133,110 @@ class BulletPinholeRenderer:
         if depth_range is not None:
             depth[(depth < depth_range[0]) | (depth > depth_range[1])] = 0.0
         return rgb, depth.astype(np.float32)
+
+
+class _Pose:
+    """What :meth:`BulletPinholeRenderer.render` reads of a MuJoCo data: ``qpos``."""
+
+    def __init__(self, qpos: np.ndarray) -> None:
+        self.qpos = qpos
+
+
+class ProcessPinholeRenderer:
+    """:class:`BulletPinholeRenderer` in a child process, for a node whose physics runs on another thread.
+
+    pybullet holds the GIL for a whole frame (a few hundred ms with the tiny renderer), which would stop a
+    node's physics thread as long; in a child process the frame is drawn while the parent only waits on a
+    pipe.  ``build`` is called in the child (spawned, so it must be picklable, e.g. a module-level
+    function with its arguments in a ``functools.partial``) and returns the renderer to serve.
+    """
+
+    def __init__(self, build: Callable[[], BulletPinholeRenderer], *, timeout_s: float = 120.0) -> None:
+        """Record how to build the renderer; the child starts in ``__enter__``."""
+        self._build = build
+        self._timeout_s = timeout_s
+        self._conn: Connection | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+
+    def __enter__(self) -> ProcessPinholeRenderer:
+        """Start the child and wait (bounded) until its renderer is built.
+
+        Raises:
+            RenderError: it did not report ready within the timeout, or failed to build.
+        """
+        if self._process is None:
+            ctx = multiprocessing.get_context("spawn")
+            parent, child = ctx.Pipe()
+            self._process = ctx.Process(target=_serve, args=(child, self._build), daemon=True)
+            self._process.start()
+            child.close()
+            self._conn = parent
+            self._receive("the Bullet render process to build its scene")
+        return self
+
+    def _receive(self, what: str) -> Any:
+        assert self._conn is not None
+        if not self._conn.poll(self._timeout_s):
+            self.close()
+            raise RenderError(f"waited {self._timeout_s:.0f} s for {what}; no answer")
+        try:
+            reply = self._conn.recv()
+        except EOFError:
+            self.close()
+            raise RenderError(f"the Bullet render process exited while waiting for {what}") from None
+        if isinstance(reply, str):
+            self.close()
+            raise RenderError(f"Bullet render process: {reply}")
+        return reply
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop the child."""
+        self.close()
+
+    def close(self) -> None:
+        """Ask the child to stop, wait for it (bounded), then end it; closing twice is harmless."""
+        if self._process is None:
+            return
+        if self._conn is not None:
+            try:
+                self._conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            self._conn.close()
+        self._process.join(timeout=10.0)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(timeout=5.0)
+        self._process, self._conn = None, None
+
+    def render(
+        self, data: object, camera_name: str, *, depth_range: tuple[float, float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`BulletPinholeRenderer.render` (drawn in the child).
+
+        Raises:
+            RenderError: outside the with-block, or the child did not answer within the timeout.
+        """
+        if self._conn is None:
+            raise RenderError("ProcessPinholeRenderer.render called outside its with-block")
+        self._conn.send((np.array(data.qpos), camera_name, depth_range))  # type: ignore[attr-defined]
+        rgb, depth = self._receive("a Bullet frame")
+        return rgb, depth
+
+
+def _serve(conn: Connection, build: Callable[[], BulletPinholeRenderer]) -> None:
+    """The child's loop: build the renderer, then draw each ``(qpos, camera, depth_range)`` until None."""
+    try:
+        renderer = build().__enter__()
+    except Exception as err:  # reported to the parent, which raises it as a RenderError
+        conn.send(f"{type(err).__name__}: {err}")
+        return
+    conn.send(True)
+    try:
+        while (request := conn.recv()) is not None:
+            qpos, camera, depth_range = request
+            conn.send(renderer.render(_Pose(qpos), camera, depth_range=depth_range))
+    except EOFError:
+        pass  # the parent went away
+    finally:
+        renderer.close()
