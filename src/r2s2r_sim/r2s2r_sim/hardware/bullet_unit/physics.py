@@ -3,7 +3,7 @@
 :class:`BulletPhysics` is the world's step hook (``SimWorld.step_hook``): ``SimWorld`` keeps everything
 that is not physics (the command queue that is the driver's latency, the judge's samples every
 ``SETTLE_SAMPLE_S``, the verdict), and each physics step is Bullet's.  The world's MuJoCo data is then
-a mirror: Bullet's state is written into its ``qpos``/``qvel`` and ``mj_forward`` derives the poses and
+a mirror: Bullet's state is written into its ``qpos``/``qvel`` and MuJoCo derives the poses, velocities and
 contacts the task judges, as a person judging a real cell sees where things are.
 
 The driver is written from the profiled model's actuators, so a profile's ``physics.servos`` reach it as
@@ -64,6 +64,18 @@ class BulletPhysics:
                 if dof in column:
                     limit[column[dof]] = float(np.abs(model.actuator_forcerange[act]).max())
         self._limit = limit
+        # The actuators' gain, biases and force range, read once (each read of a model field costs a call).
+        self._servo = (
+            model.actuator_gainprm[:, 0].copy(),
+            model.actuator_biasprm[:, 0].copy(),
+            model.actuator_biasprm[:, 1].copy(),
+            model.actuator_biasprm[:, 2].copy(),
+            model.actuator_forcelimited.astype(bool),
+            model.actuator_forcerange[:, 0].copy(),
+            model.actuator_forcerange[:, 1].copy(),
+        )
+        # The servos' damping in joint space (negative semidefinite), for the implicit step.
+        self._damper = self._map.T @ (self._servo[3][:, None] * self._map)
         self.torques = np.zeros(len(joints))  # the torques applied in the last step (N m or N)
         self._initial = pybullet.saveState(physicsClientId=c)
 
@@ -128,9 +140,7 @@ class BulletPhysics:
         (MuJoCo's implicit integrator and its armature are what keep it stable there), so the acceleration
         the torque causes is solved for with Bullet's mass matrix and bias forces.
         """
-        m, c = self.model, self.client
-        uid = self.scene.robot_uid
-        dt = self.dt
+        c, uid, dt = self.client, self.scene.robot_uid, self.dt
         q, qd = data.qpos[self._qadr], data.qvel[self._dadr]
         ql, qdl = q.tolist(), qd.tolist()
         gravity = self.gravity_torques(q)
@@ -138,20 +148,13 @@ class BulletPhysics:
         # Bias forces (Coriolis, centrifugal, gravity) and the mass matrix at this state.
         bias = np.asarray(pybullet.calculateInverseDynamics(uid, ql, qdl, [0.0] * len(ql), physicsClientId=c))
         mass = np.asarray(pybullet.calculateMassMatrix(uid, ql, physicsClientId=c))
-        gain, b0, b1, b2 = (
-            m.actuator_gainprm[:, 0],
-            m.actuator_biasprm[:, 0],
-            m.actuator_biasprm[:, 1],
-            m.actuator_biasprm[:, 2],
-        )
+        gain, b0, b1, b2, limited, lo, hi = self._servo
         a = self._map
         length, velocity = a @ (q + dt * qd), a @ qd
         force0 = gain * data.ctrl + b0 + b1 * length + b2 * velocity  # before the damper's implicit part
-        damper = a.T @ (b2[:, None] * a)  # joint-space damping of the servos (negative semidefinite)
-        qdd = np.linalg.solve(mass - dt * damper, a.T @ force0 + feedforward - bias)
+        qdd = np.linalg.solve(mass - dt * self._damper, a.T @ force0 + feedforward - bias)
         force = force0 + b2 * dt * (a @ qdd)
-        lo, hi = m.actuator_forcerange[:, 0], m.actuator_forcerange[:, 1]
-        force = np.where(m.actuator_forcelimited.astype(bool), np.clip(force, lo, hi), force)
+        force = np.where(limited, np.clip(force, lo, hi), force)
         return np.clip(a.T @ force + feedforward, -self._limit, self._limit)
 
     def gravity_torques(self, q: np.ndarray) -> np.ndarray:
@@ -175,8 +178,18 @@ class BulletPhysics:
         self._mirror(data)
 
     def _mirror(self, data: mujoco.MjData) -> None:
-        """Bullet's state into ``data``, its poses and contacts derived, the applied torques as efforts."""
+        """Bullet's state into ``data``, its poses and contacts derived, the applied torques as efforts.
+
+        Only what a reader of the state needs is derived: poses (``mj_kinematics``, ``mj_camlight``), body
+        velocities (``mj_comPos``, ``mj_comVel``) and contacts (``mj_collision``); ``mj_forward`` would also
+        solve MuJoCo's constraints, ten times the cost, for forces no one reads here.
+        """
         self.scene.read_state(data.qpos, data.qvel)
-        mujoco.mj_forward(self.model, data)
+        m = self.model
+        mujoco.mj_kinematics(m, data)
+        mujoco.mj_comPos(m, data)
+        mujoco.mj_camlight(m, data)
+        mujoco.mj_comVel(m, data)
+        mujoco.mj_collision(m, data)
         data.qfrc_actuator[:] = 0.0
         data.qfrc_actuator[self._dadr] = self.torques

@@ -43,6 +43,11 @@ def _mul(a: Pose, b: Pose) -> Pose:
     return a[0] + quaternions.rotate_vector(b[0], a[1]), quaternions.qmult(a[1], b[1])
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` of two 3-vectors (``np.cross`` costs tens of microseconds a call in the step loop)."""
+    return np.array((a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]))
+
+
 def _inv(a: Pose) -> Pose:
     q = quaternions.qinverse(a[1])
     return -quaternions.rotate_vector(a[0], q), q
@@ -81,6 +86,7 @@ class FreeBody:
     qadr: int
     dadr: int
     com: Pose
+    com_inverse: Pose
 
 
 class BulletScene:
@@ -103,6 +109,7 @@ class BulletScene:
         robot = world.robot_body_ids
         root = next(b for b in sorted(robot) if int(model.body_parentid[b]) not in robot)
         self.robot_uid, self.joints = self._load_robot(world, root)
+        self._indices = [j.index for j in self.joints]
         self.free_bodies: list[FreeBody] = []
         self.static_uids: list[int] = []
         for body in range(model.nbody):
@@ -322,7 +329,9 @@ class BulletScene:
                 pybullet.changeDynamics(uid, -1, localInertiaDiagonal=inertia, physicsClientId=self.client)
         if free:
             jnt = int(m.body_jntadr[body])
-            self.free_bodies.append(FreeBody(name, uid, int(m.jnt_qposadr[jnt]), int(m.jnt_dofadr[jnt]), com))
+            self.free_bodies.append(
+                FreeBody(name, uid, int(m.jnt_qposadr[jnt]), int(m.jnt_dofadr[jnt]), com, _inv(com))
+            )
         else:
             self.static_uids.append(uid)
 
@@ -412,17 +421,33 @@ class BulletScene:
             pybullet.resetBaseVelocity(b.uid, lin, ang, physicsClientId=c)
 
     def read_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """Write Bullet's joint and free-body state into MuJoCo ``qpos`` and ``qvel`` (in place)."""
+        """Write Bullet's joint and free-body state into MuJoCo ``qpos`` and ``qvel`` (in place).
+
+        Called at every physics step, so the pose algebra is MuJoCo's (``mju_*``), not numpy's.
+        """
         c = self.client
-        states = pybullet.getJointStates(self.robot_uid, [j.index for j in self.joints], physicsClientId=c)
-        for j, (q, v, _, _) in zip(self.joints, states, strict=True):
-            qpos[j.qadr], qvel[j.dadr] = q, v
+        states = pybullet.getJointStates(self.robot_uid, self._indices, physicsClientId=c)
+        for j, state in zip(self.joints, states, strict=True):
+            qpos[j.qadr], qvel[j.dadr] = state[0], state[1]
+        quat, inverse, offset, w_world, w_body = (
+            np.empty(4),
+            np.empty(4),
+            np.empty(3),
+            np.empty(3),
+            np.empty(3),
+        )
         for b in self.free_bodies:
             pos, orn = pybullet.getBasePositionAndOrientation(b.uid, physicsClientId=c)
             lin, ang = pybullet.getBaseVelocity(b.uid, physicsClientId=c)
-            frame = _mul((np.asarray(pos, dtype=np.float64), wxyz(orn)), _inv(b.com))
-            w_world = np.asarray(ang, dtype=np.float64)
-            qpos[b.qadr : b.qadr + 3] = frame[0]
-            qpos[b.qadr + 3 : b.qadr + 7] = frame[1] / np.linalg.norm(frame[1])
-            qvel[b.dadr : b.dadr + 3] = np.asarray(lin) - np.cross(w_world, np.asarray(pos) - frame[0])
-            qvel[b.dadr + 3 : b.dadr + 6] = quaternions.rotate_vector(w_world, quaternions.qinverse(frame[1]))
+            com_quat = np.array((orn[3], orn[0], orn[1], orn[2]))
+            mujoco.mju_mulQuat(quat, com_quat, b.com_inverse[1])  # the body frame: centre of mass * com^-1
+            mujoco.mju_normalize4(quat)
+            mujoco.mju_rotVecQuat(offset, b.com[0], quat)  # centre of mass from the body origin, world axes
+            w_world[:] = ang
+            qpos[b.qadr : b.qadr + 3] = np.asarray(pos) - offset
+            qpos[b.qadr + 3 : b.qadr + 7] = quat
+            # The body origin's velocity: the centre of mass's less w x offset.
+            qvel[b.dadr : b.dadr + 3] = np.asarray(lin) - _cross(w_world, offset)
+            mujoco.mju_negQuat(inverse, quat)
+            mujoco.mju_rotVecQuat(w_body, w_world, inverse)
+            qvel[b.dadr + 3 : b.dadr + 6] = w_body
