@@ -17,8 +17,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from r2s2r_capture.bench import real2sim as B  # noqa: E402
+from r2s2r_capture.bench.appearance import REGIONS, measure_world  # noqa: E402
 from r2s2r_capture.errors import CalibrationError, IdentificationError, ReconstructionError  # noqa: E402
 from r2s2r_capture.procedures import session as C  # noqa: E402
+from r2s2r_capture.real2sim.capture_data import read_capture  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
 from r2s2r_capture.real2sim.resim import resim  # noqa: E402
 from r2s2r_capture.sysid.recording import ExcitationConfig  # noqa: E402
@@ -166,6 +168,24 @@ def test_random_profile_within_targets(random_run: dict) -> None:
     _check(random_run)
 
 
+def test_textured_world_looks_like_the_capture_where_the_flat_one_does_not(default_run: dict) -> None:
+    """From the calibrated camera, the textured world is closer to the captured frame in every region."""
+    world_dir = default_run["result"].world_dir
+    scene = (world_dir / "scene.xml").read_text()
+    textures = sorted(p.name for p in (world_dir / "textures").iterdir())
+    assert {"appearance_table_top.png", "appearance_floor.png", "appearance_backdrop.png"} <= set(textures)
+    assert any(t.startswith("appearance_cube_") for t in textures), textures  # the task object's faces
+    for name in textures:
+        assert f'file="{name}"' in scene, name
+    frame = read_capture([default_run["cap"].bag], JOINTS).scene_frames[0][0]
+    figures = measure_world(world_dir, frame)
+    for region in REGIONS:
+        flat, textured = figures["flat"][region], figures["textured"][region]
+        assert textured["pixels"] > 1000, (region, textured)
+        assert textured["psnr_db"] >= flat["psnr_db"] + 1.0, (region, flat, textured)
+        assert textured["ssim"] > flat["ssim"], (region, flat, textured)
+
+
 def test_resim_reports_finite_divergence(default_run: dict, tmp_path: Path) -> None:
     res = resim(default_run["cap"].bag, default_run["result"].world_dir)
     stats = res.stats()
@@ -208,6 +228,7 @@ def test_bad_capture_is_refused_and_nothing_written(
         ({"min_board_views": 2}, r"min_board_views: must be >= 3, got 2"),
         ({"min_scene_frames": 0}, r"min_scene_frames: must be >= 1, got 0"),
         ({"sample_stride": 0}, r"sample_stride: must be >= 1, got 0"),
+        ({"appearance": "glossy"}, r"appearance must be one of \['textured', 'flat'\], got 'glossy'"),
     ],
 )
 def test_config_refuses_too_few_views_frames_or_samples(change: dict, match: str) -> None:

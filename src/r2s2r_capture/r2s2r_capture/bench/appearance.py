@@ -39,6 +39,7 @@ from r2s2r_capture.procedures import session as C
 from r2s2r_capture.real2sim.appearance import APPEARANCE_GROUP
 from r2s2r_capture.real2sim.capture_data import read_capture
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
+from r2s2r_capture.sysid.recording import ExcitationConfig
 
 __all__ = ["REGIONS", "compare_frames", "psnr", "region_masks", "render_world", "ssim_map", "study"]
 
@@ -46,6 +47,14 @@ REGIONS = ("table", "objects", "background")
 _REGION_RGB = {"table": (1.0, 0.0, 0.0), "objects": (0.0, 1.0, 0.0), "background": (0.0, 0.0, 1.0)}
 _ROBOT_RGB = (1.0, 1.0, 1.0)
 _ERODE_PX = 2
+_CAPTURE = C.CaptureConfig(
+    n_intrinsics_views=8,
+    n_scene_frames=1,
+    excitation=ExcitationConfig(
+        duration_s=4.0, rate_hz=500.0, base_freq_hz=0.25, n_harmonics=5, range_fraction=0.35, max_velocity=1.2
+    ),
+)
+_REAL2SIM = Real2SimConfig(max_iters=5, report=False)
 
 
 def ssim_map(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -155,12 +164,14 @@ def measure_world(world_dir: Path, frame: np.ndarray) -> dict[str, dict[str, dic
 
 
 def study(profile: str, root: Path, *, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Capture from the emulated unit with ``profile``, run real2sim, measure flat and textured."""
-    cap = C.capture_emulated(
-        root / "capture", profile=profile_path(profile), config=C.CaptureConfig(n_scene_frames=1)
-    )
+    """Capture from the emulated unit with ``profile``, run real2sim, measure flat and textured.
+
+    The excitation and the identification are cut short (:data:`_CAPTURE`, :data:`_REAL2SIM`): the
+    appearance comes from the board views and the scene frames alone.
+    """
+    cap = C.capture_emulated(root / "capture", profile=profile_path(profile), config=_CAPTURE)
     say(f"captured {cap.bag}")
-    result = real2sim([cap.bag], root / "world", config=Real2SimConfig(report=False), progress=say)
+    result = real2sim([cap.bag], root / "world", config=_REAL2SIM, progress=say)
     tcfg = SimWorld(result.world_dir).config
     data = read_capture([cap.bag], tuple(tcfg.robot.arm_joints))
     return {"profile": profile, "figures": measure_world(result.world_dir, data.scene_frames[0][0])}

@@ -314,6 +314,7 @@ def real2sim(
             "template": str(template_dir),
             "camera": camera.summary(data.image_size),
             "table_top_z": float(scene.seg.table.height),
+            "appearance": cfg.appearance,
             "target_marker_xy": None if target_xy is None else [float(v) for v in target_xy],
             "objects": objects,
             "sysid": sysid_summary,

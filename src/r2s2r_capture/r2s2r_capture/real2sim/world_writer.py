@@ -1,7 +1,8 @@
 """Write a reconstructed scene as a world folder: ``scene.xml`` built with ``mujoco.MjSpec``, ``world.yaml``.
 
 The robot, its interface (arm joints, gripper, home) and the task parameters come from a template world;
-the table, the objects, the camera and the task's object/target come from the reconstruction.  The folder
+the table, the objects, the camera and the task's object/target come from the reconstruction, with the
+scene frames' textures when they are given (:mod:`r2s2r_capture.real2sim.appearance`).  The folder
 is written to a temporary sibling, loaded with :class:`r2s2r_sim.world.sim_world.SimWorld` and only then
 renamed into place; an existing output folder is never touched.
 """
