@@ -46,6 +46,7 @@ from r2s2r_sim.authoring.gripper_guess import (
     y_to_closing,
 )
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.world.robot_binding import actuator_id
 from r2s2r_sim.world.robot_source import (
     ServoConfig,
     ToolFrameConfig,
@@ -175,10 +176,13 @@ def _gripper(model: mujoco.MjModel, opts: NewWorldOptions, notes: list[str]) -> 
         return grip_acts, grip_joints
     if opts.gripper_actuators is not None:
         for name in opts.gripper_actuators:
-            act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
+            act = actuator_id(model, name)
             if act < 0:
                 have = [model.actuator(i).name for i in range(model.nu)]
-                raise WorldError(f"--gripper-actuator: {name!r} not in the robot file ({have})")
+                raise WorldError(
+                    f"--gripper-actuator: {name!r} not in the robot file (an actuator's name, #index, or the "
+                    f"joint or tendon it drives; actuators: {have})"
+                )
             grip_acts.append(act)
     else:
         grip_acts = guess_gripper_actuators(model, notes)

@@ -31,6 +31,7 @@ from r2s2r_sim.authoring.world_picture import draw_tool_frame
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.render.renderer import camera_intrinsics
 from r2s2r_sim.world.kinematics import KinematicArm, tool_down_reach
+from r2s2r_sim.world.robot_binding import actuator_id
 from r2s2r_sim.world.sim_world import SimWorld
 
 if TYPE_CHECKING:
@@ -289,7 +290,7 @@ def _check_gripper_ctrl(model: mujoco.MjModel, prefix: str, g: GripperConfig, re
     ctrl is clamped to one end and never moves.
     """
     for name, (u0, u1) in zip(g.actuators, g.ctrl_ranges, strict=True):
-        act = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, prefix + name)
+        act = actuator_id(model, name, prefix)
         if act < 0 or not model.actuator_ctrllimited[act]:
             continue
         lo, hi = (float(v) for v in model.actuator_ctrlrange[act])
@@ -314,7 +315,7 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
     assert task is not None and gripper is not None and robot.ee_site is not None
     body = model.body(task.object_body).id
     site = model.site(robot.prefix + robot.ee_site).id
-    act = [model.actuator(robot.prefix + n).id for n in gripper.actuators]
+    act = [actuator_id(model, n, robot.prefix) for n in gripper.actuators]
     mass = float(model.body_subtreemass[body])
     ctrl = (np.array([r[0] for r in gripper.ctrl_ranges]), np.array([r[1] for r in gripper.ctrl_ranges]))
     held = grip_hold(model, world.data, object_body=body, site=site, grip_act=act, ctrl=ctrl)

@@ -118,7 +118,8 @@ def _add_new(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gripper-joints", help="joints reported as the gripper, comma-separated")
     parser.add_argument(
         "--gripper-actuator",
-        help="the actuator the gripper command drives; comma-separated when each finger has its own",
+        help="the actuator the gripper command drives: its name, #index in the robot file (for an unnamed "
+        "one) or the joint or tendon it drives; comma-separated when each finger has its own",
     )
     parser.add_argument("--no-gripper", action="store_true", help="the robot has no gripper")
     parser.add_argument("--gripper-open", type=float, help="gripper command of fully open (joint units)")

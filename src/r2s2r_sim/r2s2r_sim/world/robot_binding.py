@@ -7,6 +7,7 @@ free of lookups; a name the robot file lacks is reported with the names it has.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import mujoco
@@ -16,12 +17,43 @@ from r2s2r_sim.errors import WorldError
 from r2s2r_sim.world.config import WorldConfig
 from r2s2r_sim.world.kinematics import subtree_bodies
 
-__all__ = ["RobotBinding", "bind_robot", "element_names"]
+__all__ = ["RobotBinding", "actuator_id", "bind_robot", "element_names"]
+
+_UNNAMED = re.compile(r"^(?:<unnamed\s*)?#(\d+)>?$")
 
 
 def element_names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
     """The names of the first ``count`` elements of a kind (for error messages)."""
     return [mujoco.mj_id2name(model, objtype, i) or f"<unnamed #{i}>" for i in range(count)]
+
+
+def actuator_id(model: mujoco.MjModel, ref: str, prefix: str = "") -> int:
+    """The id of the actuator ``ref`` addresses in ``model``, or -1.
+
+    ``ref`` is the actuator's name, ``#i`` (or ``<unnamed #i>``, as messages show it) for the robot file's
+    i-th actuator (:func:`r2s2r_sim.world.robot_source.name_unnamed_actuators` names unnamed ones so), or
+    the name of the one joint or tendon the actuator drives: a robot file need not name its actuators.
+    """
+    unnamed = _UNNAMED.match(ref.strip())
+    name = f"#{unnamed.group(1)}" if unnamed else ref
+    act = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, prefix + name))
+    if act >= 0 or unnamed:
+        return act
+    for objtype, trn in (
+        (mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtTrn.mjTRN_JOINT),
+        (mujoco.mjtObj.mjOBJ_TENDON, mujoco.mjtTrn.mjTRN_TENDON),
+    ):
+        target = int(mujoco.mj_name2id(model, objtype, prefix + ref))
+        if target < 0:
+            continue
+        acts = [
+            a
+            for a in range(model.nu)
+            if int(model.actuator_trntype[a]) == int(trn) and int(model.actuator_trnid[a, 0]) == target
+        ]
+        if len(acts) == 1:
+            return acts[0]
+    return -1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,7 +104,10 @@ class _Binder:
         return [n[len(self._prefix) :] for n in names if n.startswith(self._prefix)]
 
     def _robot_id(self, objtype: mujoco.mjtObj, name: str, field: str, what: str) -> int:
-        idx = int(mujoco.mj_name2id(self.model, objtype, self._full(name)))
+        if objtype == mujoco.mjtObj.mjOBJ_ACTUATOR:
+            idx = actuator_id(self.model, name, self._prefix)
+        else:
+            idx = int(mujoco.mj_name2id(self.model, objtype, self._full(name)))
         if idx < 0:
             raise WorldError(
                 f"{self._src}: {field}: {what} {name!r} not in {self._robot_rel} "

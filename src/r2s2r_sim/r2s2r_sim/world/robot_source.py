@@ -448,11 +448,24 @@ def load_robot_spec(
         except ValueError as err:
             raise WorldError(f"{field}: {path} is not valid MJCF: {err}") from err
         _exclude_static_chains(spec, world_welded_only=True)
+    name_unnamed_actuators(spec)
     if servos is not None:
         _add_servos(spec, servo_joints, servos, "robot.servos")
     if tool_frame is not None:
         _add_tool_frame(spec, tool_frame, "robot.tool_frame")
     return spec
+
+
+def name_unnamed_actuators(spec: mujoco.MjSpec) -> None:
+    """Name each unnamed actuator of the robot file ``#i`` (its index in the file), in this spec only.
+
+    A world addresses actuators by name (``world.yaml``, flags, hardware profiles); an actuator the robot
+    file leaves unnamed gets the name that MuJoCo's messages show it by, so that it can be addressed
+    without editing the file.
+    """
+    for i, act in enumerate(spec.actuators):
+        if not act.name:
+            act.name = f"#{i}"
 
 
 def set_armature(spec: mujoco.MjSpec, armature: Mapping[str, float], prefix: str = "") -> None:
