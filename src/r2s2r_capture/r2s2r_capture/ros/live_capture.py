@@ -41,6 +41,7 @@ import rclpy
 from builtin_interfaces.msg import Duration
 from r2s2r_sim.interface import CommandPath, Interface, load_interface
 from r2s2r_sim.ros.dds import use_large_data_transport
+from r2s2r_sim.ros.interrupts import honour_sigint
 from r2s2r_sim.ros.qos import interface_class, qos_profile
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
@@ -406,6 +407,7 @@ def capture_live(
         EnvelopeViolation: the excitation plan leaves the envelope (nothing moved).
         KeyboardInterrupt: Ctrl-C; the arm holds and the bag is closed before it propagates.
     """
+    honour_sigint()  # Ctrl-C must reach us even when started from a background job
     cfg = config or CaptureConfig()
     opts = options or LiveOptions(yes=True, prompt=None)
     out = refuse_existing(output, CaptureError)
