@@ -165,6 +165,21 @@ def test_train_runs_on_a_dataset_written_by_lerobot_itself(tmp_path: Path) -> No
     assert json.dumps(config).count('"j1"') >= 1  # the checkpoint is for this dataset's joints
 
 
+def test_an_incomplete_dataset_is_refused_without_going_online(tmp_path: Path) -> None:
+    # LeRobotDataset falls back to the Hugging Face Hub for files a local dataset lacks; r2s2r keeps it
+    # offline, so a damaged folder is a clear error naming it.
+    root = tmp_path / "damaged"
+    names = {"state_names": list(JOINTS), "action_names": [*ARM, "gripper"]}
+    _lerobot_dataset(root, **names, camera="observation.images.cam")
+    assert validate_v3_dataset(root) == []
+    for f in (root / "data").rglob("*.parquet"):
+        f.unlink()
+    (problem,) = validate_v3_dataset(root)
+    assert str(root) in problem and "do not hold everything meta/ lists" in problem
+    with pytest.raises(DatasetError, match="LeRobotDataset cannot load it"):
+        list(read_episodes(root, bc_features(root)))
+
+
 @pytest.mark.parametrize(
     ("state_names", "action_names", "feature"),
     [

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from r2s2r_eval.learning.lerobot_video import DatasetError
+
 __all__ = ["VIDEO_BACKEND", "lerobot_converter", "lerobot_dataset", "lerobot_video_utils", "open_dataset"]
 
 # lerobot's "pyav" decoder goes through torchvision.io.VideoReader, which torchvision 0.28 no longer has.
@@ -35,6 +37,9 @@ def _prepare_torchvision() -> None:
 
     # SVT-AV1 (lerobot's default encoder) logs its whole configuration per video at its default level.
     os.environ.setdefault("SVT_LOG", "1")
+    # LeRobotDataset falls back to downloading "<repo id>" from the Hugging Face Hub when a local dataset
+    # looks incomplete; r2s2r's datasets are local only, so a damaged one must fail here, not go online.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if "torchvision" in sys.modules:
         return
     spec = importlib.util.find_spec("torchvision")
@@ -81,7 +86,18 @@ def lerobot_converter() -> ModuleType:
 
 
 def open_dataset(root: str | Path, **kwargs: Any) -> Any:
-    """The LeRobot dataset at ``root`` (local only: the repo id is the folder's name)."""
+    """The LeRobot dataset at ``root`` (local only: the repo id is the folder's name).
+
+    Raises:
+        DatasetError: LeRobotDataset cannot load it (the error names the folder and lerobot's reason).
+    """
     root = Path(root)
     module = lerobot_dataset()
-    return module.LeRobotDataset(f"local/{root.name}", root=root, video_backend=VIDEO_BACKEND, **kwargs)
+    try:
+        return module.LeRobotDataset(f"local/{root.name}", root=root, video_backend=VIDEO_BACKEND, **kwargs)
+    except Exception as err:  # lerobot, datasets and huggingface_hub raise many kinds for a bad folder
+        if type(err).__name__ == "OfflineModeIsEnabled":  # lerobot's fallback to the Hub, kept offline
+            reason = "its files do not hold everything meta/ lists (lerobot would fetch it from the Hub)"
+        else:
+            reason = f"{type(err).__name__}: {err}"
+        raise DatasetError(f"{root}: LeRobotDataset cannot load it: {reason}") from err
