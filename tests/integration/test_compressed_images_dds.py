@@ -1,8 +1,11 @@
-"""Compressed images over real DDS: the sim node publishes image_transport's compressed topics and the
-policy node, with ``image_transport: compressed``, acts on them alone."""
+"""Compressed images over real DDS: the sim node publishes image_transport's compressed topics; the policy
+node, with ``image_transport: compressed``, acts on them alone; the recorder records them and real2sim's
+frame reader decodes them from the bag."""
 
 from __future__ import annotations
 
+import signal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,6 +13,8 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run `make setup`")
 
+from r2s2r_capture.bags.reader import BagReader  # noqa: E402
+from r2s2r_capture.real2sim.frames import camera_topics, image_array  # noqa: E402
 from r2s2r_sim.interface import load_interface  # noqa: E402
 from r2s2r_sim.ros import conversions as rc  # noqa: E402
 from r2s2r_sim.ros.qos import qos_profile  # noqa: E402
@@ -31,6 +36,7 @@ class CompressedProbe(RosProbe):
         self.commands = self.record("arm_command")
         self.color = self.iface.topic("color_image", "camera")
         self.depth = self.iface.topic("depth_image", "camera")
+        self.counts = dict.fromkeys((self.color + "/compressed", self.depth + "/compressedDepth"), 0)
         self.compressed: dict[str, list[Any]] = {
             self.color + "/compressed": [],
             self.depth + "/compressedDepth": [],
@@ -42,6 +48,7 @@ class CompressedProbe(RosProbe):
     def _keep(self, topic: str, msg: Any) -> None:
         with self.lock:
             self.compressed[topic][-1:] = [msg]  # the latest only
+            self.counts[topic] += 1
 
     def subscribers(self, topic: str) -> set[str]:
         return {i.node_name for i in self.node.get_subscriptions_info_by_topic(topic)}
@@ -78,3 +85,44 @@ def test_policy_node_acts_on_compressed_images_only(processes: Any, probe: Compr
     assert rgb.std() > 5.0  # a rendered scene, not a blank frame
     valid = mm[mm > 0] / 1000.0
     assert valid.size > 0.5 * mm.size and 0.2 < np.median(valid) < 3.0  # the table, in metres from the camera
+
+
+@pytest.mark.timeout(int(WAIT_S) + 120)
+def test_recorder_records_compressed_images_that_real2sim_reads(
+    processes: Any, probe: CompressedProbe, tmp_path: Path
+) -> None:
+    processes.start(["sim_node", "--ros-args", "-p", "compressed_images:=true"])
+    out = tmp_path / "bag"
+    rec = processes.start(
+        [
+            "recorder_node",
+            "--ros-args",
+            "-p",
+            f"output:={out}",
+            "-p",
+            "interface_cameras:=['camera']",
+            "-p",
+            "image_transport:=compressed",
+        ]
+    )
+    topics = list(probe.counts)
+    for topic in topics:
+        wait_for(lambda t=topic: "recorder_node" in probe.subscribers(t), WAIT_S, f"the recorder on {topic}")
+    with probe.lock:
+        seen = dict(probe.counts)
+    wait_for(
+        lambda: all(probe.counts[t] >= seen[t] + 3 for t in topics), WAIT_S, f"3 more frames on {topics}"
+    )
+    rec.send_signal(signal.SIGINT)
+    log = rec.communicate(timeout=60)[0]
+    assert rec.returncode == 0, log
+    with BagReader(out) as bag:
+        assert probe.color not in bag.topics and probe.depth not in bag.topics, sorted(bag.topics)
+        color, depth = camera_topics(bag.topics, probe.color, probe.depth)
+        assert (color, depth) == tuple(topics)
+        assert all(bag.topics[t].msgtype == "sensor_msgs/msg/CompressedImage" for t in topics)
+        assert min(bag.topics[t].message_count for t in topics) >= 3, log
+        last = {m.topic: bag.deserialize(m) for m in bag.messages(topics)}
+        rgb, mm = (image_array(last[t], t) for t in topics)
+    assert rgb.ndim == 3 and rgb.shape[2] == 3 and rgb.std() > 5.0
+    assert mm.dtype == np.uint16 and mm.shape == rgb.shape[:2] and np.median(mm[mm > 0]) > 200
