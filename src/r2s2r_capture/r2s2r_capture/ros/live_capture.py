@@ -243,14 +243,26 @@ class RosCellIO:
         time.sleep(max(0.0, seconds))
 
     def stream(self, commands: np.ndarray, rate_hz: float, monitor: ExcitationMonitor | None = None) -> None:
-        """Send each command at its tick of ``rate_hz`` (wall clock); stop and hold if ``monitor`` says so."""
+        """Send ``commands`` at ``rate_hz`` (wall clock); stop and hold if ``monitor`` says so.
+
+        Forward controller: one command per tick.  Trajectory controller: the whole stretch as one
+        trajectory (positions and velocities at every tick), which the controller runs in its own time;
+        streaming one-point trajectories instead would make it interpolate a rest-to-rest segment per tick,
+        half again as fast as the plan.  Either way each tick's set-point is written to the bag when due.
+        """
+        q = np.asarray(commands, dtype=np.float64)
+        if not len(q):
+            return
         with self._lock:
             self._monitor = monitor
         period = 1.0 / rate_hz
+        whole = self._trajectory and len(q) > 1
+        if whole:
+            self._publish_trajectory(q, period)
         start = time.monotonic()
         try:
-            for k, target in enumerate(np.asarray(commands, dtype=np.float64)):
-                delay = start + k * period - time.monotonic()
+            for k, target in enumerate(q):
+                delay = start + (k + whole) * period - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
                 if monitor is not None:
@@ -261,10 +273,35 @@ class RosCellIO:
                             f"excitation stopped ({verdict.reason.value if verdict.reason else 'stop'}): "
                             f"{verdict.detail}; the arm holds where it was last measured"
                         )
-                self.send(target, period)
+                if whole:
+                    self._record_command(target)
+                else:
+                    self.send(target, period)
         finally:
             with self._lock:
                 self._monitor = None
+
+    def _publish_trajectory(self, q: np.ndarray, period: float) -> None:
+        """``q`` as one trajectory: a point per tick from one tick after receipt, with the velocities."""
+        qd = np.gradient(q, period, axis=0)
+        qd[-1] = 0.0
+        msg = JointTrajectory()  # header stamp zero: the controller starts it on receipt
+        msg.joint_names = list(self.arm_joint_names)
+        msg.points = [
+            JointTrajectoryPoint(
+                positions=[float(v) for v in q[k]],
+                velocities=[float(v) for v in qd[k]],
+                time_from_start=_duration((k + 1) * period),
+            )
+            for k in range(len(q))
+        ]
+        with self._lock:
+            self._command_pub.publish(msg)
+
+    def _record_command(self, q: np.ndarray) -> None:
+        with self._lock:
+            self.msgs.array("arm_command", time.time_ns(), np.asarray(q, dtype=np.float64))
+            self._last_command = np.asarray(q, dtype=np.float64)
 
     def send(self, q: np.ndarray, period: float) -> None:
         """One set-point through the profile's controller, written to the bag's ``arm_command``."""
@@ -272,18 +309,12 @@ class RosCellIO:
         if self._trajectory:
             msg = JointTrajectory()  # header stamp zero: the controller starts it on receipt
             msg.joint_names = list(self.arm_joint_names)
-            sec = int(period)
-            msg.points = [
-                JointTrajectoryPoint(
-                    positions=values, time_from_start=Duration(sec=sec, nanosec=round((period - sec) * 1e9))
-                )
-            ]
+            msg.points = [JointTrajectoryPoint(positions=values, time_from_start=_duration(period))]
         else:
             msg = Float64MultiArray(data=values)
         with self._lock:
             self._command_pub.publish(msg)
-            self.msgs.array("arm_command", time.time_ns(), np.asarray(values))
-            self._last_command = np.asarray(values)
+        self._record_command(np.asarray(values))
 
     def hold_here(self) -> None:
         """Command the arm to stay where it was last measured (Ctrl-C, a fault)."""
@@ -364,6 +395,11 @@ class RosCellIO:
     def has_stand_in(self) -> bool:
         """Whether the emulated board stand-in moves the board (no person needed)."""
         return self._stand_in is not None
+
+
+def _duration(seconds: float) -> Duration:
+    sec = int(seconds)
+    return Duration(sec=sec, nanosec=round((seconds - sec) * 1e9))
 
 
 def _padded(values: Any, names: Any) -> list[float]:
