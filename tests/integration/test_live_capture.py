@@ -27,6 +27,7 @@ from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, PHASE_TOPIC, 
 from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world  # noqa: E402
 from r2s2r_capture.procedures.session import scene_truth  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
+from r2s2r_capture.sysid.joint_motion import read_joint_motion  # noqa: E402
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm  # noqa: E402
 from r2s2r_sim.hardware.profile import load_hardware_profile  # noqa: E402
 
@@ -51,23 +52,17 @@ def _capture(processes: Any, r2s2r_exe: str, tmp_path: Path, *extra: str) -> sub
     )
 
 
+def _start_cell(processes: Any, tmp_path: Path, *params: str) -> Path:
+    world = board_world("tabletop-pick-v1", CAPTURE_BOARD, tmp_path)
+    args = ["-p", f"world:={world}", "-p", f"profile:={PROFILE}", "-p", f"capture_board:={BOARD_BODY}"]
+    processes.start(["emulated_hardware_node", "--ros-args", *args, *[a for p in params for a in ("-p", p)]])
+    return world
+
+
 @pytest.fixture
 def board_cell(tmp_path: Path, processes: Any) -> Path:
     """The emulated hardware node serving the board variant of the pick world, with the board stand-in."""
-    world = board_world("tabletop-pick-v1", CAPTURE_BOARD, tmp_path)
-    processes.start(
-        [
-            "emulated_hardware_node",
-            "--ros-args",
-            "-p",
-            f"world:={world}",
-            "-p",
-            f"profile:={PROFILE}",
-            "-p",
-            f"capture_board:={BOARD_BODY}",
-        ]  # fmt: skip
-    )
-    return world
+    return _start_cell(processes, tmp_path)
 
 
 def test_live_capture_then_real2sim_finds_camera_and_objects(
@@ -171,3 +166,22 @@ def test_ctrl_c_in_the_excitation_leaves_the_arm_holding_and_the_bag_valid(
     measured = np.array([states[-1][n] for n in arm])
     assert commands, "no hold command was sent"
     np.testing.assert_allclose(commands[-1], measured, atol=0.05)
+
+
+def test_live_capture_through_the_trajectory_controller_of_a_driver_profile(
+    processes: Any, r2s2r_exe: str, tmp_path: Path
+) -> None:
+    profile = "ur_robot_driver"  # command: trajectory (scaled_joint_trajectory_controller)
+    _start_cell(processes, tmp_path, f"interface:={profile}")
+    run = _capture(processes, r2s2r_exe, tmp_path, "--interface", profile, "--board-views", "3")
+    assert run.returncode == 0, run.stdout + run.stderr
+    window = []
+    with BagReader(tmp_path / "bag") as reader:
+        for m in reader.messages([PHASE_TOPIC]):
+            if json.loads(reader.deserialize(m).data)["phase"] == "excitation":
+                window.append(m.timestamp_ns * 1e-9)
+    joints = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+    motion = read_joint_motion(tmp_path / "bag", joints, window=(window[0], window[-1]), interface=profile)
+    # The arm followed the set-points the bag says were sent: it moved as far as they did.
+    np.testing.assert_allclose(np.ptp(motion.q, axis=0), np.ptp(motion.q_cmd, axis=0), rtol=0.25)
+    assert np.ptp(motion.q_cmd, axis=0).min() > 0.2

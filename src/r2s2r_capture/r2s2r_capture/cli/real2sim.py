@@ -160,7 +160,11 @@ def register_capture(subparsers: Any) -> None:
         help=f"hardware profile of the emulated unit: a shipped one by name "
         f"({', '.join(PROFILES)}) or a YAML path (default: {DEFAULT_PROFILE})",
     )
-    p.add_argument("--world", default="tabletop-pick-v1", help="world id or folder the profile is for")
+    p.add_argument(
+        "--world",
+        default="tabletop-pick-v1",
+        help="world id or folder: the emulated unit's (--emulated), else the live arm's template",
+    )
     p.add_argument("-o", "--out", default=None, help="bag folder to create (must not exist)")
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")
     p.add_argument("--scene-frames", type=int, default=2, help="RGB-D frames of the scene")
