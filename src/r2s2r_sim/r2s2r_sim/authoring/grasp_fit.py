@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ import mujoco
 import numpy as np
 
 __all__ = [
+    "finger_gap",
     "GRASP_IMPRATIO",
     "HOLD_LOADS_G",
     "STABLE_DAMPING_RATIO",
@@ -53,6 +55,62 @@ def subtree(model: mujoco.MjModel, body: int) -> set[int]:
         if int(model.body_parentid[b]) in out:
             out.add(b)
     return out
+
+
+# How far (m) along the approach axis behind a finger's deepest geom another still counts as its tip.
+_PAD_DEPTH = 0.02
+
+
+def finger_gap(
+    model: mujoco.MjModel, data: mujoco.MjData, joints: list[int], tool_pos: np.ndarray, tool_z: np.ndarray
+) -> float | None:
+    """How wide (m) the gripper opens at grasp depth: the widest gap between two fingers' colliding geoms.
+
+    Each limited gripper joint (and each joint that follows one through a joint equality) is tried at both
+    ends of its range (a finger may open either way).  The gap is the nearest distance between the geoms
+    below the first two moving finger bodies that lie within :data:`_PAD_DEPTH` of each finger's deepest
+    along the approach axis ``tool_z``: the fingertips, not a linkage's knuckles near the palm.  None for a
+    gripper with one moving jaw, whose gap to the fixed jaw cannot be told from the bodies alone.
+    """
+    # a finger that follows another through a joint equality (a linkage's far jaw) opens too
+    followers = [
+        int(model.eq_obj1id[e])
+        for e in range(model.neq)
+        if int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT) and int(model.eq_obj2id[e]) in joints
+    ]
+    moving = list(dict.fromkeys([*joints, *followers]))
+    limited = [j for j in moving if model.jnt_limited[j]][:4]
+    bodies = list(dict.fromkeys(int(model.jnt_bodyid[j]) for j in limited))
+    if len(bodies) < 2:
+        return None
+
+    mujoco.mj_kinematics(model, data)
+
+    def colliding(body: int) -> list[int]:
+        below = subtree(model, body)
+        geoms = [
+            g
+            for g in range(model.ngeom)
+            if int(model.geom_bodyid[g]) in below and (model.geom_contype[g] or model.geom_conaffinity[g])
+        ]
+        depth = {g: float((data.geom_xpos[g] - tool_pos) @ tool_z) for g in geoms}
+        tip = max(depth.values(), default=0.0)
+        return [g for g in geoms if depth[g] >= tip - _PAD_DEPTH]
+
+    first, second = colliding(bodies[0]), colliding(bodies[1])
+    if not first or not second:
+        return None
+    saved = data.qpos.copy()
+    widest = 0.0
+    for ends in itertools.product((0, 1), repeat=len(limited)):
+        for j, end in zip(limited, ends, strict=True):
+            data.qpos[model.jnt_qposadr[j]] = model.jnt_range[j, end]
+        mujoco.mj_kinematics(model, data)
+        gap = min(mujoco.mj_geomDistance(model, data, a, b, 1.0, None) for a in first for b in second)
+        widest = max(widest, float(gap))
+    data.qpos[:] = saved
+    mujoco.mj_kinematics(model, data)
+    return widest
 
 
 def tip_depth(object_half: float) -> float:

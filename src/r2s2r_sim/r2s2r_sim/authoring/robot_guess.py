@@ -28,6 +28,7 @@ import yaml
 
 from r2s2r_sim.authoring.grasp_fit import (
     GRASP_IMPRATIO,
+    finger_gap,
     fingertip_reach,
     grasp_depth_shift,
     site_frame,
@@ -53,6 +54,7 @@ from r2s2r_sim.world.robot_source import (
     is_urdf,
     load_robot_spec,
     servo_reason,
+    torque_motor_joints,
 )
 from r2s2r_sim.worlds import WORLDS
 
@@ -69,6 +71,8 @@ _BUNDLED_PHYSICS: dict[str, Any] = yaml.safe_load(
 TABLE_Z = 0.75
 # Half the bundled cube's edge and the gap left between it and a fixed jaw when descending (m).
 _CUBE_HALF = 0.02
+# Room (m) the open fingers keep around the cube, for the approach's position error.
+_FIT_MARGIN = 0.006
 _JAW_MARGIN = 0.005
 # Servos for arm joints with no actuator (URDF) or a torque motor: stiff enough to hold a 5-10 kg arm.
 DEFAULT_SERVOS = ServoConfig(kp=2000.0, kv=100.0)
@@ -193,6 +197,31 @@ def _gripper(model: mujoco.MjModel, opts: NewWorldOptions, notes: list[str]) -> 
     if not grip_acts and opts.gripper_joints is not None:
         raise WorldError("--gripper-joints: also give --gripper-actuator (no actuator drives those joints)")
     return grip_acts, grip_joints
+
+
+def _check_opening(
+    model: mujoco.MjModel,
+    data: mujoco.MjData,
+    joints: list[int],
+    tool: tuple[np.ndarray, np.ndarray],
+    notes: list[str],
+) -> None:
+    """Refuse a gripper that opens too little for the task's cube; say how wide it opens.
+
+    Raises:
+        WorldError: the fingers open less than the cube and a margin (names the figures).
+    """
+    gap = finger_gap(model, data, joints, *tool)
+    if gap is None:
+        notes.append("gripper: one moving jaw, its opening is not measured; check that the cube fits")
+        return
+    cube = 2 * _CUBE_HALF
+    if gap < cube + _FIT_MARGIN:
+        raise WorldError(
+            f"--robot: the gripper opens {gap * 1000:.0f} mm between its fingers; the table task's "
+            f"{cube * 1000:.0f} mm cube needs at least {(cube + _FIT_MARGIN) * 1000:.0f} mm"
+        )
+    notes.append(f"gripper: opens {gap * 1000:.0f} mm between its fingers (the cube is {cube * 1000:.0f} mm)")
 
 
 def _home(
@@ -359,11 +388,17 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
 
     robot = _robot_head(model, opts, key, home_q, arm)
     servo_why = servo_reason(spec, tuple(robot["arm_joints"]), urdf=is_urdf(opts.robot_file))
+    # A gripper on a force motor would get its opening in joint units as a force: it gets a servo too.
+    grip_names = tuple(model.joint(j).name for j in grip_joints)
+    grip_motors = torque_motor_joints(spec, grip_names)
+    if grip_motors:
+        why = f"force motors drive the gripper joints {grip_motors}"
+        servo_why = f"{servo_why}; {why}" if servo_why else why
     if servo_why:
         robot["servos"] = {"kp": DEFAULT_SERVOS.kp, "kv": DEFAULT_SERVOS.kv}
         notes.append(f"{servo_why}: position servos kp {DEFAULT_SERVOS.kp}, kv {DEFAULT_SERVOS.kv}")
         # What follows (grasp and stability fits) sees the servos the world will have.
-        model, _ = _robot_model(opts, tuple(robot["arm_joints"]))
+        model, _ = _robot_model(opts, tuple(robot["arm_joints"]) + grip_names)
         data = mujoco.MjData(model)
         if key >= 0:
             mujoco.mj_resetDataKeyframe(model, data, key)
@@ -383,6 +418,7 @@ def guess_robot(opts: NewWorldOptions) -> GuessedRobot:
         robot["gripper"] = gripper_section(
             model, data, opts, grip_acts, grip_joints, finger_bodies, tool_pos, tool_z
         )
+        _check_opening(model, data, grip_joints, (tool_pos, tool_z), notes)
     elif not opts.no_gripper:
         notes.append("no gripper found (no actuator on a finger/jaw/gripper joint); the world has none")
     physics = _fit_physics(model, data, arm, robot, notes)

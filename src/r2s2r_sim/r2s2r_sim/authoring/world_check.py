@@ -150,7 +150,8 @@ def check_world(world_dir: Path, picture: Path | None = None) -> WorldReport:
     for a, b, depth in self_contacts(world):
         report.warnings.append(
             f"robot: links {a!r} and {b!r} touch at home ({1000 * depth:.1f} mm deep): the joints between "
-            "them rub; exclude the pair in the robot file (<contact><exclude body1=.. body2=../>)"
+            "them rub; add the pair to robot.contact_exclude in world.yaml (`r2s2r world new` does); the "
+            "robot file stays as it is"
         )
     if cfg.task is None:
         report.warnings.append("task: none; episodes cannot succeed or fail")

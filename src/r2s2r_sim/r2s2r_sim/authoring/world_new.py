@@ -22,6 +22,7 @@ import yaml
 
 from r2s2r_sim.authoring.layout import BUNDLED_LAYOUT, Layout, SceneLayout, choose_layout, start_pose
 from r2s2r_sim.authoring.robot_guess import TABLE_Z, GuessedRobot, NewWorldOptions, guess_robot
+from r2s2r_sim.authoring.world_check import self_contacts
 from r2s2r_sim.authoring.world_variations import write_variations
 from r2s2r_sim.errors import WorldError
 from r2s2r_sim.world.kinematics import KinematicArm, base_footprint, tool_down_reach
@@ -156,6 +157,13 @@ def _start_pose(out: Path, layout: Layout) -> np.ndarray | None:
     return start_pose(model, world.data.qpos.copy(), arm_ids, camera, points, world.robot_body_ids, away)
 
 
+def _touching(out: Path, prefix: str) -> list[tuple[str, str, float]]:
+    """The robot's links that touch at home in the world at ``out`` (unprefixed names, depth in m)."""
+    world = SimWorld(out)
+    world.reset(0)
+    return [(a[len(prefix) :], b[len(prefix) :], depth) for a, b, depth in self_contacts(world)]
+
+
 def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
     """Write ``out/world.yaml``, ``out/scene.xml`` and ``out/variations.yaml``, never over a world.
 
@@ -202,6 +210,16 @@ def write_world(out: Path, opts: NewWorldOptions) -> tuple[Path, GuessedRobot]:
         was = f"keyframe {key!r}" if key else "home"
         notes.append(f"start pose: the {was} with the first joint turned, so the camera sees the workspace")
         path = _write(out, opts, robot, layout.scene, comment, guess.physics)
+    touching = _touching(out, robot.get("prefix", ""))
+    if touching:
+        # Links that touch where the robot stands rub whenever it moves: the world keeps them apart.
+        robot["contact_exclude"] = [[a, b] for a, b, _ in touching]
+        path = _write(out, opts, robot, layout.scene, comment, guess.physics)
+        notes += [
+            f"robot: links {a!r} and {b!r} touch at home ({1000 * depth:.1f} mm deep): kept out of contact "
+            "by robot.contact_exclude in world.yaml (the robot file stays as it is)"
+            for a, b, depth in touching
+        ]
     mount = (float(robot["attach"]["pos"][0]), float(robot["attach"]["pos"][1]))
     write_variations(out / WORLD_VARIATIONS_FILE, layout.scene, mount, base_radius, robot["arm_joints"])
     notes.append(

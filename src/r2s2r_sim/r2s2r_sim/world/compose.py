@@ -126,6 +126,11 @@ def compose_world(
             raise WorldError(
                 f"{src}: {robot_field}: composing {scene_rel} with {robot_rel} failed: {err}"
             ) from err
+        for pair in cfg.robot.contact_exclude:
+            missing = [b for b in pair if scene_spec.body(cfg.robot.prefix + b) is None]
+            if missing:
+                raise WorldError(f"{src}: robot.contact_exclude: bodies {missing} not in {robot_rel}")
+            scene_spec.add_exclude(bodyname1=cfg.robot.prefix + pair[0], bodyname2=cfg.robot.prefix + pair[1])
         _apply_physics(cfg, scene_spec)
         if spec_editor is not None:
             spec_editor(scene_spec)

@@ -137,6 +137,8 @@ class RobotConfig:
         asset_roots: folders the robot's meshes and textures must stay inside; ``None``: the world folder.
         joint_state_noise: white noise the sim adds to the joint states it reports (the hardware's
             readings; see :mod:`r2s2r_sim.world.joint_noise`); zero by default.
+        contact_exclude: pairs of the robot's bodies kept out of contact in this world (links that touch
+            where the robot stands), so that the robot file stays as it is.
     """
 
     mjcf: Path
@@ -155,6 +157,7 @@ class RobotConfig:
     armature: Mapping[str, float] = dataclasses.field(default_factory=dict)
     asset_roots: tuple[Path, ...] | None = None
     joint_state_noise: JointStateNoise = dataclasses.field(default_factory=JointStateNoise)
+    contact_exclude: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_urdf(self) -> bool:
@@ -339,6 +342,11 @@ def parse_robot(r: Reader, world_dir: Path, allow_external: bool) -> RobotConfig
             velocity_std=noise_r.float_("velocity_std", required=False, default=0.0),
         )
     )
+    excludes = r.raw("contact_exclude", required=False) or []
+    if not isinstance(excludes, list) or not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(b, str) and b for b in p) for p in excludes
+    ):
+        raise r.fail("contact_exclude", f"must be a list of [body1, body2] name pairs, got {excludes!r}")
     return r.build(
         RobotConfig,
         mjcf=mjcf,
@@ -357,4 +365,5 @@ def parse_robot(r: Reader, world_dir: Path, allow_external: bool) -> RobotConfig
         armature=armature,
         asset_roots=roots,
         joint_state_noise=noise,
+        contact_exclude=tuple((str(a), str(b)) for a, b in excludes),
     )

@@ -313,6 +313,11 @@ def _is_torque_motor(act: mujoco.MjsActuator) -> bool:
     )
 
 
+def torque_motor_joints(spec: mujoco.MjSpec, joints: tuple[str, ...]) -> list[str]:
+    """Those of ``joints`` a torque motor drives (a force command, no position control)."""
+    return [a.target for a in spec.actuators if a.target in joints and _is_torque_motor(a)]
+
+
 def servo_reason(spec: mujoco.MjSpec, joints: tuple[str, ...], *, urdf: bool) -> str | None:
     """Why ``joints`` need ``robot.servos`` (no actuator, or a torque motor), or None."""
     if urdf:
