@@ -54,8 +54,9 @@ class BulletPhysics:
         )  # fmt: skip
         self._map = self._actuator_map(world)
         column = {int(d): i for i, d in enumerate(self._dadr)}
+        # 1 where the robot declares gravity compensation for the joint's link, else 0.
         self._gravcomp = np.array(
-            [model.body_gravcomp[model.jnt_bodyid[model.dof_jntid[d]]] > 0 for d in self._dadr], dtype=bool
+            [float(model.body_gravcomp[model.jnt_bodyid[model.dof_jntid[d]]] > 0) for d in self._dadr]
         )
         limit = np.full(len(joints), np.inf)
         for act in range(model.nu):
@@ -65,17 +66,19 @@ class BulletPhysics:
                     limit[column[dof]] = float(np.abs(model.actuator_forcerange[act]).max())
         self._limit = limit
         # The actuators' gain, biases and force range, read once (each read of a model field costs a call).
+        limited = model.actuator_forcelimited.astype(bool)
         self._servo = (
             model.actuator_gainprm[:, 0].copy(),
             model.actuator_biasprm[:, 0].copy(),
             model.actuator_biasprm[:, 1].copy(),
             model.actuator_biasprm[:, 2].copy(),
-            model.actuator_forcelimited.astype(bool),
-            model.actuator_forcerange[:, 0].copy(),
-            model.actuator_forcerange[:, 1].copy(),
+            np.where(limited, model.actuator_forcerange[:, 0], -np.inf),
+            np.where(limited, model.actuator_forcerange[:, 1], np.inf),
         )
-        # The servos' damping in joint space (negative semidefinite), for the implicit step.
-        self._damper = self._map.T @ (self._servo[3][:, None] * self._map)
+        self._map_t = self._map.T.copy()
+        # The servos' damping in joint space (negative semidefinite) times the step: the implicit part.
+        self._implicit = self.dt * (self._map_t @ (self._servo[3][:, None] * self._map))
+        self._zeros = [0.0] * len(joints)
         self.torques = np.zeros(len(joints))  # the torques applied in the last step (N m or N)
         self._initial = pybullet.saveState(physicsClientId=c)
 
@@ -140,22 +143,22 @@ class BulletPhysics:
         (MuJoCo's implicit integrator and its armature are what keep it stable there), so the acceleration
         the torque causes is solved for with Bullet's mass matrix and bias forces.
         """
-        c, uid, dt = self.client, self.scene.robot_uid, self.dt
+        c, uid, dt, a, a_t = self.client, self.scene.robot_uid, self.dt, self._map, self._map_t
         q, qd = data.qpos[self._qadr], data.qvel[self._dadr]
-        ql, qdl = q.tolist(), qd.tolist()
-        gravity = self.gravity_torques(q)
-        feedforward = np.where(self._gravcomp, gravity, 0.0)
+        ql, zeros = q.tolist(), self._zeros
+        feedforward = self._gravcomp * np.array(
+            pybullet.calculateInverseDynamics(uid, ql, zeros, zeros, physicsClientId=c)
+        )
         # Bias forces (Coriolis, centrifugal, gravity) and the mass matrix at this state.
-        bias = np.asarray(pybullet.calculateInverseDynamics(uid, ql, qdl, [0.0] * len(ql), physicsClientId=c))
-        mass = np.asarray(pybullet.calculateMassMatrix(uid, ql, physicsClientId=c))
-        gain, b0, b1, b2, limited, lo, hi = self._servo
-        a = self._map
-        length, velocity = a @ (q + dt * qd), a @ qd
-        force0 = gain * data.ctrl + b0 + b1 * length + b2 * velocity  # before the damper's implicit part
-        qdd = np.linalg.solve(mass - dt * self._damper, a.T @ force0 + feedforward - bias)
-        force = force0 + b2 * dt * (a @ qdd)
-        force = np.where(limited, np.clip(force, lo, hi), force)
-        return np.clip(a.T @ force + feedforward, -self._limit, self._limit)
+        bias = np.array(pybullet.calculateInverseDynamics(uid, ql, qd.tolist(), zeros, physicsClientId=c))
+        mass = np.array(pybullet.calculateMassMatrix(uid, ql, physicsClientId=c))
+        gain, b0, b1, b2, lo, hi = self._servo
+        force0 = (
+            gain * data.ctrl + b0 + b1 * (a @ (q + dt * qd)) + b2 * (a @ qd)
+        )  # the damper's explicit part
+        qdd = np.linalg.solve(mass - self._implicit, a_t @ force0 + feedforward - bias)
+        force = np.minimum(np.maximum(force0 + (b2 * dt) * (a @ qdd), lo), hi)
+        return np.minimum(np.maximum(a_t @ force + feedforward, -self._limit), self._limit)
 
     def gravity_torques(self, q: np.ndarray) -> np.ndarray:
         """Joint torques that hold the robot still at ``q`` against gravity (Bullet's inverse dynamics)."""
