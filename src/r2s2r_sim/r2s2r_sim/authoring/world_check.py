@@ -26,6 +26,7 @@ from r2s2r_sim.authoring.grasp_fit import (
     subtree,
     tip_depth,
 )
+from r2s2r_sim.authoring.grasp_trial import grasp_trial
 from r2s2r_sim.authoring.gripper_guess import closing_direction
 from r2s2r_sim.authoring.world_picture import draw_tool_frame
 from r2s2r_sim.errors import WorldError
@@ -309,6 +310,26 @@ def _check_gripper_ctrl(model: mujoco.MjModel, prefix: str, g: GripperConfig, re
             report.warnings.append(f"{where}: part of the command range is clamped")
 
 
+def _check_grasp_trials(world: SimWorld, report: WorldReport) -> None:
+    """Approach, close and lift the task object at the centre and two corners of its start region."""
+    task = world.config.task
+    assert task is not None
+    r = task.object_pose_range
+    if not world.task_object_is_free or r is None:
+        return
+    points = [(sum(r.x) / 2, sum(r.y) / 2), (r.x[0], r.y[0]), (r.x[1], r.y[1])]
+    trials = [grasp_trial(world, x, y) for x, y in points]
+    for trial in trials:
+        line = f"grasp trial (approach, close, lift {task.object_body!r} as the policy does) {trial.text()}"
+        if trial.held:
+            report.lines.append(line)
+        elif trial.reached:
+            report.errors.append(line + ": the gripper does not hold the object from the table")
+        else:
+            report.warnings.append(line)
+    world.reset(0)
+
+
 def _check_grip(world: SimWorld, report: WorldReport) -> None:
     """The squeeze test (:func:`grip_hold`), the friction cone, the tool frame's depth between the fingers."""
     model, robot, task = world.model, world.config.robot, world.config.task
@@ -336,6 +357,7 @@ def _check_grip(world: SimWorld, report: WorldReport) -> None:
             )
             + "), or the tool frame sits outside the fingers"
         )
+    _check_grasp_trials(world, report)
     if int(model.opt.cone) != int(mujoco.mjtCone.mjCONE_ELLIPTIC):
         report.warnings.append(
             "physics.cone: pyramidal; a squeezed object slides out of two fingers more easily than with "
