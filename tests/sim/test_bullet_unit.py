@@ -16,7 +16,8 @@ import pybullet
 import pytest
 import yaml
 from r2s2r_eval.episodes.runner import EpisodeRunner
-from r2s2r_eval.policy import resolve_policy
+from r2s2r_eval.policy import load_policy
+from r2s2r_eval.studies.task_studies import task_study
 from r2s2r_sim.cells.emulated_cell import EmulatedCell
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
@@ -273,10 +274,14 @@ def test_a_render_process_draws_the_same_frames(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------ an episode
 
 
-@pytest.mark.study  # a whole reference episode: ~20 s of the Bullet unit
-def test_reference_policy_picks_and_places_on_the_bullet_unit() -> None:
-    cell = EmulatedCell(PICK, profile_path("bullet"))
+@pytest.mark.study  # whole reference episodes: a minute or two each of the Bullet unit
+@pytest.mark.parametrize("task", ["pick", "push"])
+def test_reference_policy_succeeds_on_the_bullet_unit(task: str) -> None:
+    study = task_study(task)
+    cell = EmulatedCell(study.world, profile_path("bullet"))
+    policy = load_policy(study.family[0].name, study.family[0].params)
     with EpisodeRunner(cell) as runner:
-        result = runner.run(resolve_policy("reference")(), 0, camera_rate_hz=1.0, max_steps=300)
+        result = runner.run(policy, 0, camera_rate_hz=1.0, max_steps=300)
+    assert result.world_id == study.world
     assert result.success, (result.reason, dict(result.metrics))
     assert result.metrics["object_to_target_m"] < 0.06
