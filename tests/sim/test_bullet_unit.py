@@ -19,6 +19,7 @@ from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.policy import load_policy
 from r2s2r_eval.studies.task_studies import task_study
 from r2s2r_sim.cells.emulated_cell import EmulatedCell
+from r2s2r_sim.hardware.bullet_unit.physics import BulletPhysics
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import profile_path
@@ -56,7 +57,7 @@ def test_shipped_bullet_profile_builds_a_bullet_unit() -> None:
     arm = EmulatedArm(PICK, profile)
     # The profile reached Bullet: the cube's mass and the driver's torque limit are the unit's.
     physics = arm.world.step_hook
-    assert physics is not None and type(physics).__name__ == "BulletPhysics"
+    assert isinstance(physics, BulletPhysics)
     cube = next(b for b in physics.scene.free_bodies if b.name == "cube")
     assert pybullet.getDynamicsInfo(cube.uid, -1, physicsClientId=physics.client)[0] == pytest.approx(0.095)
 
@@ -89,9 +90,33 @@ def test_an_unknown_engine_is_refused(tmp_path: Path) -> None:
         load_hardware_profile(_write(tmp_path, data))
 
 
-def test_a_scene_joint_bullet_cannot_build_is_refused_by_name() -> None:
-    with pytest.raises(HardwareProfileError, match=r"scene body 'drawer' has a hinge or slide joint"):
-        EmulatedArm("tabletop-drawer-v1", load_hardware_profile(profile_path("bullet")))
+def test_the_drawer_slides_on_a_bullet_joint_with_the_units_damping() -> None:
+    cell = EmulatedCell("tabletop-drawer-v1", profile_path("bullet"))
+    cell.reset(1)
+    physics = cell.world.step_hook
+    assert isinstance(physics, BulletPhysics)
+    uid, index, qadr, _, ref = physics.scene.scene_joints[0]
+    c = physics.client
+    assert pybullet.getJointState(uid, index, physicsClientId=c)[0] == pytest.approx(
+        cell.world.data.qpos[qadr] - ref
+    )
+    assert pybullet.getJointInfo(uid, index, physicsClientId=c)[2] == pybullet.JOINT_PRISMATIC
+    pybullet.resetJointState(uid, index, 0.0, 0.0, physicsClientId=c)
+
+    def pull(force: float, steps: int) -> tuple[float, float]:
+        for _ in range(steps):
+            pybullet.setJointMotorControl2(
+                uid, index, pybullet.TORQUE_CONTROL, force=force, physicsClientId=c
+            )
+            pybullet.stepSimulation(physicsClientId=c)
+        q, v = pybullet.getJointState(uid, index, physicsClientId=c)[:2]
+        return q + ref, v
+
+    # Pulled with 5 N it runs at (5 N - friction 2 N) / damping 9.5 N s/m: the unit's runners (sim 8, 1.5).
+    _, speed = pull(5.0, 250)
+    assert speed == pytest.approx((5.0 - 2.0) / 9.5, rel=0.05)
+    position, _ = pull(50.0, 400)  # pulled hard: it stops at the end of the slide's range
+    assert position == pytest.approx(0.17, abs=1e-3)
 
 
 # ------------------------------------------------------------------------------------------ the arm
@@ -275,7 +300,7 @@ def test_a_render_process_draws_the_same_frames(tmp_path: Path) -> None:
 
 
 @pytest.mark.study  # whole reference episodes: a minute or two each of the Bullet unit
-@pytest.mark.parametrize("task", ["pick", "push"])
+@pytest.mark.parametrize("task", ["pick", "push", "drawer"])
 def test_reference_policy_succeeds_on_the_bullet_unit(task: str) -> None:
     study = task_study(task)
     cell = EmulatedCell(study.world, profile_path("bullet"))
@@ -284,4 +309,3 @@ def test_reference_policy_succeeds_on_the_bullet_unit(task: str) -> None:
         result = runner.run(policy, 0, camera_rate_hz=1.0, max_steps=300)
     assert result.world_id == study.world
     assert result.success, (result.reason, dict(result.metrics))
-    assert result.metrics["object_to_target_m"] < 0.06

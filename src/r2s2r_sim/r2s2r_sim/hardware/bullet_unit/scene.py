@@ -6,8 +6,9 @@ profile again.  The robot is loaded from the URDF the product publishes on ``/ro
 (:class:`~r2s2r_sim.world.robot_description.RobotDescription`), completed here with what a simulator needs
 and a viewer does not: each link's inertial (the model's mass and principal inertia) and its collision
 shapes (the geoms that collide in the model).  Every other body hangs from the world: a body with a free
-joint becomes a dynamic Bullet body, a body without joints a static one; a scene body with a hinge or slide
-joint (a drawer) is refused, it has no Bullet counterpart here yet.
+joint becomes a dynamic Bullet body, a body without joints a static one, and a childless body with one
+slide or hinge on such a fixed body (a drawer in its cabinet) a jointed link of it; any other articulated
+scene body is refused by name.
 
 A state crosses between the engines as MuJoCo ``qpos``/``qvel``: :meth:`BulletScene.set_state` poses Bullet
 from them (a reset, or a render of a snapshot) and :meth:`BulletScene.read_state` writes Bullet's state
@@ -20,6 +21,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -34,6 +36,19 @@ __all__ = ["BulletScene", "FreeBody", "RobotJoint"]
 
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _HINGE = int(mujoco.mjtJoint.mjJNT_HINGE)
+_SLIDE = int(mujoco.mjtJoint.mjJNT_SLIDE)
+_LINK_KEYS = (
+    "linkMasses",
+    "linkCollisionShapeIndices",
+    "linkVisualShapeIndices",
+    "linkPositions",
+    "linkOrientations",
+    "linkInertialFramePositions",
+    "linkInertialFrameOrientations",
+    "linkParentIndices",
+    "linkJointTypes",
+    "linkJointAxis",
+)
 _VISIBLE_GROUPS = 3  # MuJoCo shows geom groups 0-2 by default; the URDF's visuals are those too
 _G = mujoco.mjtGeom
 Pose = tuple[np.ndarray, np.ndarray]  # position (3,), wxyz quaternion (4,)
@@ -93,7 +108,7 @@ class BulletScene:
     """The model's bodies in the Bullet client ``client`` (see the module docstring).
 
     Raises:
-        HardwareProfileError: a scene body has a hinge or slide joint, or a geom type Bullet lacks here.
+        HardwareProfileError: a scene body is articulated beyond one link, or a geom type Bullet lacks here.
     """
 
     def __init__(self, client: int, world: SimWorld, *, collisions: bool = True) -> None:
@@ -112,8 +127,10 @@ class BulletScene:
         self._indices = [j.index for j in self.joints]
         self.free_bodies: list[FreeBody] = []
         self.static_uids: list[int] = []
+        # Scene joints (a drawer's slide): Bullet body, link index, MuJoCo addresses and reference position.
+        self.scene_joints: list[tuple[int, int, int, int, float]] = []
         for body in range(model.nbody):
-            if body not in robot:
+            if body not in robot and not self._is_link(body):
                 self._add_scene_body(world, body)
 
     def close(self) -> None:
@@ -289,8 +306,9 @@ class BulletScene:
         free = njnt == 1 and int(m.jnt_type[m.body_jntadr[body]]) == _FREE
         if njnt and not free:
             raise HardwareProfileError(
-                f"engine pybullet: world {self.world_id!r}: scene body {name!r} has a hinge or slide joint; "
-                "the Bullet unit builds free and fixed scene bodies only"
+                f"engine pybullet: world {self.world_id!r}: scene body {name!r} has a hinge or slide joint "
+                "that is not a single link of a fixed body; the Bullet unit builds free and fixed scene "
+                "bodies, and single jointed links of fixed ones"
             )
         parent = int(m.body_parentid[body])
         while parent > 0:  # a body welded to a moving one would have to move with it
@@ -312,6 +330,11 @@ class BulletScene:
         pose = (d.xpos[body].copy(), d.xquat[body].copy())
         com: Pose = (m.body_ipos[body].copy(), m.body_iquat[body].copy())
         mass = float(m.body_mass[body]) if free and self._collisions else 0.0
+        links = (
+            [] if free else [k for k in range(1, m.nbody) if self._is_link(k) and m.body_parentid[k] == body]
+        )
+        if not free:
+            com = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))  # a fixed body's frame is its own
         uid = pybullet.createMultiBody(
             baseMass=mass,
             baseCollisionShapeIndex=col,
@@ -321,7 +344,10 @@ class BulletScene:
             baseInertialFramePosition=com[0].tolist(),
             baseInertialFrameOrientation=xyzw(com[1]),
             physicsClientId=self.client,
+            **self._link_arguments(links),
         )
+        for index, link in enumerate(links):
+            self._add_scene_joint(uid, index, link)
         if self._collisions:
             self._set_friction(uid, -1, body)
             if free:
@@ -334,6 +360,76 @@ class BulletScene:
             )
         else:
             self.static_uids.append(uid)
+
+    def _is_link(self, body: int) -> bool:
+        """A childless body with one slide (or origin-anchored hinge) joint on a fixed top-level body."""
+        m = self.model
+        parent = int(m.body_parentid[body])
+        if body == 0 or parent == 0 or int(m.body_jntnum[body]) != 1 or int(m.body_jntnum[parent]) != 0:
+            return False
+        jnt = int(m.body_jntadr[body])
+        kind = int(m.jnt_type[jnt])
+        childless = not any(int(m.body_parentid[k]) == body for k in range(body + 1, m.nbody))
+        moving = kind == _SLIDE or (kind == _HINGE and not np.any(m.jnt_pos[jnt]))
+        return moving and childless and int(m.body_parentid[parent]) == 0
+
+    def _link_arguments(self, links: list[int]) -> dict[str, list[Any]]:
+        """``createMultiBody``'s link arguments for ``links`` (jointed children of the base)."""
+        if not links:
+            return {}
+        m = self.model
+        out: dict[str, list[Any]] = {k: [] for k in _LINK_KEYS}
+        for link in links:
+            geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == link]
+            colliding = (
+                [g for g in geoms if m.geom_contype[g] or m.geom_conaffinity[g]] if self._collisions else []
+            )
+            visual = [g for g in geoms if m.geom_group[g] < _VISIBLE_GROUPS]
+            jnt = int(m.body_jntadr[link])
+            out["linkMasses"].append(float(m.body_mass[link]) if self._collisions else 0.0)
+            out["linkCollisionShapeIndices"].append(
+                self._shape_array(colliding, collision=True) if colliding else -1
+            )
+            out["linkVisualShapeIndices"].append(self._shape_array(visual, collision=False) if visual else -1)
+            out["linkPositions"].append(m.body_pos[link].tolist())
+            out["linkOrientations"].append(xyzw(m.body_quat[link]))
+            out["linkInertialFramePositions"].append(m.body_ipos[link].tolist())
+            out["linkInertialFrameOrientations"].append(xyzw(m.body_iquat[link]))
+            out["linkParentIndices"].append(0)
+            kind = pybullet.JOINT_PRISMATIC if int(m.jnt_type[jnt]) == _SLIDE else pybullet.JOINT_REVOLUTE
+            out["linkJointTypes"].append(kind)
+            out["linkJointAxis"].append(m.jnt_axis[jnt].tolist())
+        return out
+
+    def _add_scene_joint(self, uid: int, index: int, body: int) -> None:
+        """Record a scene link's joint; give it the model's range, damping, friction loss and link inertia."""
+        m, c = self.model, self.client
+        jnt = int(m.body_jntadr[body])
+        qadr, dadr = int(m.jnt_qposadr[jnt]), int(m.jnt_dofadr[jnt])
+        ref = float(m.qpos0[qadr])
+        self.scene_joints.append((uid, index, qadr, dadr, ref))
+        if not self._collisions:
+            return
+        extra: dict[str, float] = {}
+        if m.jnt_limited[jnt]:
+            extra = {
+                "jointLowerLimit": float(m.jnt_range[jnt][0]) - ref,
+                "jointUpperLimit": float(m.jnt_range[jnt][1]) - ref,
+            }
+        inertia = [max(float(v), 1e-9) for v in m.body_inertia[body]]
+        pybullet.changeDynamics(
+            uid,
+            index,
+            jointDamping=float(m.dof_damping[dadr]),
+            localInertiaDiagonal=inertia,
+            physicsClientId=c,
+            **extra,
+        )
+        self._set_friction(uid, index, body)
+        pybullet.setJointMotorControl2(
+            uid, index, pybullet.VELOCITY_CONTROL, targetVelocity=0.0, force=float(m.dof_frictionloss[dadr]),
+            physicsClientId=c,
+        )  # fmt: skip
 
     def _shape_array(self, geoms: list[int], *, collision: bool) -> int:
         """One compound Bullet shape of ``geoms`` in their body's frame."""
@@ -407,6 +503,9 @@ class BulletScene:
         for j in self.joints:
             vel = 0.0 if qvel is None else float(qvel[j.dadr])
             pybullet.resetJointState(self.robot_uid, j.index, float(qpos[j.qadr]), vel, physicsClientId=c)
+        for uid, index, qadr, dadr, ref in self.scene_joints:
+            vel = 0.0 if qvel is None else float(qvel[dadr])
+            pybullet.resetJointState(uid, index, float(qpos[qadr]) - ref, vel, physicsClientId=c)
         for b in self.free_bodies:
             frame = (qpos[b.qadr : b.qadr + 3].copy(), qpos[b.qadr + 3 : b.qadr + 7].copy())
             com = _mul(frame, b.com)
@@ -429,6 +528,9 @@ class BulletScene:
         states = pybullet.getJointStates(self.robot_uid, self._indices, physicsClientId=c)
         for j, state in zip(self.joints, states, strict=True):
             qpos[j.qadr], qvel[j.dadr] = state[0], state[1]
+        for uid, index, qadr, dadr, ref in self.scene_joints:
+            state = pybullet.getJointState(uid, index, physicsClientId=c)
+            qpos[qadr], qvel[dadr] = state[0] + ref, state[1]
         quat, inverse, offset, w_world, w_body = (
             np.empty(4),
             np.empty(4),
