@@ -300,7 +300,7 @@ def test_a_render_process_draws_the_same_frames(tmp_path: Path) -> None:
 
 
 @pytest.mark.study  # whole reference episodes: a minute or two each of the Bullet unit
-@pytest.mark.parametrize("task", ["pick", "push", "drawer"])
+@pytest.mark.parametrize("task", ["pick", "push", "stack", "drawer"])
 def test_reference_policy_succeeds_on_the_bullet_unit(task: str) -> None:
     study = task_study(task)
     cell = EmulatedCell(study.world, profile_path("bullet"))
