@@ -152,37 +152,25 @@ def write_world(
         )
         if articulated is not None:
             place_articulated(spec, template, articulated)
-        patches = []
-        if frames:
-            far = float(cam_cfg.depth_range[1]) if cam_cfg else 10.0
-            patches = scene_patches(
-                frames,
-                K=camera.K,
-                D=camera.D,
-                T_world_camera=camera.T_world_camera,
-                image_size=(camera.width, camera.height),
-                table=table,
-                objects=layout.by_name,
-                backdrop_m=1.05 * far,  # beyond the depth range: no depth there, as the frames show
-            )
-            add_patches(spec, tmp, patches)
+        patches = _add_textures(spec, tmp, frames, camera, cam_cfg, table, layout) if frames else []
         if friction_scale != 1.0:
             for geom in [*spec.body(layout.object_body).geoms, spec.geom(TABLE_GEOM)]:
                 geom.friction = np.asarray(geom.friction) * friction_scale
         (tmp / "scene.xml").write_text(_compiled_xml(spec), encoding="utf-8")
-        world: dict = {
-            "id": world_id,
-            "scene": "scene.xml",
-            "robot": _robot_yaml(
-                raw["robot"], tcfg, robot, joint_state_noise, own_mjcf=robot_mjcf is not None
-            ),
-            "cameras": [_camera_yaml(cam_cfg, camera)],
-            "task": _task_yaml(raw.get("task"), layout, table, task.keep_pose_range),
-        }
-        if raw.get("physics") is not None:
-            world["physics"] = raw["physics"]
-        if cone is not None:
-            world["physics"] = {**world.get("physics", {}), "cone": cone}
+        world = _world_yaml(
+            world_id,
+            raw,
+            tcfg,
+            robot,
+            cam_cfg,
+            camera,
+            layout,
+            table,
+            task,
+            joint_state_noise,
+            own_mjcf=robot_mjcf is not None,
+            cone=cone,
+        )
         header = (
             "# Written by r2s2r reconstruct (r2s2r_capture.real2sim.world_writer) from posed RGB-D frames.\n"
         )
@@ -199,6 +187,61 @@ def write_world(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _add_textures(
+    spec: Any,
+    folder: Path,
+    frames: Sequence[tuple[np.ndarray, np.ndarray]],
+    camera: CameraModel,
+    cam_cfg: Any,
+    table: TableEstimate,
+    layout: Any,
+) -> list:
+    """Project the scene frames onto the table, floor, backdrop and objects as quads added to ``spec``."""
+    far = float(cam_cfg.depth_range[1]) if cam_cfg else 10.0
+    patches = scene_patches(
+        frames,
+        K=camera.K,
+        D=camera.D,
+        T_world_camera=camera.T_world_camera,
+        image_size=(camera.width, camera.height),
+        table=table,
+        objects=layout.by_name,
+        backdrop_m=1.05 * far,  # beyond the depth range: no depth there, as the frames show
+    )
+    add_patches(spec, folder, patches)
+    return patches
+
+
+def _world_yaml(
+    world_id: str,
+    raw: dict,
+    tcfg: Any,
+    robot: Any,
+    cam_cfg: Any,
+    camera: CameraModel,
+    layout: Any,
+    table: TableEstimate,
+    task: TaskSpec,
+    joint_state_noise: tuple[float, float] | None,
+    *,
+    own_mjcf: bool,
+    cone: str | None,
+) -> dict:
+    """``world.yaml`` of the new world: the template's robot and physics, the identified camera and task."""
+    world: dict = {
+        "id": world_id,
+        "scene": "scene.xml",
+        "robot": _robot_yaml(raw["robot"], tcfg, robot, joint_state_noise, own_mjcf=own_mjcf),
+        "cameras": [_camera_yaml(cam_cfg, camera)],
+        "task": _task_yaml(raw.get("task"), layout, table, task.keep_pose_range),
+    }
+    if raw.get("physics") is not None:
+        world["physics"] = raw["physics"]
+    if cone is not None:
+        world["physics"] = {**world.get("physics", {}), "cone": cone}
+    return world
 
 
 def _write_appearance(folder: Path, patches: Sequence[Any], table_shading: float) -> None:
