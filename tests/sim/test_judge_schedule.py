@@ -64,6 +64,9 @@ class _Hook:
     def before_step(self, data: mujoco.MjData) -> None:
         data.qfrc_applied[:] = 0.0
 
+    def physics_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        mujoco.mj_step(model, data)
+
 
 def _episode(world: SimWorld, stepper, chunk: int, *, hook: bool, delay: float) -> tuple:  # type: ignore[no-untyped-def]
     """A scripted episode (commands, a done, the time set by hand, a reset); its samples and verdicts."""

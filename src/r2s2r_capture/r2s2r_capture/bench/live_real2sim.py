@@ -35,7 +35,6 @@ from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world
 from r2s2r_capture.procedures.session import capture_emulated, scene_truth
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
 from r2s2r_capture.real2sim.resim import resim
-from r2s2r_capture.ros.live_capture import capture_live
 from r2s2r_capture.sysid.envelope import SafetyEnvelope
 
 __all__ = ["main", "run"]
@@ -102,6 +101,9 @@ def run(profile_name: str, work: Path, *, max_iters: int, board_views: int, exci
         # the default bounds (50 ms staleness, 0.2 rad tracking, 1 rad/s measured) are for a driver on its
         # own cores; the plan itself stays under 0.6 rad/s.
         envelope = SafetyEnvelope(state_timeout_s=0.5, tracking_error_rad=0.5, velocity_cap_rad_s=1.5)
+        # The live half runs its ROS node in this process; the bench module itself imports without ROS.
+        from r2s2r_capture.ros.live_capture import capture_live
+
         live = capture_live(work / "live", config=cfg, envelope=envelope)
     finally:
         node.send_signal(signal.SIGINT)
