@@ -19,6 +19,7 @@ import pytest  # noqa: E402
 from r2s2r_capture.bench import real2sim as B  # noqa: E402
 from r2s2r_capture.bench.appearance import REGIONS, measure_world  # noqa: E402
 from r2s2r_capture.errors import CalibrationError, IdentificationError, ReconstructionError  # noqa: E402
+from r2s2r_capture.procedures import phases  # noqa: E402
 from r2s2r_capture.procedures import session as C  # noqa: E402
 from r2s2r_capture.real2sim.capture_data import read_capture  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
@@ -208,8 +209,8 @@ def test_bad_capture_is_refused_and_nothing_written(
 ) -> None:
     short = dataclasses.replace(EXC, duration_s=1.0)
     if change.pop("static", False):
-        monkeypatch.setattr(
-            C,
+        monkeypatch.setattr(  # the capture phases plan the excitation
+            phases,
             "excitation_trajectory",
             lambda model, names, cfg, *, seed, center: (np.arange(200) / 500.0, np.tile(center, (200, 1))),
         )
