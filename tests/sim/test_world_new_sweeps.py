@@ -13,7 +13,7 @@ from conftest import SHARED_ROBOTS
 
 pytestmark = [
     pytest.mark.study,
-    pytest.mark.timeout(3600),
+    pytest.mark.timeout(1200),  # two 10-episode sweeps: about 4 min each on 2 shared cores
     pytest.mark.skipif(not SHARED_ROBOTS.is_dir(), reason=f"conformance robots not found at {SHARED_ROBOTS}"),
 ]
 
