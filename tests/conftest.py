@@ -161,3 +161,48 @@ def processes(ros_env: dict[str, str]) -> Iterator[Processes]:
     procs = Processes(ros_env)
     yield procs
     procs.stop_all()
+
+
+# ------------------------------------------------------------------------------------ scheduling on xdist
+
+# Rough cost of a test by its marker (s): whole studies, DDS process graphs, the rest.
+_COST = {"study": 120.0, "integration": 30.0}
+
+
+def _cost(item: pytest.Item) -> float:
+    return max((c for m, c in _COST.items() if item.get_closest_marker(m) is not None), default=1.0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On xdist workers, order the suite so that each worker's share starts with its slow modules.
+
+    ``--dist worksteal`` hands worker k the k-th contiguous slice of the collection and lets an idle worker
+    steal from the end of another's; a slow test near the end of a slice is then a tail nobody can share.
+    So the slow modules (kept whole, for their module-scoped fixtures) are spread over the slices by cost,
+    each slice starting with them, and the quick tests fill the slices up to xdist's split.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2 or len(items) < 2 * workers:
+        return
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    slow = sorted(
+        (group for group in modules.values() if max(map(_cost, group)) > 1.0),
+        key=lambda g: -sum(map(_cost, g)),
+    )
+    quick = [i for group in modules.values() if max(map(_cost, group)) <= 1.0 for i in group]
+    bins: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for group in slow:
+        k = load.index(min(load))
+        bins[k].extend(group)
+        load[k] += sum(map(_cost, group))
+    # xdist's split: the first len % workers slices hold one test more.
+    share = [len(items) // workers + (1 if k < len(items) % workers else 0) for k in range(workers)]
+    for k in range(workers):
+        need = max(0, share[k] - len(bins[k]))
+        bins[k].extend(quick[:need])
+        quick = quick[need:]
+    bins[-1].extend(quick)
+    items[:] = [item for b in bins for item in b]

@@ -65,8 +65,13 @@ def test_policy_node_acts_on_compressed_images_only(processes: Any, probe: Compr
     policy = processes.start(
         ["policy_node", "--ros-args", "-p", "use_sim_time:=true", "-p", "image_transport:=compressed"]
     )
-    # The reference policy needs colour and depth: it sends no command until it has decoded both.
-    wait_for(lambda: len(probe.msgs(probe.commands)) >= 3, WAIT_S, f"3 arm commands on {probe.commands}")
+    # The reference policy needs colour and depth: it sends no command until it has decoded both.  The
+    # probe's own subscriptions may match later than the policy's: wait for an image on each as well.
+    wait_for(
+        lambda: len(probe.msgs(probe.commands)) >= 3 and all(probe.counts.values()),
+        WAIT_S,
+        f"3 arm commands on {probe.commands} and an image on each of {list(probe.compressed)}",
+    )
     assert sim.poll() is None and policy.poll() is None
     assert "policy_node" in probe.subscribers(probe.color + "/compressed")
     assert "policy_node" in probe.subscribers(probe.depth + "/compressedDepth")

@@ -1,9 +1,10 @@
 """Live capture over DDS against the emulated hardware node in its own process, then real2sim on the bag.
 
 The node serves the capture variant of the pick world (the board as a mocap body) with its EMULATED-ONLY
-board stand-in; ``r2s2r capture --yes`` runs the phases in another process (6 board views, 3 known poses,
-1 RGB-D frame, a 4 s excitation inside the envelope).  real2sim must then find the camera within a few mm
-and tenths of a degree of the profile's truth and the objects within 10 mm of the emulated scene.
+board stand-in; ``r2s2r capture --yes`` runs the phases in another process (6 board views, the board on
+the flange through the hand-eye poses, 1 RGB-D frame, a 4 s excitation inside the envelope).
+real2sim must then find the camera within a few mm and tenths of a degree of the profile's truth and the
+objects within 10 mm of the emulated scene.
 """
 
 from __future__ import annotations
@@ -40,9 +41,14 @@ CAPTURE_S = 400  # the whole capture on a loaded 2-core machine; it takes about 
 def _capture(processes: Any, r2s2r_exe: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     envelope = tmp_path / "envelope.yaml"
     # Joint states cross DDS between two Python processes on a loaded machine, and the stand-in's physics
-    # may fall behind the wall clock there: the default bounds (50 ms staleness, 0.2 rad tracking) are for a
-    # driver on its own cores.
-    envelope.write_text("envelope:\n  state_timeout_s: 0.5\n  tracking_error_rad: 0.5\n", encoding="utf-8")
+    # may fall behind the wall clock there (0.5 s gaps seen with the rest of the suite beside it): the
+    # default bounds (50 ms staleness, 0.2 rad tracking, 1 rad/s measured) are for a driver on its own cores;
+    # the stand-in skipping ahead to catch the wall clock up is a burst of speed of its servos (1.8 rad/s
+    # seen; the plan stays under 0.6 rad/s, and the monitor's own tests are below).
+    envelope.write_text(
+        "envelope:\n  state_timeout_s: 1.0\n  tracking_error_rad: 0.5\n  velocity_cap_rad_s: 3.0\n",
+        encoding="utf-8",
+    )
     args = [
         r2s2r_exe, "capture", "--out", str(tmp_path / "bag"), "--yes", "--board-views", "6",
         "--scene-frames", "1", "--excitation-s", "4", "--envelope", str(envelope), *extra,
@@ -81,8 +87,13 @@ def test_live_capture_then_real2sim_finds_camera_and_objects(
             counts[m.topic] = counts.get(m.topic, 0) + 1
             if m.topic == PHASE_TOPIC:
                 marks.append(json.loads(reader.deserialize(m).data))
+    # The camera's pose by hand-eye calibration (the default): the board on the flange, one frame per pose.
+    views = [m for m in marks if m["phase"] == "hand_eye" and m["event"] == "start" and "index" in m]
+    assert len(views) >= 5, marks
+    assert not any(m["phase"] == "board_known_pose" for m in marks)
+    assert all(len(m["q"]) == len(m["joints"]) == 6 for m in views)
     # One colour frame per view taken, depth only in the scene phase, joint states and commands throughout.
-    assert counts[names["color_image"][0]] == 6 + 3 + 1
+    assert counts[names["color_image"][0]] == 6 + len(views) + 1
     assert counts[names["depth_image"][0]] == 1
     assert counts[names["arm_command"][0]] > 4 * 100
     assert counts[names["joint_states"][0]] > 100
@@ -113,7 +124,7 @@ def test_live_capture_refuses_an_excitation_outside_the_envelope_before_the_boar
     board_cell: Path, processes: Any, r2s2r_exe: str, tmp_path: Path
 ) -> None:
     envelope = tmp_path / "tight.yaml"
-    envelope.write_text("envelope:\n  velocity_cap_rad_s: 0.05\n  state_timeout_s: 0.5\n", encoding="utf-8")
+    envelope.write_text("envelope:\n  velocity_cap_rad_s: 0.05\n  state_timeout_s: 1.0\n", encoding="utf-8")
     run = _capture(processes, r2s2r_exe, tmp_path, "--envelope", str(envelope))
     assert run.returncode == 2, run.stdout + run.stderr
     assert "refused before anything moved" in run.stderr
@@ -125,7 +136,10 @@ def test_ctrl_c_in_the_excitation_leaves_the_arm_holding_and_the_bag_valid(
     board_cell: Path, processes: Any, tmp_path: Path
 ) -> None:
     envelope = tmp_path / "envelope.yaml"
-    envelope.write_text("envelope:\n  state_timeout_s: 0.5\n  tracking_error_rad: 0.5\n", encoding="utf-8")
+    envelope.write_text(
+        "envelope:\n  state_timeout_s: 1.0\n  tracking_error_rad: 0.5\n  velocity_cap_rad_s: 3.0\n",
+        encoding="utf-8",
+    )
     bag = tmp_path / "bag"
     proc = processes.start(
         [
@@ -142,6 +156,8 @@ def test_ctrl_c_in_the_excitation_leaves_the_arm_holding_and_the_bag_valid(
             "20",
             "--envelope",
             str(envelope),
+            "--extrinsics",
+            "known-pose",  # the quicker way to the excitation
         ]  # fmt: skip
     )
     processes.wait_for_line(proc, "scene:", timeout_s=CAPTURE_S)  # the excitation comes next
@@ -173,7 +189,17 @@ def test_live_capture_through_the_trajectory_controller_of_a_driver_profile(
 ) -> None:
     profile = "ur_robot_driver"  # command: trajectory (scaled_joint_trajectory_controller)
     _start_cell(processes, tmp_path, f"interface:={profile}")
-    run = _capture(processes, r2s2r_exe, tmp_path, "--interface", profile, "--board-views", "3")
+    run = _capture(
+        processes,
+        r2s2r_exe,
+        tmp_path,
+        "--interface",
+        profile,
+        "--board-views",
+        "3",
+        "--extrinsics",
+        "known-pose",
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     window = []
     with BagReader(tmp_path / "bag") as reader:

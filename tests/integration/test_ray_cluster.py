@@ -39,7 +39,8 @@ DEAD_S = 120.0  # Ray marks a killed node dead after missing its heartbeats (abo
 SWEEP_S = 300.0
 STOP_S = 30.0
 POLL_S = 0.2
-N_VARIATIONS = 4
+# Enough episodes that some are still to run when the first rows are stored, however fast the machine.
+N_VARIATIONS = 12
 SWEEP = [
     "sweep",
     "--world",

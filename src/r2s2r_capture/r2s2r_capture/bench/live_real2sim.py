@@ -57,12 +57,24 @@ def _scores(result: Any, profile: Any, truth: dict[str, Any], held: Path) -> dic
     }
 
 
-def run(profile_name: str, work: Path, *, max_iters: int, board_views: int, excitation_s: float) -> dict:
+def run(
+    profile_name: str,
+    work: Path,
+    *,
+    max_iters: int,
+    board_views: int,
+    excitation_s: float,
+    extrinsics: str = "hand_eye",
+) -> dict:
     """Both captures, real2sim on each, and their scores (``{"in_process": ..., "live": ...}``)."""
     path = profile_path(profile_name)
     profile = load_hardware_profile(path)
     cfg = CaptureConfig(
-        n_intrinsics_views=board_views, n_scene_frames=1, excitation=live_excitation(excitation_s), slide=None
+        n_intrinsics_views=board_views,
+        n_scene_frames=1,
+        excitation=live_excitation(excitation_s),
+        slide=None,
+        extrinsics=extrinsics,
     )
     r2s = Real2SimConfig(max_iters=max_iters, report=False)
     held = capture_emulated(
@@ -72,7 +84,7 @@ def run(profile_name: str, work: Path, *, max_iters: int, board_views: int, exci
             n_intrinsics_views=0, known_board_poses=(), n_scene_frames=0, excitation=cfg.excitation, seed=1
         ),
     ).bag
-    out: dict[str, Any] = {"profile": profile_name}
+    out: dict[str, Any] = {"profile": profile_name, "extrinsics": extrinsics}
     cap = capture_emulated(work / "in_process", profile=path, config=cfg, progress=print)
     result = real2sim([cap.bag], work / "world_in_process", config=r2s)
     out["in_process"] = _scores(result, profile, cap.truth, held)
@@ -126,7 +138,8 @@ def format_report(r: dict[str, Any]) -> str:
         ("camera rotation (deg)", "camera_rotation_deg"),
         ("tracking RMSE before/after (x)", "tracking_rmse_ratio"),
     ]
-    lines = [f"profile {r['profile']}: {'':24}{'in-process':>12}{'live':>12}"]
+    head = f"profile {r['profile']}, {r['extrinsics']}:"
+    lines = [f"{head:38}{'in-process':>12}{'live':>12}"]
     for label, key in rows:
         lines.append(f"{label:38}{r['in_process'][key]:12.3f}{r['live'][key]:12.3f}")
     for body in r["in_process"]["object_position_mm"]:
@@ -144,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-iters", type=int, default=10, help="identification optimiser iterations")
     p.add_argument("--board-views", type=int, default=8, help="hand-held board views for intrinsics")
     p.add_argument("--excitation-s", type=float, default=10.0, help="excitation duration (s)")
+    p.add_argument(
+        "--extrinsics",
+        choices=("hand-eye", "known-pose"),
+        default="hand-eye",
+        help="the camera's pose from the board on the flange (hand-eye) or on the table at known poses",
+    )
     ns = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="r2s2r-bench-live-") as tmp:
         report = run(
@@ -152,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             max_iters=ns.max_iters,
             board_views=ns.board_views,
             excitation_s=ns.excitation_s,
+            extrinsics=ns.extrinsics.replace("-", "_"),
         )
     print(format_report(report))
     Path(ns.out).parent.mkdir(parents=True, exist_ok=True)

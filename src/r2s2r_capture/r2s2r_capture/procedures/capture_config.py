@@ -18,11 +18,13 @@ from r2s2r_capture.bags.writer import BagWriter, offered_qos
 from r2s2r_capture.calibration.charuco import CharucoBoardSpec
 from r2s2r_capture.errors import CaptureError
 from r2s2r_capture.procedures.articulation import ArticulationConfig
+from r2s2r_capture.procedures.hand_eye_phase import HandEyeConfig
 from r2s2r_capture.procedures.slide import SlideConfig
 from r2s2r_capture.sysid.recording import ExcitationConfig
 
 __all__ = [
     "CAPTURE_BOARD",
+    "EXTRINSICS",
     "PHASES",
     "PHASE_TOPIC",
     "CaptureConfig",
@@ -35,7 +37,10 @@ __all__ = [
 ]
 
 PHASE_TOPIC = "/r2s2r/capture/phase"
-PHASES = ("board_intrinsics", "board_known_pose", "scene", "excitation")
+PHASES = ("board_intrinsics", "board_known_pose", "hand_eye", "scene", "excitation")
+# How the camera's pose in the world is measured: the board at known poses on the table, or the board on the
+# flange carried by the arm (eye-to-hand calibration).
+EXTRINSICS = ("known_pose", "hand_eye")
 # An A3 print: 7 x 5 squares of 6 cm (42 x 30 cm).  Bigger squares than the A4 default board, so that the
 # board still has ~30 px squares lying on the table ~1 m from the camera.
 CAPTURE_BOARD = CharucoBoardSpec(squares_x=7, squares_y=5, square_m=0.06, marker_m=0.045)
@@ -59,6 +64,9 @@ class CaptureConfig:
         slide: the ``slide`` phase after the excitation in a world whose task pushes its object (flicks that
             measure how far it slides, :mod:`r2s2r_capture.procedures.slide`); ``None`` leaves it out.
         interface: topic interface profile or file the bag's topic names follow (empty: the default).
+        extrinsics: ``known_pose`` (the board flat on the table at ``known_board_poses``) or ``hand_eye``
+            (the board on the flange, :mod:`r2s2r_capture.procedures.hand_eye_phase`).
+        hand_eye: the hand-eye phase's poses and mount.
     """
 
     board: CharucoBoardSpec = CAPTURE_BOARD
@@ -89,9 +97,13 @@ class CaptureConfig:
     interface: str = ""
     articulation: ArticulationConfig = dataclasses.field(default_factory=ArticulationConfig)
     slide: SlideConfig | None = dataclasses.field(default_factory=SlideConfig)
+    extrinsics: str = "known_pose"
+    hand_eye: HandEyeConfig = dataclasses.field(default_factory=HandEyeConfig)
 
     def __post_init__(self) -> None:
         """Validate counts (errors name the field)."""
+        if self.extrinsics not in EXTRINSICS:
+            raise CaptureError(f"extrinsics must be one of {EXTRINSICS}: got {self.extrinsics!r}")
         if self.n_intrinsics_views < 0 or self.n_scene_frames < 0:
             raise CaptureError(
                 f"n_intrinsics_views and n_scene_frames must be >= 0: got {self.n_intrinsics_views} and "

@@ -14,11 +14,13 @@ from typing import Any, Literal, Protocol
 
 import mujoco
 import numpy as np
+from r2s2r_sim.world.kinematics import KinematicArm
 
 from r2s2r_capture.calibration.charuco import board_pose_in_plane_geom
 from r2s2r_capture.errors import CaptureError
 from r2s2r_capture.procedures.capture_config import CaptureConfig, board_to_json
 from r2s2r_capture.procedures.emulated_board import BOARD_LIFT, held_board_poses, rotation
+from r2s2r_capture.procedures.hand_eye_phase import hand_eye_phase
 from r2s2r_capture.sysid.envelope import ArmTemplate, SafetyEnvelope
 from r2s2r_capture.sysid.excitation_check import ExcitationPlan, plan_excitation
 from r2s2r_capture.sysid.excitation_monitor import ExcitationMonitor
@@ -35,7 +37,7 @@ __all__ = [
     "scene_phase",
 ]
 
-BoardFrame = Literal["world", "camera"]
+BoardFrame = Literal["world", "camera", "flange"]
 # After each hand-held view the board is still for this long (s): a person's pause between poses.
 _HELD_PAUSE_S = 0.2
 
@@ -65,10 +67,18 @@ class CellIO(Protocol):
         """Write a phase marker now (``/r2s2r/capture/phase``)."""
 
     def place_board(self, T: np.ndarray | None, *, frame: BoardFrame, what: str) -> None:
-        """Have the board put at ``T`` (OpenCV board frame, 4x4, in ``frame``; None: removed from view).
+        """Have the board put at ``T`` (4x4, in ``frame``; None: removed from view).
 
-        ``what`` says where in words, for the person who moves the board on a real cell.
+        ``T`` is the OpenCV board frame's pose in ``world`` or ``camera``; in ``flange`` it is the board
+        plane's pose on the arm's tool site (the board is mounted there and moves with the arm).  ``what``
+        says where in words, for the person who moves the board on a real cell.
         """
+
+    def nominal_camera(self) -> np.ndarray:
+        """The camera's optical frame in the world (4x4) as the cell's world describes it: rough is enough."""
+
+    def tool_kinematics(self) -> KinematicArm:
+        """The arm's kinematics to its tool site (the flange the hand-eye board is mounted on)."""
 
     def frame(self, depth_too: bool) -> None:
         """Record one camera frame taken from now on: camera info and colour, with ``depth_too`` depth."""
@@ -88,9 +98,11 @@ class CellIO(Protocol):
 
 
 def board_phases(io: CellIO, cfg: CaptureConfig, say: Callable[[str], None]) -> None:
-    """Phases 1 and 2: the board hand-held in front of the camera, then flat on the table at known poses.
+    """Phases 1 and 2: the board hand-held in front of the camera, then the extrinsics' phase.
 
-    Each known pose goes into its start marker (``T_world_board``): real2sim's camera extrinsics.
+    With ``known_pose`` extrinsics the board lies flat on the table at known poses, each pose in its start
+    marker (``T_world_board``); with ``hand_eye`` the arm carries it on the flange
+    (:func:`~r2s2r_capture.procedures.hand_eye_phase.hand_eye_phase`).
     """
     rng = np.random.default_rng(cfg.seed)
     K, size = io.camera_model()
@@ -103,6 +115,9 @@ def board_phases(io: CellIO, cfg: CaptureConfig, say: Callable[[str], None]) -> 
         io.hold(max(io.camera_period_s, _HELD_PAUSE_S))
     io.marker("board_intrinsics", "end")
     say(f"board_intrinsics: {cfg.n_intrinsics_views} hand-held board views")
+    if cfg.extrinsics == "hand_eye":
+        hand_eye_phase(io, cfg, say, io.nominal_camera(), io.tool_kinematics())
+        return
 
     for i, (x, y, yaw) in enumerate(cfg.known_board_poses):
         T_world_geom = np.eye(4)

@@ -48,6 +48,8 @@ from r2s2r_sim.errors import WorldError
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
 from r2s2r_sim.progress import Progress
+from r2s2r_sim.world.kinematics import KinematicArm
+from transforms3d.quaternions import quat2mat
 
 from r2s2r_capture.bags.writer import BagWriter
 from r2s2r_capture.calibration.charuco import board_pose_in_plane_geom
@@ -71,6 +73,7 @@ from r2s2r_capture.procedures.emulated_board import (
     matrix_quat,
     rotation,
 )
+from r2s2r_capture.procedures.hand_eye_phase import tool_site
 from r2s2r_capture.procedures.phase_hooks import PhaseHooks
 from r2s2r_capture.procedures.phases import BoardFrame, record_phases
 from r2s2r_capture.procedures.slide import SLIDE_PHASE, record_slide
@@ -193,6 +196,8 @@ class EmulatedCellIO:
         self.js_dt = 1.0 / arm.profile.driver.joint_state_rate_hz
         self.cam_dt = 1.0 / self.cam.rate_hz
         self.camera_period_s = self.cam_dt
+        self._tool_site = tool_site(world) if cfg.extrinsics == "hand_eye" else ""
+        self._mount: np.ndarray | None = None
 
     def ns(self) -> int:
         """The emulator's clock as a bag stamp (ns), offset by 1 s: no zero stamps."""
@@ -245,18 +250,40 @@ class EmulatedCellIO:
                     self.publish_state()
 
     def place_board(self, T: np.ndarray | None, *, frame: BoardFrame, what: str) -> None:
-        """Move the mocap board to ``T`` in ``frame`` (None: parked out of view)."""
+        """Move the mocap board to ``T`` in ``frame`` (None: parked; ``flange``: mounted there)."""
         del what
-        data = self.data
+        self._mount = T if frame == "flange" else None
         if T is None:
-            data.mocap_pos[self.mocap] = BOARD_PARKED
-            data.mocap_quat[self.mocap] = (1.0, 0.0, 0.0, 0.0)
-        else:
+            self._put_board(np.eye(4), parked=True)
+        elif frame != "flange":
             T_world_board = self._world_camera() @ T if frame == "camera" else T
-            T_geom = T_world_board @ self.geom_in_board
-            data.mocap_pos[self.mocap] = T_geom[:3, 3]
-            data.mocap_quat[self.mocap] = matrix_quat(T_geom[:3, :3])
+            self._put_board(T_world_board @ self.geom_in_board)
+        else:
+            self._follow_flange()
+
+    def _put_board(self, T_geom: np.ndarray, parked: bool = False) -> None:
+        data = self.data
+        data.mocap_pos[self.mocap] = BOARD_PARKED if parked else T_geom[:3, 3]
+        data.mocap_quat[self.mocap] = (1.0, 0.0, 0.0, 0.0) if parked else matrix_quat(T_geom[:3, :3])
         mujoco.mj_forward(self.model, data)
+
+    def _follow_flange(self) -> None:
+        """The mounted board where the arm's true tool site is now (the mount moves with the arm)."""
+        if self._mount is None:
+            return
+        pos, quat = self.world.ee_pose()
+        T_world_site = np.eye(4)
+        T_world_site[:3, :3] = quat2mat(quat)
+        T_world_site[:3, 3] = pos
+        self._put_board(T_world_site @ self._mount)
+
+    def nominal_camera(self) -> np.ndarray:
+        """The camera where the emulated unit has it: the plan only needs a rough pose."""
+        return self._world_camera()
+
+    def tool_kinematics(self) -> KinematicArm:
+        """The world model's kinematics from the arm joints to its tool site."""
+        return KinematicArm(self.model, self.arm_joint_names, self._tool_site)
 
     def _world_camera(self) -> np.ndarray:
         """The camera's true optical frame in the world (the person sees where the camera is)."""
@@ -270,6 +297,7 @@ class EmulatedCellIO:
     def frame(self, depth_too: bool) -> None:
         """One camera frame: its CameraInfo (the factory K, D), colour and, with ``depth_too``, depth."""
         cam, frame_id = self.cam, self.frame_id
+        self._follow_flange()
         rgb, depth = self.renderer.render(self.data)
         t = self.ns()
         self.msgs.camera_info(t, frame_id, cam.width, cam.height, self.K_factory, self.D_factory)

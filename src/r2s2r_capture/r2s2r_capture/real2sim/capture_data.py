@@ -32,6 +32,7 @@ class CaptureData:
     board: Any
     board_views: list[tuple[str, np.ndarray]]
     known_views: list[tuple[np.ndarray, np.ndarray]]  # (T_world_board, rgb)
+    hand_eye_views: list[tuple[dict[str, float], np.ndarray]]  # (measured arm joint positions by name, rgb)
     scene_frames: list[tuple[np.ndarray, np.ndarray]]  # (rgb, depth m)
     image_size: tuple[int, int]
     motion: JointMotion | None
@@ -56,6 +57,7 @@ def read_capture(
     board = None
     views: list[tuple[str, np.ndarray]] = []
     known: list[tuple[np.ndarray, np.ndarray]] = []
+    hand_eye: list[tuple[dict[str, float], np.ndarray]] = []
     scene: list[tuple[np.ndarray, np.ndarray]] = []
     size: tuple[int, int] | None = None
     motion: JointMotion | None = None
@@ -92,6 +94,8 @@ def read_capture(
                         views.append((f"{Path(bag).name}@{m.timestamp_ns}", img))
                     elif name == "board_known_pose":
                         known.append((np.asarray(phase["T_world_board"], dtype=np.float64), img))
+                    elif name == "hand_eye" and "q" in phase:
+                        hand_eye.append((_joint_positions(phase, f"bag {bag}: {PHASE_TOPIC}"), img))
                     elif name == "scene":
                         pending_rgb = (m.timestamp_ns, img)
                 elif m.topic == depth and name == "scene" and pending_rgb is not None:
@@ -108,7 +112,17 @@ def read_capture(
             )
     if size is None and views:
         size = (views[0][1].shape[1], views[0][1].shape[0])
-    return CaptureData(board, views, known, scene, size or (0, 0), motion)
+    return CaptureData(board, views, known, hand_eye, scene, size or (0, 0), motion)
+
+
+def _joint_positions(mark: dict[str, Any], where: str) -> dict[str, float]:
+    """A hand-eye view marker's measured arm joint positions by name (BagError naming what is wrong)."""
+    joints, q = mark.get("joints"), mark.get("q")
+    if not isinstance(joints, list) or not isinstance(q, list) or len(joints) != len(q):
+        raise BagError(
+            f"{where}: hand_eye view {mark.get('index')}: 'joints' and 'q' must be lists of one length"
+        )
+    return {str(n): float(v) for n, v in zip(joints, q, strict=True)}
 
 
 def check_capture(data: CaptureData, *, min_board_views: int, min_scene_frames: int) -> None:
@@ -125,10 +139,12 @@ def check_capture(data: CaptureData, *, min_board_views: int, min_scene_frames: 
             f"{min_board_views} are needed: record the board_intrinsics phase (move the ChArUco board "
             "in front of the camera at several distances and tilts)"
         )
-    if not data.known_views:
+    if not data.known_views and not data.hand_eye_views:
         raise CalibrationError(
-            "the capture has no view of the board at a known pose: record the board_known_pose phase (board "
-            "flat on the table at a pose you know, T_world_board in the phase marker)"
+            "the capture has no view for the camera's pose: record the hand_eye phase (board on the flange, "
+            "`r2s2r capture --extrinsics hand-eye`) or the board_known_pose phase (board flat on the table "
+            "at "
+            "a pose you know, T_world_board in the phase marker)"
         )
     if len(data.scene_frames) < min_scene_frames:
         raise ReconstructionError(

@@ -8,8 +8,9 @@ Stages, each timed and reported through ``progress``:
    what to record.
 2. **intrinsics**: ``K`` and plumb_bob ``D`` from the hand-held board views (``cv2.calibrateCamera``).  The
    ``CameraInfo`` in the bag (the driver's factory values) is not used, only its image size.
-3. **extrinsics**: the board lying at known poses; one PnP over the corners of all placements, mapped to the
-   world through each placement's ``T_world_board`` (board-at-known-pose, fixed camera).
+3. **extrinsics**: with a ``hand_eye`` phase, eye-to-hand calibration from the board on the flange
+   (:mod:`r2s2r_capture.real2sim.hand_eye_extrinsics`); else the board lying at known poses, one PnP over the
+   corners of all placements, mapped to the world through each placement's ``T_world_board``.
 4. **reconstruction**: the scene frames are undistorted with the calibrated ``D`` (colour bilinear, depth
    nearest), fused into a TSDF with the calibrated ``K`` and pose, and segmented (table, objects).  With a
    drawer template, the drawer's joint comes from the articulation phase
@@ -71,6 +72,7 @@ from r2s2r_capture.real2sim.articulation import (
 )
 from r2s2r_capture.real2sim.capture_data import CaptureData, check_capture, read_capture
 from r2s2r_capture.real2sim.frames import undistort
+from r2s2r_capture.real2sim.hand_eye_extrinsics import hand_eye_extrinsics
 from r2s2r_capture.real2sim.scene_spec import TABLE_GEOM, CameraModel
 from r2s2r_capture.real2sim.slide import estimate_slide
 from r2s2r_capture.real2sim.template_robot import base_radius, robot_with_fit, template_robot_spec
@@ -258,9 +260,10 @@ def real2sim(
     stages.done(
         "read",
         f"{len(data.board_views)} board views, {len(data.known_views)} known-pose views, "
+        f"{len(data.hand_eye_views)} hand-eye views, "
         f"{len(data.scene_frames)} RGB-D frames, {data.motion.t.size} joint states",
     )
-    camera = _calibrate(data, cfg, stages)
+    camera = _calibrate(data, template_dir, cfg, stages)
     scene = _reconstruct(bags, data, template_dir, tcfg, camera, cfg, stages)
     ident, noise = _identify(data.motion, tcfg, cfg, stages)
     target_xy = _target_marker(template_dir, tcfg, scene, say)
@@ -394,19 +397,23 @@ class _Camera:
         }
 
 
-def _calibrate(data: CaptureData, cfg: Real2SimConfig, stages: _Stages) -> _Camera:
-    """Intrinsics from the hand-held views, then the pose from the known-pose views through them."""
+def _calibrate(data: CaptureData, template_dir: Path, cfg: Real2SimConfig, stages: _Stages) -> _Camera:
+    """Intrinsics from the hand-held views, then the pose from the hand-eye or known-pose views."""
     intr = cal.calibrate_intrinsics(
         data.board_views, data.board, min_views=cfg.min_board_views, flags=cfg.calib_flags
     )
     K, D = intr.camera_matrix, intr.distortion
     stages.done("intrinsics", f"{intr.n_views} views, RMS {intr.rms_px:.3f} px")
-    T_wc, ext_rms, n_ext = extrinsics_from_known_poses(data.known_views, K, D, data.board)
-    camera_std = cal.known_pose_std(data.known_views, K, D, data.board)
+    if data.hand_eye_views:  # the board on the flange: eye-to-hand calibration
+        he = hand_eye_extrinsics(data.hand_eye_views, template_dir, intr, data.board)
+        T_wc, ext_rms, camera_std = he.result.T_world_camera, he.result.rms_px, he.std
+        how = f"hand-eye: {he.result.n_views} views, {he.result.n_corners} corners, RMS {ext_rms:.3f} px"
+    else:
+        T_wc, ext_rms, n_ext = extrinsics_from_known_poses(data.known_views, K, D, data.board)
+        camera_std = cal.known_pose_std(data.known_views, K, D, data.board)
+        how = f"known poses: {n_ext} corners, PnP RMS {ext_rms:.3f} px"
     stages.done(
-        "extrinsics",
-        f"{n_ext} corners, PnP RMS {ext_rms:.3f} px, std {camera_std[0] * 1000:.2f} mm / "
-        f"{np.degrees(camera_std[1]):.3f} deg",
+        "extrinsics", f"{how}, std {camera_std[0] * 1000:.2f} mm / {np.degrees(camera_std[1]):.3f} deg"
     )
     return _Camera(intr, T_wc, ext_rms, camera_std)
 

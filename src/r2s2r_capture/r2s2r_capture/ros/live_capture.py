@@ -43,6 +43,7 @@ from r2s2r_sim.interface import CommandPath, Interface, load_interface
 from r2s2r_sim.ros.dds import use_large_data_transport
 from r2s2r_sim.ros.interrupts import honour_sigint
 from r2s2r_sim.ros.qos import interface_class, qos_profile
+from r2s2r_sim.world.kinematics import KinematicArm
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 from rclpy.executors import SingleThreadedExecutor
@@ -54,6 +55,7 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from transforms3d.quaternions import quat2mat
 
 from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.bags.writer import BagWriter
@@ -66,6 +68,7 @@ from r2s2r_capture.procedures.capture_config import (
     CaptureSummary,
 )
 from r2s2r_capture.procedures.emulated_board import BOARD_PARKED
+from r2s2r_capture.procedures.hand_eye_phase import tool_site
 from r2s2r_capture.procedures.phases import BoardFrame, ExcitationStopped, record_phases
 from r2s2r_capture.sysid.envelope import ArmTemplate, SafetyEnvelope
 from r2s2r_capture.sysid.excitation_monitor import ExcitationMonitor
@@ -132,7 +135,7 @@ class RosCellIO:
         options: LiveOptions,
     ) -> None:
         self.node, self.iface, self.msgs, self.options = node, iface, msgs, options
-        self.model = world.model
+        self.model, self._world = world.model, world
         self.arm_joint_names = tuple(world.arm_joint_names)
         self.camera_period_s = 1.0 / 30.0
         self._lock = threading.Lock()
@@ -326,16 +329,32 @@ class RosCellIO:
         if self._stand_in is None:
             self.options.ask(f"board: {what}; [Enter] when it is there ")
         else:
-            geom = None if T is None else T @ np.linalg.inv(board_pose_in_plane_geom(self._board))
-            if geom is None:
+            if T is None:
                 geom, frame = np.eye(4), "world"
                 geom[:3, 3] = BOARD_PARKED
+            else:  # on the flange T is the plane's pose already
+                geom = T if frame == "flange" else T @ np.linalg.inv(board_pose_in_plane_geom(self._board))
             value = json.dumps({"frame": frame, "pose": geom.tolist()})
             self._set_stand_in(value)
         self._fresh_after_ns = time.time_ns() + int(_AFTER_PLACE_S * _NS)
 
+    def nominal_camera(self) -> np.ndarray:
+        """The camera's optical frame where the template world has it."""
+        pos, quat = self._world.camera_pose(self._world.config.cameras[0].name)
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = quat2mat(quat), pos
+        return T
+
+    def tool_kinematics(self) -> KinematicArm:
+        """The template arm's kinematics to its tool site."""
+        return KinematicArm(self.model, self.arm_joint_names, tool_site(self._world))
+
     def frame(self, depth_too: bool) -> None:
-        """The first frame stamped after the board was placed; a person may redo it."""
+        """The first frame stamped from now on, and after the board was placed; a person may redo it.
+
+        A frame buffered before the call may show the arm still on its way (the hand-eye poses).
+        """
+        self._fresh_after_ns = max(self._fresh_after_ns, time.time_ns())
         while True:
             taken = self._take_frame(depth_too)
             answer = "" if self._stand_in is not None else self.options.ask("[Enter] accept, r redo ")

@@ -3,10 +3,12 @@
 On a real cell a person holds the ChArUco board in front of the camera and lays it on the table; the
 emulated hardware has no person, so, when its world has a mocap board body (the capture variant of a world
 that ``r2s2r capture --board-world`` writes) and the node is started with ``capture_board:=<body>``, it
-offers the read-write parameter ``capture_board_pose``: a JSON object ``{"frame": "world" | "camera",
-"pose": 4x4}`` that puts that body at ``pose`` in the world or in the camera's optical frame (REP-103; the
-person sees where the camera is).  Setting the parameter is acknowledged once the body is placed, so a
-frame stamped after the acknowledgement shows it.  A real driver has no such parameter.
+offers the read-write parameter ``capture_board_pose``: a JSON object ``{"frame": "world" | "camera" |
+"flange", "pose": 4x4}`` that puts that body at ``pose`` in the world or in the camera's optical frame
+(REP-103; the person sees where the camera is), or mounts it on the arm's tool site (``robot.ee_site``) at
+``pose``, where it then moves with the arm (the person who bolts the board to the flange).  Setting the
+parameter is acknowledged once the body is placed, so a frame stamped after the acknowledgement shows it.
+A real driver has no such parameter.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from r2s2r_sim.world.kinematics import mat_to_quat
 __all__ = ["POSE_PARAMETER", "CaptureBoardStandIn"]
 
 POSE_PARAMETER = "capture_board_pose"
-_FRAMES = ("world", "camera")
+_FRAMES = ("world", "camera", "flange")
 
 
 class CaptureBoardStandIn:
@@ -54,6 +56,7 @@ class CaptureBoardStandIn:
                 "(`r2s2r capture --board-world DIR`)"
             )
         self._world, self._camera, self._mocap, self._lock = world, camera, mocap, lock
+        self._mount: np.ndarray | None = None
         self.placed = 0
         node.declare_parameter(
             POSE_PARAMETER,
@@ -61,9 +64,10 @@ class CaptureBoardStandIn:
             ParameterDescriptor(
                 description=(
                     "EMULATED-ONLY stand-in for the person who moves the capture board: JSON "
-                    '{"frame": "world" | "camera", "pose": 4x4 row-major} puts the board body there'
+                    '{"frame": "world" | "camera" | "flange", "pose": 4x4 row-major} puts the board body '
+                    "there (flange: mounted on the tool site, moving with the arm)"
                 ),
-                additional_constraints='JSON {"frame": "world" | "camera", "pose": 4x4}; "" leaves it',
+                additional_constraints='JSON {"frame": "world" | "camera" | "flange", "pose": 4x4}',
             ),
         )
         node.add_on_set_parameters_callback(self._on_set)
@@ -86,6 +90,11 @@ class CaptureBoardStandIn:
     def place(self, frame: str, T: np.ndarray) -> None:
         """Put the body at ``T`` (4x4) in ``frame``; the next physics step and frame see it."""
         with self._lock:
+            self._mount = T if frame == "flange" else None
+            if frame == "flange":
+                self._follow()
+                self.placed += 1
+                return
             data = self._world.data
             if frame == "camera":
                 pos, quat = self._world.camera_pose(self._camera)
@@ -97,6 +106,22 @@ class CaptureBoardStandIn:
             data.mocap_pos[self._mocap] = T[:3, 3]
             data.mocap_quat[self._mocap] = mat_to_quat(T[:3, :3])
             self.placed += 1
+
+    def follow(self) -> None:
+        """Keep a board mounted on the flange where the arm's tool site is now; call with the physics lock."""
+        if self._mount is not None:
+            self._follow()
+
+    def _follow(self) -> None:
+        assert self._mount is not None
+        pos, quat = self._world.ee_pose()
+        R = np.empty(9)
+        mujoco.mju_quat2Mat(R, quat)
+        T_world_site = np.eye(4)
+        T_world_site[:3, :3], T_world_site[:3, 3] = R.reshape(3, 3), pos
+        T = T_world_site @ self._mount
+        self._world.data.mocap_pos[self._mocap] = T[:3, 3]
+        self._world.data.mocap_quat[self._mocap] = mat_to_quat(T[:3, :3])
 
 
 def parse_pose(text: str) -> tuple[str, np.ndarray]:

@@ -348,6 +348,8 @@ class EmulatedHardwareNode(Node):
             due = 1 + int(pacer.behind_s((steps + 1) * dt_ns) * NS) // dt_ns
             with self._lock:
                 arm.advance(due)
+                if self.capture_board is not None:
+                    self.capture_board.follow()  # a board mounted on the flange moves with it
                 steps += due
                 now = steps * dt_ns
                 self.physics_time_s = now / NS
