@@ -139,6 +139,8 @@ def test_the_board_stand_in_parses_only_rigid_poses() -> None:
 
     frame, T = parse_pose('{"frame": "camera", "pose": [[1,0,0,0.1],[0,1,0,0],[0,0,1,0.5],[0,0,0,1]]}')
     assert frame == "camera" and T[0, 3] == 0.1
+    frame, T = parse_pose('{"frame": "flange", "pose": [[1,0,0,0],[0,1,0,0],[0,0,1,0.02],[0,0,0,1]]}')
+    assert frame == "flange" and T[2, 3] == 0.02  # mounted on the tool site, moving with the arm
     with pytest.raises(ValueError, match="frame must be one of"):
         parse_pose('{"frame": "table", "pose": [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]]}')
     with pytest.raises(ValueError, match="not a rotation"):
