@@ -155,6 +155,20 @@ class Processes:
                 proc.wait()
 
 
+@pytest.fixture(autouse=True)
+def _scheduling_restored() -> Iterator[None]:
+    """Put a worker that a test left real-time back to its own scheduling policy.
+
+    SVT-AV1 (LeRobot's video codec) moves the thread that opens an encoder to ``SCHED_FIFO`` when run as
+    root; the product's writer undoes it, but a test calling lerobot directly does not, and every process
+    the worker started after it (nodes, CPU burners) would run real-time and starve the other worker.
+    """
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    yield
+    if os.sched_getscheduler(0) != policy or os.sched_getparam(0) != param:
+        os.sched_setscheduler(0, policy, param)
+
+
 @pytest.fixture
 def processes(ros_env: dict[str, str]) -> Iterator[Processes]:
     """Start real executables in the isolated environment; all are stopped at teardown."""

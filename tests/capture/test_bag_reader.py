@@ -21,6 +21,7 @@ EXPECTED = {
     "test_bag_for_seek_mcap": (5, 1000000000, 1400000000),
 }
 REFUSED = ["wrong_rmw_test_sqlite3", "wrong_rmw_test_mcap"]
+SHARED = Path(__file__).resolve().parents[3] / "shared"  # ../shared beside the checkout, as in conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,8 @@ def test_msgs_defs(request: pytest.FixtureRequest) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def shared_dir() -> Path:  # module-scoped twin of the conftest fixture
-    from tests.conftest import SHARED
-
+    # Not imported from tests/conftest.py: `tests` names another package in the venv (draccus installs its
+    # own test suite as a top-level `tests`), which wins over this repository's folder of the same name.
     if not SHARED.is_dir():
         pytest.skip(f"{SHARED} (the shared conformance corpora) is not present beside this checkout")
     return SHARED

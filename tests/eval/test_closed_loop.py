@@ -23,10 +23,10 @@ from r2s2r_eval.studies.closed_loop import (
     DEFAULT_TARGETS,
     ClosedLoopConfig,
     build_summary,
-    format_closed_loop,
     operator_variations,
     run_closed_loop,
 )
+from r2s2r_eval.studies.closed_loop_report import format_closed_loop
 from r2s2r_sim.cells.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.variations import (
     VariationError,
@@ -186,6 +186,8 @@ def test_closed_loop_grades_against_the_shipped_targets(tmp_path: Path) -> None:
         constant_guess=0.5,
         failure_recall=1.0,
         failure_precision=0.5,
+        balanced_accuracy=0.75,
+        kappa=0.5,
         per_policy={},
     )
     summary = build_summary(
@@ -200,12 +202,17 @@ def test_closed_loop_grades_against_the_shipped_targets(tmp_path: Path) -> None:
         "pearson": ">= 0.95",
         "mmrv": "<= 0.03",
         "failure_prediction_accuracy": ">= 0.85",
+        "failure_prediction_balanced_accuracy": ">= 0.75",
     }
     graded = summary["real_vs_reconstructed"]["targets"]
     assert graded["failure_prediction_accuracy"]["measured"] == 0.75
     assert graded["failure_prediction_accuracy"]["met"] is False and graded["mmrv"]["met"] is True
+    balanced = graded["failure_prediction_balanced_accuracy"]
+    assert (balanced["target"], balanced["measured"], balanced["met"]) == (">= 0.75", 0.75, True)
     text = format_closed_loop(summary)
     assert "failure prediction accuracy  >= 0.85  0.750 NOT met" in text
+    assert "  balanced accuracy          >= 0.75  0.750 met" in text
+    assert "  Cohen's kappa              -        0.500" in text
     assert "mmrv                         <= 0.03" in text and " met " in text
 
 
@@ -227,7 +234,12 @@ def test_closed_loop_end_to_end(tmp_path: Path) -> None:
         assert (out / report / "scatter.png").is_file()
     written = json.loads((out / "summary.json").read_text())
     assert written == json.loads(json.dumps(summary))
-    assert set(written["targets"]) == {"pearson", "mmrv", "failure_prediction_accuracy"}
+    assert set(written["targets"]) == {
+        "pearson",
+        "mmrv",
+        "failure_prediction_accuracy",
+        "failure_prediction_balanced_accuracy",
+    }
     for side in ("real_vs_reconstructed", "real_vs_bundled"):
         s = written[side]
         for name in ("pearson", "mmrv"):
@@ -281,6 +293,17 @@ def test_studies_are_r2s2r_subcommands(tmp_path: Path, capsys: pytest.CaptureFix
     ns = parser.parse_args(["closed-loop", "--out", str(tmp_path / "cl"), "--trials", "0"])
     assert ns.func(ns) == 2  # bad input: refused before anything runs
     assert "trials: must be >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "cl").exists()
+    # A family given as policies: each is built and checked against the task before the capture.
+    for policies, message in (
+        (["reference"], "the comparison needs at least 2"),
+        (["reference", "push"], "--policy push: "),
+        (["reference", "bc:checkpoint=" + str(tmp_path / "none")], "--policy bc:checkpoint="),
+    ):
+        args = ["closed-loop", "--out", str(tmp_path / "cl"), *(f"--policy={p}" for p in policies)]
+        ns = parser.parse_args(args)
+        assert ns.func(ns) == 2, policies
+        assert message in capsys.readouterr().err
     assert not (tmp_path / "cl").exists()
     ns = parser.parse_args(["transfer", "--small", "--out", str(tmp_path / "tr")])
     assert ns.func is transfer.cmd_transfer and ns.small

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ from r2s2r_eval.learning.lerobot_read import IMAGE_KEY, bc_features, read_episod
 from r2s2r_eval.learning.lerobot_v3 import EPISODES_FILE, validate_v3_dataset  # noqa: E402
 from r2s2r_eval.learning.train import TRAIN_STATE, TrainConfig, TrainError, train  # noqa: E402
 from r2s2r_eval.policy import PolicyError, available_policies, load_policy  # noqa: E402
+from resume_check import assert_resumes_to_the_same_network  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 VARIATIONS = REPO / "config/variations.yaml"
@@ -336,33 +336,9 @@ def test_bc_gripper_command_snaps_to_open_or_closed(checkpoint: Path) -> None:
 def test_training_stopped_part_way_resumes_to_the_same_network(
     demos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import torch
-
-    cfg = TrainConfig(steps=6, batch_size=8, seed=0, save_every=2)
-    whole = tmp_path / "whole"
-    train([demos], whole, cfg)
-    assert not (whole / TRAIN_STATE).exists()  # the resume state goes once the checkpoint is written
-
-    calls = {"n": 0}
-    step = torch.optim.AdamW.step
-
-    def stop_at_fifth(self: Any, *args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise KeyboardInterrupt  # as a Ctrl-C between the states of steps 4 and 6
-        return step(self, *args, **kwargs)
-
-    parts = tmp_path / "parts"
-    with monkeypatch.context() as m:
-        m.setattr(torch.optim.AdamW, "step", stop_at_fifth)
-        with pytest.raises(KeyboardInterrupt):
-            train([demos], parts, cfg)
-    assert (parts / TRAIN_STATE).exists() and not (parts / "policy.pt").exists()
-    assert torch.load(parts / TRAIN_STATE, weights_only=True)["step"] == 4
-    train([demos], parts, cfg)
-    a = torch.load(whole / "policy.pt", weights_only=True)
-    b = torch.load(parts / "policy.pt", weights_only=True)
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert_resumes_to_the_same_network(
+        demos, tmp_path, monkeypatch, TrainConfig(steps=6, batch_size=8, seed=0, save_every=2)
+    )
 
 
 def test_training_refuses_a_resume_state_of_other_settings(demos: Path, tmp_path: Path) -> None:

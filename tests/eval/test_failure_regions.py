@@ -256,6 +256,18 @@ def test_paired_agreement_counts_matches_and_baselines() -> None:
     assert got.failure_recall == pytest.approx(1 / 2)  # real failures ("a",2), ("b",1); sim caught ("b",1)
     assert got.failure_precision == pytest.approx(1.0)
     assert got.per_policy == {"a": (3, pytest.approx(2 / 3)), "b": (1, 1.0)}
+    assert got.balanced_accuracy == pytest.approx((2 / 2 + 1 / 2) / 2)  # both successes, one failure of 2
+    assert got.kappa == pytest.approx((0.75 - 0.5) / (1 - 0.5))  # chance: 0.5 * 0.75 + 0.5 * 0.25
+
+
+def test_balanced_accuracy_and_kappa_see_through_a_constant_guess() -> None:
+    real = np.array([True] * 9 + [False])
+    assert fr.balanced_accuracy(real, np.ones(10, bool)) == 0.5  # 90 % accurate, predicts nothing
+    assert fr.cohen_kappa(real, np.ones(10, bool)) == 0.0
+    assert fr.balanced_accuracy(real, real) == 1.0 and fr.cohen_kappa(real, real) == 1.0
+    assert fr.cohen_kappa(real, ~real) < 0  # worse than chance
+    assert math.isnan(fr.balanced_accuracy(np.ones(4, bool), np.ones(4, bool)))
+    assert math.isnan(fr.cohen_kappa(np.ones(4, bool), np.ones(4, bool)))
 
 
 def test_paired_agreement_refuses_duplicates_and_no_pairs() -> None:

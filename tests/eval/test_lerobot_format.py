@@ -1,4 +1,5 @@
-"""LeRobot v2.1 writer and validator on a synthetic dataset (no simulator)."""
+"""The tests' LeRobot v2.1 writer and validator on a synthetic dataset: the v2.1 datasets the refusal and
+conversion tests write are what LeRobot v2.1 is (no simulator)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,14 @@ import pytest
 
 pytest.importorskip("imageio_ffmpeg", reason="MP4 encoding needs imageio-ffmpeg")
 
-from r2s2r_eval.learning.lerobot_format import (  # noqa: E402
+from lerobot_v21 import (  # noqa: E402
     CODEBASE_VERSION,
-    EpisodeData,
     LeRobotWriter,
+    encode_video,
     read_episode,
-    read_info,
     validate_lerobot_dataset,
 )
-from r2s2r_eval.learning.lerobot_video import DatasetError  # noqa: E402
+from r2s2r_eval.learning.lerobot_format import DatasetError, EpisodeData, read_info  # noqa: E402
 
 W, H, FPS = 16, 12, 10.0
 FEATURES = {
@@ -167,7 +167,6 @@ def test_corrupted_dataset_fails_validation(dataset: Path, corrupt, message: str
 
 
 def test_video_frame_count_mismatch_is_detected(dataset: Path) -> None:
-    from r2s2r_eval.learning.lerobot_video import encode_video
 
     video = dataset / "videos/chunk-000/observation.images.camera/episode_000000.mp4"
     encode_video(np.zeros((3, H, W, 3), np.uint8), video, FPS)

@@ -7,6 +7,7 @@ a dataset written by lerobot's own API and refuses what it cannot map.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,14 +17,21 @@ import pytest
 
 pytest.importorskip("torch", reason="LeRobot datasets and BC training need PyTorch (torch==2.13.0 CPU)")
 
+from lerobot_v21 import LeRobotWriter  # noqa: E402
 from r2s2r_eval.cli.train import main as train_main  # noqa: E402
 from r2s2r_eval.learning import demos as demos_module  # noqa: E402
 from r2s2r_eval.learning.demos import DemoConfig, collect_demos  # noqa: E402
-from r2s2r_eval.learning.lerobot_format import EpisodeData, LeRobotWriter  # noqa: E402
+from r2s2r_eval.learning.lerobot_format import (
+    DatasetError,  # noqa: E402
+    EpisodeData,  # noqa: E402
+)
 from r2s2r_eval.learning.lerobot_import import lerobot_dataset, open_dataset  # noqa: E402
 from r2s2r_eval.learning.lerobot_read import bc_features, read_episodes  # noqa: E402
-from r2s2r_eval.learning.lerobot_v3 import EPISODES_FILE, validate_v3_dataset  # noqa: E402
-from r2s2r_eval.learning.lerobot_video import DatasetError  # noqa: E402
+from r2s2r_eval.learning.lerobot_v3 import (  # noqa: E402
+    EPISODES_FILE,
+    LeRobotV3Writer,
+    validate_v3_dataset,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 JOINTS = ("j1", "j2", "j3", "left_finger")
@@ -235,3 +243,30 @@ def test_a_v21_dataset_is_refused_with_the_converter_and_converts(tmp_path: Path
     (episode,) = read_episodes(root, bc_features(root))
     np.testing.assert_array_equal(episode["action"], np.stack(rec.actions))
     assert (tmp_path / "old_old/meta/info.json").is_file()  # lerobot keeps the original
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="SVT-AV1 raises the encoding thread to SCHED_FIFO only in a process run as root"
+)
+def test_writing_videos_leaves_the_callers_scheduling_alone(tmp_path: Path) -> None:
+    # LeRobot's default codec, SVT-AV1, moves the thread that opens an encoder to SCHED_FIFO under root; a
+    # writer that let it would hand real-time priority to every process started after it.
+    features = {
+        "observation.images.front": {"dtype": "video", "shape": (H, W, 3), "names": ["h", "w", "rgb"]},
+        "action": {"dtype": "float32", "shape": (2,), "names": ["a", "b"]},
+    }
+    before = os.sched_getscheduler(0)
+    assert before == os.SCHED_OTHER
+    with LeRobotV3Writer(tmp_path / "ds", fps=10, features=features) as writer:
+        frames = np.stack([_frame(0, i) for i in range(4)])
+        writer.add_episode(
+            EpisodeData(
+                task="reach",
+                columns={"action": np.zeros((4, 2), np.float32)},
+                videos={"observation.images.front": frames},
+                extra={},
+            )
+        )
+        assert os.sched_getscheduler(0) == before
+    assert os.sched_getscheduler(0) == before
+    assert validate_v3_dataset(tmp_path / "ds") == []

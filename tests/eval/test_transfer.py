@@ -68,7 +68,7 @@ def test_small_transfer_run_writes_a_resumable_report(tmp_path: Path) -> None:
         "[six_axes] evaluation real_operator: 1 episodes in tabletop-pick-v1",
         "[six_axes] evaluation sim: 1 episodes in tabletop-pick-v1",
     ]
-    assert "bc/no_variation | 2/" in (tmp_path / "report.md").read_text()
+    assert "cnn/no_variation | 2/" in (tmp_path / "report.md").read_text()
     assert format_report(report) == (tmp_path / "report.md").read_text()
     # A rerun with the same config resumes: nothing is collected, trained or run again.
     again: list[str] = []

@@ -188,3 +188,30 @@ def test_every_tasks_defaults_make_a_valid_config(task: str, small: bool) -> Non
     cfg = transfer.task_config(task, small=small)
     assert cfg.task == task
     assert cfg.expert == ("privileged" if task in transfer.PRIVILEGED_TASKS else "reference")
+
+
+def test_a_lerobot_learner_trains_without_the_object_head(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cnn = _config_of(monkeypatch, "--out", str(tmp_path))
+    act = _config_of(monkeypatch, "--out", str(tmp_path), "--learner", "act")
+    assert (cnn.learner, cnn.aux_weight, cnn.perception_worlds > 0, cnn.lr) == ("cnn", 1.0, True, 1e-3)
+    assert (act.learner, act.aux_weight, act.perception_worlds, act.head_features) == ("act", 0.0, 0, True)
+    assert (act.lr, act.chunk, act.teacher_forcing_m) == (1e-4, 10, 0.0)
+    diffusion = _config_of(monkeypatch, "--out", str(tmp_path), "--learner", "diffusion", "--chunk", "8")
+    assert (diffusion.learner, diffusion.chunk) == ("diffusion", 8)
+
+
+def test_a_report_from_before_the_learner_option_resumes_as_the_cnn(tmp_path: Path) -> None:
+    import json
+
+    small = transfer.SMALL
+    config = {k: list(v) if isinstance(v, tuple) else v for k, v in small.__dict__.items()}
+    del config["learner"], config["lr"]
+    report = {"config": config, "profile": str(transfer.DEFAULT_PROFILE), "ablations": {}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    new = {"config": {**config, "learner": "cnn", "lr": small.lr}, "profile": report["profile"]}
+    assert transfer._resumable(path, new)["config"] == config
+    with pytest.raises(transfer.StudyFolderError, match="learner: 'cnn' there, 'act' now"):
+        transfer._resumable(path, {**new, "config": {**new["config"], "learner": "act"}})

@@ -172,8 +172,9 @@ def test_topics_types_qos_frames_and_rates(processes: Any, probe: Probe) -> None
         assert spec.type in services.get(spec.name, []), f"service {spec.name}: {services.get(spec.name)}"
 
     # Rates (wall clock, real_time pacing) over 3 s windows after a 1.5 s warm-up (the first frames compile
-    # shaders). Up to three consecutive windows: the machine has 2 shared cores, and a burst of load from
-    # other processes may starve one window; the node must sustain the rates in a window of its own.
+    # shaders). Up to five consecutive windows: the machine has 2 shared cores, and a burst of load from
+    # other processes (a training next to this test) may starve several; the node must sustain the rates in
+    # a window of its own.
     def rates_in(t0: float, window: float) -> dict[str, float]:
         rates = {}
         for name in (js, color, depth, clock):
@@ -203,7 +204,7 @@ def test_topics_types_qos_frames_and_rates(processes: Any, probe: Probe) -> None
 
     windows = []
     start = time.monotonic() + 1.5
-    for k in range(3):
+    for k in range(5):
         t0 = start + 3.0 * k
         wait_for(lambda t0=t0: time.monotonic() > t0 + 3.0, 10, "the measurement window")
         windows.append(rates_in(t0, 3.0))

@@ -130,6 +130,20 @@ def test_profile_names_checked_against_world(tmp_path: Path, edit: Any, match: s
         EmulatedArm("tabletop-pick-v1", profile)
 
 
+def test_profile_addresses_a_servo_by_the_joint_or_tendon_it_drives(tmp_path: Path) -> None:
+    """A profile may name the tendon the gripper's actuator drives, as world.yaml and the flags may."""
+    data = _default_data()
+    gains = data["physics"]["servos"].pop("gripper")
+    data["physics"]["servos"]["gripper_tendon"] = gains
+    m = EmulatedArm("tabletop-pick-v1", load_hardware_profile(_write(tmp_path, data))).world.model
+    a = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, "gripper")
+    assert m.actuator_gainprm[a, 0] == pytest.approx(gains["kp"])
+    assert m.actuator_biasprm[a, 2] == pytest.approx(-gains["kv"])
+    data["physics"]["servos"]["#40"] = data["physics"]["servos"].pop("gripper_tendon")
+    with pytest.raises(HardwareProfileError, match=r"physics\.servos\.#40: no position actuator '#40'"):
+        EmulatedArm("tabletop-pick-v1", load_hardware_profile(_write(tmp_path, data)))
+
+
 # ------------------------------------------------------------------------------- latency and noise
 
 

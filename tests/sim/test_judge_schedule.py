@@ -67,6 +67,9 @@ class _Hook:
     def physics_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
         mujoco.mj_step(model, data)
 
+    def after_steps(self, data: mujoco.MjData) -> None:
+        pass
+
 
 def _episode(world: SimWorld, stepper, chunk: int, *, hook: bool, delay: float) -> tuple:  # type: ignore[no-untyped-def]
     """A scripted episode (commands, a done, the time set by hand, a reset); its samples and verdicts."""

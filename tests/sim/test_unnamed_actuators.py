@@ -15,6 +15,8 @@ import yaml
 from conftest import edit_yaml
 from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.errors import WorldError
+from r2s2r_sim.hardware.emulated_arm import EmulatedArm
+from r2s2r_sim.hardware.profile import load_hardware_profile
 from r2s2r_sim.world.robot_binding import actuator_id
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import WORLDS
@@ -98,3 +100,22 @@ def test_the_gripper_actuator_flag_takes_an_index_or_what_it_drives(
     edit_yaml(out, lambda data: data["robot"]["gripper"].update(actuator="#9"))
     with pytest.raises(WorldError, match=r"robot\.gripper\.actuator: actuator '#9' not in"):
         SimWorld(out)
+
+
+def test_a_profile_addresses_unnamed_servos_by_index_or_joint(unnamed_robot: Path, tmp_path: Path) -> None:
+    out = tmp_path / "world"
+    assert _world_new(unnamed_robot, out) == 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert r2s2r(["profile", "new", "--world", str(out)]) == 0
+    path = out / "hardware_profile.yaml"
+    data = yaml.safe_load(path.read_text())
+    servos = data["physics"]["servos"]
+    assert "#0" in servos and "#6" in servos  # the template names them as messages show them
+    servos["<unnamed #6>"] = {"kp": 123.0, "kv": 4.5}
+    servos["elbow"] = {"kp": 777.0, "kv": 7.0}  # the joint the third actuator drives
+    del servos["#6"], servos["#2"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    model = EmulatedArm(out, load_hardware_profile(path), seed=0).world.model
+    for act, (kp, kv) in {6: (123.0, 4.5), 2: (777.0, 7.0)}.items():
+        assert model.actuator_gainprm[act, 0] == pytest.approx(kp)
+        assert model.actuator_biasprm[act, 2] == pytest.approx(-kv)

@@ -44,7 +44,9 @@ __all__ = [
     "BinnedSuccess",
     "Candidate",
     "PairedAgreement",
+    "balanced_accuracy",
     "binary_entropy",
+    "cohen_kappa",
     "binned_success",
     "failure_agreement",
     "knn_proba",
@@ -380,6 +382,10 @@ class PairedAgreement:
         constant_guess: accuracy of predicting every real episode as its policy's majority sim outcome.
         failure_recall: share of real failures whose sim partner failed (``nan`` without real failures).
         failure_precision: share of sim failures whose real partner failed (``nan`` without sim failures).
+        balanced_accuracy: the mean of the shares of real successes and of real failures that sim
+            predicted (``nan`` unless real has both): a constant guess scores 0.5 whatever the base rate.
+        kappa: Cohen's kappa of sim's predictions against real's outcomes: agreement beyond what the
+            two sides' rates alone would give (0: no better than chance; ``nan`` when chance is 1).
         per_policy: policy -> (pairs, accuracy).
     """
 
@@ -389,6 +395,8 @@ class PairedAgreement:
     constant_guess: float
     failure_recall: float
     failure_precision: float
+    balanced_accuracy: float
+    kappa: float
     per_policy: dict[str, tuple[int, float]]
 
 
@@ -435,5 +443,23 @@ def paired_agreement(
         constant_guess=guess_correct / len(keys),
         failure_recall=float(np.sum(fail_r & fail_s) / fail_r.sum()) if fail_r.any() else math.nan,
         failure_precision=float(np.sum(fail_r & fail_s) / fail_s.sum()) if fail_s.any() else math.nan,
+        balanced_accuracy=balanced_accuracy(ry, sy),
+        kappa=cohen_kappa(ry, sy),
         per_policy=per_policy,
     )
+
+
+def balanced_accuracy(real: np.ndarray, predicted: np.ndarray) -> float:
+    """Mean recall of the two outcomes (success, failure) of ``real``; ``nan`` unless real has both."""
+    real, predicted = np.asarray(real, dtype=bool), np.asarray(predicted, dtype=bool)
+    if real.all() or not real.any():
+        return math.nan
+    return float((np.mean(predicted[real]) + np.mean(~predicted[~real])) / 2)
+
+
+def cohen_kappa(real: np.ndarray, predicted: np.ndarray) -> float:
+    """Cohen's kappa of two boolean ratings; ``nan`` when both sides are one constant (chance is 1)."""
+    real, predicted = np.asarray(real, dtype=bool), np.asarray(predicted, dtype=bool)
+    observed = float(np.mean(real == predicted))
+    chance = float(np.mean(real) * np.mean(predicted) + np.mean(~real) * np.mean(~predicted))
+    return math.nan if chance >= 1.0 else (observed - chance) / (1.0 - chance)

@@ -30,6 +30,8 @@ TARGET_METRICS: Mapping[str, Interval] = {
     "spearman": Interval.parse("[-1, 1]"),
     "kendall": Interval.parse("[-1, 1]"),
     "failure_prediction_accuracy": Interval.parse("[0, 1]"),
+    "failure_prediction_balanced_accuracy": Interval.parse("[0, 1]"),
+    "failure_prediction_kappa": Interval.parse("[-1, 1]"),
 }
 """The metrics a target may bound, with the range of their values: a bound outside it is a typo."""
 

@@ -16,8 +16,8 @@ from r2s2r_sim.progress import Progress
 
 from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args
 from r2s2r_eval.learning.demos import EXPERT_KINDS, DemoConfig, DemoError, collect_demos
+from r2s2r_eval.learning.lerobot_format import DatasetError
 from r2s2r_eval.learning.lerobot_v3 import validate_v3_dataset
-from r2s2r_eval.learning.lerobot_video import DatasetError
 
 __all__ = ["COMMAND", "cmd_demos", "main", "register"]
 

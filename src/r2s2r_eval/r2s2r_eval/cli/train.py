@@ -1,8 +1,10 @@
-"""``r2s2r train``: behaviour cloning of the ``bc`` policy from ``r2s2r demos`` datasets (PyTorch CPU).
+"""``r2s2r train``: behaviour cloning from ``r2s2r demos`` datasets with the CNN, ACT or Diffusion Policy.
 
 Example:
     r2s2r train --dataset out/demos/varied --out out/policies/bc_varied --steps 3000
     r2s2r sweep --policy bc:checkpoint=out/policies/bc_varied ...
+    r2s2r train --learner act --dataset out/demos/varied --out out/policies/act_varied --steps 5000
+    r2s2r sweep --policy lerobot:checkpoint=out/policies/act_varied ...
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from pathlib import Path
 from r2s2r_sim.progress import Progress
 
 from r2s2r_eval.cli.common import Subcommand, bad_input, config_from_args
-from r2s2r_eval.learning.lerobot_video import DatasetError
+from r2s2r_eval.learning.lerobot_format import DatasetError
 from r2s2r_eval.learning.train import TrainConfig, TrainError, train
+from r2s2r_eval.learning.train_data import LEARNER_DEFAULTS
+from r2s2r_eval.policies.bc.config import LEARNERS
 
 __all__ = ["COMMAND", "cmd_train", "main", "register"]
 
@@ -29,9 +33,16 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="LeRobot dataset folder (repeat to train on several)",
     )
     p.add_argument("--out", required=True, type=Path, help="checkpoint folder (policy.pt + config.json)")
+    p.add_argument(
+        "--learner",
+        choices=LEARNERS,
+        default="cnn",
+        help="the network: the small CNN, or lerobot's ACT or Diffusion Policy (each sets its own defaults "
+        "for --lr, --aux-weight and --chunk: " + _learner_defaults() + ")",
+    )
     p.add_argument("--steps", type=int, default=3000, help="optimiser steps")
     p.add_argument("--batch-size", type=int, default=64, help="samples per step")
-    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--lr", type=float, help="peak learning rate")
     p.add_argument("--seed", type=int, default=0, help="torch and sampling seed")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument(
@@ -44,10 +55,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--aux-weight",
         type=float,
-        default=TrainConfig.aux_weight,
-        help="weight of the auxiliary object-state loss (0: none; needs observation.environment_state)",
+        help="weight of the auxiliary object-state loss (0: none; needs observation.environment_state; "
+        "cnn only)",
     )
-    p.add_argument("--chunk", type=int, default=TrainConfig.chunk, help="actions predicted per step (ACT)")
+    p.add_argument("--chunk", type=int, help="actions predicted per step (action chunking)")
     p.add_argument(
         "--channels",
         type=lambda v: tuple(int(c) for c in v.split(",")),
@@ -86,15 +97,21 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _learner_defaults() -> str:
+    """``LEARNER_DEFAULTS`` as help text."""
+    return "; ".join(
+        f"{name} " + ", ".join(f"{k.replace('_', '-')} {v:g}" for k, v in d.items())
+        for name, d in LEARNER_DEFAULTS.items()
+    )
+
+
 # TrainConfig fields given by the option of the same name.
 _SAME_AS_OPTIONS = (
+    "learner",
     "steps",
     "batch_size",
-    "lr",
     "seed",
     "state_noise",
-    "aux_weight",
-    "chunk",
     "channels",
     "shift_px",
     "teacher_forcing_m",
@@ -104,6 +121,8 @@ _SAME_AS_OPTIONS = (
 
 def cmd_train(ns: argparse.Namespace) -> int:
     """Run the command; 0 on success, 2 on bad input."""
+    given = {k: getattr(ns, k) for k in LEARNER_DEFAULTS[ns.learner]}
+    per_learner = {k: d if given[k] is None else given[k] for k, d in LEARNER_DEFAULTS[ns.learner].items()}
     try:
         cfg = config_from_args(
             TrainConfig,
@@ -114,24 +133,25 @@ def cmd_train(ns: argparse.Namespace) -> int:
             time_input=not ns.no_time_input,
             head_features=not ns.no_head_features,
             perception_frames=tuple(str(d) for d in ns.perception_frames),
+            **per_learner,
         )
     except TrainError as err:
         return bad_input("train", err)
     try:
         with Progress(cfg.steps, "train", "step", quiet=ns.quiet) as bar:
             s = train(ns.dataset, ns.out, cfg, progress=lambda step, loss: bar.set(step, loss=f"{loss:.4f}"))
-    except (TrainError, DatasetError) as err:
+    except (TrainError, DatasetError, ImportError) as err:  # ImportError: lerobot's learners, not installed
         return bad_input("train", err)
     val = "n/a" if s.val_loss is None else f"{s.val_loss:.4f}"
     print(
         f"{s.out}: {s.episodes} episodes, {s.frames} frames, {s.wall_s:.0f} s, "
         f"train loss {s.train_loss:.4f}, val loss {val}"
     )
-    print(f"run it with: --policy bc:checkpoint={s.out}")
+    print(f"run it with: --policy {'bc' if cfg.learner == 'cnn' else 'lerobot'}:checkpoint={s.out}")
     return 0
 
 
-_HELP = "train the bc policy from demonstrations"
+_HELP = "train a policy (CNN, ACT or Diffusion Policy) from demonstrations"
 COMMAND = Subcommand("train", _HELP, __doc__.split("\n")[0], _add_arguments, cmd_train, wrap=True)
 register = COMMAND.register
 main = COMMAND.main

@@ -13,9 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_eval.learning.lerobot_format import read_info
+from r2s2r_eval.learning.lerobot_format import DatasetError, read_info
 from r2s2r_eval.learning.lerobot_import import lerobot_converter
-from r2s2r_eval.learning.lerobot_video import DatasetError
 
 __all__ = ["convert_v21", "main"]
 

@@ -20,9 +20,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from r2s2r_eval.learning.lerobot_video import DatasetError
+from r2s2r_eval.learning.lerobot_format import DatasetError
 
-__all__ = ["VIDEO_BACKEND", "lerobot_converter", "lerobot_dataset", "lerobot_video_utils", "open_dataset"]
+__all__ = [
+    "VIDEO_BACKEND",
+    "lerobot_converter",
+    "lerobot_dataset",
+    "lerobot_policy",
+    "lerobot_types",
+    "lerobot_video_utils",
+    "open_dataset",
+]
 
 # lerobot's "pyav" decoder goes through torchvision.io.VideoReader, which torchvision 0.28 no longer has.
 VIDEO_BACKEND = "torchcodec"
@@ -81,6 +89,38 @@ def lerobot_converter() -> ModuleType:
     """``lerobot.datasets.v30.convert_dataset_v21_to_v30`` (``convert_dataset``)."""
     _prepare_torchvision()
     import lerobot.datasets.v30.convert_dataset_v21_to_v30 as module  # heavy optional library, when used
+
+    return module
+
+
+def lerobot_policy(learner: str) -> ModuleType:
+    """Lerobot's modelling module of ``learner`` ("act": ``ACTPolicy``, "diffusion": ``DiffusionPolicy``).
+
+    Raises:
+        ValueError: another learner.
+        ImportError: lerobot or a module its policies import is missing (names it and how to install it).
+    """
+    _prepare_torchvision()
+    try:
+        if learner == "act":
+            import lerobot.policies.act.modeling_act as module  # heavy optional library, loaded when used
+        elif learner == "diffusion":
+            import lerobot.policies.diffusion.modeling_diffusion as module  # heavy optional library
+        else:
+            raise ValueError(f"learner: lerobot has no policy {learner!r} here (act, diffusion)")
+    except ImportError as err:  # a pip install without requirements/learning*.txt
+        raise ImportError(
+            f"learner {learner!r} needs lerobot's policies, which import {err.name}: not installed "
+            "(`make setup` installs requirements/learning.txt and learning-nodeps.txt)",
+            name=err.name,
+        ) from err
+    return module
+
+
+def lerobot_types() -> ModuleType:
+    """``lerobot.configs.types`` (``FeatureType``, ``PolicyFeature``)."""
+    _prepare_torchvision()
+    import lerobot.configs.types as module  # heavy optional library, loaded when used
 
     return module
 

@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_eval.learning.lerobot_format import read_info
+from r2s2r_eval.learning.lerobot_format import DatasetError, read_info
 from r2s2r_eval.learning.lerobot_import import VIDEO_BACKEND, lerobot_video_utils, open_dataset
 from r2s2r_eval.learning.lerobot_v3 import CODEBASE_VERSION
-from r2s2r_eval.learning.lerobot_video import DatasetError
 
 __all__ = ["IMAGE_KEY", "ENV_KEY", "BCFeatures", "bc_features", "convert_command", "read_episodes"]
 

@@ -14,16 +14,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
-from r2s2r_eval.learning.lerobot_format import EpisodeData, read_info
+from r2s2r_eval.learning.lerobot_format import DatasetError, EpisodeData, read_info
 from r2s2r_eval.learning.lerobot_import import VIDEO_BACKEND, lerobot_dataset, open_dataset
-from r2s2r_eval.learning.lerobot_video import DatasetError
 
 __all__ = ["CODEBASE_VERSION", "EPISODES_FILE", "LeRobotV3Writer", "validate_v3_dataset"]
 
@@ -54,6 +54,23 @@ def _read_episode_lines(root: Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError as err:
                 raise DatasetError(f"{path}:{i}: not valid JSON: {err}") from None
     return out
+
+
+@contextmanager
+def _scheduling_kept() -> Iterator[None]:
+    """Give the calling thread back its scheduling policy after LeRobot's video encoder has run.
+
+    SVT-AV1 (LeRobot's default codec) moves the thread that opens an encoder to ``SCHED_FIFO`` when the
+    process runs as root, as in containers and CI. Every process started from that thread afterwards (ROS
+    nodes, workers, a test suite's next tests) would inherit real-time priority and starve the rest of the
+    machine, so the policy is put back once each encode returns.
+    """
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        yield
+    finally:
+        if os.sched_getscheduler(0) != policy or os.sched_getparam(0) != param:
+            os.sched_setscheduler(0, policy, param)
 
 
 class LeRobotV3Writer:
@@ -170,7 +187,8 @@ class LeRobotV3Writer:
             arrays[key] = value
         for i in range(n):
             self.dataset.add_frame({**{k: v[i] for k, v in arrays.items()}, "task": episode.task})
-        self.dataset.save_episode()
+        with _scheduling_kept():
+            self.dataset.save_episode()
         record = {"episode_index": index, "length": n, **dict(episode.extra)}
         with (self.root / EPISODES_FILE).open("a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
@@ -182,7 +200,8 @@ class LeRobotV3Writer:
         """Finalize the dataset (closes its Parquet writers: the files are readable only after this)."""
         if not self._closed:
             self._closed = True
-            self.dataset.finalize()
+            with _scheduling_kept():
+                self.dataset.finalize()
 
     def __enter__(self) -> LeRobotV3Writer:
         return self

@@ -109,7 +109,7 @@ def _checkpoint_config(
 ) -> dict[str, Any]:
     """The checkpoint's ``config.json``: what the policy needs to run it, and how it was trained."""
     return {
-        "policy": "bc",
+        "policy": "bc" if cfg.learner == "cnn" else "lerobot",
         "model": result.model_config.to_dict(),
         "joint_names": list(data.joint_names),
         "arm_names": list(data.arm_names),

@@ -23,9 +23,11 @@ from r2s2r_eval.learning.lerobot_read import (
     bc_features,
     read_episodes,
 )
+from r2s2r_eval.policies.bc.config import DIFFUSION_HORIZON_MULTIPLE, LEARNERS
 
 __all__ = [
     "ENV_KEY",
+    "LEARNER_DEFAULTS",
     "IMAGE_KEY",
     "Normalization",
     "TrainConfig",
@@ -37,6 +39,16 @@ __all__ = [
 
 class TrainError(ValueError):
     """Training cannot start or finish as configured (names the field or file at fault)."""
+
+
+LEARNER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "cnn": {"lr": 1e-3, "aux_weight": 1.0, "chunk": 1},
+    "act": {"lr": 1e-4, "aux_weight": 0.0, "chunk": 10},
+    "diffusion": {"lr": 1e-4, "aux_weight": 0.0, "chunk": 16},
+}
+"""Per learner, the settings ``r2s2r train --learner`` starts from: lerobot's learners have no auxiliary
+head, train at ACT's and Diffusion Policy's usual rate, and predict ACT's and Diffusion Policy's chunks
+scaled to this product's 10 Hz control."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +94,9 @@ class TrainConfig:
         save_every: steps between resume states (``train_state.pt`` in the output folder: network,
             optimiser, schedule and random generators), so a training stopped part-way goes on from its
             last state with the same result as one uninterrupted run; 0: none.
+        learner: the network: "cnn" (the CNN above), "act" (lerobot's action-chunking transformer) or
+            "diffusion" (lerobot's Diffusion Policy, ``chunk`` a multiple of 4); lerobot's learners need
+            ``aux_weight`` 0 (:data:`LEARNER_DEFAULTS` has each one's starting settings).
     """
 
     steps: int = within(3000, ">= 1")
@@ -104,10 +119,19 @@ class TrainConfig:
     teacher_forcing_m: float = 0.0
     perception_frames: tuple[str, ...] = ()
     save_every: int = within(500, ">= 0")
+    learner: str = "cnn"
 
     def __post_init__(self) -> None:
         check_fields(self, error=TrainError)
+        lerobot = self.learner != "cnn"
         checks = (
+            ("learner", self.learner in LEARNERS, f"one of {', '.join(LEARNERS)}"),
+            ("aux_weight", not lerobot or self.aux_weight == 0, f"0 for learner {self.learner!r}"),
+            (
+                "chunk",
+                self.learner != "diffusion" or self.chunk % DIFFUSION_HORIZON_MULTIPLE == 0,
+                f"a multiple of {DIFFUSION_HORIZON_MULTIPLE} for learner 'diffusion'",
+            ),
             ("head_features", self.head_features or self.aux_weight > 0, "True unless aux_weight > 0"),
             (
                 "teacher_forcing_m",

@@ -20,9 +20,12 @@ import torch.nn.functional as F
 
 from r2s2r_eval.learning.train_data import Normalization, TrainConfig, TrainData, TrainError
 from r2s2r_eval.policies.bc.config import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS
+from r2s2r_eval.policies.bc.lerobot_net import LeRobotNet, build_network
 from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
 
 __all__ = ["FitResult", "fit", "write_checkpoint"]
+
+_LEROBOT_GRAD_CLIP = 10.0
 
 
 class _Resume:
@@ -97,8 +100,9 @@ class _Trainer:
             aux_dim=data.env.shape[1] if use_aux and data.env is not None else 0,
             chunk=cfg.chunk,
             head_features=cfg.head_features,
+            learner=cfg.learner,
         )
-        self.model = BCNet(self.model_config)
+        self.model = build_network(self.model_config)
         self.images = torch.from_numpy(data.images)  # uint8, N x H x W x 3
         self.states = torch.from_numpy((data.states - norm.state_mean) / norm.state_std)
         self.targets = torch.from_numpy(
@@ -171,7 +175,12 @@ class _Trainer:
         e: torch.Tensor | None,
         forced: bool = False,
     ) -> torch.Tensor:
-        """Action loss plus the weighted auxiliary loss; ``forced``: teacher forcing, when configured."""
+        """Action loss plus the weighted auxiliary loss; ``forced``: teacher forcing, when configured.
+
+        lerobot's learners train on their own loss (:meth:`LeRobotNet.imitation_loss`).
+        """
+        if isinstance(self.model, LeRobotNet):
+            return self.model.imitation_loss(img, s, t)
         given = None
         if forced and self.tf_scale is not None and e is not None:
             given = e + torch.randn(e.shape, generator=self.gen) * self.tf_scale
@@ -192,6 +201,8 @@ class _Trainer:
             loss = loss + cfg.aux_weight * F.smooth_l1_loss(p_pred, self.p_env[pix], beta=0.1)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
+        if isinstance(self.model, LeRobotNet):  # lerobot's training clips at this norm for both learners
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), _LEROBOT_GRAD_CLIP)
         self.opt.step()
         self.sched.step()
         return loss.item()
@@ -231,6 +242,9 @@ class _Trainer:
             vals, aux_errs = [], []
             for part in np.array_split(val_idx, max(1, len(val_idx) // 256)):
                 img, s, t, e = self.batch(part, augment=False)
+                if isinstance(self.model, LeRobotNet):
+                    vals.append(float(self.model.validation_loss(img, s, t)) * len(part))
+                    continue
                 pred, aux = self.model.forward_all(img, s)
                 vals.append(float(F.smooth_l1_loss(pred, t, beta=0.1)) * len(part))
                 if aux is not None and e is not None:
@@ -252,7 +266,7 @@ class _Trainer:
 class FitResult:
     """The trained network (eval mode), its config, the last losses and the validation results."""
 
-    model: BCNet
+    model: BCNet | LeRobotNet
     model_config: BCModelConfig
     losses: list[float]
     val_loss: float | None
@@ -312,7 +326,7 @@ def fit(
     )
 
 
-def write_checkpoint(out: Path, model: BCNet, config: dict[str, Any], state_path: Path) -> None:
+def write_checkpoint(out: Path, model: BCNet | LeRobotNet, config: dict[str, Any], state_path: Path) -> None:
     """Write ``policy.pt`` and ``config.json`` into ``out``, then drop the resume state.
 
     The weights are renamed into place last, so a folder with ``policy.pt`` always has its config.

@@ -1,12 +1,13 @@
 """The closed loop: does evaluation in the reconstructed world predict the (emulated) hardware?
 
     r2s2r closed-loop --out out/closed_loop [--task pick|push|stack|drawer] [--small] [--trials N]
-                      [--max-steps N] [--quick-capture]
+                      [--max-steps N] [--quick-capture] [--policy SPEC ...]
 
 1. **capture** the emulated hardware with a hardware profile and run **real2sim** on the bag
    (:func:`r2s2r_eval.studies.emulated_capture.reconstruct_emulated_world`; real2sim never reads the profile);
 2. evaluate a family of policies of different strength (:data:`FAMILY`: reference variants and the
-   depth-only ``topdown`` policy), every side a sweep (:func:`r2s2r_eval.episodes.sweep.run_sweep`) into its
+   depth-only ``topdown`` policy; or those given with ``--policy``, such as learned checkpoints, each
+   reading images at its own rate), every side a sweep (:func:`r2s2r_eval.episodes.sweep.run_sweep`) into its
    own results store:
 
    a. **real**: on the emulated hardware (the sweep's emulated side: the profile's latency, joint noise,
@@ -52,6 +53,8 @@ from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.variations import load_variation_config, with_world_axes
+from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.analysis import failure_regions as fr
 from r2s2r_eval.analysis.compare import CompareSettings, compare
@@ -60,8 +63,9 @@ from r2s2r_eval.analysis.compare_page import write_report
 from r2s2r_eval.analysis.targets import Target, grade, load_targets
 from r2s2r_eval.cli.common import Subcommand, bad_input
 from r2s2r_eval.episodes.results import ResultsStore
-from r2s2r_eval.episodes.sweep import run_sweep
-from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig
+from r2s2r_eval.episodes.sweep import check_policies, run_sweep
+from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig, parse_policy_spec
+from r2s2r_eval.studies.closed_loop_report import format_closed_loop
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
 
@@ -105,6 +109,8 @@ class ClosedLoopConfig:
         policies: the policy family.
         trials: trials per policy on every side (one variation each).
         camera_rate_hz: image rate on every side (Hz).
+        policy_rates: each policy reads images at its own rate (its ``image_request``) instead: what a
+            learned policy that reads a frame per control step needs.
         max_steps: control steps (10 Hz) before a trial is given up on every side; both pick policies
             finish a success in about 12 s, so 200 (20 s) only shortens failures, which otherwise run to
             the task's 30 s timeout in sim; ``--task`` takes the task's own
@@ -127,6 +133,7 @@ class ClosedLoopConfig:
     policies: tuple[PolicySpec, ...] = FAMILY
     trials: int = within(50, ">= 1")
     camera_rate_hz: float = within(1.0, "> 0")
+    policy_rates: bool = False
     max_steps: int = within(200, ">= 1")
     workers: int = within(2, ">= 1")
     real_seed: int = 1
@@ -187,7 +194,7 @@ def run_real(cfg: ClosedLoopConfig, variations: Any, results: Path) -> tuple[int
         n=cfg.trials,
         method="random",
         seed=cfg.real_seed,
-        camera_rate_hz=cfg.camera_rate_hz,
+        camera_rate_hz=None if cfg.policy_rates else cfg.camera_rate_hz,
         max_steps=cfg.max_steps,
         hardware_profile=str(cfg.profile),
     )
@@ -216,17 +223,13 @@ def run_sim(
         n=cfg.trials,
         method="random" if paired else "sobol",
         seed=cfg.real_seed if paired else cfg.sim_seed,
-        camera_rate_hz=cfg.camera_rate_hz,
+        camera_rate_hz=None if cfg.policy_rates else cfg.camera_rate_hz,
         max_steps=cfg.max_steps,
     )
     return _sweep(cfg, sweep, results, label)
 
 
 # ---------------------------------------------------------------------------------------- report
-
-
-def _fmt_rate(d: dict[str, Any]) -> str:
-    return f"{d['success_rate']:.2f} [{d['wilson_low']:.2f}, {d['wilson_high']:.2f}] n={d['trials']}"
 
 
 def _metric(summary: dict[str, Any], name: str) -> dict[str, Any]:
@@ -285,9 +288,13 @@ def build_summary(
         )
 
     def side(s: dict[str, Any], pair: fr.PairedAgreement) -> dict[str, Any]:
-        # The paired accuracy, not the report's sim-tree accuracy, is the graded failure prediction.
-        paired_target = [t for t in targets if t.metric == "failure_prediction_accuracy"]
-        graded = {**s["targets"], **grade(paired_target, {"failure_prediction_accuracy": pair.accuracy})}
+        # The paired figures, not the report's sim-tree accuracy, are the graded failure prediction.
+        paired = {
+            "failure_prediction_accuracy": pair.accuracy,
+            "failure_prediction_balanced_accuracy": _finite(pair.balanced_accuracy),
+            "failure_prediction_kappa": _finite(pair.kappa),
+        }
+        graded = {**s["targets"], **grade([t for t in targets if t.metric in paired], paired)}
         return {
             "pearson": _metric(s, "pearson"),
             "mmrv": _metric(s, "mmrv"),
@@ -295,11 +302,13 @@ def build_summary(
             "kendall": _metric(s, "kendall"),
             "failure_prediction_accuracy": pair.accuracy,
             "failure_prediction_constant_guess": pair.constant_guess,
+            "failure_prediction_balanced_accuracy": _finite(pair.balanced_accuracy),
+            "failure_prediction_kappa": _finite(pair.kappa),
             "failure_prediction_paired": {
                 "pairs": pair.n,
                 "unmatched_real_episodes": pair.unmatched,
-                "failure_recall": None if math.isnan(pair.failure_recall) else pair.failure_recall,
-                "failure_precision": None if math.isnan(pair.failure_precision) else pair.failure_precision,
+                "failure_recall": _finite(pair.failure_recall),
+                "failure_precision": _finite(pair.failure_precision),
                 "per_policy": {k: {"pairs": n, "accuracy": a} for k, (n, a) in pair.per_policy.items()},
             },
             "failure_prediction_tree_accuracy": s["failure_prediction"]["accuracy"],
@@ -328,12 +337,13 @@ def build_summary(
             "pearson": delta("pearson", "higher"),
             "mmrv": delta("mmrv", "lower"),
             "failure_prediction_accuracy": delta("failure_prediction_accuracy", "higher"),
+            "failure_prediction_kappa": delta("failure_prediction_kappa", "higher"),
             "mean_abs_success_gap": delta("mean_abs_success_gap", "lower"),
         },
         "settings": {
             "trials_per_policy_per_side": cfg.trials,
             "policies": [str(p) for p in cfg.policies],
-            "camera_rate_hz": cfg.camera_rate_hz,
+            "camera_rate_hz": "each policy's own" if cfg.policy_rates else cfg.camera_rate_hz,
             "max_steps": cfg.max_steps,
             "workers": cfg.workers,
             "real_seed": cfg.real_seed,
@@ -345,6 +355,11 @@ def build_summary(
         },
         "wall_s": wall,
     }
+
+
+def _finite(value: float) -> float | None:
+    """``value``, or None where it is undefined (JSON has no NaN)."""
+    return None if math.isnan(value) else value
 
 
 def _constant_guess(s: dict[str, Any]) -> float | None:
@@ -361,63 +376,6 @@ def _constant_guess(s: dict[str, Any]) -> float | None:
 def _mean_gap(s: dict[str, Any]) -> float:
     gaps = [abs(p["sim"]["success_rate"] - p["real"]["success_rate"]) for p in s["policies"]]
     return sum(gaps) / len(gaps)
-
-
-def _iv(m: dict[str, Any]) -> str:
-    f = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-    return f"{f(m['value'])} [{f(m['low'])}, {f(m['high'])}]"
-
-
-def _verdict(side: dict[str, Any], name: str) -> str:
-    """``met``, ``NOT met``, ``n/a`` (undefined value), or nothing when the targets file sets no bound."""
-    if name not in side["targets"]:
-        return ""
-    return {True: "met", False: "NOT met", None: "n/a"}[side["targets"][name]["met"]]
-
-
-def format_closed_loop(s: dict[str, Any]) -> str:
-    """The summary as a terminal table."""
-    width = max(len("policy"), *(len(p["policy"]) for p in s["policies"]))
-    cols = ("real (emulated hw) [95% Wilson]", "sim (reconstructed)", "baseline (bundled)")
-    lines = [f"{'policy':<{width}}  {cols[0]:<32}  {cols[1]:<32}  {cols[2]}"]
-    for p in s["policies"]:
-        base = _fmt_rate(p["baseline"]) if p["baseline"] else "n/a"
-        lines.append(f"{p['policy']:<{width}}  {_fmt_rate(p['real']):<32}  {_fmt_rate(p['sim']):<32}  {base}")
-    r, b = s["real_vs_reconstructed"], s["real_vs_bundled"]
-    lines += [
-        "",
-        f"{'metric':<28} {'target':<8} {'reconstructed [95% bootstrap]':<40} bundled [95% bootstrap]",
-    ]
-    for name in ("pearson", "mmrv"):
-        cells = [f"{_iv(side[name])} {_verdict(side, name)}" for side in (r, b)]
-        lines.append(f"{name:<28} {s['targets'].get(name, '-'):<8} {cells[0]:<40} {cells[1]}")
-    name = "failure_prediction_accuracy"
-    cells = [
-        f"{'n/a' if side[name] is None else format(side[name], '.3f')} {_verdict(side, name)}"
-        for side in (r, b)
-    ]
-    target = s["targets"].get(name, "-")
-    lines.append(f"{'failure prediction accuracy':<28} {target:<8} {cells[0]:<40} {cells[1]}")
-    for name, title in (
-        ("failure_prediction_constant_guess", "  (constant-guess accuracy)"),
-        ("failure_prediction_tree_accuracy", "  sim-tree accuracy (sweep)"),
-        ("failure_prediction_tree_constant_guess", "  (its constant guess)"),
-    ):
-        cells = ["n/a" if side.get(name) is None else format(side[name], ".3f") for side in (r, b)]
-        lines.append(f"{title:<28} {'-':<8} {cells[0]:<40} {cells[1]}")
-    gaps = f"{r['mean_abs_success_gap']:.3f}"
-    lines.append(f"{'mean |sim - real| success':<28} {'-':<8} {gaps:<40} {b['mean_abs_success_gap']:.3f}")
-    lines += ["", "bundled world (no reconstruction) against the reconstructed one, worse by:"]
-    for key, d in s["bundled_vs_reconstructed"].items():
-        v = d["bundled_worse_by"]
-        lines.append(
-            f"  {key:<28} {'n/a' if v is None else f'{v:+.3f}'}  (positive: the bundled world is worse)"
-        )
-    lines += ["", "wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in s["wall_s"].items())]
-    if "episodes_run_now" in s:
-        ran = ", ".join(f"{k} {v}" for k, v in s["episodes_run_now"].items())
-        lines.append(f"episodes run now (the rest reused from {Path('work')}/): {ran}")
-    return "\n".join(lines)
 
 
 def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
@@ -544,6 +502,15 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         help="hardware profile of the emulated unit: realistic, ideal or a YAML path (default: "
         "the realistic one, which covers every task world)",
     )
+    ap.add_argument(
+        "--policy",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help="a policy of the family (repeatable, at least 2), as in `r2s2r sweep`, e.g. "
+        "bc:checkpoint=DIR or reference:perception_noise_m=0.02; replaces the task's family, and each "
+        "policy reads images at its own rate",
+    )
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -557,12 +524,17 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
                 f"--task {ns.task}: no emulated hardware profile is written for {study.world} yet; "
                 "give --profile"
             )
+        family = study.small_family if ns.small else study.family
+        if ns.policy:  # built now, and checked against the task, not after the capture
+            task = load_world_config(world_path(study.world)).task
+            family = check_policies((parse_policy_spec(p) for p in ns.policy), task, study.world)
         cfg = ClosedLoopConfig(
             out=ns.out,
             profile=profile,
             world=study.world,
             variations=study.variations,
-            policies=study.small_family if ns.small else study.family,
+            policies=family,
+            policy_rates=bool(ns.policy),
             trials=ns.trials if ns.trials is not None else (6 if ns.small else 50),
             workers=ns.workers,
             max_steps=ns.max_steps if ns.max_steps is not None else study.max_steps,

@@ -46,10 +46,13 @@ from r2s2r_eval.learning.demos import DemoConfig
 from r2s2r_eval.learning.lerobot_v3 import validate_v3_dataset
 from r2s2r_eval.learning.perception_frames import PerceptionFramesConfig
 from r2s2r_eval.learning.train import TrainConfig, train
+from r2s2r_eval.learning.train_data import LEARNER_DEFAULTS
+from r2s2r_eval.policies.bc.config import LEARNERS
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
 from r2s2r_eval.studies.transfer_data import collect_sharded, render_sharded
 from r2s2r_eval.studies.transfer_eval import evaluate_policy
+from r2s2r_eval.studies.transfer_report import format_report
 
 __all__ = [
     "COMMAND",
@@ -84,7 +87,7 @@ class TransferConfig:
         perception_worlds, perception_per_world: still frames for the object-state head per ablation
             (:mod:`r2s2r_eval.learning.perception_frames`), in the ablation's world and variations, ``worlds``
             split over ``workers`` shards; 0 worlds: none.
-        steps, chunk, aux_weight, state_noise, channels, shift_px, time_input, head_features,
+        learner, steps, lr, chunk, aux_weight, state_noise, channels, shift_px, time_input, head_features,
             teacher_forcing_m: training (see :class:`~r2s2r_eval.learning.train.TrainConfig`).
         real_episodes, sim_episodes: evaluation episodes per policy on the emulated hardware / in each sim
             (the bundled world with the six axes, and the policy's own training world and variations).
@@ -100,7 +103,9 @@ class TransferConfig:
     action_noise: float = 0.02
     perception_worlds: int = 240
     perception_per_world: int = 20
+    learner: str = "cnn"
     steps: int = 6000
+    lr: float = 1e-3
     chunk: int = 8
     aux_weight: float = 1.0
     state_noise: float = 0.0
@@ -215,6 +220,9 @@ def _resumable(path: Path, new: dict[str, Any]) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise StudyFolderError(f"{path}: not a transfer study report ({err}); choose another --out") from None
     now = {**new["config"], "profile": new["profile"]}
+    # An option a report predates was at its default then (the learner was the CNN before there was a choice).
+    defaults = {f.name: f.default for f in fields(TransferConfig)}
+    was = {**{k: defaults[k] for k in now.keys() - was.keys() if k in defaults}, **was}
     changed = [
         f"{k}: {was.get(k)!r} there, {now.get(k)!r} now"
         for k in sorted(was.keys() | now.keys())
@@ -355,7 +363,9 @@ class _Run:
                     [Path(p) for p in entry["dataset"]["paths"]],
                     ckpt,
                     TrainConfig(
+                        learner=cfg.learner,
                         steps=cfg.steps,
+                        lr=cfg.lr,
                         seed=cfg.seed,
                         num_threads=cfg.threads,
                         chunk=cfg.chunk,
@@ -406,7 +416,8 @@ class _Run:
                 self.save()
                 continue
             self.log(f"[{name}] evaluation {key}: {n} episodes in {eval_world}")
-            bc = ("bc", {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads})
+            name_of = "bc" if cfg.learner == "cnn" else cfg.learner
+            bc = (name_of, {"checkpoint": str(ckpt), "num_threads": 1 if cfg.workers > 1 else cfg.threads})
             entry[key] = self.evaluate(
                 f"[{name}] {key}", bc, where=where, world=str(eval_world), n=n, variations=eval_variations
             )
@@ -471,37 +482,6 @@ def run_transfer(
     return run.report
 
 
-def _cell(r: dict[str, Any] | None) -> str:
-    if not r:
-        return "-"
-    lo, hi = r["ci95"]
-    return f"{r['successes']}/{r['n']} = {100 * r['rate']:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
-
-
-def format_report(report: dict[str, Any]) -> str:
-    """Markdown table of the report."""
-    lines = [
-        "| policy | demos (episodes/frames) | train (s) | emulated hardware | hardware, operator changes | "
-        "sim, own world | sim, bundled + six axes |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, e in report.get("ablations", {}).items():
-        d, t = e.get("dataset", {}), e.get("train", {})
-        lines.append(
-            f"| bc/{name} | {d.get('episodes', '-')}/{d.get('frames', '-')} | "
-            f"{t.get('wall_s', float('nan')):.0f} | {_cell(e.get('real'))} | "
-            f"{_cell(e.get('real_operator'))} | {_cell(e.get('sim_own'))} | {_cell(e.get('sim'))} |"
-        )
-    if "reference" in report:
-        r = report["reference"]
-        lines.append(
-            f"| reference expert | - | - | {_cell(r.get('real'))} | {_cell(r.get('real_operator'))} | - | "
-            f"{_cell(r.get('sim'))} |"
-        )
-    lines.append("\nSuccesses / episodes = rate [95 % Wilson interval].")
-    return "\n".join(lines) + "\n"
-
-
 def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", type=Path, default=Path("out/transfer"), help="output folder (resumed)")
     ap.add_argument("--small", action="store_true", help="tiny sizes (CI smoke run)")
@@ -519,6 +499,12 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--max-steps", type=int, help="control steps before an evaluation episode is cut off")
     ap.add_argument("--threads", type=int, help="torch CPU threads for training")
     ap.add_argument("--workers", type=int, help="processes for demonstrations and evaluations")
+    ap.add_argument(
+        "--learner",
+        choices=LEARNERS,
+        help="the network (default cnn); act and diffusion train without the object-state head and "
+        "perception frames, at their own learning rate and chunk (see `r2s2r train --help`)",
+    )
     ap.add_argument("--chunk", type=int, help="actions predicted per step (action chunking)")
     ap.add_argument("--action-noise", type=float, help="DART noise of the demonstrations (rad)")
     ap.add_argument(
@@ -574,6 +560,18 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
     }
     if ns.head_features:
         over["teacher_forcing_m"] = 0.0  # teacher forcing trains a head that reads only the object state
+    if ns.learner not in (None, "cnn"):
+        # lerobot's learners read the image directly: no object-state head, so no perception frames.
+        defaults = LEARNER_DEFAULTS[ns.learner]
+        over.update(
+            learner=ns.learner,
+            lr=defaults["lr"],
+            chunk=ns.chunk or defaults["chunk"],
+            aux_weight=0.0,
+            head_features=True,
+            teacher_forcing_m=0.0,
+            perception_worlds=0,
+        )
     if ns.no_reference:
         over["reference_row"] = False
     if ns.ablation:

@@ -295,6 +295,9 @@ class ArmEffectsState:
         """MuJoCo's step."""
         mujoco.mj_step(model, data)
 
+    def after_steps(self, data: mujoco.MjData) -> None:
+        """Nothing: MuJoCo's step leaves the state whole."""
+
     def measure(self, positions: np.ndarray, qpos_addresses: np.ndarray) -> np.ndarray:
         """Hinge positions rounded to whole encoder counts (others unchanged)."""
         counts = self.effects.encoder_counts_per_rev

@@ -41,6 +41,7 @@ from r2s2r_sim.render.renderer import camera_intrinsics
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome, judge_now
 from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.world.kinematics import mat_to_quat
+from r2s2r_sim.world.robot_binding import UNNAMED_ACTUATOR
 from r2s2r_sim.world.sim_world import CommandCheck, SimWorld
 from r2s2r_sim.worlds import world_path
 
@@ -92,6 +93,24 @@ class _ProfileEditor:
             found = getter(self.prefix + name)
         return found
 
+    def _actuator(self, spec: mujoco.MjSpec, ref: str) -> Any:
+        """The actuator ``ref`` addresses: its name, ``#i`` / ``<unnamed #i>``, or the one joint it drives.
+
+        The same three ways ``world.yaml`` and the flags address actuators, so that a profile of an arm
+        whose file names no actuators can set its servos without editing that file.
+        """
+        unnamed = UNNAMED_ACTUATOR.match(ref.strip())
+        found = self._get(spec.actuator, f"#{unnamed.group(1)}" if unnamed else ref)
+        if found is not None or unnamed:
+            return found
+        targets = {ref, self.prefix + ref}
+        driving = [
+            a
+            for a in spec.actuators
+            if a.target in targets and a.trntype in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_TENDON)
+        ]
+        return driving[0] if len(driving) == 1 else None
+
     def __call__(self, spec: mujoco.MjSpec) -> None:
         phys = self.p.physics
         edit_spec(
@@ -131,7 +150,7 @@ class _ProfileEditor:
             if dyn.frictionloss is not None:
                 joint.frictionloss = dyn.frictionloss
         for name, gains in phys.servos.items():
-            act = self._get(spec.actuator, name)
+            act = self._actuator(spec, name)
             if act is None or not set_servo_gains(act, gains.kp, gains.kv):
                 servos = [a for a in spec.actuators if spec_servo_scale(a) is not None]
                 raise self._fail(f"physics.servos.{name}", "position actuator", name, servos)

@@ -15,7 +15,7 @@ and the node logs its error code. A goal runs in the sim's time; feedback follow
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -148,9 +148,17 @@ def _point(positions: np.ndarray, velocities: np.ndarray, accelerations: np.ndar
 class ControllerServers:
     """The trajectory and gripper endpoints of ``node`` over ``controllers``; see the module docstring."""
 
-    def __init__(self, node: Node, iface: Interface, controllers: ArmControllers) -> None:
+    def __init__(
+        self,
+        node: Node,
+        iface: Interface,
+        controllers: ArmControllers,
+        on_streamed: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_streamed`` is called for each trajectory taken from the topic (a lockstep sim counts them)."""
         self._node = node
         self._controllers = controllers
+        self._on_streamed = on_streamed
         self._log = node.get_logger()
         group = ReentrantCallbackGroup()  # goals wait for their end while other goals and cancels arrive
         fjt = iface.action_spec("follow_joint_trajectory")
@@ -201,6 +209,8 @@ class ControllerServers:
             self._controllers.submit_trajectory(trajectory_goal(msg), result=False)
         except GoalError as err:
             self._log.warning(f"ignored a joint_trajectory message ({err.code.value}): {err}")
+        if self._on_streamed is not None:  # a refused message is an answer too: lockstep must not wait on it
+            self._on_streamed()
 
     def _execute_trajectory(self, handle: ServerGoalHandle) -> Any:
         result = self._fjt_type.Result()

@@ -68,7 +68,7 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 
 from r2s2r_sim.cells.camera_frames import CameraFrames
-from r2s2r_sim.interface import Interface
+from r2s2r_sim.interface import CommandPath, Interface
 from r2s2r_sim.render.renderer import depth_to_uint16_mm
 from r2s2r_sim.ros import conversions as conv
 from r2s2r_sim.ros.controller_io import ControllerServers, spin_serving_goals
@@ -275,7 +275,11 @@ class SimNode(Node):
             subs,
         )
         # joint_trajectory_controller's and gripper_action_controller's endpoints, beside the forward topics.
-        self._controller_servers = ControllerServers(self, iface, self.server.controllers)
+        self._controller_servers = ControllerServers(
+            self, iface, self.server.controllers, on_streamed=lambda: self.server.note_command("arm")
+        )
+        if iface.command is CommandPath.TRAJECTORY:
+            self.server.command_streams = ("arm",)
         for key, callback in (
             ("reset_episode", self._on_reset),
             ("pause", self._on_pause),

@@ -186,6 +186,9 @@ class SimServer:
         self._acks = 0
         self._arm_commands = 0
         self._gripper_commands = 0
+        # The command kinds a policy sends once per period on this interface: both forward topics, or only
+        # the trajectory topic where the gripper is an action (a goal is sent only when its target changes).
+        self.command_streams: tuple[str, ...] = ("arm", "gripper")
         # Lockstep applies commands when a period starts, not on arrival: a command for the previous
         # episode's last observation that arrives after a reset is then overwritten by the policy's
         # answer to the reset observation before it can act (the same writer keeps its order).
@@ -260,6 +263,15 @@ class SimServer:
             if apply is not None:
                 apply(self.world)
 
+    def note_command(self, kind: str) -> None:
+        """Lockstep: count an ``"arm"`` command that a controller took on arrival (a trajectory message)."""
+        with self.cv:
+            if kind == "arm":
+                self._arm_commands += 1
+            else:
+                self._gripper_commands += 1
+            self.cv.notify_all()
+
     def acknowledge(self, stamp_ns: int) -> None:
         """The policy answered the observation at ``stamp_ns`` (older acks are ignored)."""
         with self.cv:
@@ -295,7 +307,8 @@ class SimServer:
         A sender that acks without commanding (a test, a holding policy) is let through after
         ``COMMAND_GRACE_S`` of wall time, so lockstep never deadlocks on it.
         """
-        if self._arm_commands >= self._acks and self._gripper_commands >= self._acks:
+        sent = {"arm": self._arm_commands, "gripper": self._gripper_commands}
+        if all(sent[kind] >= self._acks for kind in self.command_streams):
             return True
         return time.monotonic() - self._ack_wall >= COMMAND_GRACE_S
 

@@ -17,9 +17,10 @@ from r2s2r_sim.errors import WorldError
 from r2s2r_sim.world.config import WorldConfig
 from r2s2r_sim.world.kinematics import subtree_bodies
 
-__all__ = ["RobotBinding", "actuator_id", "bind_robot", "element_names"]
+__all__ = ["UNNAMED_ACTUATOR", "RobotBinding", "actuator_id", "bind_robot", "element_names"]
 
-_UNNAMED = re.compile(r"^(?:<unnamed\s*)?#(\d+)>?$")
+# ``#i`` or ``<unnamed #i>`` (as MuJoCo's messages show an unnamed element): the robot file's i-th actuator.
+UNNAMED_ACTUATOR = re.compile(r"^(?:<unnamed\s*)?#(\d+)>?$")
 
 
 def element_names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
@@ -34,7 +35,7 @@ def actuator_id(model: mujoco.MjModel, ref: str, prefix: str = "") -> int:
     i-th actuator (:func:`r2s2r_sim.world.robot_source.name_unnamed_actuators` names unnamed ones so), or
     the name of the one joint or tendon the actuator drives: a robot file need not name its actuators.
     """
-    unnamed = _UNNAMED.match(ref.strip())
+    unnamed = UNNAMED_ACTUATOR.match(ref.strip())
     name = f"#{unnamed.group(1)}" if unnamed else ref
     act = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, prefix + name))
     if act >= 0 or unnamed:

@@ -407,6 +407,7 @@ class SimWorld:
                         self._apply(kind, ctrl, gripper)
                 hook.before_step(self.data)
                 hook.physics_step(self.model, self.data)
+            hook.after_steps(self.data)
             return
         while n > 0 and self._pending:
             while self._pending and self._pending[0][0] <= self.data.time + 1e-9:
@@ -536,4 +537,8 @@ class StepHook(Protocol):
 
     def physics_step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
         """Take the step: ``mj_step``, or another engine's step written back into ``data`` (a Bullet unit)."""
+        ...
+
+    def after_steps(self, data: mujoco.MjData) -> None:
+        """A run of steps is over and the state may be read: finish writing it into ``data``."""
         ...

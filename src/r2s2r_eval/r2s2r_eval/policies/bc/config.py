@@ -7,7 +7,13 @@ from dataclasses import dataclass
 
 from r2s2r_eval.policy import PolicyParams
 
-__all__ = ["CHECKPOINT_CONFIG", "CHECKPOINT_WEIGHTS", "BCParams"]
+__all__ = ["CHECKPOINT_CONFIG", "CHECKPOINT_WEIGHTS", "DIFFUSION_HORIZON_MULTIPLE", "LEARNERS", "BCParams"]
+
+LEARNERS = ("cnn", "act", "diffusion")
+"""The networks a checkpoint can hold: the CNN of :mod:`~r2s2r_eval.policies.bc.model`, or lerobot's ACT or
+Diffusion Policy (:mod:`~r2s2r_eval.policies.bc.lerobot_net`)."""
+DIFFUSION_HORIZON_MULTIPLE = 4
+"""Diffusion Policy's chunk (its horizon) is a multiple of this: its two-stage UNet halves it per stage."""
 
 # The files of a checkpoint folder written by ``r2s2r train``.
 CHECKPOINT_WEIGHTS = "policy.pt"

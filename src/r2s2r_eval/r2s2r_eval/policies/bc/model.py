@@ -14,6 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from r2s2r_eval.policies.bc.config import LEARNERS
+
 __all__ = ["BCModelConfig", "BCNet", "SpatialSoftmax"]
 
 
@@ -35,6 +37,9 @@ class BCModelConfig:
             the object state read from the image and the joint state (False): the privileged expert's
             commands are a function of exactly those, and a low-dimensional input cannot overfit to the
             few object poses the demonstrations show.
+        learner: which network; "act" and "diffusion" are lerobot's
+            (:mod:`r2s2r_eval.policies.bc.lerobot_net`), sized by ``hidden`` and ``chunk``, with no
+            auxiliary head (:data:`~r2s2r_eval.policies.bc.config.LEARNERS`).
     """
 
     image_width: int = 96
@@ -46,8 +51,13 @@ class BCModelConfig:
     aux_dim: int = 0
     chunk: int = 1
     head_features: bool = True
+    learner: str = "cnn"
 
     def __post_init__(self) -> None:
+        if self.learner not in LEARNERS:
+            raise ValueError(f"learner: must be one of {', '.join(LEARNERS)}, got {self.learner!r}")
+        if self.learner != "cnn" and self.aux_dim:
+            raise ValueError(f"aux_dim: must be 0 for learner {self.learner!r}, got {self.aux_dim}")
         if self.aux_dim < 0:
             raise ValueError(f"aux_dim: must be >= 0, got {self.aux_dim}")
         if not self.head_features and self.aux_dim == 0:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from r2s2r_eval.policies.bc.config import CHECKPOINT_CONFIG, CHECKPOINT_WEIGHTS, BCParams
+from r2s2r_eval.policies.bc.lerobot_net import LeRobotNet, build_network
 from r2s2r_eval.policies.bc.model import BCModelConfig, BCNet
 from r2s2r_eval.policy import (
     Action,
@@ -28,7 +29,7 @@ __all__ = ["BCPolicy", "load_checkpoint"]
 _DEMO_RENDER_SCALE = 2
 
 
-def load_checkpoint(folder: str | Path) -> tuple[BCNet, dict[str, Any]]:
+def load_checkpoint(folder: str | Path) -> tuple[BCNet | LeRobotNet, dict[str, Any]]:
     """The network (eval mode) and the ``config.json`` of a checkpoint folder.
 
     Raises:
@@ -41,9 +42,13 @@ def load_checkpoint(folder: str | Path) -> tuple[BCNet, dict[str, Any]]:
             raise PolicyError(f"bc policy: checkpoint file {path} missing (write it with `r2s2r train`)")
     try:
         config = json.loads(cfg_path.read_text(encoding="utf-8"))
-        model = BCNet(BCModelConfig.from_dict(config["model"]))
+        model = build_network(BCModelConfig.from_dict(config["model"]))
         state = torch.load(weights, map_location="cpu", weights_only=True)
         model.load_state_dict(state)
+    except ImportError as err:  # an ACT or Diffusion Policy checkpoint without lerobot installed
+        raise PolicyError(
+            f"bc policy: checkpoint {folder} needs {err.name or 'lerobot'} (`make setup` installs it)"
+        ) from err
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         raise PolicyError(f"bc policy: checkpoint {folder} is invalid: {err}") from err
     model.eval()
@@ -111,6 +116,8 @@ class BCPolicy(Policy):
                 f"{list(info.arm_joint_names)}"
             )
         self._info = info
+        if isinstance(self.model, LeRobotNet):
+            self.model.reseed(info.seed)
         self._t0 = None
         self._near_end = 0
         self._last: Action | None = None

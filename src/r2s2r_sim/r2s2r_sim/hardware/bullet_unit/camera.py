@@ -27,6 +27,10 @@ from r2s2r_sim.world.sim_world import SimWorld
 __all__ = ["BulletPinholeRenderer", "ProcessPinholeRenderer", "projection_matrix", "view_matrix"]
 
 _ZNEAR_M, _ZFAR_M = 0.01, 20.0  # clip planes; depth is stored as float, so their ratio costs no precision
+# The tiny renderer samples a pixel at its corner, not its centre, and counts rows from the bottom: drawn with
+# OpenCV's convention, the scene lands half a pixel right and up.  The principal point moved by this much
+# (px) puts it back: a ChArUco board's corners then scatter about their projection with no offset.
+_TINY_SAMPLE_SHIFT_PX = np.array([-0.5, 0.5])
 
 
 def projection_matrix(k: np.ndarray, width: int, height: int, znear: float, zfar: float) -> list[float]:
@@ -67,7 +71,9 @@ class BulletPinholeRenderer:
         """Record the camera's geometry; the Bullet client is made in ``__enter__``."""
         self._world = world
         self.width, self.height = int(width), int(height)
-        self._projection = projection_matrix(k, self.width, self.height, _ZNEAR_M, _ZFAR_M)
+        shifted = np.array(k, dtype=np.float64)
+        shifted[:2, 2] += _TINY_SAMPLE_SHIFT_PX
+        self._projection = projection_matrix(shifted, self.width, self.height, _ZNEAR_M, _ZFAR_M)
         self._client = -1
         self._scene: BulletScene | None = None
         model = world.model
@@ -103,7 +109,7 @@ class BulletPinholeRenderer:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``rgb`` (uint8 HxWx3) and metric z-depth (float32 HxW, m; none or out of range: 0) of ``data``.
 
-        ``data``: the world's MuJoCo data (or a scratch copy); its ``qpos`` poses the scene.
+        ``data``: the world's MuJoCo data (or a scratch copy); its ``qpos`` and mocap poses pose the scene.
 
         Raises:
             RenderError: outside the with-block.
@@ -111,8 +117,9 @@ class BulletPinholeRenderer:
         if self._scene is None:
             raise RenderError("BulletPinholeRenderer.render called outside its with-block")
         model = self._world.model
-        qpos = data.qpos  # type: ignore[attr-defined]
-        self._scene.set_state(qpos)
+        self._scene.set_state(data.qpos)  # type: ignore[attr-defined]
+        if self._scene.mocap_bodies:
+            self._scene.set_mocap(data.mocap_pos, data.mocap_quat)  # type: ignore[attr-defined]
         cam = self._world.camera_id(camera_name)
         view = view_matrix(model.cam_pos[cam], model.cam_quat[cam])
         _, _, rgba, zbuf, _ = pybullet.getCameraImage(
@@ -136,10 +143,10 @@ class BulletPinholeRenderer:
 
 
 class _Pose:
-    """What :meth:`BulletPinholeRenderer.render` reads of a MuJoCo data: ``qpos``."""
+    """What :meth:`BulletPinholeRenderer.render` reads of a MuJoCo data: ``qpos`` and the mocap poses."""
 
-    def __init__(self, qpos: np.ndarray) -> None:
-        self.qpos = qpos
+    def __init__(self, qpos: np.ndarray, mocap_pos: np.ndarray, mocap_quat: np.ndarray) -> None:
+        self.qpos, self.mocap_pos, self.mocap_quat = qpos, mocap_pos, mocap_quat
 
 
 class ProcessPinholeRenderer:
@@ -219,7 +226,8 @@ class ProcessPinholeRenderer:
         """
         if self._conn is None:
             raise RenderError("ProcessPinholeRenderer.render called outside its with-block")
-        self._conn.send((np.array(data.qpos), camera_name, depth_range))  # type: ignore[attr-defined]
+        pose = tuple(np.array(getattr(data, k)) for k in ("qpos", "mocap_pos", "mocap_quat"))
+        self._conn.send((pose, camera_name, depth_range))
         rgb, depth = self._receive("a Bullet frame")
         return rgb, depth
 
@@ -234,8 +242,8 @@ def _serve(conn: Connection, build: Callable[[], BulletPinholeRenderer]) -> None
     conn.send(True)
     try:
         while (request := conn.recv()) is not None:
-            qpos, camera, depth_range = request
-            conn.send(renderer.render(_Pose(qpos), camera, depth_range=depth_range))
+            pose, camera, depth_range = request
+            conn.send(renderer.render(_Pose(*pose), camera, depth_range=depth_range))
     except EOFError:
         pass  # the parent went away
     finally:

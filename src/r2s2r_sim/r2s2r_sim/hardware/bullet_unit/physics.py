@@ -65,6 +65,7 @@ class BulletPhysics:
                 if dof in column:
                     limit[column[dof]] = float(np.abs(model.actuator_forcerange[act]).max())
         self._limit = limit
+        self._any_gravcomp = bool(self._gravcomp.any())
         # The actuators' gain, biases and force range, read once (each read of a model field costs a call).
         limited = model.actuator_forcelimited.astype(bool)
         self._servo = (
@@ -146,8 +147,11 @@ class BulletPhysics:
         c, uid, dt, a, a_t = self.client, self.scene.robot_uid, self.dt, self._map, self._map_t
         q, qd = data.qpos[self._qadr], data.qvel[self._dadr]
         ql, zeros = q.tolist(), self._zeros
-        feedforward = self._gravcomp * np.array(
-            pybullet.calculateInverseDynamics(uid, ql, zeros, zeros, physicsClientId=c)
+        feedforward = (
+            self._gravcomp
+            * np.array(pybullet.calculateInverseDynamics(uid, ql, zeros, zeros, physicsClientId=c))
+            if self._any_gravcomp
+            else 0.0
         )
         # Bias forces (Coriolis, centrifugal, gravity) and the mass matrix at this state.
         bias = np.array(pybullet.calculateInverseDynamics(uid, ql, qd.tolist(), zeros, physicsClientId=c))
@@ -178,6 +182,10 @@ class BulletPhysics:
         )  # fmt: skip
         pybullet.stepSimulation(physicsClientId=self.client)
         data.time += self.dt
+        self.scene.read_robot(data.qpos, data.qvel)  # the next step's servos read it; the rest can wait
+
+    def after_steps(self, data: mujoco.MjData) -> None:
+        """A run of steps is over: the whole mirror, for whoever reads the state now."""
         self._mirror(data)
 
     def _mirror(self, data: mujoco.MjData) -> None:
@@ -185,7 +193,8 @@ class BulletPhysics:
 
         Only what a reader of the state needs is derived: poses (``mj_kinematics``, ``mj_camlight``), body
         velocities (``mj_comPos``, ``mj_comVel``) and contacts (``mj_collision``); ``mj_forward`` would also
-        solve MuJoCo's constraints, ten times the cost, for forces no one reads here.
+        solve MuJoCo's constraints, ten times the cost, for forces no one reads here.  Between the steps of
+        one run only the servos read the state (the robot's joints, written at each step).
         """
         self.scene.read_state(data.qpos, data.qvel)
         m = self.model

@@ -8,7 +8,9 @@ and a viewer does not: each link's inertial (the model's mass and principal iner
 shapes (the geoms that collide in the model).  Every other body hangs from the world: a body with a free
 joint becomes a dynamic Bullet body, a body without joints a static one, and a childless body with one
 slide or hinge on such a fixed body (a drawer in its cabinet) a jointed link of it; any other articulated
-scene body is refused by name.
+scene body is refused by name.  A mocap body (a capture's board) is a fixed one placed where MuJoCo's mocap
+pose puts it at each render, and a plane with a 2D texture is drawn textured
+(:mod:`~r2s2r_sim.hardware.bullet_unit.textures`).
 
 A state crosses between the engines as MuJoCo ``qpos``/``qvel``: :meth:`BulletScene.set_state` poses Bullet
 from them (a reset, or a render of a snapshot) and :meth:`BulletScene.read_state` writes Bullet's state
@@ -28,6 +30,7 @@ import numpy as np
 import pybullet
 from transforms3d import euler, quaternions
 
+from r2s2r_sim.hardware.bullet_unit.textures import textured_quad
 from r2s2r_sim.hardware.profile import HardwareProfileError
 from r2s2r_sim.world.robot_description import RobotDescription, write_stl
 from r2s2r_sim.world.sim_world import SimWorld
@@ -127,6 +130,7 @@ class BulletScene:
         self._indices = [j.index for j in self.joints]
         self.free_bodies: list[FreeBody] = []
         self.static_uids: list[int] = []
+        self.mocap_bodies: list[tuple[int, int]] = []  # Bullet body, MuJoCo mocap index
         # Scene joints (a drawer's slide): Bullet body, link index, MuJoCo addresses and reference position.
         self.scene_joints: list[tuple[int, int, int, int, float]] = []
         for body in range(model.nbody):
@@ -326,7 +330,15 @@ class BulletScene:
         if not visual and not colliding:
             return
         col = self._shape_array(colliding, collision=True) if colliding else -1
-        vis = self._shape_array(visual, collision=False) if visual else -1
+        quad = textured_quad(m, visual[0], Path(self._tmp.name)) if len(visual) == 1 else None
+        if quad is not None:
+            vis = pybullet.createVisualShape(
+                pybullet.GEOM_MESH, fileName=str(quad.mesh), rgbaColor=[1.0, 1.0, 1.0, 1.0],
+                visualFramePosition=m.geom_pos[visual[0]].tolist(),
+                visualFrameOrientation=xyzw(m.geom_quat[visual[0]]), physicsClientId=self.client,
+            )  # fmt: skip
+        else:
+            vis = self._shape_array(visual, collision=False) if visual else -1
         pose = (d.xpos[body].copy(), d.xquat[body].copy())
         com: Pose = (m.body_ipos[body].copy(), m.body_iquat[body].copy())
         mass = float(m.body_mass[body]) if free and self._collisions else 0.0
@@ -348,6 +360,11 @@ class BulletScene:
         )
         for index, link in enumerate(links):
             self._add_scene_joint(uid, index, link)
+        if quad is not None:
+            tex = pybullet.loadTexture(str(quad.image), physicsClientId=self.client)
+            pybullet.changeVisualShape(uid, -1, textureUniqueId=tex, physicsClientId=self.client)
+        if int(m.body_mocapid[body]) >= 0:
+            self.mocap_bodies.append((uid, int(m.body_mocapid[body])))
         if self._collisions:
             self._set_friction(uid, -1, body)
             if free:
@@ -519,15 +536,26 @@ class BulletScene:
                 lin, ang = v_com.tolist(), w_world.tolist()
             pybullet.resetBaseVelocity(b.uid, lin, ang, physicsClientId=c)
 
+    def set_mocap(self, mocap_pos: np.ndarray, mocap_quat: np.ndarray) -> None:
+        """Place the mocap bodies (a capture's board) where MuJoCo's ``mocap_pos``/``mocap_quat`` put them."""
+        for uid, i in self.mocap_bodies:
+            pybullet.resetBasePositionAndOrientation(
+                uid, mocap_pos[i].tolist(), xyzw(mocap_quat[i]), physicsClientId=self.client
+            )
+
+    def read_robot(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """Write Bullet's robot joints into MuJoCo ``qpos`` and ``qvel`` (in place): the servos' input."""
+        states = pybullet.getJointStates(self.robot_uid, self._indices, physicsClientId=self.client)
+        for j, state in zip(self.joints, states, strict=True):
+            qpos[j.qadr], qvel[j.dadr] = state[0], state[1]
+
     def read_state(self, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Write Bullet's joint and free-body state into MuJoCo ``qpos`` and ``qvel`` (in place).
 
-        Called at every physics step, so the pose algebra is MuJoCo's (``mju_*``), not numpy's.
+        Called after every run of physics steps, so the pose algebra is MuJoCo's (``mju_*``), not numpy's.
         """
         c = self.client
-        states = pybullet.getJointStates(self.robot_uid, self._indices, physicsClientId=c)
-        for j, state in zip(self.joints, states, strict=True):
-            qpos[j.qadr], qvel[j.dadr] = state[0], state[1]
+        self.read_robot(qpos, qvel)
         for uid, index, qadr, dadr, ref in self.scene_joints:
             state = pybullet.getJointState(uid, index, physicsClientId=c)
             qpos[qadr], qvel[dadr] = state[0] + ref, state[1]
