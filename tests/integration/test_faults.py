@@ -68,7 +68,8 @@ def test_policy_killed_mid_episode_is_respawned_and_the_run_goes_on(graphs, tmp_
     _kill_policy_mid_episode(g, 1)
     g.wait_for("the launcher's respawn", r"\[r2s2r\] respawned policy_node-2")
     assert g.finish() == 0, g.lines[-40:]
-    assert _rows(db) == [(0, False, "timeout"), (1, False, "policy_lost"), (2, False, "timeout")]
+    rows = _rows(db)
+    assert rows == [(0, False, "timeout"), (1, False, "policy_lost"), (2, False, "timeout")], g.lines[-60:]
     assert any(f"[{EVAL}]" in line and "restarted policy answered" in line for line in g.lines)
 
 

@@ -48,3 +48,19 @@ def test_trajectory_profile_waits_for_the_streamed_trajectory_only(server: SimSe
     assert server._commands_caught_up()
     server.acknowledge(2)
     assert not server._commands_caught_up()
+
+
+def test_a_lost_command_costs_one_grace_not_one_per_period(
+    server: SimServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command lost on the way (a killed policy's last, a restarted one's first) is written off."""
+    monkeypatch.setattr(sim_server, "COMMAND_GRACE_S", 3600.0)
+    server.acknowledge(1)  # its arm and gripper commands never arrive
+    assert not server._commands_caught_up()
+    server._ack_wall -= 3601.0  # the grace has passed (as if an hour went by)
+    assert server._commands_caught_up()
+    server.acknowledge(2)
+    assert not server._commands_caught_up()
+    server.command("arm", lambda world: None)
+    server.command("gripper", lambda world: None)
+    assert server._commands_caught_up()  # the next period's own commands suffice again
