@@ -85,6 +85,9 @@ from r2s2r_sim.world.robot_description import RobotDescriptionError
 __all__ = ["EmulatedHardwareConfig", "EmulatedHardwareNode", "main"]
 
 _TF_RATE_HZ = 100.0  # robot_state_publisher's usual rate, as the sim node's tf_rate_hz
+# The physics thread sleeps until each 2 ms step is due, then waits for the GIL; with Python's default 5 ms
+# switch interval, a busy render or executor thread makes each of those waits outlast the step itself.
+GIL_SWITCH_S = 0.0005
 
 
 class EmulatedHardwareError(ValueError):
@@ -430,6 +433,7 @@ def _stamped(job: RenderJob, stamp: Time) -> RenderJob:
 def main(args: Sequence[str] | None = None) -> int:
     """Run the emulated hardware until interrupted; 1 on a configuration error."""
     use_large_data_transport()  # the same large shared-memory Fast DDS profile as the sim node
+    sys.setswitchinterval(GIL_SWITCH_S)
     return run_node(
         EmulatedHardwareNode,
         args,
