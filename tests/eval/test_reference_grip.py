@@ -3,6 +3,7 @@ slip, slower carrying once the grip has shown itself weak, and a sweep on the bu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -248,6 +249,46 @@ def test_a_cube_sized_blob_said_to_be_on_the_arm_is_passed_over() -> None:
     found = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02, reject=on_arm)
     assert found is not None and np.allclose(found.position, [0.192, -0.1344, 0.02], atol=0.003), found
     assert len(seen) == 2
+
+
+def test_pixels_of_an_arm_touching_the_cube_in_the_image_are_taken_out_first() -> None:
+    from r2s2r_eval.policies.reference.perception import estimate_cube
+
+    k, pose, rgb, depth = _top_down_view()
+    red = (230, 38, 25)
+    rgb[150:201, 200:250] = red  # an arm link of the cube's colour whose edge touches the cube's
+    depth[150:201, 200:250] = 0.90
+    rgb[180:201, 250:271] = red  # the cube on the table
+    depth[180:201, 250:271] = 0.96
+    # One blob of both: wider than a cube, so nothing is found.
+    assert estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02) is None
+    arm = np.zeros(depth.shape, dtype=bool)
+    arm[150:201, 200:250] = True
+
+    def on_arm(v: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return arm[v, u]
+
+    found = estimate_cube(rgb, depth, k, pose, (0.9, 0.15, 0.1), 0.02, drop=on_arm)
+    assert found is not None and np.allclose(found.position, [0.192, -0.1344, 0.02], atol=0.003), found
+
+
+def test_the_grasp_turns_to_a_face_pair_the_wrist_reaches() -> None:
+    """An arm whose wrist stops short of the nearest face pair grasps the cube by the next one."""
+    from r2s2r_eval.policies.reference.policy import _grasp_yaw
+    from r2s2r_eval.policies.scripted.motion import tool_yaw
+
+    class Wrist:
+        """IK that misses the goal by 3 cm at tool yaws within 0.3 rad of 1.6 rad (its stop)."""
+
+        def ik(self, target: np.ndarray, rot: np.ndarray, q0: np.ndarray, iterations: int) -> tuple:
+            yaw = tool_yaw(rot)
+            blocked = abs(math.atan2(math.sin(yaw - 1.6), math.cos(yaw - 1.6))) < 0.3
+            return q0, 0.03 if blocked else 0.0
+
+    cube, q0 = np.array([0.4, 0.0, 0.77]), np.zeros(6)
+    assert _grasp_yaw(Wrist(), cube, (0.77, 0.89), 0.0, 0.0, q0) == pytest.approx(0.0)  # nearest reached
+    # Nearest to 1.5 rad is pi/2, behind the stop; the next quarter turn, pi, is reached.
+    assert _grasp_yaw(Wrist(), cube, (0.77, 0.89), 0.0, 1.5, q0) == pytest.approx(math.pi)
 
 
 def test_skipped_steps_do_not_stretch_the_motion(runner: EpisodeRunner) -> None:

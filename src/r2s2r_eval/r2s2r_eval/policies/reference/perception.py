@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-__all__ = ["CubeEstimate", "estimate_cube", "segment_colour"]
+__all__ = ["CubeEstimate", "PixelFilter", "estimate_cube", "segment_colour"]
 
 # OpenCV hue is 0..179 (degrees / 2).  A hue window of +-8 (16 deg) and saturation above 60 % of the
 # object's keeps the red cube under the scene's shading and refuses the brown table (hue ~14, sat ~0.45).
@@ -47,13 +47,27 @@ def _hsv_of(rgb: tuple[float, float, float]) -> np.ndarray:
     return cv2.cvtColor(pixel, cv2.COLOR_RGB2HSV).reshape(3).astype(np.int32)
 
 
-def _colour_blobs(rgb: np.ndarray, colour: tuple[float, float, float]) -> list[np.ndarray]:
-    """Masks (HxW bool) of the connected blobs of ``colour`` in ``rgb``, largest first."""
+# Pixels (rows, columns) -> which of them show something known not to be the object (e.g. the arm).
+PixelFilter = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _colour_blobs(
+    rgb: np.ndarray, colour: tuple[float, float, float], drop: PixelFilter | None = None
+) -> list[np.ndarray]:
+    """Masks (HxW bool) of the connected blobs of ``colour`` in ``rgb``, largest first.
+
+    ``drop`` takes pixels out before the blobs are formed: an arm of the cube's colour that touches the cube
+    in the image would otherwise make one blob of both, too wide to be the cube.
+    """
     target = _hsv_of(colour)
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV).astype(np.int32)
     dh = np.abs(hsv[..., 0] - target[0])
     dh = np.minimum(dh, 180 - dh)  # hue is circular
     mask = (dh <= _HUE_TOL) & (hsv[..., 1] >= _SAT_FRACTION * target[1]) & (hsv[..., 2] >= _MIN_VALUE)
+    if drop is not None and mask.any():
+        v, u = np.nonzero(mask)
+        dropped = drop(v, u)
+        mask[v[dropped], u[dropped]] = False
     mask8 = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     count, labels, stats, _ = cv2.connectedComponentsWithStats(mask8, connectivity=8)
     order = 1 + np.argsort(-stats[1:, cv2.CC_STAT_AREA])
@@ -75,6 +89,7 @@ def estimate_cube(
     half_size: float,
     *,
     reject: Callable[[np.ndarray], bool] | None = None,
+    drop: PixelFilter | None = None,
 ) -> CubeEstimate | None:
     """Estimate the pose of a cube of ``colour`` from one aligned RGB-D frame.
 
@@ -92,11 +107,12 @@ def estimate_cube(
         half_size: half the cube's edge (m).
         reject: says of a blob's estimated centre (world, m) that it is something else (e.g. a part of an
             arm of the cube's colour); the next blob is tried.
+        drop: takes pixels out of the colour mask before it is split into blobs (see ``_colour_blobs``).
 
     Returns:
         The estimate, or None when no blob of at least 30 pixels with valid depth has the cube's size.
     """
-    for blob in _colour_blobs(rgb, colour):
+    for blob in _colour_blobs(rgb, colour, drop):
         found = _estimate_blob(blob & np.isfinite(depth), depth, k, camera_pose, half_size)
         if found is not None and not (reject is not None and reject(found.position)):
             return found

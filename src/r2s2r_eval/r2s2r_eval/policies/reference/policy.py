@@ -14,7 +14,7 @@ from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
 
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
-from r2s2r_eval.policies.reference.perception import CubeEstimate, estimate_cube
+from r2s2r_eval.policies.reference.perception import CubeEstimate, PixelFilter, estimate_cube
 from r2s2r_eval.policies.scripted.base import PhasedPolicy
 from r2s2r_eval.policies.scripted.camera import nominal_camera
 from r2s2r_eval.policies.scripted.motion import CartesianMover
@@ -38,6 +38,7 @@ _TEST_LIFT_SPEED = 0.3
 _TEST_HOLD_S = 0.3
 # A motion phase ends when the measured tool position is this close to its goal, or after the timeout.
 _REACHED_M = 0.01
+_IK_REACHED_M = 0.003  # an IK solution this close to its goal reaches it
 _PHASE_TIMEOUT_S = 4.0
 _GRIPPER_DWELL_S = 0.8
 # After a failed grasp the arm waits this long (s) clear of the scene, so the next frame shows the object.
@@ -48,6 +49,8 @@ _SAG_GAIN = 0.5
 _SAG_LIMIT_M = 0.04
 # A cube candidate whose top the camera's line of sight reaches on the arm, within this (m), is the arm.
 _ON_ARM_M = 0.03
+# The policy perceives the cube where it rests (on the table, on a distractor); higher is something else.
+_FLOAT_M = 0.1
 
 
 class Phase(enum.Enum):
@@ -92,6 +95,7 @@ class SceneModel:
     base_pose: np.ndarray  # 4x4 base pose in the model's world frame
     cube_colour: tuple[float, float, float]
     cube_half_size: float
+    cube_rest_z: float  # the cube's centre height where the world file rests it on the table (m)
     target: np.ndarray  # target site position in the world (m)
     gripper_joint: str | None  # the gripper's first joint as on /joint_states (None: no gripper)
     robot_bodies: frozenset[int]  # the arm's bodies in the model, to tell it from the cube in an image
@@ -113,6 +117,7 @@ def scene_model(world_dir: Path) -> SceneModel:
         base_pose=base,
         cube_colour=(float(rgba[0]), float(rgba[1]), float(rgba[2])),
         cube_half_size=half_height(model, geom),
+        cube_rest_z=float(data.xpos[model.body(task.object_body).id][2]),
         target=data.site_xpos[model.site(task.target_site).id].copy(),
         gripper_joint=None if cfg.robot.gripper is None else cfg.robot.gripper.joints[0],
         robot_bodies=scene.robot_bodies,
@@ -133,7 +138,7 @@ def _reachable_z(
     rot = tool_down_rotation(yaw)
     for z in np.arange(z_high, z_low - 1e-9, -0.01):
         _, err = arm.ik(np.array([xy[0], xy[1], z]), rot, q0, iterations=80)
-        if err < 0.003:
+        if err < _IK_REACHED_M:
             return float(z)
     return float(z_low)
 
@@ -142,6 +147,31 @@ def _nearest_equivalent_yaw(yaw: float, reference: float) -> float:
     """The yaw ``yaw + k * pi/2`` closest to ``reference`` (a square grasp is symmetric by quarter turns)."""
     k = round((reference - yaw) / (math.pi / 2))
     return yaw + k * math.pi / 2
+
+
+def _grasp_yaw(
+    arm: KinematicArm,
+    cube: np.ndarray,
+    heights: tuple[float, ...],
+    yaw: float,
+    reference: float,
+    q0: np.ndarray,
+) -> float:
+    """The equivalent grasp yaw nearest ``reference`` at which the tool reaches ``cube`` at every height.
+
+    An arm whose wrist cannot roll all the way round (five joints, or a wrist stop) reaches some of the
+    cube's four face pairs only; the nearest one is kept when none is reached.
+    """
+    nearest = _nearest_equivalent_yaw(yaw, reference)
+    for k in (0, 1, -1, 2):
+        candidate = nearest + k * math.pi / 2
+        rot = tool_down_rotation(candidate)
+        if all(
+            arm.ik(np.array([cube[0], cube[1], z]), rot, q0, iterations=200)[1] < _IK_REACHED_M
+            for z in heights
+        ):
+            return candidate
+    return nearest
 
 
 class ReferencePolicy(PhasedPolicy):
@@ -278,12 +308,21 @@ class ReferencePolicy(PhasedPolicy):
         eye = to_model[:3, :3] @ camera_pose[:3, 3] + to_model[:3, 3]
         self._pose_kinematic_copy(obs)
 
-        def on_arm(centre: np.ndarray) -> bool:
+        def not_the_cube(centre: np.ndarray) -> bool:
+            """A part of the arm (the camera's line of sight ends on it), or a blob floating in the air."""
             top = to_model[:3, :3] @ centre + to_model[:3, 3] + [0.0, 0.0, scene.cube_half_size]
-            return self._sight_ends_on_arm(eye, top)
+            floating = top[2] - scene.cube_half_size > scene.cube_rest_z + _FLOAT_M
+            return floating or self._sight_ends_on_arm(eye, top)
 
         found = estimate_cube(
-            obs.rgb, obs.depth, camera_k, camera_pose, scene.cube_colour, scene.cube_half_size, reject=on_arm
+            obs.rgb,
+            obs.depth,
+            camera_k,
+            camera_pose,
+            scene.cube_colour,
+            scene.cube_half_size,
+            reject=not_the_cube,
+            drop=self._robot_pixels(obs.depth, camera_k, to_model[:3, :3] @ camera_pose[:3, :3], eye),
         )
         if found is None:
             raise PolicyError("reference policy: cube not found in the colour image")
@@ -300,6 +339,29 @@ class ReferencePolicy(PhasedPolicy):
             if name in adr:
                 arm.data.qpos[adr[name]] = value
         mujoco.mj_kinematics(arm.model, arm.data)
+
+    def _robot_pixels(
+        self, depth: np.ndarray, k: np.ndarray, rot: np.ndarray, eye: np.ndarray
+    ) -> PixelFilter:
+        """Which pixels show the arm: along them the kinematic copy first hits a robot geom, at their depth.
+
+        ``rot``: the optical frame's rotation in the model frame; ``eye``: its origin there.
+        """
+        model, data, robot = self._scene.arm.model, self._scene.arm.data, list(self._scene.robot_bodies)
+
+        def drop(v: np.ndarray, u: np.ndarray) -> np.ndarray:
+            rays = np.column_stack([(u - k[0, 2]) / k[0, 0], (v - k[1, 2]) / k[1, 1], np.ones(len(u))])
+            scale = np.linalg.norm(rays, axis=1)  # depth is along the optical axis; rays are cast normalised
+            dirs = (rays / scale[:, None]) @ rot.T
+            n = len(dirs)
+            geom = np.full(n, -1, dtype=np.int32)
+            dist = np.zeros(n)
+            mujoco.mj_multiRay(model, data, eye, dirs.reshape(-1), None, 1, -1, geom, dist, None, n, 10.0)
+            on_robot = (geom >= 0) & np.isin(model.geom_bodyid[np.maximum(geom, 0)], robot)
+            measured = depth[v, u] * scale
+            return on_robot & (np.abs(dist - measured) <= _ON_ARM_M)
+
+        return drop
 
     def _sight_ends_on_arm(self, eye: np.ndarray, point: np.ndarray) -> bool:
         """Whether the camera at ``eye`` sees the arm at ``point`` (model frame).
@@ -411,7 +473,16 @@ class ReferencePolicy(PhasedPolicy):
             assert self._estimate is not None
             if self._mover is None:
                 self._mover = CartesianMover(arm, q_meas, self._p.speed, accel=_LINEAR_ACCEL)
-            self._grasp_yaw = _nearest_equivalent_yaw(self._estimate.yaw, self._mover.yaw)
+            cube = self._estimate.position
+            grasp_z = cube[2] + self._p.grasp_offset_m
+            self._grasp_yaw = _grasp_yaw(
+                arm,
+                cube,
+                (grasp_z, grasp_z + _APPROACH_HEIGHT),
+                self._estimate.yaw,
+                self._mover.yaw,
+                self._mover.q_cmd,
+            )
             self._plan_heights()
             self._go(Phase.APPROACH, observation.stamp)
         mover = self._mover
