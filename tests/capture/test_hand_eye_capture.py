@@ -85,6 +85,20 @@ def test_hand_eye_extrinsics_find_the_profiles_camera(hand_eye_bag: Path) -> Non
     np.testing.assert_allclose(he.result.T_flange_board[:3, 3], mounted[:3, 3], atol=0.003)
 
 
+def test_the_intrinsics_take_the_flange_views_beside_the_hand_held_ones(hand_eye_bag: Path) -> None:
+    world = SimWorld(world_path(WORLD))
+    data = read_capture([hand_eye_bag], tuple(world.config.robot.arm_joints))
+    images = data.board_images()
+    assert len(images) == len(data.board_views) + len(data.hand_eye_views)
+    names = [name for name, _ in images]
+    assert len(set(names)) == len(names) and any(name.startswith("hand_eye") for name in names)
+    intr = cal.calibrate_intrinsics(images, data.board, min_views=6)
+    assert intr.n_views == len(images)  # every flange view shows the whole board
+    K = load_hardware_profile(PROFILE).camera.intrinsics.k()
+    rows, cols = [0, 1, 0, 1], [0, 1, 2, 2]
+    assert np.abs(intr.camera_matrix - K)[rows, cols].max() < 2.0, (intr.camera_matrix, K)
+
+
 def test_views_of_another_arm_are_refused_naming_the_joints(hand_eye_bag: Path) -> None:
     world = SimWorld(world_path(WORLD))
     data = read_capture([hand_eye_bag], tuple(world.config.robot.arm_joints))

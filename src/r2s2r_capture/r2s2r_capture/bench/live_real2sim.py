@@ -1,6 +1,7 @@
 r"""real2sim from a live capture over DDS against real2sim from the in-process capture, on one profile.
 
-    python -m r2s2r_capture.bench.live_real2sim [--profile realistic] [--out out/bench_live_real2sim.json]
+    python -m r2s2r_capture.bench.live_real2sim [--profile realistic | --random-profile SEED]
+        [--out out/bench_live_real2sim.json]
 
 Both captures run the same phases (:mod:`r2s2r_capture.procedures.phases`) with the same settings and
 the same gentle excitation (:func:`~r2s2r_capture.procedures.capture_config.live_excitation`): one
@@ -29,7 +30,7 @@ from r2s2r_sim.hardware.profile import load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.ros.dds import claim_domain
 
-from r2s2r_capture.bench.real2sim import DEFAULT_WORLD, compare
+from r2s2r_capture.bench.real2sim import DEFAULT_WORLD, compare, random_profile
 from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, CaptureConfig, live_excitation
 from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world
 from r2s2r_capture.procedures.session import capture_emulated, scene_truth
@@ -153,7 +154,15 @@ def format_report(r: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run both, print the table, write the JSON."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--profile", default="realistic", help="shipped hardware profile name or YAML path")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--profile", default="realistic", help="shipped hardware profile name or YAML path")
+    g.add_argument(
+        "--random-profile",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="a random realistic profile (every sensor, arm and contact effect), written beside --out",
+    )
     p.add_argument("--out", default="out/bench_live_real2sim.json", help="JSON report to write")
     p.add_argument("--max-iters", type=int, default=10, help="identification optimiser iterations")
     p.add_argument("--board-views", type=int, default=8, help="hand-held board views for intrinsics")
@@ -165,9 +174,15 @@ def main(argv: list[str] | None = None) -> int:
         help="the camera's pose from the board on the flange (hand-eye) or on the table at known poses",
     )
     ns = p.parse_args(argv)
+    out = Path(ns.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    profile = ns.profile
+    if ns.random_profile is not None:
+        written = out.with_name(f"{out.stem}_profile_{ns.random_profile}.yaml")
+        profile = str(random_profile(ns.random_profile, written, realistic=True))
     with tempfile.TemporaryDirectory(prefix="r2s2r-bench-live-") as tmp:
         report = run(
-            ns.profile,
+            profile,
             Path(tmp),
             max_iters=ns.max_iters,
             board_views=ns.board_views,
@@ -175,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             extrinsics=ns.extrinsics.replace("-", "_"),
         )
     print(format_report(report))
-    Path(ns.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(ns.out).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    out.write_text(json.dumps(report, indent=2), encoding="utf-8")
     print(f"wrote {ns.out}")
     return 0
 

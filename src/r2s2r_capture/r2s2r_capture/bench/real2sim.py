@@ -419,8 +419,11 @@ def run_bench(
     progress: Any = print,
     world: str | Path = DEFAULT_WORLD,
     progress_bars: bool = False,
+    extrinsics: str = "known_pose",
 ) -> dict[str, Any]:
     """Capture, real2sim, held-out resim on ``world`` (id or folder); the report (errors, targets, walls).
+
+    ``extrinsics`` is the capture's camera-pose method (``known_pose`` or ``hand_eye``).
 
     ``duration_s`` (default: 6 s quick, else the capture default), ``max_velocity`` (rad/s) and
     ``n_harmonics`` override the capture's default excitation trajectory
@@ -440,7 +443,7 @@ def run_bench(
         work / "capture",
         profile=profile_path,
         world=world,
-        config=CaptureConfig(n_intrinsics_views=8 if quick else 12, excitation=exc),
+        config=CaptureConfig(n_intrinsics_views=8 if quick else 12, excitation=exc, extrinsics=extrinsics),
         progress=progress,
         progress_bars=progress_bars,
     )
@@ -478,6 +481,7 @@ def run_bench(
         "sysid_validation_after": result.sysid["rms_val_after"],
     }
     report["profile"] = str(profile_path)
+    report["extrinsics"] = extrinsics
     report["world"] = str(world)
     report["targets"] = TARGETS
     report["wall_s"] = wall
@@ -506,7 +510,8 @@ def format_report(r: dict[str, Any]) -> str:
     p = r["pass"]
     i = r["intrinsics_px"]
     lines = [
-        f"profile: {r['profile']} (world {r.get('world', DEFAULT_WORLD)})",
+        f"profile: {r['profile']} (world {r.get('world', DEFAULT_WORLD)}, "
+        f"{r.get('extrinsics', 'known_pose')} extrinsics)",
         f"{'quantity':<34}{'measured':>14}{'target':>12}",
         f"{'intrinsics fx/fy/cx/cy (px)':<34}"
         f"{i['fx']:>5.2f}/{i['fy']:.2f}/{i['cx']:.2f}/{i['cy']:.2f}{'-':>8}",
@@ -563,6 +568,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=None, help="excitation length (s)")
     ap.add_argument("--max-velocity", type=float, default=None, help="excitation velocity bound (rad/s)")
     ap.add_argument("--harmonics", type=int, default=None, help="excitation sines per joint (k x 0.2 Hz)")
+    ap.add_argument(
+        "--extrinsics",
+        choices=("known-pose", "hand-eye"),
+        default="known-pose",
+        help="the camera's pose from the board on the table at known poses or on the flange (hand-eye)",
+    )
     ns = ap.parse_args(argv)
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -587,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
             n_harmonics=ns.harmonics,
             world=ns.world,
             progress_bars=not ns.quiet,
+            extrinsics=ns.extrinsics.replace("-", "_"),
         )
     print(format_report(report))
     out.write_text(json.dumps(report, indent=2, default=float), encoding="utf-8")

@@ -20,9 +20,9 @@ from r2s2r_sim.world.config import load_world_config
 
 from r2s2r_capture.errors import ReconstructionError, refuse_existing
 from r2s2r_capture.real2sim.scene_spec import CameraModel
+from r2s2r_capture.real2sim.task_roles import pick_task, template_object_size
 from r2s2r_capture.real2sim.world_writer import TaskSpec, write_world
 from r2s2r_capture.reconstruction import scene as rc
-from r2s2r_capture.reconstruction.scene import PrimitiveKind
 from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
 
 __all__ = ["cmd_reconstruct", "main", "register_reconstruct"]
@@ -48,18 +48,19 @@ def _load_frames(path: str) -> dict[str, Any]:
     return data
 
 
-def _pick_task(objects: tuple, object_name: str | None, target_name: str | None) -> tuple[str, str]:
+def _pick_task(
+    objects: tuple, object_name: str | None, target_name: str | None, template: str
+) -> tuple[str, str]:
+    """The flags' names, and the rest as real2sim names them (:mod:`r2s2r_capture.real2sim.task_roles`)."""
     if len(objects) < 2:
         raise ReconstructionError(
             f"objects: found {len(objects)} object(s) on the table, need a task object and a target; "
             "record views that show both"
         )
-    if target_name is None:
-        bins = [o for o in objects if o.primitive is PrimitiveKind.OPEN_BOX]
-        target_name = max(bins or objects, key=lambda o: o.volume).name
-    if object_name is None:
-        object_name = min((o for o in objects if o.name != target_name), key=lambda o: o.volume).name
-    return object_name, target_name
+    task = load_world_config(template).task
+    like = None if task is None else template_object_size(template, task.object_body)
+    auto_object, auto_target = pick_task(objects, marker=False, like=like, target=target_name)
+    return object_name or auto_object, auto_target or ""
 
 
 def cmd_reconstruct(ns: argparse.Namespace) -> int:
@@ -92,7 +93,7 @@ def cmd_reconstruct(ns: argparse.Namespace) -> int:
                 keepout = rc.RobotKeepOut(center=attach.pos, radius=ns.keepout_radius)
         result = rc.segment_scene(scene.point_cloud(), rc.SegmentConfig(voxel=ns.voxel, keepout=keepout))
         t2 = time.perf_counter()
-        object_name, target_name = _pick_task(result.objects, ns.object, ns.target)
+        object_name, target_name = _pick_task(result.objects, ns.object, ns.target, ns.template)
         h, w = data["depth"].shape[1:]
         camera = CameraModel(K=data["K"], width=w, height=h, T_world_camera=data["poses"][ns.camera_frame])
         out = write_world(
@@ -152,7 +153,7 @@ def register_reconstruct(subparsers: Any) -> None:
         help="robot base (m); default the template's robot.attach.pos",
     )
     p.add_argument("--keepout-radius", type=float, default=0.15, help="robot keep-out cylinder radius (m)")
-    p.add_argument("--object", default=None, help="task object (default: the smallest non-target object)")
+    p.add_argument("--object", default=None, help="task object (default: the one most like the template's)")
     p.add_argument("--target", default=None, help="target object (default: the largest open box)")
     p.add_argument("--camera-frame", type=int, default=0, help="frame whose pose the world camera takes")
     p.add_argument("--world-id", default="reconstructed-v1", help="id of the written world")

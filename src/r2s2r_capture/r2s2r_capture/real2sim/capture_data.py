@@ -37,6 +37,17 @@ class CaptureData:
     image_size: tuple[int, int]
     motion: JointMotion | None
 
+    def board_images(self) -> list[tuple[str, np.ndarray]]:
+        """Every image of the board the fixed camera took, named: hand-held, on the flange, at known poses.
+
+        All of them constrain the intrinsics; the flange's poses add tilts the hand-held views may lack.
+        """
+        return [
+            *self.board_views,
+            *((f"hand_eye{i:03d}", rgb) for i, (_, rgb) in enumerate(self.hand_eye_views)),
+            *((f"known_pose{i:03d}", rgb) for i, (_, rgb) in enumerate(self.known_views)),
+        ]
+
 
 def read_capture(
     bags: Sequence[str | Path], arm_joints: Sequence[str], *, camera: str = "camera", interface: str = ""

@@ -6,8 +6,11 @@ Stages, each timed and reported through ``progress``:
    ``/r2s2r/capture/phase`` markers.  All inputs are checked here, before any slow stage: no board views,
    no board at a known pose, too few RGB-D frames, or a missing or static excitation is an error saying
    what to record.
-2. **intrinsics**: ``K`` and plumb_bob ``D`` from the hand-held board views (``cv2.calibrateCamera``).  The
-   ``CameraInfo`` in the bag (the driver's factory values) is not used, only its image size.
+2. **intrinsics**: ``K`` and plumb_bob ``D`` from every view of the board the fixed camera took
+   (``cv2.calibrateCamera``): the hand-held views, and those of the board on the flange or at known poses.
+   The flange's views add tilts the hand-held ones may lack; the principal point, which trades off against
+   the camera's rotation, is the term they firm up most.  The ``CameraInfo`` in the bag (the driver's
+   factory values) is not used, only its image size.
 3. **extrinsics**: with a ``hand_eye`` phase, eye-to-hand calibration from the board on the flange
    (:mod:`r2s2r_capture.real2sim.hand_eye_extrinsics`); else the board lying at known poses, one PnP over the
    corners of all placements, mapped to the world through each placement's ``T_world_board``.
@@ -75,11 +78,11 @@ from r2s2r_capture.real2sim.frames import undistort
 from r2s2r_capture.real2sim.hand_eye_extrinsics import hand_eye_extrinsics
 from r2s2r_capture.real2sim.scene_spec import TABLE_GEOM, CameraModel
 from r2s2r_capture.real2sim.slide import estimate_slide
+from r2s2r_capture.real2sim.task_roles import pick_task, template_object_size
 from r2s2r_capture.real2sim.template_robot import base_radius, robot_with_fit, template_robot_spec
 from r2s2r_capture.real2sim.world_variations import world_variations, write_world_variations
 from r2s2r_capture.real2sim.world_writer import TaskSpec, marker_target, measure_marker, write_world
 from r2s2r_capture.reconstruction import scene as rc
-from r2s2r_capture.reconstruction.scene import PrimitiveKind
 from r2s2r_capture.reconstruction.tsdf import integrate_tsdf
 from r2s2r_capture.sysid import identify as S
 from r2s2r_capture.sysid.joint_motion import JointMotion, reading_noise
@@ -176,21 +179,6 @@ class Real2SimResult:
 
 
 # ------------------------------------------------------------------------------------------- stages
-
-
-def _pick_task(objects: Sequence[Any], marker: bool) -> tuple[str, str | None]:
-    """The task object and target; with a ``marker`` target (no depth), the object only."""
-    if marker and objects:
-        return min(objects, key=lambda o: o.volume).name, None
-    if len(objects) < 2:
-        raise ReconstructionError(
-            f"the scene shows {len(objects)} object(s) on the table; the task needs an object and a target "
-            "(bin): record the scene phase with both in view and clear of the robot's base"
-        )
-    boxes = [o for o in objects if o.primitive is PrimitiveKind.OPEN_BOX]
-    target = max(boxes or objects, key=lambda o: o.volume)
-    obj = min((o for o in objects if o is not target), key=lambda o: o.volume)
-    return obj.name, target.name
 
 
 def _slide(
@@ -398,9 +386,9 @@ class _Camera:
 
 
 def _calibrate(data: CaptureData, template_dir: Path, cfg: Real2SimConfig, stages: _Stages) -> _Camera:
-    """Intrinsics from the hand-held views, then the pose from the hand-eye or known-pose views."""
+    """Intrinsics from every view of the board, then the pose from the hand-eye or known-pose views."""
     intr = cal.calibrate_intrinsics(
-        data.board_views, data.board, min_views=cfg.min_board_views, flags=cfg.calib_flags
+        data.board_images(), data.board, min_views=cfg.min_board_views, flags=cfg.calib_flags
     )
     K, D = intr.camera_matrix, intr.distortion
     stages.done("intrinsics", f"{intr.n_views} views, RMS {intr.rms_px:.3f} px")
@@ -470,7 +458,8 @@ def _reconstruct(
         obj_name, target_name = tcfg.task.object_body, None
     else:
         marker = tcfg.task is not None and marker_target(template_dir, tcfg.task.target_site) is not None
-        obj_name, target_name = _pick_task(seg.objects, marker)
+        like = None if tcfg.task is None else template_object_size(template_dir, tcfg.task.object_body)
+        obj_name, target_name = pick_task(seg.objects, marker=marker, like=like)
     seen = "" if joint is None else f", {joint.joint} opens {joint.range_seen:.3f} m seen"
     stages.done("reconstruction", f"table z {seg.table.height:.4f} m, {len(seg.objects)} objects{seen}")
     return _Scene(fused, seg, obj_name, target_name, joint, segment)
