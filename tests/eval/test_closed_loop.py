@@ -307,3 +307,36 @@ def test_studies_are_r2s2r_subcommands(tmp_path: Path, capsys: pytest.CaptureFix
     assert not (tmp_path / "cl").exists()
     ns = parser.parse_args(["transfer", "--small", "--out", str(tmp_path / "tr")])
     assert ns.func is transfer.cmd_transfer and ns.small
+
+
+def test_a_world_of_your_own_brings_its_variations_and_nominal_camera(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from r2s2r_eval.studies import closed_loop
+    from r2s2r_sim.worlds import world_path
+
+    parser = argparse.ArgumentParser(prog="r2s2r")
+    closed_loop.register(parser.add_subparsers(dest="command", required=True))
+    own = tmp_path / "my_arm_world"
+    shutil.copytree(world_path(WORLD), own)
+    shutil.copy(VARIATIONS, own / "variations.yaml")  # as `r2s2r world new` writes one
+    ns = parser.parse_args(
+        ["closed-loop", "--out", str(tmp_path / "cl"), "--world", str(own), "--profile", "ideal"]
+    )
+    world, variations, family = closed_loop._study_world(ns, closed_loop.task_study("pick"))
+    assert world == str(own)
+    assert variations == own / "variations.yaml"
+    nominal = [p for p in family if "assume_camera_of" in p.params]
+    assert [p.params["assume_camera_of"] for p in nominal] == [str(own)]  # its own nominal camera
+    assert len(family) == len(closed_loop.FAMILY)
+    # Refused before anything runs: a world of another task, a world without a profile written for it.
+    for args, message in (
+        (["--world", "tabletop-push-v1", "--profile", "ideal"], "its task is push, not --task pick"),
+        (["--world", str(own)], "give --profile"),
+    ):
+        ns = parser.parse_args(["closed-loop", "--out", str(tmp_path / "cl"), *args])
+        assert ns.func(ns) == 2, args
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "cl").exists()

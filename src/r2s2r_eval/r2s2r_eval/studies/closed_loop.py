@@ -54,7 +54,7 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.variations import load_variation_config, with_world_axes
 from r2s2r_sim.world.config import load_world_config
-from r2s2r_sim.worlds import world_path
+from r2s2r_sim.worlds import default_variations_file, world_path
 
 from r2s2r_eval.analysis import failure_regions as fr
 from r2s2r_eval.analysis.compare import CompareSettings, compare
@@ -104,7 +104,7 @@ class ClosedLoopConfig:
     Attributes:
         out: output folder.
         profile: hardware profile of the emulated unit ("real").
-        world: the bundled world the profile was written for (also the baseline sim world).
+        world: the world (bundled id or folder) the profile was written for; also the baseline sim world.
         variations: variation config; only its operator axes (objects, appearance, clutter) are used.
         policies: the policy family.
         trials: trials per policy on every side (one variation each).
@@ -496,6 +496,13 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         help="task studied: its bundled world, policy family and variations (default pick)",
     )
     ap.add_argument(
+        "--world",
+        default=None,
+        help="the task's world: a bundled id or a folder, e.g. one `r2s2r world new` wrote for your arm "
+        "(default: the task's bundled world); it is the baseline sim world, its own variations.yaml "
+        "gives the operator's axes, and --profile must be written for it",
+    )
+    ap.add_argument(
         "--profile",
         type=profile_path,
         default=None,
@@ -514,25 +521,55 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def _study_world(ns: argparse.Namespace, study: Any) -> tuple[str, Path, tuple[PolicySpec, ...]]:
+    """The world, its variations and the family of ``--world`` (the task's bundled world without it).
+
+    The family member that assumes the bundled world's nominal camera assumes the given world's instead.
+
+    Raises:
+        ValueError: the world does not load, is of another task, or has no profile (naming the flag).
+    """
+    family = study.small_family if ns.small else study.family
+    if ns.world is None or ns.world == study.world:
+        return study.world, study.variations, family
+    folder = world_path(ns.world)
+    task, wanted = load_world_config(folder).task, load_world_config(world_path(study.world)).task
+    if task is None or wanted is None or task.type is not wanted.type:
+        kind = None if task is None else task.type.value
+        raise ValueError(f"--world {ns.world}: its task is {kind}, not --task {ns.task}")
+    if ns.profile is None:
+        raise ValueError(
+            f"--world {ns.world}: give --profile, a hardware profile written for it (`r2s2r profile new`)"
+        )
+    own = str(folder)
+    family = tuple(
+        dataclasses.replace(p, params={**p.params, "assume_camera_of": own})
+        if p.params.get("assume_camera_of") == study.world
+        else p
+        for p in family
+    )
+    return own, default_variations_file(folder), family
+
+
 def cmd_closed_loop(ns: argparse.Namespace) -> int:
     """Run the closed loop of ``ns``; 0 when it finished, 2 on bad input."""
     try:
         study = task_study(ns.task)
+        world, variations, family = _study_world(ns, study)
         profile = ns.profile if ns.profile is not None else study.profile
         if profile is None:
             raise ValueError(
                 f"--task {ns.task}: no emulated hardware profile is written for {study.world} yet; "
                 "give --profile"
             )
-        family = study.small_family if ns.small else study.family
         if ns.policy:  # built now, and checked against the task, not after the capture
-            task = load_world_config(world_path(study.world)).task
-            family = check_policies((parse_policy_spec(p) for p in ns.policy), task, study.world)
+            task = load_world_config(world_path(world)).task
+            family = check_policies((parse_policy_spec(p) for p in ns.policy), task, world)
         cfg = ClosedLoopConfig(
             out=ns.out,
             profile=profile,
-            world=study.world,
-            variations=study.variations,
+            world=world,
+            variations=variations,
             policies=family,
             policy_rates=bool(ns.policy),
             trials=ns.trials if ns.trials is not None else (6 if ns.small else 50),
