@@ -154,3 +154,12 @@ def test_a_closed_pipe_ends_quietly(r2s2r_exe: str, tmp_path: Path) -> None:
         os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode == 1  # Python's status on EPIPE (the signal module docs' note on SIGPIPE)
+
+
+def test_extrinsics_is_spelled_with_hyphens_and_read_as_the_capture_configs_name() -> None:
+    capture = COMMANDS["r2s2r capture"]
+    assert capture.parse_args([]).extrinsics == "hand_eye"
+    assert capture.parse_args(["--extrinsics", "known-pose"]).extrinsics == "known_pose"
+    with pytest.raises(SystemExit) as exc:
+        capture.parse_args(["--extrinsics", "known_pose"])
+    assert exc.value.code == 2

@@ -31,7 +31,12 @@ from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.ros.dds import claim_domain
 
 from r2s2r_capture.bench.real2sim import DEFAULT_WORLD, compare, random_profile
-from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, CaptureConfig, live_excitation
+from r2s2r_capture.procedures.capture_config import (
+    CAPTURE_BOARD,
+    CaptureConfig,
+    add_extrinsics_argument,
+    live_excitation,
+)
 from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world
 from r2s2r_capture.procedures.session import capture_emulated, scene_truth
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
@@ -167,12 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-iters", type=int, default=10, help="identification optimiser iterations")
     p.add_argument("--board-views", type=int, default=8, help="hand-held board views for intrinsics")
     p.add_argument("--excitation-s", type=float, default=10.0, help="excitation duration (s)")
-    p.add_argument(
-        "--extrinsics",
-        choices=("hand-eye", "known-pose"),
-        default="hand-eye",
-        help="the camera's pose from the board on the flange (hand-eye) or on the table at known poses",
-    )
+    add_extrinsics_argument(p)
     ns = p.parse_args(argv)
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             max_iters=ns.max_iters,
             board_views=ns.board_views,
             excitation_s=ns.excitation_s,
-            extrinsics=ns.extrinsics.replace("-", "_"),
+            extrinsics=ns.extrinsics,
         )
     print(format_report(report))
     out.write_text(json.dumps(report, indent=2), encoding="utf-8")

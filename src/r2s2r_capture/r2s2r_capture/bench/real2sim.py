@@ -60,6 +60,7 @@ from r2s2r_sim.world.kinematics import subtree_bodies
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
+from r2s2r_capture.procedures.capture_config import add_extrinsics_argument
 from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
 from r2s2r_capture.real2sim.resim import resim
@@ -568,12 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=None, help="excitation length (s)")
     ap.add_argument("--max-velocity", type=float, default=None, help="excitation velocity bound (rad/s)")
     ap.add_argument("--harmonics", type=int, default=None, help="excitation sines per joint (k x 0.2 Hz)")
-    ap.add_argument(
-        "--extrinsics",
-        choices=("known-pose", "hand-eye"),
-        default="known-pose",
-        help="the camera's pose from the board on the table at known poses or on the flange (hand-eye)",
-    )
+    add_extrinsics_argument(ap, default="known_pose")
     ns = ap.parse_args(argv)
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -598,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
             n_harmonics=ns.harmonics,
             world=ns.world,
             progress_bars=not ns.quiet,
-            extrinsics=ns.extrinsics.replace("-", "_"),
+            extrinsics=ns.extrinsics,
         )
     print(format_report(report))
     out.write_text(json.dumps(report, indent=2, default=float), encoding="utf-8")

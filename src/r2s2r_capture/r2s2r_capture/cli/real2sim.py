@@ -19,7 +19,7 @@ from r2s2r_capture.errors import (
     ReconstructionError,
     refuse_existing,
 )
-from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, live_excitation
+from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, add_extrinsics_argument, live_excitation
 from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world
 from r2s2r_capture.procedures.session import CaptureConfig, capture_emulated
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
@@ -47,7 +47,7 @@ def cmd_capture(ns: argparse.Namespace) -> int:
             ("seed", "interface"),
             n_intrinsics_views=ns.board_views,
             n_scene_frames=ns.scene_frames,
-            extrinsics=ns.extrinsics.replace("-", "_"),
+            extrinsics=ns.extrinsics,
             **({"slide": None} if ns.no_slide else {}),
             **({} if ns.emulated else {"excitation": live_excitation(ns.excitation_s)}),
         )
@@ -169,14 +169,7 @@ def register_capture(subparsers: Any) -> None:
     p.add_argument("-o", "--out", default=None, help="bag folder to create (must not exist)")
     p.add_argument("--board-views", type=int, default=12, help="hand-held board views for intrinsics")
     p.add_argument("--scene-frames", type=int, default=2, help="RGB-D frames of the scene")
-    p.add_argument(
-        "--extrinsics",
-        choices=("hand-eye", "known-pose"),
-        default="hand-eye",
-        help="how the camera's pose is measured: hand-eye (the board on the flange, carried by the arm "
-        "through "
-        "poses the camera sees) or known-pose (the board flat on the table at poses you know)",
-    )
+    add_extrinsics_argument(p)
     p.add_argument("--seed", type=int, default=0, help="episode and excitation seed")
     p.add_argument(
         "--no-slide",

@@ -6,6 +6,7 @@ capture over ROS (:mod:`r2s2r_capture.ros.live_capture`) and real2sim, which rea
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = [
     "CaptureConfig",
     "CaptureMessages",
     "CaptureSummary",
+    "add_extrinsics_argument",
     "board_from_json",
     "board_to_json",
     "live_excitation",
@@ -44,6 +46,29 @@ EXTRINSICS = ("known_pose", "hand_eye")
 # An A3 print: 7 x 5 squares of 6 cm (42 x 30 cm).  Bigger squares than the A4 default board, so that the
 # board still has ~30 px squares lying on the table ~1 m from the camera.
 CAPTURE_BOARD = CharucoBoardSpec(squares_x=7, squares_y=5, square_m=0.06, marker_m=0.045)
+
+
+class _ExtrinsicsName(argparse.Action):
+    """Stores ``hand-eye`` / ``known-pose`` as the :data:`EXTRINSICS` name (``hand_eye``, ``known_pose``)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        setattr(namespace, self.dest, str(values).replace("-", "_"))
+
+
+def add_extrinsics_argument(parser: argparse.ArgumentParser, default: str = "hand_eye") -> None:
+    """``--extrinsics hand-eye|known-pose``, as every capture command and bench takes it.
+
+    The parsed value is the :data:`EXTRINSICS` name that :class:`CaptureConfig` takes.
+    """
+    parser.add_argument(
+        "--extrinsics",
+        action=_ExtrinsicsName,
+        choices=tuple(name.replace("_", "-") for name in EXTRINSICS),
+        default=default,
+        help="how the camera's pose is measured: hand-eye (the board on the flange, carried by the arm "
+        "through poses the camera sees) or known-pose (the board flat on the table at poses you know); "
+        f"default {default.replace('_', '-')}",
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
