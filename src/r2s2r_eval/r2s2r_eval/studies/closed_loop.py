@@ -498,7 +498,7 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--world",
         default=None,
-        help="the task's world: a bundled id or a folder, e.g. one `r2s2r world new` wrote for your arm "
+        help="the task's world: a bundled id or a folder, e.g. one that r2s2r world new wrote for your arm "
         "(default: the task's bundled world); it is the baseline sim world, its own variations.yaml "
         "gives the operator's axes, and --profile must be written for it",
     )
