@@ -18,6 +18,7 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from r2s2r_capture.bags.reader import BagReader  # noqa: E402
+from r2s2r_capture.bench import random_profile as R  # noqa: E402
 from r2s2r_capture.bench import real2sim as B  # noqa: E402
 from r2s2r_capture.calibration import camera as cal  # noqa: E402
 from r2s2r_capture.calibration.charuco import board_pose_in_plane_geom  # noqa: E402
@@ -33,7 +34,7 @@ from r2s2r_sim.world.sim_world import SimWorld  # noqa: E402
 from r2s2r_sim.worlds import world_path  # noqa: E402
 
 WORLD = "tabletop-pick-v1"
-PROFILE = B.IDEAL_PROFILE
+PROFILE = R.IDEAL_PROFILE
 
 
 @pytest.fixture(scope="module")

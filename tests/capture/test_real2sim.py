@@ -16,6 +16,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from r2s2r_capture.bench import random_profile as R  # noqa: E402
 from r2s2r_capture.bench import real2sim as B  # noqa: E402
 from r2s2r_capture.bench.appearance import REGIONS, measure_world  # noqa: E402
 from r2s2r_capture.errors import CalibrationError, IdentificationError, ReconstructionError  # noqa: E402
@@ -72,14 +73,14 @@ def default_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The documented capture procedure (30 s excitation) on the ideal profile."""
     full = C.CaptureConfig(n_intrinsics_views=8, n_scene_frames=1)
     config = Real2SimConfig(report=False)  # the default 30 optimiser iterations
-    return _run(B.IDEAL_PROFILE, tmp_path_factory.mktemp("default"), full, config)
+    return _run(R.IDEAL_PROFILE, tmp_path_factory.mktemp("default"), full, config)
 
 
 @pytest.fixture(scope="module", params=[7, 11, 23])
 def random_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> dict:
     """A parameter file the pipeline has never seen, drawn within the documented ranges (one per seed)."""
     root = tmp_path_factory.mktemp(f"random{request.param}")
-    return _run(B.random_profile(request.param, root / "profile.yaml"), root)
+    return _run(R.random_profile(request.param, root / "profile.yaml"), root)
 
 
 def _check(run: dict) -> None:

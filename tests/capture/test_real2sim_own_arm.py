@@ -19,6 +19,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
+from r2s2r_capture.bench import random_profile as R  # noqa: E402
 from r2s2r_capture.bench import real2sim as B  # noqa: E402
 from r2s2r_capture.procedures import session as C  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
@@ -64,7 +65,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     world = root / "arm_world"
     robot, flags = ROBOTS[request.param]
     assert r2s2r(["world", "new", "--robot", str(SHARED_ROBOTS / robot), "--out", str(world), *flags]) == 0
-    profile = B.random_profile(5, root / "profile.yaml", world=world)
+    profile = R.random_profile(5, root / "profile.yaml", world=world)
     cap = C.capture_emulated(root / "capture", profile=profile, world=world, config=CAPTURE)
     result = real2sim([cap.bag], root / "identified", template=world, config=CONFIG)
     errors = B.compare(result, load_hardware_profile(profile), cap.truth, world)

@@ -23,6 +23,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed; run
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from r2s2r_capture.bags.reader import BagReader  # noqa: E402
+from r2s2r_capture.bench import random_profile as R  # noqa: E402
 from r2s2r_capture.bench import real2sim as B  # noqa: E402
 from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, PHASE_TOPIC, topic_names  # noqa: E402
 from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world  # noqa: E402
@@ -34,7 +35,7 @@ from r2s2r_sim.hardware.profile import load_hardware_profile  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-PROFILE = B.IDEAL_PROFILE
+PROFILE = R.IDEAL_PROFILE
 CAPTURE_S = 400  # the whole capture on a loaded 2-core machine; it takes about a minute alone
 
 

@@ -175,7 +175,7 @@ def test_compliance_is_a_spring_in_series_with_the_servo(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("seed", range(4))
 def test_random_realistic_profiles_load_and_stay_stable(tmp_path: Path, seed: int) -> None:
-    from r2s2r_capture.bench.real2sim import random_profile
+    from r2s2r_capture.bench.random_profile import random_profile
 
     path = random_profile(seed, tmp_path / f"p{seed}.yaml", realistic=True)
     profile = load_hardware_profile(path)

@@ -30,7 +30,8 @@ from r2s2r_sim.hardware.profile import load_hardware_profile
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.ros.dds import claim_domain
 
-from r2s2r_capture.bench.real2sim import DEFAULT_WORLD, compare, random_profile
+from r2s2r_capture.bench.random_profile import random_profile
+from r2s2r_capture.bench.real2sim import DEFAULT_WORLD, compare
 from r2s2r_capture.procedures.capture_config import (
     CAPTURE_BOARD,
     CaptureConfig,
