@@ -195,6 +195,7 @@ class PolicyNode(Node):
         self._episode = -1
         self._seed = 0
         self._last_act = -math.inf
+        self._acked = -math.inf
         self._last_js_stamp = -math.inf
         self._holding = False
         self._start_stamp = None
@@ -277,6 +278,7 @@ class PolicyNode(Node):
             self._start_stamp: float | None = None
             self._start_ns = 0  # the episode's first joint-state stamp (ns); the policy's time is since then
             self._last_act = -math.inf
+            self._acked = -math.inf  # the stamp of the last observation answered (acknowledged)
             self._holding = False
             self._done_sent = False
             self._held: Action | None = None  # the last action sent
@@ -382,13 +384,21 @@ class PolicyNode(Node):
             stamp_ns = int(msg.header.stamp.sec) * NS_PER_S + int(msg.header.stamp.nanosec)
             if self._start_stamp is None:
                 self._start_stamp, self._start_ns = stamp, stamp_ns
+            if repeated and stamp == self._acked:
+                # Answered, and still re-sent: the sim got neither the ack nor, likely, the command (a volatile
+                # topic drops what a restarted policy publishes before the sim has matched it). Both again;
+                # the sim ignores an ack it has and a set-point it has is the same set-point.
+                if self._held is not None:
+                    self._commands.send(self._held, first=False)
+                self._ack(msg)
+                return
             if stamp < self._last_act + self.period - 1e-6 and not (repeated and stamp > self._last_act):
                 return
             if self._done_sent:  # done: the policy is not asked again; the arm holds while the task settles
                 self._last_act = stamp
                 if self._held is not None:
                     self._commands.send(self._held, first=False)
-                self._ack_pub.publish(Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec))
+                self._ack(msg)
                 return
             now = self.get_clock().now().nanoseconds * 1e-9
             stale = self._stale(max(now, stamp))
@@ -440,6 +450,11 @@ class PolicyNode(Node):
             self._done_sent = True
             self.get_logger().info(f"episode {self._episode} (seed {self._seed}): policy done")
             self._done_pub.publish(UInt64(data=self._seed))
+        self._ack(msg)
+
+    def _ack(self, msg: Any) -> None:
+        """Tell a lockstep sim that the observation ``msg`` (a joint state) is answered."""
+        self._acked = stamp_to_seconds(msg.header.stamp)
         self._ack_pub.publish(Time(sec=msg.header.stamp.sec, nanosec=msg.header.stamp.nanosec))
 
     def _lookup(self, frame: str, kind: ObservationKind) -> Any:

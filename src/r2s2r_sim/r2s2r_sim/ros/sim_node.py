@@ -413,20 +413,21 @@ class SimNode(Node):
         if out.controller_state is not None:
             self._controller_servers.publish_state(out.controller_state, stamp)
         if out.outcome is not None:
-            self._publish_outcome(out.outcome, stamp)
+            self._publish_outcome(out.outcome, out.episode, stamp)
 
-    def _publish_outcome(self, outcome: Any, stamp: Time) -> None:
+    def _publish_outcome(self, outcome: Any, episode: tuple[int, int], stamp: Time) -> None:
         server = self.server
+        seed, start_ns = episode
         msg = conv.episode_outcome_msg(
             stamp=stamp,
             episode_index=server.episodes_reported,
             policy_id=self.config.policy_id,
             world_id=server.world.world_id,
-            variation_seed=server.episode_seed,
+            variation_seed=seed,
             world_hash=server.world.world_hash,
             success=outcome.success,
             failure_reason=outcome.reason,
-            duration_s=(stamp.sec * NS + stamp.nanosec - server.episode_start_ns) / NS,
+            duration_s=(stamp.sec * NS + stamp.nanosec - start_ns) / NS,
             metrics=outcome.metrics,
         )
         server.episodes_reported += 1

@@ -108,6 +108,8 @@ class StepOutput:
     dynamic_cameras: list[tuple[CameraSpec, np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     render: RenderJob | None = None  # payload: see SimServer._collect
     outcome: Outcome | None = None
+    # The outcome's episode, (seed, start stamp in ns), read with it: a reset may come before it is published.
+    episode: tuple[int, int] = (0, 0)
     controller_state: ControllerState | None = None  # the trajectory controller's, at STATE_RATE_HZ
 
 
@@ -400,7 +402,7 @@ class SimServer:
         if not self._outcome_sent and (verdict := self.world.verdict) is not None:
             # Published at the step the world judged it (not at a joint-state tick): the episode runner
             # reads the same verdict and time at the end of its control period.
-            out.outcome = verdict
+            out.outcome, out.episode = verdict, (self.episode_seed, self.episode_start_ns)
             self._outcome_sent = True
         if self._tf_tick.due(now) or force:
             out.link_qpos, out.robot = self.world.data.qpos.copy(), self.robot
@@ -571,4 +573,8 @@ class SimServer:
         if self._outcome_sent:
             return None
         self._outcome_sent = True
-        return StepOutput(stamp_ns=self._obs_ns, outcome=Outcome(success=False, reason=POLICY_LOST))
+        return StepOutput(
+            stamp_ns=self._obs_ns,
+            outcome=Outcome(success=False, reason=POLICY_LOST),
+            episode=(self.episode_seed, self.episode_start_ns),
+        )
