@@ -385,9 +385,9 @@ class PolicyNode(Node):
             if self._start_stamp is None:
                 self._start_stamp, self._start_ns = stamp, stamp_ns
             if repeated and stamp == self._acked:
-                # Answered, and still re-sent: the sim got neither the ack nor, likely, the command (a volatile
-                # topic drops what a restarted policy publishes before the sim has matched it). Both again;
-                # the sim ignores an ack it has and a set-point it has is the same set-point.
+                # Answered, and still re-sent: the sim got neither the ack nor, likely, the command (a
+                # volatile topic drops what a restarted policy publishes before the sim has matched it).
+                # Both again: the sim ignores an ack it has, and a set-point it has is the same set-point.
                 if self._held is not None:
                     self._commands.send(self._held, first=False)
                 self._ack(msg)
