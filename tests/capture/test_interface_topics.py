@@ -40,5 +40,7 @@ def test_recorder_interface_topics_cover_the_driver_topics_per_camera() -> None:
         "/r2s2r/episode_outcome",
         "/forward_position_controller/commands",
         "/gripper_controller/commands",
+        "/joint_trajectory_controller/joint_trajectory",
+        "/joint_trajectory_controller/controller_state",
     } <= set(names)
-    assert "/clock" not in names and len(names) == len(set(names)) == 7 + 4 * 2
+    assert "/clock" not in names and len(names) == len(set(names)) == 9 + 4 * 2

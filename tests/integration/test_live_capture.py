@@ -29,7 +29,7 @@ from r2s2r_capture.procedures.capture_config import CAPTURE_BOARD, PHASE_TOPIC, 
 from r2s2r_capture.procedures.emulated_board import BOARD_BODY, board_world  # noqa: E402
 from r2s2r_capture.procedures.session import scene_truth  # noqa: E402
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim  # noqa: E402
-from r2s2r_capture.sysid.joint_motion import read_joint_motion  # noqa: E402
+from r2s2r_capture.sysid.joint_motion import read_joint_motion, reference_topic  # noqa: E402
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm  # noqa: E402
 from r2s2r_sim.hardware.profile import load_hardware_profile  # noqa: E402
 
@@ -209,6 +209,8 @@ def test_live_capture_through_the_trajectory_controller_of_a_driver_profile(
                 window.append(m.timestamp_ns * 1e-9)
     joints = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
     motion = read_joint_motion(tmp_path / "bag", joints, window=(window[0], window[-1]), interface=profile)
-    # The arm followed the set-points the bag says were sent: it moved as far as they did.
+    # The commands are the controller's own reference, read back from the wire's bytes in the bag; the arm
+    # followed it: it moved as far as the reference did.
+    assert motion is not None and motion.source == reference_topic(profile), motion and motion.source
     np.testing.assert_allclose(np.ptp(motion.q, axis=0), np.ptp(motion.q_cmd, axis=0), rtol=0.25)
     assert np.ptp(motion.q_cmd, axis=0).min() > 0.2

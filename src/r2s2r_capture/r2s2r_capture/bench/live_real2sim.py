@@ -1,7 +1,7 @@
 r"""real2sim from a live capture over DDS against real2sim from the in-process capture, on one profile.
 
     python -m r2s2r_capture.bench.live_real2sim [--profile realistic | --random-profile SEED]
-        [--out out/bench_live_real2sim.json]
+        [--interface PROFILE] [--out out/bench_live_real2sim.json]
 
 Both captures run the same phases (:mod:`r2s2r_capture.procedures.phases`) with the same settings and
 the same gentle excitation (:func:`~r2s2r_capture.procedures.capture_config.live_excitation`): one
@@ -11,11 +11,16 @@ its own process and DDS domain, on the board variant of the world, with its boar
 through real2sim and is scored as :mod:`r2s2r_capture.bench.real2sim` scores it: camera position (mm) and
 rotation (deg), object positions (mm), and the held-out joint tracking RMSE of the template world over that
 of the identified world (one held-out in-process excitation, replayed with resim in both).
+
+On an interface whose arm runs a trajectory controller (``--interface ur_robot_driver``), the live bag
+also goes through identification against the set-points sent instead of the controller's reference
+(``live_sent_commands``): the tracking figure of each source of commands, on the same capture.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -43,6 +48,7 @@ from r2s2r_capture.procedures.session import capture_emulated, scene_truth
 from r2s2r_capture.real2sim.pipeline import Real2SimConfig, real2sim
 from r2s2r_capture.real2sim.resim import resim
 from r2s2r_capture.sysid.envelope import SafetyEnvelope
+from r2s2r_capture.sysid.joint_motion import reference_topic
 
 __all__ = ["main", "run"]
 
@@ -72,6 +78,7 @@ def run(
     board_views: int,
     excitation_s: float,
     extrinsics: str = "hand_eye",
+    interface: str = "",
 ) -> dict:
     """Both captures, real2sim on each, and their scores (``{"in_process": ..., "live": ...}``)."""
     path = profile_path(profile_name)
@@ -82,8 +89,9 @@ def run(
         excitation=live_excitation(excitation_s),
         slide=None,
         extrinsics=extrinsics,
+        interface=interface,
     )
-    r2s = Real2SimConfig(max_iters=max_iters, report=False)
+    r2s = Real2SimConfig(max_iters=max_iters, report=False, interface=interface)
     held = capture_emulated(
         work / "heldout",
         profile=path,
@@ -91,7 +99,7 @@ def run(
             n_intrinsics_views=0, known_board_poses=(), n_scene_frames=0, excitation=cfg.excitation, seed=1
         ),
     ).bag
-    out: dict[str, Any] = {"profile": profile_name, "extrinsics": extrinsics}
+    out: dict[str, Any] = {"profile": profile_name, "extrinsics": extrinsics, "interface": interface}
     cap = capture_emulated(work / "in_process", profile=path, config=cfg, progress=print)
     result = real2sim([cap.bag], work / "world_in_process", config=r2s)
     out["in_process"] = _scores(result, profile, cap.truth, held)
@@ -110,6 +118,7 @@ def run(
             f"profile:={path}",
             "-p",
             f"capture_board:={BOARD_BODY}",
+            *(["-p", f"interface:={interface}"] if interface else []),
         ],  # fmt: skip
         env=dict(os.environ),
         stdout=subprocess.DEVNULL,
@@ -136,6 +145,10 @@ def run(
     result = real2sim([live.bag], work / "world_live", config=r2s)
     truth = scene_truth(EmulatedArm(world, profile, seed=cfg.seed))
     out["live"] = _scores(result, profile, truth, held)
+    if reference_topic(interface) is not None:
+        sent = dataclasses.replace(r2s, controller_reference=False)
+        result = real2sim([live.bag], work / "world_live_sent", config=sent)
+        out["live_sent_commands"] = _scores(result, profile, truth, held)
     return out
 
 
@@ -150,6 +163,9 @@ def format_report(r: dict[str, Any]) -> str:
     lines = [f"{head:38}{'in-process':>12}{'live':>12}"]
     for label, key in rows:
         lines.append(f"{label:38}{r['in_process'][key]:12.3f}{r['live'][key]:12.3f}")
+    if "live_sent_commands" in r:
+        ratio = r["live_sent_commands"]["tracking_rmse_ratio"]
+        lines.append(f"{'  live, against the set-points sent':38}{'':12}{ratio:12.3f}")
     for body in r["in_process"]["object_position_mm"]:
         a = r["in_process"]["object_position_mm"][body]
         b = r["live"]["object_position_mm"].get(body, float("nan"))
@@ -174,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--board-views", type=int, default=8, help="hand-held board views for intrinsics")
     p.add_argument("--excitation-s", type=float, default=10.0, help="excitation duration (s)")
     add_extrinsics_argument(p)
+    p.add_argument(
+        "--interface",
+        default="",
+        help="interface profile the stand-in serves and the capture uses (e.g. ur_robot_driver: trajectory "
+        "controller); default: the forward controllers",
+    )
     ns = p.parse_args(argv)
     out = Path(ns.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             board_views=ns.board_views,
             excitation_s=ns.excitation_s,
             extrinsics=ns.extrinsics,
+            interface=ns.interface,
         )
     print(format_report(report))
     out.write_text(json.dumps(report, indent=2), encoding="utf-8")

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from r2s2r_sim.interface import load_interface
+from r2s2r_sim.interface import CommandPath, load_interface
 
 from r2s2r_capture.bags.messages import BagMessages
 from r2s2r_capture.bags.writer import BagWriter, offered_qos
@@ -206,7 +206,9 @@ def topic_names(camera: str, interface: str = "") -> dict[str, tuple[str, str]]:
     """
     iface = load_interface(interface)
     names = {}
-    for key in _CAPTURE_TOPICS:
+    # A trajectory controller's state: its reference is what identification reads (sysid.joint_motion).
+    trajectory = ("controller_state",) if iface.command is CommandPath.TRAJECTORY else ()
+    for key in (*_CAPTURE_TOPICS, *trajectory):
         spec = iface.topic_spec(key)
         names[key] = (iface.topic(key, camera if spec.per_camera else None), spec.type)
     names["phase"] = (PHASE_TOPIC, "std_msgs/msg/String")

@@ -50,7 +50,12 @@ class CaptureData:
 
 
 def read_capture(
-    bags: Sequence[str | Path], arm_joints: Sequence[str], *, camera: str = "camera", interface: str = ""
+    bags: Sequence[str | Path],
+    arm_joints: Sequence[str],
+    *,
+    camera: str = "camera",
+    interface: str = "",
+    reference: bool = True,
 ) -> CaptureData:
     """Collect board views, known-pose views, scene frames and the excitation from capture bag(s).
 
@@ -59,6 +64,8 @@ def read_capture(
         arm_joints: the arm's joints, the columns of the excitation's motion.
         camera: ROS camera name (the ``{camera}`` of the interface's topic names).
         interface: topic interface profile or file the bags follow (empty: the default profile).
+        reference: the excitation's commands are the trajectory controller's reference where the bag has
+            it (:func:`~r2s2r_capture.sysid.joint_motion.read_joint_motion`); False: the set-points sent.
 
     Raises:
         BagError: unreadable bag, or no capture phase markers.
@@ -119,7 +126,11 @@ def read_capture(
             )
         if len(excitation) >= 2 and motion is None:
             motion = read_joint_motion(
-                bag, arm_joints, window=(excitation[0], excitation[-1]), interface=interface
+                bag,
+                arm_joints,
+                window=(excitation[0], excitation[-1]),
+                interface=interface,
+                reference=reference,
             )
     if size is None and views:
         size = (views[0][1].shape[1], views[0][1].shape[0])

@@ -115,6 +115,8 @@ class Real2SimConfig:
         world_id: ``id`` of the written world.
         appearance: ``textured`` (the scene frames projected onto table, floor, backdrop and the objects'
             seen faces, :mod:`r2s2r_capture.real2sim.appearance`) or ``flat`` (one mean colour each).
+        controller_reference: identify against the trajectory controller's reference where the bags hold
+            its ``controller_state`` (:mod:`r2s2r_capture.sysid.joint_motion`); False: the set-points sent.
     """
 
     camera: str = "camera"
@@ -131,6 +133,7 @@ class Real2SimConfig:
     report: bool = True
     world_id: str = "real2sim-v1"
     appearance: str = Appearance.TEXTURED.value
+    controller_reference: bool = True
 
     def __post_init__(self) -> None:
         """Validate counts and the appearance (errors name the field)."""
@@ -242,7 +245,13 @@ def real2sim(
         raise ReconstructionError(f"--template: {err}") from err
     tcfg = load_world_config(template_dir)
     stages = _Stages(say, quiet=not progress_bars)
-    data = read_capture(bags, tuple(tcfg.robot.arm_joints), camera=cfg.camera, interface=cfg.interface)
+    data = read_capture(
+        bags,
+        tuple(tcfg.robot.arm_joints),
+        camera=cfg.camera,
+        interface=cfg.interface,
+        reference=cfg.controller_reference,
+    )
     check_capture(data, min_board_views=cfg.min_board_views, min_scene_frames=cfg.min_scene_frames)
     assert data.motion is not None
     stages.done(
@@ -485,7 +494,8 @@ def _identify(
     stages.done(
         "identification",
         f"{len(ident.fitted)} parameters, held-out RMS {ident.rms_val_before:.5f} -> "
-        f"{ident.rms_val_after:.5f} rad; joint readings' noise {noise[0]:.2g} rad, {noise[1]:.2g} rad/s",
+        f"{ident.rms_val_after:.5f} rad; joint readings' noise {noise[0]:.2g} rad, {noise[1]:.2g} rad/s; "
+        f"commands from {m.source}",
     )
     for warning in ident.warnings:
         stages.say(f"[identification] warning: {warning}")

@@ -147,7 +147,11 @@ class RosCellIO:
         self._last_command: np.ndarray | None = None
         self._recording = True
         self._topics = {}
-        for key in ("joint_states", "color_image", "depth_image", "color_info"):
+        self._trajectory = iface.command is CommandPath.TRAJECTORY
+        # The trajectory controller's state is written as it comes, like the joint states: its reference,
+        # on the driver's clock, is what identification reads.
+        recorded = ("joint_states", "controller_state") if self._trajectory else ("joint_states",)
+        for key in (*recorded, "color_image", "depth_image", "color_info"):
             spec = iface.topic_spec(key)
             name = iface.topic(key, camera if spec.per_camera else None)
             self._topics[key] = name
@@ -159,7 +163,6 @@ class RosCellIO:
                 qos_profile(spec.subscription_qos),
                 raw=True,
             )
-        self._trajectory = iface.command is CommandPath.TRAJECTORY
         key = "joint_trajectory" if self._trajectory else "arm_command"
         spec = iface.topic_spec(key)
         self._command_topic = iface.topic(key)
@@ -172,6 +175,11 @@ class RosCellIO:
 
     def _on_message(self, key: str, data: bytes) -> None:
         now = time.time_ns()
+        if key == "controller_state":
+            with self._lock:
+                if self._recording:
+                    self.msgs.raw(key, now, data)
+            return
         if key == "joint_states":
             msg = deserialize_message(data, JointState)
             velocity = _padded(msg.velocity, msg.name)

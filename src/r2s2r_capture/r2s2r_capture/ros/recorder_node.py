@@ -317,6 +317,8 @@ RECORDED_KEYS = (
     "joint_states",
     "arm_command",
     "gripper_command",
+    "joint_trajectory",
+    "controller_state",
     "color_image",
     "color_info",
     "depth_image",

@@ -3,6 +3,12 @@
 Identification (:mod:`r2s2r_capture.real2sim.pipeline`), the drawer's force fit
 (:mod:`r2s2r_capture.real2sim.articulation`) and re-simulation (:mod:`r2s2r_capture.real2sim.resim`) all read
 the arm this one way.
+
+Which commands: on an interface whose arm runs a trajectory controller, the controller's own
+``controller_state`` reference, where the bag has it: stamped by the controller on the driver's clock, it
+is what the servos were asked at each moment, however late the trajectory arrived or the driver ran. The
+set-points the capture sent (``arm_command``, stamped when sent) are the fallback, and the only source for
+a forward position controller, which publishes no state.
 """
 
 from __future__ import annotations
@@ -13,21 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from r2s2r_sim.interface import load_interface
+from r2s2r_sim.interface import CommandPath, load_interface
 
 from r2s2r_capture.bags.reader import BagReader
 from r2s2r_capture.errors import BagError
 
-__all__ = ["JointMotion", "arm_topics", "read_joint_motion", "reading_noise"]
+__all__ = ["JointMotion", "arm_topics", "read_joint_motion", "reading_noise", "reference_topic"]
 
 
 @dataclasses.dataclass(frozen=True)
 class JointMotion:
     """Arm motion from a bag: joint-state times (s, bag clock), measured q, qd and the commands in effect.
 
-    ``q_cmd[i]`` is the latest command stamped at or before ``t[i]``; ``cmd_t``/``cmd_q`` are the raw
-    commands (s, rad).  Columns follow ``joint_names``.  ``effort``: the reported efforts, or ``None`` when
-    the driver does not fill ``JointState.effort`` for every joint.
+    ``q_cmd[i]``: the command in effect at ``t[i]``, the latest sent at or before it, or the controller's
+    reference interpolated there; ``cmd_t``/``cmd_q`` are the raw commands or reference samples (s, rad).
+    Columns follow ``joint_names``.  ``effort``: the reported efforts, or ``None`` when the driver does not
+    fill ``JointState.effort`` for every joint.  ``source``: the topic the commands came from.
     """
 
     t: np.ndarray
@@ -38,6 +45,7 @@ class JointMotion:
     cmd_q: np.ndarray
     joint_names: tuple[str, ...]
     effort: np.ndarray | None = None
+    source: str = ""
 
 
 def _stamp_s(msg: Any, fallback_ns: int) -> float:
@@ -63,21 +71,37 @@ def read_joint_motion(
     *,
     window: tuple[float, float] | None = None,
     interface: str = "",
+    reference: bool = True,
 ) -> JointMotion | None:
     """Joint states and arm commands of a bag (optionally only within ``window``, s); None without commands.
 
-    ``interface`` names the topic interface the bag follows (empty: the default profile).
+    The commands are the trajectory controller's reference where the interface has one and the bag holds
+    it (see the module docstring), else the ``arm_command`` set-points.
+
+    ``interface`` names the topic interface the bag follows (empty: the default profile); ``reference``
+    False reads the sent set-points even where the controller's reference is recorded.
 
     Raises:
         BagError: unreadable bag, or joint states lacking an arm joint.
     """
     joint_states, arm_command = arm_topics(interface)
+    state_topic = reference_topic(interface) if reference else None
 
     ts, qs, qds, efs, cts, cqs = [], [], [], [], [], []
+    refs: list[tuple[float, np.ndarray]] = []
     idx: list[int] | None = None
     with BagReader(bag) as reader:
-        for m in reader.messages([joint_states, arm_command]):
+        topics = [joint_states, arm_command]
+        if state_topic is not None and state_topic in reader.topics:
+            topics.append(state_topic)
+        for m in reader.messages(topics):
             msg = reader.deserialize(m)
+            if m.topic == state_topic:
+                t = _stamp_s(msg, m.timestamp_ns)
+                q_ref = _reference(msg, arm_joints)
+                if q_ref is not None and not (window and not window[0] <= t <= window[1]):
+                    refs.append((t, q_ref))
+                continue
             if m.topic == arm_command:
                 t = m.timestamp_ns * 1e-9
                 if window and not window[0] <= t <= window[1]:
@@ -99,7 +123,7 @@ def read_joint_motion(
             ts.append(t)
             qs.append(pos[idx])
             qds.append(vel[idx] if vel.size == len(names) else np.zeros(len(idx)))
-    if not cts or len(ts) < 2:
+    if (not cts and len(refs) < 2) or len(ts) < 2:
         return None
     bad = [i for i, c in enumerate(cqs) if c.shape != (len(arm_joints),)]
     if bad:
@@ -113,11 +137,35 @@ def read_joint_motion(
     keep = np.concatenate([[True], np.diff(t) > 0])
     t, q, qd = t[keep], np.array(qs)[order][keep], np.array(qds)[order][keep]
     effort = None if any(e is None for e in efs) else np.array(efs)[order][keep]
+    if len(refs) >= 2:
+        refs.sort(key=lambda r: r[0])
+        cmd_t, cmd_q = np.array([r[0] for r in refs]), np.array([r[1] for r in refs])
+        # The reference is continuous along a trajectory: interpolated, not held, between its samples.
+        q_cmd = np.column_stack([np.interp(t, cmd_t, cmd_q[:, j]) for j in range(cmd_q.shape[1])])
+        before = t < cmd_t[0]
+        q_cmd[before] = q[before]  # before the first sample the arm holds where it is
+        return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints), effort, str(state_topic))
     cmd_t, cmd_q = np.array(cts), np.array(cqs)
     k = np.searchsorted(cmd_t, t + 1e-9, side="right") - 1
     q_cmd = cmd_q[np.clip(k, 0, None)]
     q_cmd[k < 0] = q[k < 0]  # before the first command the arm holds where it is
-    return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints), effort)
+    return JointMotion(t, q, qd, q_cmd, cmd_t, cmd_q, tuple(arm_joints), effort, arm_command)
+
+
+def reference_topic(interface: str = "") -> str | None:
+    """The trajectory controller's state topic where the interface's arm runs one, else None."""
+    iface = load_interface(interface)
+    if iface.command is not CommandPath.TRAJECTORY or "controller_state" not in iface.topics:
+        return None
+    return iface.topic("controller_state")
+
+
+def _reference(msg: Any, arm_joints: Sequence[str]) -> np.ndarray | None:
+    """A controller state's reference positions in ``arm_joints`` order; None if it lacks one of them."""
+    names, positions = list(msg.joint_names), list(msg.reference.positions)
+    if len(positions) != len(names) or any(n not in names for n in arm_joints):
+        return None
+    return np.array([positions[names.index(n)] for n in arm_joints], dtype=np.float64)
 
 
 def reading_noise(motion: JointMotion) -> tuple[float, float]:
