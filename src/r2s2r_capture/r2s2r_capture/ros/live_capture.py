@@ -73,7 +73,7 @@ from r2s2r_capture.procedures.phases import BoardFrame, ExcitationStopped, recor
 from r2s2r_capture.sysid.envelope import ArmTemplate, SafetyEnvelope
 from r2s2r_capture.sysid.excitation_monitor import ExcitationMonitor
 
-__all__ = ["BOARD_STAND_IN_NODE", "LiveOptions", "RosCellIO", "capture_live"]
+__all__ = ["BOARD_STAND_IN_NODE", "LiveOptions", "RosCellIO", "capture_live", "check_world_phases"]
 
 BOARD_STAND_IN_NODE = "/emulated_hardware"
 _STAND_IN_PARAM = "capture_board_pose"
@@ -495,6 +495,7 @@ def capture_live(
                 io.wait_ready()
                 io.find_stand_in()
                 _check_operator(io, opts)
+                check_world_phases(template_world, cfg, opts)
                 opts.ask(
                     "the board phases come first, then the arm moves through the excitation: [Enter] start "
                 )
@@ -515,6 +516,23 @@ def capture_live(
         rclpy.try_shutdown(context=context)
         spinner.join(timeout=5.0)
     return CaptureSummary(bag=out, counts=counts, truth={})
+
+
+def check_world_phases(world: SimWorld, cfg: CaptureConfig, opts: LiveOptions) -> None:
+    """Before anything moves: the world's own phase that is not run live yet, and what it means for real2sim.
+
+    Raises:
+        CaptureError: a drawer world, whose joint real2sim measures from the articulation phase only.
+    """
+    task = world.config.task
+    kind = None if task is None else task.type.value
+    if kind == "drawer":
+        raise CaptureError(
+            f"world {world.world_id!r}: a drawer world's articulation phase runs in-process only "
+            "(`r2s2r capture --emulated`), and real2sim measures the drawer's joint from it"
+        )
+    if kind == "push" and cfg.slide is not None:
+        opts.say("slide: not run live (in-process only); real2sim keeps the template's sliding friction")
 
 
 def _has_phases(bag: Path) -> bool:
