@@ -17,14 +17,17 @@ demo: setup
 # (tools/setup_tests.sh); the product itself never needs them.
 # The suite runs on every core (pytest-xdist; each test's DDS domain is its own) and names its slowest tests.
 # `make test-fast` is the edit-test loop: no DDS processes, no whole studies (markers in pyproject.toml).
+# Bytecode is cached (in gitignored __pycache__) even where PYTHONDONTWRITEBYTECODE is set: each of the
+# suite's hundreds of node processes and both workers' collections would compile the packages again.
 PYTEST_WORKERS ?= auto
+PYTEST := $(ENV) PYTHONDONTWRITEBYTECODE= python -m pytest tests -n $(PYTEST_WORKERS) --dist worksteal
 test: setup
 	@bash tools/setup_tests.sh
-	@$(ENV) python -m pytest tests -n $(PYTEST_WORKERS) --dist worksteal --durations=25
+	@$(PYTEST) --durations=25
 
 test-fast: setup
 	@bash tools/setup_tests.sh
-	@$(ENV) python -m pytest tests -n $(PYTEST_WORKERS) --dist worksteal -m "not integration and not study"
+	@$(PYTEST) -m "not integration and not study"
 
 # Each benchmark measures against a baseline run side by side in the same process/run (ratios).
 bench: setup

@@ -85,18 +85,27 @@ installed() {
 }
 for vendored in tf2_msgs control_msgs; do installed "$vendored" || paths+=("vendor/$vendored"); done
 mkdir -p build
-say "building ${paths[*]} with colcon"
-colcon --log-base build/log build --paths "${paths[@]}" --build-base build --install-base install \
-    --event-handlers console_direct- console_stderr- status- \
-    --cmake-args -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF >build/colcon.out 2>&1 \
-  || { tail -40 build/colcon.out; say "colcon build failed; full output in build/colcon.out"; exit 1; }
+# Rebuilt when a source file (or the set of packages) changed: a build with nothing to do still costs seconds.
+cstamp=build/.r2s2r-colcon
+cwant=$( { printf '%s\n' "${paths[@]}" "$VENV"; find "${paths[@]}" -type f -not -path '*/__pycache__/*' -print0 \
+  | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
+if [ "$(cat "$cstamp" 2>/dev/null)" != "$cwant" ] || [ ! -f install/setup.bash ]; then
+  say "building ${paths[*]} with colcon"
+  colcon --log-base build/log build --paths "${paths[@]}" --build-base build --install-base install \
+      --event-handlers console_direct- console_stderr- status- \
+      --cmake-args -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF >build/colcon.out 2>&1 \
+    || { tail -40 build/colcon.out; say "colcon build failed; full output in build/colcon.out"; exit 1; }
+  echo "$cwant" >"$cstamp"
+else
+  say "${paths[*]} already built"
+fi
 
 # 5. The Python packages, editable, so their console scripts (the nodes and `r2s2r`) are on PATH.
 #    Re-installed when setup.cfg changes, since entry points (nodes, subcommands, policies) live there.
 for pkg in r2s2r_sim r2s2r_eval r2s2r_capture; do
   pstamp=$VENV/.r2s2r-$pkg
   pwant=$(cat "src/$pkg/setup.py" "src/$pkg/setup.cfg" | sha256sum | cut -c1-16)
-  if [ "$(cat "$pstamp" 2>/dev/null)" != "$pwant" ] || ! "$VENV/bin/python" -m pip show -q "$pkg" >/dev/null 2>&1; then
+  if [ "$(cat "$pstamp" 2>/dev/null)" != "$pwant" ] || ! compgen -G "$VENV/lib/python3*/site-packages/$pkg-*.dist-info" >/dev/null; then
     say "installing $pkg (editable)"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
         -e "src/$pkg" >build/pip-"$pkg".out 2>&1 || { cat build/pip-"$pkg".out; exit 1; }

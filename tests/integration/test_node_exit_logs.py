@@ -13,6 +13,8 @@ from r2s2r_sim.interface import load_interface
 from r2s2r_sim.ros.qos import interface_class
 from ros_probe import RosProbe, open_probe, wait_for
 
+pytestmark = pytest.mark.integration  # real node processes over DDS
+
 ROSOUT_FAILURE = "Failed to publish log message"
 
 

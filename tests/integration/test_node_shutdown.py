@@ -22,6 +22,8 @@ from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from ros_probe import RosProbe, open_probe, wait_for
 
+pytestmark = pytest.mark.integration  # real node processes over DDS
+
 
 @pytest.mark.parametrize("executor_type", [MultiThreadedExecutor, SingleThreadedExecutor])
 def test_spin_ends_when_the_signal_wakes_the_executor_before_the_shutdown(
