@@ -8,6 +8,7 @@ a driver that ran late), so only the controller's reference says what the servos
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -15,19 +16,37 @@ import pytest
 from r2s2r_capture.bags.messages import BagMessages
 from r2s2r_capture.bags.writer import BagWriter
 from r2s2r_capture.errors import BagError
+from r2s2r_capture.real2sim.resim import resim
 from r2s2r_capture.sysid.joint_motion import read_joint_motion, reference_topic
 from r2s2r_sim.interface import load_interface
+from r2s2r_sim.world.sim_world import SimWorld
+from r2s2r_sim.worlds import world_path
 
 STATE = "control_msgs/msg/JointTrajectoryControllerState"
 
 PROFILE = "ur_robot_driver"  # command: trajectory
-JOINTS = ("a", "b")
 NS = 1_000_000_000
 T0 = 100 * NS
 
 
+WORLD = "tabletop-pick-v1"
+# The bundled world's arm joints (its joint states list the arm first), not loaded at collection.
+JOINTS = ("shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3")
+
+
+@functools.cache
+def _home() -> np.ndarray:
+    world = SimWorld(world_path(WORLD))
+    assert tuple(world.arm_joint_names) == JOINTS
+    return world.joint_state()[0][: len(JOINTS)].copy()
+
+
 def _reference(t: float) -> np.ndarray:
-    return np.array([0.3 * np.sin(2.0 * t), -0.2 * np.cos(1.5 * t)])
+    """Two joints swing about the world's home pose; the rest hold."""
+    q = _home().copy()
+    q[0] += 0.3 * np.sin(2.0 * t)
+    q[1] += 0.2 * (1.0 - np.cos(1.5 * t))
+    return q
 
 
 def _state(msgs: BagMessages, t_ns: int, names: list[str], q: np.ndarray) -> None:
@@ -77,7 +96,8 @@ def _write(path: Path, *, state_joints: list[str] | None = None) -> None:
         for k in range(400):  # 2 s of joint states at 200 Hz: the arm follows the reference 20 ms late
             t_ns = T0 + k * 5_000_000
             t = (t_ns - T0) / NS
-            msgs.joint_state(t_ns, JOINTS, _reference(t - 0.02), np.zeros(2), np.zeros(2))
+            zero = np.zeros(len(JOINTS))
+            msgs.joint_state(t_ns, JOINTS, _reference(t - 0.02), zero, zero)
             if k % 4 == 0:  # the controller's state at 50 Hz, its reference at that moment
                 _state(msgs, t_ns, state_joints, _reference(t))
             if k % 2 == 0:  # set-points at 100 Hz, written 0.3 s before the controller ran them
@@ -99,7 +119,7 @@ def test_on_a_trajectory_interface_the_controllers_reference_is_the_command(tmp_
 
 
 def test_the_sent_set_points_where_there_is_no_usable_reference(tmp_path: Path) -> None:
-    _write(tmp_path / "bag", state_joints=["a"])  # a controller of another joint set: no reference of "b"
+    _write(tmp_path / "bag", state_joints=[JOINTS[0]])  # a controller of other joints: no whole reference
     motion = read_joint_motion(tmp_path / "bag", JOINTS, interface=PROFILE)
     assert motion is not None and motion.source == load_interface(PROFILE).topic("arm_command")
     assert motion.cmd_t.size == 200
@@ -108,3 +128,14 @@ def test_the_sent_set_points_where_there_is_no_usable_reference(tmp_path: Path) 
     forward = read_joint_motion(tmp_path / "bag2", JOINTS)
     assert reference_topic("") is None and forward is not None
     assert forward.source == load_interface("").topic("arm_command") and forward.cmd_t.size == 200
+
+
+def test_resim_replays_what_identification_fitted(tmp_path: Path) -> None:
+    """``r2s2r resim --interface`` reads the commands as identification does: the reference, else the sent."""
+    _write(tmp_path / "bag")
+    replayed = resim(tmp_path / "bag", WORLD, interface=PROFILE, delay_s=0.0)
+    assert replayed.commands == reference_topic(PROFILE)
+    sent = resim(tmp_path / "bag", WORLD, delay_s=0.0)
+    assert sent.commands == load_interface("").topic("arm_command")
+    # The set-points' stamps run 0.3 s early: replayed by them, the world leads the recorded arm.
+    assert replayed.stats()["joint_rmse"] < 0.5 * sent.stats()["joint_rmse"]

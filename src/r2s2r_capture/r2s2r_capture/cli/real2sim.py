@@ -115,7 +115,7 @@ def cmd_real2sim(ns: argparse.Namespace) -> int:
 def cmd_resim(ns: argparse.Namespace) -> int:
     """Replay a bag's commands in a world and report the divergence."""
     try:
-        result = resim(ns.bag, ns.world, delay_s=ns.delay)
+        result = resim(ns.bag, ns.world, delay_s=ns.delay, interface=ns.interface)
         print(result.summary())
         if ns.out:
             print(f"wrote {result.write_csv(ns.out)}")
@@ -211,6 +211,7 @@ def register_resim(subparsers: Any) -> None:
     p.add_argument("bag", help="bag with /joint_states and arm commands")
     p.add_argument("world", help="world folder or id")
     p.add_argument("--delay", type=float, default=None, help="command delay (s); default the world's")
+    p.add_argument("--interface", default="", help=_INTERFACE_HELP)
     p.add_argument(
         "-o", "--out", default=None, help="CSV of the per-sample errors to write (never overwritten)"
     )

@@ -24,7 +24,7 @@ from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
 from r2s2r_capture.errors import BagError, refuse_existing
-from r2s2r_capture.sysid.joint_motion import read_joint_motion
+from r2s2r_capture.sysid.joint_motion import arm_topics, read_joint_motion
 
 __all__ = ["ResimResult", "replay_commands", "resim"]
 
@@ -40,6 +40,8 @@ class ResimResult:
         ee_err: end-effector position error (N,), m.
         delay_s: command delay applied (s).
         objects: note on object poses (not in interface bags).
+        commands: the topic the replayed commands came from (the set-points sent, or a trajectory
+            controller's ``controller_state``).
     """
 
     t: np.ndarray
@@ -48,6 +50,7 @@ class ResimResult:
     ee_err: np.ndarray
     delay_s: float
     objects: str
+    commands: str = ""
 
     def stats(self) -> dict[str, Any]:
         """RMSE and max of every joint, all joints together and the end effector."""
@@ -62,6 +65,7 @@ class ResimResult:
             "samples": int(self.t.size),
             "duration_s": float(self.t[-1] - self.t[0]) if self.t.size else 0.0,
             "delay_s": self.delay_s,
+            "commands": self.commands,
             "joints": per_joint,
             "joint_rmse": float(np.sqrt(np.mean(self.q_err**2))),
             "joint_max": float(np.max(np.abs(self.q_err))),
@@ -79,7 +83,7 @@ class ResimResult:
         lines.append(f"{'end effector':<16}{s['ee_rmse_m'] * 1000:>12.2f}{s['ee_max_m'] * 1000:>12.2f}  (mm)")
         lines.append(
             f"{s['samples']} samples over {s['duration_s']:.2f} s, "
-            f"command delay {self.delay_s * 1000:.1f} ms; "
+            f"command delay {self.delay_s * 1000:.1f} ms, commands from {self.commands}; "
             f"objects: {self.objects}"
         )
         return "\n".join(lines)
@@ -122,25 +126,29 @@ def resim(
     *,
     delay_s: float | None = None,
     window: tuple[float, float] | None = None,
+    interface: str = "",
 ) -> ResimResult:
     """Replay ``bag``'s arm commands in the world and compare with its joint states.
 
     Args:
-        bag: a bag with ``/joint_states`` and ``/forward_position_controller/commands``.
+        bag: a bag with the interface's joint states and arm commands (or trajectory controller state).
         world_dir: world folder (or bundled world id).
         delay_s: command delay (s); default the world's identified delay (0 if none).
         window: only this part of the bag (bag-clock seconds); default: from the first command on.
+        interface: the topic interface the bag follows (empty: the default profile); the commands are
+            read as identification reads them (:func:`~r2s2r_capture.sysid.joint_motion.read_joint_motion`).
 
     Raises:
         BagError: the bag lacks commands or joint states.
     """
     world = SimWorld(world_path(world_dir))
     names = tuple(world.arm_joint_names)
-    motion = read_joint_motion(bag, names, window=window)
+    motion = read_joint_motion(bag, names, window=window, interface=interface)
     if motion is None:
+        joint_states, arm_command = arm_topics(interface)
         raise BagError(
-            f"bag {bag}: no arm commands (/forward_position_controller/commands) with joint states to "
-            "replay; record an episode or an excitation"
+            f"bag {bag}: no arm commands ({arm_command}) with joint states ({joint_states}) to replay; "
+            "record an episode or an excitation"
         )
     first = motion.cmd_t[0]
     keep = motion.t >= first - 1e-9
@@ -179,4 +187,5 @@ def resim(
         ee_err[i] = float(np.linalg.norm(ee_sim - ee_rec))
     if not np.all(np.isfinite(q_err)):
         raise BagError(f"bag {bag}: the replay diverged (non-finite state) in {world_dir}")
-    return ResimResult(t - t0, names, q_err, ee_err, delay, "not in the bag (interface bags carry none)")
+    objects = "not in the bag (interface bags carry none)"
+    return ResimResult(t - t0, names, q_err, ee_err, delay, objects, motion.source)
