@@ -58,7 +58,7 @@ def test_policy_killed_mid_episode_ends_it_as_policy_lost_and_stops_the_run(grap
     _kill_policy_mid_episode(g, 1)
     line = g.wait_for("the evaluator's policy-lost message", rf"\[{EVAL}\].*policy lost")
     assert "respawn_policy:=true" in line, line
-    assert g.finish() != 0, g.lines[-30:]
+    assert g.finish() != 0, "\n".join(g.lines[-30:])
     assert _rows(db) == [(0, False, "timeout"), (1, False, "policy_lost")]
 
 
@@ -67,9 +67,11 @@ def test_policy_killed_mid_episode_is_respawned_and_the_run_goes_on(graphs, tmp_
     g = graphs(_args(db, 3, "respawn_policy:=true"))
     _kill_policy_mid_episode(g, 1)
     g.wait_for("the launcher's respawn", r"\[r2s2r\] respawned policy_node-2")
-    assert g.finish() == 0, g.lines[-40:]
+    assert g.finish() == 0, "\n".join(g.lines[-40:])
     rows = _rows(db)
-    assert rows == [(0, False, "timeout"), (1, False, "policy_lost"), (2, False, "timeout")], g.lines[-60:]
+    assert rows == [(0, False, "timeout"), (1, False, "policy_lost"), (2, False, "timeout")], "\n".join(
+        g.lines[-60:]
+    )
     assert any(f"[{EVAL}]" in line and "restarted policy answered" in line for line in g.lines)
 
 
@@ -78,7 +80,7 @@ def test_sim_killed_ends_the_run_nonzero_with_the_store_intact(graphs, tmp_path:
     g = graphs(_args(db, 3))
     g.wait_for("the policy acting in episode 1", r"\[policy_node-2\] hold policy: acting in episode 1 ")
     os.kill(g.pid("sim_node-1"), signal.SIGKILL)
-    assert g.finish() != 0, g.lines[-30:]
+    assert g.finish() != 0, "\n".join(g.lines[-30:])
     assert _rows(db) == [(0, False, "timeout")]
 
 
@@ -93,7 +95,7 @@ def test_evaluator_killed_then_the_same_command_resumes_at_the_next_unfinished_s
     assert _rows(db) == [(0, False, "timeout")]
     again = graphs(_args(db, 3))
     again.wait_for("the resume message", rf"\[{EVAL}\].*resuming: 1 of 3 episodes already in .* at seed 1")
-    assert again.finish() == 0, again.lines[-30:]
+    assert again.finish() == 0, "\n".join(again.lines[-30:])
     assert _rows(db) == [(0, False, "timeout"), (1, False, "timeout"), (2, False, "timeout")]
 
 
