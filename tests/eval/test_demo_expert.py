@@ -3,9 +3,14 @@ that slips sideways)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import mujoco
 import numpy as np
 import pytest
+from conftest import SHARED
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.learning.demo_expert import PrivilegedExpert, privileged_expert
 from r2s2r_eval.learning.push_expert import PushExpert
@@ -62,6 +67,31 @@ def test_expert_picks_and_places(seed: int) -> None:
     assert result.success, (result.reason, _phases(traced.rules))
     assert _phases(traced.rules)[-5:] == ["lift", "carry", "lower", "release", "leave"]
     assert traced.expert.done
+
+
+@pytest.fixture(scope="module")
+def small_arm_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `world new` world of the SO-ARM100: a hinged jaw (radians, not metres) and a low reach."""
+    robot = SHARED / "conformance/robots/trs_so_arm100/so_arm100.xml"
+    if not robot.is_file():
+        pytest.skip(f"conformance robot not found at {robot}")
+    out = tmp_path_factory.mktemp("so_arm100") / "world"
+    cli = [sys.executable, "-m", "r2s2r_sim.cli.main"]
+    subprocess.run(
+        [*cli, "world", "new", "--robot", str(robot), "--out", str(out)], check=True, capture_output=True
+    )
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_expert_picks_and_places_with_a_hinged_jaw_and_a_low_reach(small_arm_world: Path, seed: int) -> None:
+    """The jaw's closed-on-the-cube angle counts as held, and the carry height is capped at what the arm
+    reaches: the bundled arm's 18 cm above the bin is out of a small arm's reach."""
+    with EpisodeRunner(small_arm_world) as runner:
+        traced = _Traced(PrivilegedExpert(runner.world))
+        result = runner.run(traced, seed, control_rate_hz=10.0, camera_rate_hz=1e-3)
+    assert result.success, (result.reason, _phases(traced.rules))
+    assert {"lift", "carry", "release", "leave"} <= set(traced.rules)
 
 
 @pytest.mark.parametrize("world", [WORLD, PUSH_WORLD])

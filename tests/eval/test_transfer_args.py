@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ pytest.importorskip("torch", reason="the transfer study's training needs PyTorch
 from r2s2r_eval.learning.demos import DemoConfig, DemoError  # noqa: E402
 from r2s2r_eval.studies import transfer  # noqa: E402
 from r2s2r_eval.studies.task_studies import task_study  # noqa: E402
+from r2s2r_sim.paths import config_dir  # noqa: E402
+from r2s2r_sim.worlds import world_path  # noqa: E402
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -215,3 +218,24 @@ def test_a_report_from_before_the_learner_option_resumes_as_the_cnn(tmp_path: Pa
     assert transfer._resumable(path, new)["config"] == config
     with pytest.raises(transfer.StudyFolderError, match="learner: 'cnn' there, 'act' now"):
         transfer._resumable(path, {**new, "config": {**new["config"], "learner": "act"}})
+
+
+def test_world_of_another_arm_is_trained_on_and_evaluated_in(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--world runs the study in a world of the same task (e.g. one `r2s2r world new` wrote for another
+    arm), with its own variations; it needs a profile written for it, and a world of another task is
+    refused before anything runs."""
+    own = tmp_path / "my_arm_world"
+    shutil.copytree(world_path("tabletop-pick-v1"), own)
+    (own / "variations.yaml").write_text((config_dir() / "variations.yaml").read_text())
+    cfg = _config_of(monkeypatch, "--out", str(tmp_path / "t"), "--world", str(own), "--profile", "ideal")
+    assert cfg.world == str(own)
+    assert cfg.study.world == str(own.resolve()) and cfg.study.variations == own.resolve() / "variations.yaml"
+    for args, message in (
+        (["--world", str(own)], f"--world {own}: give --profile"),
+        (["--world", "tabletop-push-v1", "--profile", "ideal"], "push-v1: its task is push, not pick"),
+    ):
+        assert transfer.cmd_transfer(_parse("--out", str(tmp_path / "t"), *args)) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "t").exists()

@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import mujoco
 import numpy as np
 from r2s2r_sim.tasks.config import TaskType
-from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.world.kinematics import KinematicArm, reachable_tool_down_z, tool_down_rotation
 
 from r2s2r_eval.learning.push_expert import PushExpert
 from r2s2r_eval.policy import Action, EpisodeInfo, Observation, ObservationKind, Policy, PolicyError
@@ -94,6 +95,12 @@ class PrivilegedExpert(Policy):
             world.model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site
         )
         self.finger_names = tuple(cfg.robot.gripper.joints)
+        # Sliding fingers open in metres, so the cube's width bounds a holding opening; a hinged jaw opens in
+        # radians, and any opening between "met each other" and "open" at rest counts.
+        self._sliding = all(
+            int(world.model.jnt_type[world.model.joint(prefix + n).id]) == int(mujoco.mjtJoint.mjJNT_SLIDE)
+            for n in self.finger_names
+        )
         self.object_body = cfg.task.object_body
         self.target_site = cfg.task.target_site
         self.grasp_offset_m = grasp_offset_m
@@ -105,6 +112,7 @@ class PrivilegedExpert(Policy):
         self.half_size = float(world.model.geom_size[geoms[0]][2]) if geoms else 0.02
         self._info: EpisodeInfo | None = None
         self.rule = ""
+        self._carry_z: dict[tuple[float, ...], float] = {}
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode."""
@@ -122,7 +130,9 @@ class PrivilegedExpert(Policy):
         """
         return self._released
 
-    def _plan(self, tool: np.ndarray, opening: float, settled: bool) -> tuple[np.ndarray, float, str]:
+    def _plan(
+        self, tool: np.ndarray, opening: float, settled: bool, yaw: float, q: np.ndarray
+    ) -> tuple[np.ndarray, float, str]:
         """Goal tool position, gripper command and the rule that chose them."""
         assert self._info is not None
         open_cmd, closed_cmd = self._info.gripper_command_range
@@ -136,9 +146,9 @@ class PrivilegedExpert(Policy):
         cube_in_hand = float(np.linalg.norm(cube - tool)) < self.half_size + 0.01
         # Closed as far as the cube lets the fingers (its width face-on, up to its diagonal), with the cube
         # between them, and the fingers at rest.
-        widest = (math.sqrt(2.0) * self.half_size + 0.003) / max(full, 1e-9)
+        widest = (math.sqrt(2.0) * self.half_size + 0.003) / max(full, 1e-9) if self._sliding else _CLOSING
         held = cube_in_hand and _CLOSED_ON_NOTHING < frac < widest and settled
-        carry_z = target[2] + _CARRY_Z_ABOVE_TARGET
+        carry_z = self._reachable_carry_z(target, yaw, q)
         if not held and float(np.linalg.norm(cube - target)) < _PLACED_M:
             return np.array([tool[0], tool[1], target[2] + _LEAVE_HEIGHT]), open_cmd, "leave"
         if held:
@@ -168,6 +178,19 @@ class PrivilegedExpert(Policy):
             return np.array([tool[0], tool[1], above[2]]), open_cmd, "rise"
         return above, open_cmd, "approach"
 
+    def _reachable_carry_z(self, target: np.ndarray, yaw: float, q: np.ndarray) -> float:
+        """The carry height above ``target``: the nominal one, or as high as the arm reaches there.
+
+        A small arm cannot carry as high as a large one; a goal above its reach would leave it lifting.  Kept
+        per target: what the arm reaches above a fixed point does not depend on the state, so the expert
+        stays memoryless.
+        """
+        key = tuple(np.round(target, 4))
+        if key not in self._carry_z:
+            high, low = target[2] + _CARRY_Z_ABOVE_TARGET, target[2] + _RELEASE_HEIGHT + 0.03
+            self._carry_z[key] = reachable_tool_down_z(self.arm, target, high, low, yaw, q)
+        return self._carry_z[key]
+
     def act(self, observation: Observation) -> Action:
         """Command toward the goal of the rule that applies now."""
         if self._info is None:
@@ -177,7 +200,8 @@ class PrivilegedExpert(Policy):
         idx = [observation.joint_names.index(n) for n in self.finger_names]
         settled = float(np.max(np.abs(observation.joint_velocities[idx]))) < _FINGERS_AT_REST
         tool, rot = self.arm.fk(q)
-        goal, gripper, self.rule = self._plan(tool, opening, settled)
+        yaw = math.atan2(rot[1, 1], rot[0, 1])
+        goal, gripper, self.rule = self._plan(tool, opening, settled, yaw, q)
         cube, _ = self.world.body_pose(self.object_body)
         moved = np.inf if self._last_cube is None else float(np.linalg.norm(cube - self._last_cube))
         self._still_steps = self._still_steps + 1 if moved < _CUBE_AT_REST_M else 0
@@ -186,7 +210,6 @@ class PrivilegedExpert(Policy):
         step = goal - tool
         dist = float(np.linalg.norm(step))
         setpoint = goal if dist <= _LEAD_M else tool + step * (_LEAD_M / dist)
-        yaw = math.atan2(rot[1, 1], rot[0, 1])
         q_des, _ = self.arm.ik(setpoint, tool_down_rotation(yaw), q)
         q_cmd = q + np.clip(q_des - q, -_JOINT_LEAD_RAD, _JOINT_LEAD_RAD)
         return Action(arm_positions=q_cmd, gripper=float(gripper))

@@ -54,7 +54,7 @@ from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ranges import check_fields, within
 from r2s2r_sim.variations import load_variation_config, with_world_axes
 from r2s2r_sim.world.config import load_world_config
-from r2s2r_sim.worlds import default_variations_file, world_path
+from r2s2r_sim.worlds import world_path
 
 from r2s2r_eval.analysis import failure_regions as fr
 from r2s2r_eval.analysis.compare import CompareSettings, compare
@@ -67,7 +67,7 @@ from r2s2r_eval.episodes.sweep import check_policies, run_sweep
 from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig, parse_policy_spec
 from r2s2r_eval.studies.closed_loop_report import format_closed_loop
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
-from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
+from r2s2r_eval.studies.task_studies import TASK_STUDIES, TaskStudy, task_study
 
 __all__ = [
     "COMMAND",
@@ -521,34 +521,23 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def _study_world(ns: argparse.Namespace, study: Any) -> tuple[str, Path, tuple[PolicySpec, ...]]:
+def _study_world(ns: argparse.Namespace, study: TaskStudy) -> tuple[str, Path, tuple[PolicySpec, ...]]:
     """The world, its variations and the family of ``--world`` (the task's bundled world without it).
-
-    The family member that assumes the bundled world's nominal camera assumes the given world's instead.
 
     Raises:
         ValueError: the world does not load, is of another task, or has no profile (naming the flag).
     """
-    family = study.small_family if ns.small else study.family
-    if ns.world is None or ns.world == study.world:
-        return study.world, study.variations, family
-    folder = world_path(ns.world)
-    task, wanted = load_world_config(folder).task, load_world_config(world_path(study.world)).task
-    if task is None or wanted is None or task.type is not wanted.type:
-        kind = None if task is None else task.type.value
-        raise ValueError(f"--world {ns.world}: its task is {kind}, not --task {ns.task}")
-    if ns.profile is None:
-        raise ValueError(
-            f"--world {ns.world}: give --profile, a hardware profile written for it (`r2s2r profile new`)"
-        )
-    own = str(folder)
-    family = tuple(
-        dataclasses.replace(p, params={**p.params, "assume_camera_of": own})
-        if p.params.get("assume_camera_of") == study.world
-        else p
-        for p in family
-    )
-    return own, default_variations_file(folder), family
+    if ns.world is not None:
+        try:
+            own = study.on_world(ns.world)
+        except ValueError as err:
+            raise ValueError(f"--world {err}") from err
+        if own is not study and ns.profile is None:
+            raise ValueError(
+                f"--world {ns.world}: give --profile, a hardware profile written for it (`r2s2r profile new`)"
+            )
+        study = own
+    return study.world, study.variations, study.small_family if ns.small else study.family
 
 
 def cmd_closed_loop(ns: argparse.Namespace) -> int:

@@ -9,13 +9,13 @@ the emulated hardware profile written for that world, where one exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from r2s2r_sim.hardware.shipped_profiles import profile_path
-from r2s2r_sim.paths import config_dir
-from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE, world_path
+from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.worlds import default_variations_file, world_path
 
 from r2s2r_eval.episodes.sweep_plan import PolicySpec
 
@@ -62,8 +62,37 @@ class TaskStudy:
     @property
     def variations(self) -> Path:
         """The world's own variation defaults, else the package's."""
-        own = world_path(self.world) / WORLD_VARIATIONS_FILE
-        return own if own.is_file() else config_dir() / "variations.yaml"
+        return default_variations_file(world_path(self.world))
+
+    def on_world(self, world: str | Path) -> TaskStudy:
+        """This study in ``world`` (a bundled id or a folder, e.g. one ``r2s2r world new`` wrote).
+
+        The world is the baseline sim world and the evaluated one; its own ``variations.yaml`` gives the
+        axes.  The family member that assumes the bundled world's nominal camera assumes ``world``'s
+        instead.  No emulated hardware profile is known for it: the caller must give one.
+
+        Raises:
+            ValueError: ``world`` does not load, or holds another task; the message names it.
+        """
+        folder = world_path(world)
+        if str(world) == self.world or folder == world_path(self.world):
+            return self
+        task, wanted = load_world_config(folder).task, load_world_config(world_path(self.world)).task
+        if task is None or wanted is None or task.type is not wanted.type:
+            kind = None if task is None else task.type.value
+            raise ValueError(f"{world}: its task is {kind}, not {self.task}")
+        own = str(folder)
+
+        def mounted(family: tuple[PolicySpec, ...]) -> tuple[PolicySpec, ...]:
+            return tuple(
+                replace(p, params={**p.params, "assume_camera_of": own})
+                if p.params.get("assume_camera_of") == self.world
+                else p
+                for p in family
+            )
+
+        family, small = mounted(self.family), mounted(self.small_family)
+        return replace(self, world=own, family=family, small_family=small, profile=None)
 
 
 def _family(name: str, *params: dict[str, object]) -> tuple[PolicySpec, ...]:

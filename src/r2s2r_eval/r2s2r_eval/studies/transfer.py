@@ -49,7 +49,7 @@ from r2s2r_eval.learning.train import TrainConfig, train
 from r2s2r_eval.learning.train_data import LEARNER_DEFAULTS
 from r2s2r_eval.policies.bc.config import LEARNERS
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
-from r2s2r_eval.studies.task_studies import TASK_STUDIES, task_study
+from r2s2r_eval.studies.task_studies import TASK_STUDIES, TaskStudy, task_study
 from r2s2r_eval.studies.transfer_data import collect_sharded, render_sharded
 from r2s2r_eval.studies.transfer_eval import evaluate_policy
 from r2s2r_eval.studies.transfer_report import format_report
@@ -96,6 +96,8 @@ class TransferConfig:
         workers: processes for demonstrations and evaluations (each with one torch thread).
         threads: torch CPU threads for training.
         task: the studied task (a :data:`~r2s2r_eval.studies.task_studies.TASK_STUDIES` name).
+        world: the task's world when not its bundled one (a folder, e.g. one ``r2s2r world new`` wrote for
+            another arm): the training, evaluation and real2sim template world, its own variations.
     """
 
     demos: int = 160
@@ -123,14 +125,21 @@ class TransferConfig:
     workers: int = 2
     threads: int = 2
     task: str = "pick"
+    world: str | None = None
 
     def __post_init__(self) -> None:
-        study = task_study(self.task)  # ValueError naming the known tasks
+        study = self.study  # ValueError naming the known tasks, or the world at fault
         if self.expert == "privileged" and study.task not in PRIVILEGED_TASKS:
             raise ValueError(
                 f"task {self.task!r}: the privileged experts demonstrate {' and '.join(PRIVILEGED_TASKS)} "
                 "only; use expert 'reference' (the task's reference policy)"
             )
+
+    @property
+    def study(self) -> TaskStudy:
+        """The task's study, in :attr:`world` where one is given."""
+        study = task_study(self.task)
+        return study if self.world is None else study.on_world(self.world)
 
 
 SMALL = TransferConfig(
@@ -260,7 +269,7 @@ class _Run:
         self._evaluate = functools.partial(
             evaluate_policy, max_steps=cfg.max_steps, profile=profile, workers=cfg.workers, log=log
         )
-        self.study = task_study(cfg.task)
+        self.study = cfg.study
 
     def evaluate(self, label: str, spec: tuple[str, dict[str, Any]], **kw: Any) -> dict[str, Any]:
         """One evaluation under the study's limits, its progress shown as ``label`` unless quiet."""
@@ -492,6 +501,13 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         help="task studied: its bundled world, variations and reference policy (default pick; the others "
         "need --expert reference)",
     )
+    ap.add_argument(
+        "--world",
+        default=None,
+        help="the task's world: a bundled id or a folder, e.g. one that r2s2r world new wrote for your arm "
+        "(default: the task's bundled world); demonstrations, training and evaluations use it and its own "
+        "variations.yaml, and --profile must be written for it",
+    )
     ap.add_argument("--demos", type=int, help="demonstrations per ablation")
     ap.add_argument("--steps", type=int, help="training steps per ablation")
     ap.add_argument("--real-episodes", type=int, help="episodes on the emulated hardware per policy")
@@ -528,8 +544,9 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--profile",
         type=profile_path,
-        default=DEFAULT_PROFILE,
-        help="hardware profile of the emulator: realistic (default), ideal or a YAML path",
+        default=None,
+        help="hardware profile of the emulator: realistic (default), ideal or a YAML path; one written for "
+        "--world where it is given",
     )
     ap.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -555,6 +572,7 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
             "expert": ns.expert,
             "time_input": ns.time_input,
             "head_features": ns.head_features,
+            "world": ns.world,
         }.items()
         if v is not None
     }
@@ -578,12 +596,17 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
         over["ablations"] = tuple(ns.ablation)
     try:
         cfg = replace(base, **over)
+        if cfg.world is not None and cfg.study is not task_study(cfg.task) and ns.profile is None:
+            raise ValueError(
+                f"--world {ns.world}: give --profile, a hardware profile written for it (`r2s2r profile new`)"
+            )
     except ValueError as err:
         return bad_input("transfer", err)
+    profile = DEFAULT_PROFILE if ns.profile is None else ns.profile
     t0 = time.perf_counter()
     try:
         report = run_transfer(
-            ns.out, cfg, profile=ns.profile, log=lambda m: print(m, flush=True), quiet=ns.quiet
+            ns.out, cfg, profile=profile, log=lambda m: print(m, flush=True), quiet=ns.quiet
         )
     except StudyFolderError as err:
         return bad_input("transfer", err)

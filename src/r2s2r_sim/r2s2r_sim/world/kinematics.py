@@ -12,6 +12,7 @@ __all__ = [
     "KinematicArm",
     "base_footprint",
     "mat_to_quat",
+    "reachable_tool_down_z",
     "reaches_tool_down",
     "subtree_bodies",
     "tool_down_reach",
@@ -101,6 +102,22 @@ def _tool_down_radius(arm: KinematicArm, axis: np.ndarray, pos: np.ndarray, q0: 
         else:
             far = 0.5 * (near + far)
     return near
+
+
+def reachable_tool_down_z(
+    arm: KinematicArm, xy: np.ndarray, z_high: float, z_low: float, yaw: float, q0: np.ndarray
+) -> float:
+    """The highest tool height in [z_low, z_high] (1 cm steps) the arm reaches tool-down above ``xy``.
+
+    A small arm cannot carry as high as a large one; a height it cannot reach would leave the tool short of
+    its goal and tilted.  ``z_low`` when none is reachable within :data:`REACHED_M`.
+    """
+    rot = tool_down_rotation(yaw)
+    for z in np.arange(z_high, z_low - 1e-9, -0.01):
+        _, err = arm.ik(np.array([xy[0], xy[1], z]), rot, q0, iterations=80)
+        if err < REACHED_M:
+            return float(z)
+    return float(z_low)
 
 
 def reaches_tool_down(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from r2s2r_sim.world.kinematics import KinematicArm, tool_down_rotation
+from r2s2r_sim.world.kinematics import KinematicArm, reachable_tool_down_z, tool_down_rotation
 
 from r2s2r_eval.policies.reference.config import ReferenceParams
 from r2s2r_eval.policies.reference.grip import GripMonitor, GripState, closure_fraction
@@ -125,22 +125,6 @@ def scene_model(world_dir: Path) -> SceneModel:
             (name, int(model.jnt_qposadr[model.joint(scene.prefix + name).id])) for name in scene.joint_names
         ),
     )
-
-
-def _reachable_z(
-    arm: KinematicArm, xy: np.ndarray, z_high: float, z_low: float, yaw: float, q0: np.ndarray
-) -> float:
-    """The highest tool height in [z_low, z_high] (1 cm steps) the arm reaches tool-down above ``xy``.
-
-    A small arm cannot carry as high as a large one; a height it cannot reach would leave the tool short of
-    its goal and tilted.  ``z_low`` when none is reachable within 3 mm.
-    """
-    rot = tool_down_rotation(yaw)
-    for z in np.arange(z_high, z_low - 1e-9, -0.01):
-        _, err = arm.ik(np.array([xy[0], xy[1], z]), rot, q0, iterations=80)
-        if err < _IK_REACHED_M:
-            return float(z)
-    return float(z_low)
 
 
 def _nearest_equivalent_yaw(yaw: float, reference: float) -> float:
@@ -384,13 +368,15 @@ class ReferencePolicy(PhasedPolicy):
         cube, target, q0 = self._estimate.position, self._target(), self._mover.q_cmd
         arm, yaw = self._scene.arm, self._grasp_yaw
         grasp_z = cube[2] + self._p.grasp_offset_m
-        self._approach_z = _reachable_z(arm, cube, grasp_z + _APPROACH_HEIGHT, grasp_z + 0.04, yaw, q0)
+        self._approach_z = reachable_tool_down_z(
+            arm, cube, grasp_z + _APPROACH_HEIGHT, grasp_z + 0.04, yaw, q0
+        )
         low = target[2] + self.release_height_m + 0.03
         self._carry_z = min(
-            _reachable_z(arm, target, target[2] + self.carry_height_m, low, yaw, q0),
-            _reachable_z(arm, cube, target[2] + self.carry_height_m, low, yaw, q0),
+            reachable_tool_down_z(arm, target, target[2] + self.carry_height_m, low, yaw, q0),
+            reachable_tool_down_z(arm, cube, target[2] + self.carry_height_m, low, yaw, q0),
         )
-        self._retreat_z = _reachable_z(arm, target, target[2] + _RETREAT_HEIGHT, low, yaw, q0)
+        self._retreat_z = reachable_tool_down_z(arm, target, target[2] + _RETREAT_HEIGHT, low, yaw, q0)
 
     def _go(self, phase: Phase, stamp: float) -> None:
         self._phase = phase
