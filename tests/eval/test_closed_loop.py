@@ -333,7 +333,7 @@ def test_a_world_of_your_own_brings_its_variations_and_nominal_camera(
     assert len(family) == len(closed_loop.FAMILY)
     # Refused before anything runs: a world of another task, a world without a profile written for it.
     for args, message in (
-        (["--world", "tabletop-push-v1", "--profile", "ideal"], "--world tabletop-push-v1: its task is push, not pick"),
+        (["--world", "tabletop-push-v1", "--profile", "ideal"], "--world tabletop-push-v1: its task is push"),
         (["--world", str(own)], "give --profile"),
     ):
         ns = parser.parse_args(["closed-loop", "--out", str(tmp_path / "cl"), *args])

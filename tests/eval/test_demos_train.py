@@ -165,7 +165,7 @@ def test_failed_first_attempt_is_recorded(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(demos_module, "privileged_expert", lambda world, **kw: Failing(world, **kw))
     out = tmp_path / "ds"
-    with pytest.raises(DemoError, match="no successful expert episode"):
+    with pytest.raises(DemoError, match="no successful episode of the privileged expert"):
         collect_demos(out, DemoConfig(episodes=1, max_attempts=1, seed=0, mcap=False))
     lines = (out / "meta/r2s2r_attempts.jsonl").read_text().splitlines()
     assert len(lines) == 1 and '"success": false' in lines[0]

@@ -476,7 +476,10 @@ def collect_demos(
         if writer is not None:
             writer.close()
     if writer is None:
-        raise DemoError(f"no successful expert episode in {attempt} attempts (outcomes: {reasons})")
+        raise DemoError(
+            f"{cfg.world}: no successful episode of the {cfg.expert_kind} expert in {attempt} attempts "
+            f"(outcomes: {reasons})"
+        )
     return DemoSummary(
         root=root,
         episodes=writer.num_episodes,

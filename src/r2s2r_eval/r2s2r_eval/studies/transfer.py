@@ -42,7 +42,7 @@ from r2s2r_sim.progress import Progress
 from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_eval.cli.common import Subcommand, bad_input
-from r2s2r_eval.learning.demos import DemoConfig
+from r2s2r_eval.learning.demos import DemoConfig, DemoError
 from r2s2r_eval.learning.lerobot_v3 import validate_v3_dataset
 from r2s2r_eval.learning.perception_frames import PerceptionFramesConfig
 from r2s2r_eval.learning.train import TrainConfig, train
@@ -608,7 +608,7 @@ def cmd_transfer(ns: argparse.Namespace) -> int:
         report = run_transfer(
             ns.out, cfg, profile=profile, log=lambda m: print(m, flush=True), quiet=ns.quiet
         )
-    except StudyFolderError as err:
+    except (StudyFolderError, DemoError) as err:  # a folder of another run; an expert that never succeeds
         return bad_input("transfer", err)
     print(format_report(report))
     print(f"wrote {ns.out / 'report.json'} ({time.perf_counter() - t0:.0f} s)")
