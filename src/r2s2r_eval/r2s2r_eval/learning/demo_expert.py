@@ -54,11 +54,15 @@ _AT_GRASP_Z = 0.012
 _OVER_TARGET_XY = 0.02
 _AT_TARGET = 0.025
 # Finger opening (m) fractions of the fully open command: below _CLOSED_ON_NOTHING the fingers met each
-# other (missed grasp); the cube's half width sits between.
+# other (missed grasp); the cube's half width sits between.  A hinged jaw or a linkage opens in radians,
+# not in proportion to the gap: one closed on a 4 cm cube can sit at 0.16 of its range (xArm's linkage),
+# while closed on nothing it reaches its closed end, so only the last _JAW_MET of the range means a miss.
 _CLOSED_ON_NOTHING = 0.2
+_JAW_MET = 0.05
 _CLOSING = 0.95
-# Finger speed (m/s) below which a closing grasp has settled on the cube.
-_FINGERS_AT_REST = 0.01
+# Finger speed, in gripper ranges per second, below which a closing grasp has settled on the cube (0.01 m/s
+# for 4 cm sliding fingers); in the range's units, so a hinged jaw jiggling while it carries stays settled.
+_FINGERS_AT_REST = 0.25
 # The cube counts as at rest once it has moved less than this (m) over each of the last two steps: released
 # from the release height it falls into the bin at ~0.7 m/s and bounces, and the task's settle period
 # counts from the done, so a done on a cube not yet at rest fails a good placement by a sample.
@@ -147,7 +151,8 @@ class PrivilegedExpert(Policy):
         # Closed as far as the cube lets the fingers (its width face-on, up to its diagonal), with the cube
         # between them, and the fingers at rest.
         widest = (math.sqrt(2.0) * self.half_size + 0.003) / max(full, 1e-9) if self._sliding else _CLOSING
-        held = cube_in_hand and _CLOSED_ON_NOTHING < frac < widest and settled
+        met = _CLOSED_ON_NOTHING if self._sliding else _JAW_MET
+        held = cube_in_hand and met < frac < widest and settled
         carry_z = self._reachable_carry_z(target, yaw, q)
         if not held and float(np.linalg.norm(cube - target)) < _PLACED_M:
             return np.array([tool[0], tool[1], target[2] + _LEAVE_HEIGHT]), open_cmd, "leave"
@@ -163,7 +168,7 @@ class PrivilegedExpert(Policy):
         closing = frac < _CLOSING
         at_grasp = dxy < _AT_GRASP_XY and abs(to_grasp[2]) < _AT_GRASP_Z
         # Once the fingers move, the cube may shift a little: keep closing within looser bounds.
-        if closing and not (frac > _CLOSED_ON_NOTHING and dxy < 2 * _AT_GRASP_XY and abs(to_grasp[2]) < 0.02):
+        if closing and not (frac > met and dxy < 2 * _AT_GRASP_XY and abs(to_grasp[2]) < 0.02):
             up = max(tool[2], grasp[2] + _APPROACH_HEIGHT)
             return np.array([tool[0], tool[1], up]), open_cmd, "regrasp"
         if at_grasp or closing:
@@ -198,7 +203,9 @@ class PrivilegedExpert(Policy):
         q = observation.positions(self._info.arm_joint_names)
         opening = float(np.mean(observation.positions(self.finger_names)))
         idx = [observation.joint_names.index(n) for n in self.finger_names]
-        settled = float(np.max(np.abs(observation.joint_velocities[idx]))) < _FINGERS_AT_REST
+        open_cmd, closed_cmd = self._info.gripper_command_range
+        at_rest = _FINGERS_AT_REST * abs(open_cmd - closed_cmd)
+        settled = float(np.max(np.abs(observation.joint_velocities[idx]))) < at_rest
         tool, rot = self.arm.fk(q)
         yaw = math.atan2(rot[1, 1], rot[0, 1])
         goal, gripper, self.rule = self._plan(tool, opening, settled, yaw, q)
