@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 __all__ = ["format_report"]
@@ -16,10 +17,12 @@ def _cell(r: dict[str, Any] | None) -> str:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """Markdown table of the report."""
+    """Markdown table of the report; the yardstick world is the bundled one, or the ``--world`` given."""
+    world = report.get("config", {}).get("world")
+    yardstick = "bundled" if world is None else Path(world).name
     lines = [
         "| policy | demos (episodes/frames) | train (s) | emulated hardware | hardware, operator changes | "
-        "sim, own world | sim, bundled + six axes |",
+        f"sim, own world | sim, {yardstick} + six axes |",
         "|---|---|---|---|---|---|---|",
     ]
     learner = report.get("config", {}).get("learner", "cnn")
