@@ -92,7 +92,11 @@ def test_expert_picks_and_places_with_a_hinged_gripper(hinged_world: Path) -> No
         traced = _Traced(PrivilegedExpert(runner.world))
         result = runner.run(traced, 0, control_rate_hz=10.0, camera_rate_hz=1e-3)
     assert result.success, (result.reason, _phases(traced.rules))
-    assert _phases(traced.rules)[-4:] == ["carry", "lower", "release", "leave"], _phases(traced.rules)
+    phases = _phases(traced.rules)
+    assert phases[-4:] == ["carry", "lower", "release", "leave"], phases
+    # The first grasp holds: the servos are commanded past their sag under gravity (the xArm7 has no
+    # gravity compensation), so the tool closes at the cube, not 1.5 cm short of it.
+    assert phases.count("close") == 1, phases
 
 
 @pytest.mark.parametrize("world", [WORLD, PUSH_WORLD])

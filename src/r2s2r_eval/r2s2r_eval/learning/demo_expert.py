@@ -69,6 +69,37 @@ _FINGERS_AT_REST = 0.25
 _CUBE_AT_REST_M = 0.001
 
 
+class _GravitySag:
+    """How far each arm joint's position servo sags under gravity at ``q``: g(q) / kp, to command beyond.
+
+    A servo without gravity compensation settles where ``kp * (q_cmd - q) = g(q)`` (MuJoCo's bias force at
+    rest), so a goal reached by inverse kinematics is missed by g(q) / kp: about 1.5 cm at the xArm7's
+    tool.  The world's own compensation (bodies' ``gravcomp``) is subtracted, so an arm that has it, like
+    the bundled one, gets none; so do joints without a position servo (a force motor).
+    """
+
+    def __init__(self, model: mujoco.MjModel, joints: tuple[str, ...]) -> None:
+        self.model, self.data = model, mujoco.MjData(model)
+        ids = [model.joint(n).id for n in joints]
+        self.qadr, self.dofadr = model.jnt_qposadr[ids], model.jnt_dofadr[ids]
+        self.inv_kp = np.zeros(len(ids))
+        for a in range(model.nu):
+            if int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT):
+                j, kp = int(model.actuator_trnid[a, 0]), float(model.actuator_gainprm[a, 0])
+                position = int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
+                if j in ids and position and kp > 0 and model.actuator_biasprm[a, 1] == -kp:
+                    self.inv_kp[ids.index(j)] = 1.0 / kp
+
+    def offset(self, q: np.ndarray) -> np.ndarray:
+        """Joint offsets (rad) that make the servos settle at ``q``."""
+        if not self.inv_kp.any():
+            return np.zeros_like(self.inv_kp)
+        self.data.qpos[self.qadr] = q
+        mujoco.mj_forward(self.model, self.data)
+        gravity = self.data.qfrc_bias[self.dofadr] - self.data.qfrc_gravcomp[self.dofadr]
+        return gravity * self.inv_kp
+
+
 class PrivilegedExpert(Policy):
     """Memoryless pick-and-place from the true cube pose (sim only; see the module docstring).
 
@@ -99,6 +130,7 @@ class PrivilegedExpert(Policy):
             world.model, tuple(prefix + n for n in cfg.robot.arm_joints), prefix + cfg.robot.ee_site
         )
         self.finger_names = tuple(cfg.robot.gripper.joints)
+        self._sag = _GravitySag(world.model, tuple(prefix + n for n in cfg.robot.arm_joints))
         # Sliding fingers open in metres, so the cube's width bounds a holding opening; a hinged jaw opens in
         # radians, and any opening between "met each other" and "open" at rest counts.
         self._sliding = all(
@@ -218,7 +250,7 @@ class PrivilegedExpert(Policy):
         dist = float(np.linalg.norm(step))
         setpoint = goal if dist <= _LEAD_M else tool + step * (_LEAD_M / dist)
         q_des, _ = self.arm.ik(setpoint, tool_down_rotation(yaw), q)
-        q_cmd = q + np.clip(q_des - q, -_JOINT_LEAD_RAD, _JOINT_LEAD_RAD)
+        q_cmd = q + np.clip(q_des - q, -_JOINT_LEAD_RAD, _JOINT_LEAD_RAD) + self._sag.offset(q_des)
         return Action(arm_positions=q_cmd, gripper=float(gripper))
 
 
