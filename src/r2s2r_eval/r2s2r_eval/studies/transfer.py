@@ -35,11 +35,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from r2s2r_sim.hardware.shipped_profiles import profile_path
-from r2s2r_sim.paths import config_dir
 from r2s2r_sim.progress import Progress
-from r2s2r_sim.world.sim_world import SimWorld
 
 from r2s2r_eval.cli.common import Subcommand, bad_input
 from r2s2r_eval.learning.demos import DemoConfig, DemoError
@@ -48,11 +45,11 @@ from r2s2r_eval.learning.perception_frames import PerceptionFramesConfig
 from r2s2r_eval.learning.train import TrainConfig, train
 from r2s2r_eval.learning.train_data import LEARNER_DEFAULTS
 from r2s2r_eval.policies.bc.config import LEARNERS
-from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
 from r2s2r_eval.studies.task_studies import TASK_STUDIES, TaskStudy, task_study
 from r2s2r_eval.studies.transfer_data import collect_sharded, render_sharded
 from r2s2r_eval.studies.transfer_eval import evaluate_policy
 from r2s2r_eval.studies.transfer_report import format_report
+from r2s2r_eval.studies.transfer_worlds import make_real2sim_world, real2sim_variations
 
 __all__ = [
     "COMMAND",
@@ -66,7 +63,6 @@ __all__ = [
 ]
 
 DEFAULT_PROFILE = profile_path()
-DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 ABLATIONS = ("no_variation", "six_axes", "real2sim")
 # Tasks with a privileged expert (see :func:`~r2s2r_eval.learning.demo_expert.privileged_expert`).
 PRIVILEGED_TASKS = ("pick", "push")
@@ -170,45 +166,6 @@ def task_config(task: str, *, small: bool = False) -> TransferConfig:
     }
     own = {k: v for k, v in task_study(task).transfer.items() if not (small and k in sized)}
     return replace(base, task=task, **own)
-
-
-def make_real2sim_world(
-    work: Path,
-    profile: Path,
-    progress: Callable[[str], None] = print,
-    *,
-    template: str = "tabletop-pick-v1",
-    progress_bars: bool = False,
-) -> Path:
-    """Capture the emulated hardware in ``template``'s scene, identify a world with ``real2sim``.
-
-    Skipped if ``work/world`` exists.  ``progress_bars``: the capture's and identification's progress.
-    """
-    shown = {"progress": progress, "progress_bars": progress_bars}
-    world, _ = reconstruct_emulated_world(work, profile=profile, world=template, intrinsics_views=8, **shown)
-    return world
-
-
-def real2sim_variations(world: Path, out: Path, base: Path = DEFAULT_VARIATIONS) -> Path:
-    """``base`` variations for a real2sim world: existing colour targets, a wider bin keep-out."""
-    doc = yaml.safe_load(base.read_text(encoding="utf-8"))
-    model = SimWorld(world).model
-    geoms = {model.geom(i).name for i in range(model.ngeom)}
-    mats = {model.material(i).name for i in range(model.nmat)}
-    wanted = ["cube_geom", "table_mat", "table_top", "bin_mat", "object_0_floor"]
-    doc["appearance"]["color_targets"] = [t for t in wanted if t in geoms | mats]
-    textures = doc["appearance"].get("texture_targets", [])
-    doc["appearance"]["texture_targets"] = [t for t in textures if t in mats]
-    # The camera is calibrated (ChArUco extrinsics: ~1 mm and ~0.1 deg on the emulated hardware), so its
-    # viewpoint axis spans a few times that uncertainty, not the bundled world's +-2 cm / +-1.7 deg, which
-    # stands for a camera nobody calibrated.  A policy then need not infer the viewpoint from the scene.
-    doc["camera"].update(position_jitter=0.005, rotation_jitter=0.005, fovy_jitter=0.5)
-    # The reconstructed bin sits within a few cm of the bundled one: widen its keep-out rectangle.
-    for rect in doc.get("clutter", {}).get("keep_out", []):
-        if rect["name"] == "bin":
-            rect["x"], rect["y"] = [0.14, 0.38], [0.25, 0.50]
-    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    return out
 
 
 class StudyFolderError(ValueError):
