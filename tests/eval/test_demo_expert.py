@@ -28,6 +28,7 @@ class _Traced(Policy):
         super().__init__()
         self.expert = expert
         self.rules: list[str] = []
+        self.grippers: list[float] = []
         self.on_step = on_step
 
     @property
@@ -37,10 +38,12 @@ class _Traced(Policy):
     def reset(self, info: EpisodeInfo) -> None:
         self.expert.reset(info)
         self.rules = []
+        self.grippers = []
 
     def act(self, observation: Observation) -> Action:
         action = self.expert.act(observation)
         self.rules.append(self.expert.rule)
+        self.grippers.append(action.gripper)
         if self.on_step is not None:
             self.on_step(self)
         return action
@@ -97,6 +100,12 @@ def test_expert_picks_and_places_with_a_hinged_gripper(hinged_world: Path) -> No
     # The first grasp holds: the servos are commanded past their sag under gravity (the xArm7 has no
     # gravity compensation), so the tool closes at the cube, not 1.5 cm short of it.
     assert phases.count("close") == 1, phases
+    # The jaw lets go a step at a time (a cube stuck to a pad swinging open at full speed lands on the
+    # bin's wall), then opens fully once the cube has dropped.
+    open_cmd, closed_cmd = runner.world.config.robot.gripper.command_range
+    lets_go = [g for r, g in zip(traced.rules, traced.grippers, strict=True) if r == "release"]
+    assert lets_go and 0.0 < (lets_go[0] - closed_cmd) / (open_cmd - closed_cmd) < 1.0, lets_go
+    assert traced.grippers[-1] == open_cmd
 
 
 @pytest.mark.parametrize("world", [WORLD, PUSH_WORLD])

@@ -63,6 +63,11 @@ _CLOSING = 0.95
 # Finger speed, in gripper ranges per second, below which a closing grasp has settled on the cube (0.01 m/s
 # for 4 cm sliding fingers); in the range's units, so a hinged jaw jiggling while it carries stays settled.
 _FINGERS_AT_REST = 0.25
+# How far a hinged jaw may open per step while it lets go, in gripper ranges.  A jaw swings about its hinge:
+# opened at full servo speed, a cube that its pads hold fast (soft pads closed deep into it, sticky friction)
+# swings out with it and lands on the bin's wall; opened over a few steps, the cube parts from the pads and
+# drops where it was.  Sliding fingers part straight and open at once.
+_JAW_RELEASE_STEP = 0.15
 # The cube counts as at rest once it has moved less than this (m) over each of the last two steps: released
 # from the release height it falls into the bin at ~0.7 m/s and bounces, and the task's settle period
 # counts from the done, so a done on a cube not yet at rest fails a good placement by a sample.
@@ -186,6 +191,12 @@ class PrivilegedExpert(Policy):
         met = _CLOSED_ON_NOTHING if self._sliding else _JAW_MET
         held = cube_in_hand and met < frac < widest and settled
         carry_z = self._reachable_carry_z(target, yaw, q)
+        release = target + np.array([0.0, 0.0, _RELEASE_HEIGHT])
+        at_release = float(np.linalg.norm(release - tool)) < _AT_TARGET
+        if not self._sliding and cube_in_hand and at_release and frac > met:
+            # Letting go with a hinged jaw: a step wider than it is now, until open (see _JAW_RELEASE_STEP).
+            wider = min(1.0, frac + _JAW_RELEASE_STEP)
+            return release, closed_cmd + (open_cmd - closed_cmd) * wider, "release"
         if not held and float(np.linalg.norm(cube - target)) < _PLACED_M:
             return np.array([tool[0], tool[1], target[2] + _LEAVE_HEIGHT]), open_cmd, "leave"
         if held:
@@ -193,8 +204,7 @@ class PrivilegedExpert(Policy):
                 if tool[2] < carry_z - 0.03:
                     return np.array([tool[0], tool[1], carry_z]), closed_cmd, "lift"
                 return np.array([target[0], target[1], carry_z]), closed_cmd, "carry"
-            release = target + np.array([0.0, 0.0, _RELEASE_HEIGHT])
-            if float(np.linalg.norm(release - tool)) < _AT_TARGET:
+            if at_release:
                 return release, open_cmd, "release"
             return release, closed_cmd, "lower"
         closing = frac < _CLOSING
