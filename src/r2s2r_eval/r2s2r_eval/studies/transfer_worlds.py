@@ -8,14 +8,12 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import yaml
-from r2s2r_sim.paths import config_dir
 from r2s2r_sim.world.sim_world import SimWorld
 
+from r2s2r_eval.studies.closed_loop import DEFAULT_VARIATIONS
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
 
 __all__ = ["DEFAULT_VARIATIONS", "make_real2sim_world", "real2sim_variations", "target_footprint"]
-
-DEFAULT_VARIATIONS = config_dir() / "variations.yaml"
 
 
 def make_real2sim_world(
