@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,8 @@ from r2s2r_eval.learning.lerobot_format import read_info  # noqa: E402
 from r2s2r_eval.learning.lerobot_read import IMAGE_KEY, bc_features, read_episodes  # noqa: E402
 from r2s2r_eval.learning.lerobot_v3 import EPISODES_FILE, validate_v3_dataset  # noqa: E402
 from r2s2r_eval.learning.train import TRAIN_STATE, TrainConfig, TrainError, train  # noqa: E402
+from r2s2r_eval.learning.train_data import TrainData  # noqa: E402
+from r2s2r_eval.policies.bc.config import CHECKPOINT_CONFIG  # noqa: E402
 from r2s2r_eval.policy import PolicyError, available_policies, load_policy  # noqa: E402
 from resume_check import assert_resumes_to_the_same_network  # noqa: E402
 
@@ -331,6 +334,33 @@ def test_bc_gripper_command_snaps_to_open_or_closed(checkpoint: Path) -> None:
             assert set(spy.seen) <= {0.0, 0.04}, spy.seen
         else:
             assert not set(spy.seen) <= {0.0, 0.04}, spy.seen  # the tiny net's raw outputs lie in between
+
+
+def test_bc_snaps_only_to_the_gripper_levels_of_its_demos(checkpoint: Path, tmp_path: Path) -> None:
+    # The bundled expert commands open or closed only; a gradual release leaves no levels to snap to.
+    config = json.loads((checkpoint / CHECKPOINT_CONFIG).read_text())
+    assert config["gripper_levels"] == [0.0, 0.04]
+    gradual = tmp_path / "gradual"
+    shutil.copytree(checkpoint, gradual)
+    (gradual / CHECKPOINT_CONFIG).write_text(json.dumps({**config, "gripper_levels": None}))
+    spy = _GripperSpy(load_policy("bc", {"checkpoint": str(gradual), "snap_gripper": True}))
+    with EpisodeRunner("tabletop-pick-v1") as runner:
+        runner.run(spy.policy, seed=3, camera_rate_hz=10.0, max_steps=4)
+    assert not set(spy.seen) <= {0.0, 0.04}, spy.seen
+
+
+def test_gripper_levels_are_two_valued_commands_or_none() -> None:
+    def data(gripper: list[float]) -> TrainData:
+        n = len(gripper)
+        targets = np.zeros((n, 3), np.float32)
+        targets[:, 1] = gripper
+        return TrainData(
+            images=np.zeros((n, 2, 2, 3), np.uint8), states=np.zeros((n, 2), np.float32), targets=targets,
+            env=None, episode=np.zeros(n, int), joint_names=("j1", "g"), arm_names=("j1",), fps=10.0,
+        )  # fmt: skip
+
+    assert data([0.04, 0.04, 0.0, 0.04]).gripper_levels() == pytest.approx([0.0, 0.04])
+    assert data([2.0, 0.62, 0.76, 2.0]).gripper_levels() is None  # a gradual release
 
 
 def test_training_stopped_part_way_resumes_to_the_same_network(

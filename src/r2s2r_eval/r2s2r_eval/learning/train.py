@@ -122,6 +122,7 @@ def _checkpoint_config(
         + "; gripper: command; progress: fraction of the demonstration done",
         "absolute": cfg.absolute,
         "time_input": cfg.time_input,
+        "gripper_levels": data.gripper_levels(),
         "normalization": norm.to_dict(),
         "train": {
             **asdict(cfg),

@@ -37,6 +37,9 @@ __all__ = [
 ]
 
 
+_MAX_GRIPPER_LEVELS = 2
+
+
 class TrainError(ValueError):
     """Training cannot start or finish as configured (names the field or file at fault)."""
 
@@ -177,6 +180,15 @@ class TrainData:
         last = ends[np.searchsorted(ends, np.arange(len(self.targets)))]
         idx = np.minimum(idx, last[:, None])
         return self.targets[idx].reshape(len(self.targets), -1)
+
+    def gripper_levels(self) -> list[float] | None:
+        """The gripper commands the demonstrations used, if they used at most two (open, closed); else None.
+
+        A policy may snap its regressed gripper command to these levels; demonstrations that open a jaw
+        gradually have no levels to snap to, and snapping would undo what they show.
+        """
+        values = np.unique(np.round(self.targets[:, len(self.arm_names)].astype(np.float64), 6))
+        return [float(v) for v in values] if len(values) <= _MAX_GRIPPER_LEVELS else None
 
 
 def load_demonstrations(

@@ -33,11 +33,13 @@ class BCParams(PolicyParams):
         ensemble_decay: for checkpoints that predict action chunks: weight ``exp(-ensemble_decay * age)``
             of a prediction made ``age`` steps ago in the average for the current step (>= 0; 0: plain
             mean; large: newest prediction only).
-        snap_gripper: command the nearer end of the gripper's range (open or closed), as the
-            demonstrations do, instead of the regressed value.  A slightly-closed regressed command
-            moves the fingers a little, which the network reads as "closing" (in the demonstrations the
-            fingers leave the open position only when a grasp starts) and answers by closing further:
-            a feedback loop that shut the gripper 20 cm above the cube.
+        snap_gripper: where the demonstrations commanded the gripper only open or closed (the
+            checkpoint's ``gripper_levels``), command the nearer of those levels instead of the regressed
+            value.  A slightly-closed regressed command moves the fingers a little, which the network
+            reads as "closing" (in such demonstrations the fingers leave the open position only when a
+            grasp starts) and answers by closing further: a feedback loop that shut the gripper 20 cm
+            above the cube.  Demonstrations that open a hinged jaw gradually have no levels, and the
+            regressed value is commanded whatever this says: snapping would fling the cube.
     """
 
     checkpoint: str = ""

@@ -25,6 +25,7 @@ from r2s2r_eval.policy import (
 
 __all__ = ["BCPolicy", "load_checkpoint"]
 
+_RANGE_ENDS = "range_ends"
 # Demonstration frames are drawn at twice the recorded size and area-downscaled (DemoConfig.render_scale).
 _DEMO_RENDER_SCALE = 2
 
@@ -94,6 +95,11 @@ class BCPolicy(Policy):
         # Checkpoints written before these options existed predicted deltas from joint state alone.
         self._absolute = bool(self.config.get("absolute", False))
         self._time_input = bool(self.config.get("time_input", False))
+        # The gripper commands of the demonstrations, if two-valued (None: gradual); checkpoints without
+        # the entry were trained on open/closed commands, the ends of the episode's command range.
+        levels = self.config.get("gripper_levels", _RANGE_ENDS)
+        self._gripper_levels = None if levels is None or levels == _RANGE_ENDS else np.asarray(levels, float)
+        self._snap = p.snap_gripper and levels is not None
         self._t0: float | None = None
         self._info: EpisodeInfo | None = None
 
@@ -166,8 +172,9 @@ class BCPolicy(Policy):
         lo, hi = sorted(self._info.gripper_command_range)
         gripper = float(np.clip(out[n], lo, hi))
         open_cmd, closed_cmd = self._info.gripper_command_range
-        if p.snap_gripper:
-            gripper = open_cmd if abs(gripper - open_cmd) <= abs(gripper - closed_cmd) else closed_cmd
+        if self._snap:
+            levels = self._gripper_levels if self._gripper_levels is not None else (open_cmd, closed_cmd)
+            gripper = float(np.clip(min(levels, key=lambda v: abs(v - gripper)), lo, hi))
         is_open = abs(gripper - open_cmd) < 0.25 * abs(closed_cmd - open_cmd)
         self._near_end = self._near_end + 1 if (out[n + 1] >= p.done_progress and is_open) else 0
         self._last = Action(arm_positions=arm, gripper=gripper)
