@@ -15,7 +15,8 @@ from conftest import SHARED_ROBOTS
 from r2s2r_sim.cli.main import main as r2s2r
 from r2s2r_sim.hardware.emulated_arm import EmulatedArm
 from r2s2r_sim.hardware.profile import HardwareProfileError, load_hardware_profile
-from r2s2r_sim.hardware.profile_elements import geom_address, model_servo
+from r2s2r_sim.hardware.profile_elements import model_servo
+from r2s2r_sim.world.geom_keys import geom_address
 from r2s2r_sim.world.sim_world import SimWorld
 from test_bring_your_own_arm import ARMS
 

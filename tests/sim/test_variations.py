@@ -31,6 +31,7 @@ from r2s2r_sim.variations.config import (
     AXIS_NAMES,
     Axis,
     ClutterShape,
+    ContactVariationConfig,
     DynamicsVariationConfig,
     ParameterRange,
     SensorVariationConfig,
@@ -58,6 +59,7 @@ CONFIG_NONEMPTY = dataclasses.replace(
     clutter=dataclasses.replace(CONFIG.clutter, count=(1, 4)),
     dynamics=DYNAMICS,
     sensor=SensorVariationConfig(enabled=True),
+    contact=ContactVariationConfig(enabled=True, geoms=("left_finger_geom", "right_finger_geom")),
 )
 
 
@@ -76,9 +78,10 @@ def _finite_rollout(world: SimWorld, steps: int = 100) -> None:
 
 
 def test_registry_holds_every_axis_and_applies_them_in_config_order() -> None:
-    order = ("appearance", "objects", "clutter", "physics", "robot_state", "camera", "dynamics", "sensor")
+    order = ("appearance", "objects", "clutter", "physics", "robot_state", "camera")
+    order += ("dynamics", "sensor", "contact")
     assert set(AXES) == set(AXIS_NAMES) and AXIS_NAMES == order
-    assert CONFIG.enabled_axes() == order[:-2]  # dynamics and sensor are off unless a config turns them on
+    assert CONFIG.enabled_axes() == order[:-3]  # dynamics, sensor, contact: off unless a config turns them on
     assert CONFIG_NONEMPTY.enabled_axes() == order
     assert tuple(n.split(".")[0] for n in dimension_names(CONFIG_NONEMPTY)) == tuple(
         a for a in order for _ in AXES[a].dims(CONFIG_NONEMPTY.axis(a))
@@ -352,6 +355,9 @@ def test_physics_axis_scales_servo_gain_and_bias(base_world: SimWorld) -> None:
             r"robot_state\.offset: .*2 offsets and 1 joints",
         ),
         ("appearance: {enabled: yes please}", r"appearance\.enabled: must be true or false"),
+        ("contact: {solimp_dmin: [0.8, 1.0]}", r"contact\.solimp_dmin: must lie in \(0, 1\)"),
+        ("contact: {impratio: [0.5, 2]}", r"contact\.impratio: must be >= 1"),
+        ("contact: {pyramidal_share: 1.5}", r"contact\.pyramidal_share: must lie in \[0, 1\]"),
         ("[1, 2]", r"<top level>: must be a mapping"),
         ("physics: {friction_scale: [", r"not valid YAML"),
     ],
@@ -388,6 +394,36 @@ def test_robot_state_defaults_to_the_world_arm_joints() -> None:
     offsets = initial_state_offsets(sample_variation(CONFIG.only("robot_state"), 3))
     assert set(offsets) == set(CONFIG.robot_state.joints)
     assert all(abs(v) <= 0.1 for v in offsets.values()) and len(set(offsets.values())) == 6
+
+
+def test_contact_axis_softens_the_gripper_pads_and_sets_the_solver() -> None:
+    on = dataclasses.replace(CONFIG, contact=ContactVariationConfig(enabled=True)).only("contact")
+    cfg = for_world(on, BUNDLED)  # empty geoms: the colliding geoms that move with the gripper joints
+    assert cfg.contact.geoms == ("left_finger_geom", "right_finger_geom")
+    base = SimWorld(BUNDLED).model
+    cones = set()
+    for seed in range(6):
+        v = sample_variation(cfg, seed)
+        p = v.axis_params("contact")
+        m = make_world(BUNDLED, v).model
+        for name in cfg.contact.geoms:
+            g = m.geom(name).id
+            assert m.geom_solref[g, 0] == pytest.approx(p["solref_timeconst"])
+            assert m.geom_solref[g, 1] == base.geom_solref[g, 1]  # its own damping ratio
+            assert (
+                m.geom_solimp[g, 0] == pytest.approx(p["solimp_dmin"])
+                and m.geom_solimp[g, 1] >= p["solimp_dmin"]
+            )
+        cube = m.geom("cube_geom").id
+        np.testing.assert_array_equal(m.geom_solref[cube], base.geom_solref[cube])  # only the pads
+        assert m.opt.impratio == pytest.approx(p["impratio"]) and 1.0 <= p["impratio"] <= 10.0
+        pyramidal = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+        assert pyramidal == bool(p["pyramidal"])
+        cones.add(pyramidal)
+    assert cones == {True, False}
+    bad = dataclasses.replace(cfg, contact=dataclasses.replace(cfg.contact, geoms=("body:nope/0",)))
+    with pytest.raises(VariationError, match=r"contact\.geoms\[0\]: no geom 'body:nope/0'"):
+        make_world(BUNDLED, sample_variation(bad, 0))
 
 
 def test_names_the_world_lacks_are_refused_before_any_episode() -> None:

@@ -28,10 +28,10 @@ import mujoco
 import numpy as np
 import yaml
 from r2s2r_sim.hardware.effect_sampling import random_effect_sections
-from r2s2r_sim.hardware.profile_elements import geom_address, model_servo
+from r2s2r_sim.hardware.profile_elements import model_servo
 from r2s2r_sim.hardware.profile_template import profile_template
 from r2s2r_sim.hardware.shipped_profiles import profile_path
-from r2s2r_sim.world.kinematics import subtree_bodies
+from r2s2r_sim.world.geom_keys import geom_address, gripper_contact_geoms
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import world_path
 
@@ -106,12 +106,8 @@ def world_facts(world: str | Path) -> WorldFacts:
     obj = model.body(cfg.task.object_body)
     geoms = range(int(obj.geomadr[0]), int(obj.geomadr[0] + obj.geomnum[0]))
     target = model.body(int(model.site_bodyid[model.site(cfg.task.target_site).id])).name
-    grip_bodies = {int(model.jnt_bodyid[model.joint(j).id]) for j in w.gripper_joint_names}
-    moving = {b for g in grip_bodies for b in subtree_bodies(model, g)}
     pads = tuple(
-        geom_address(model, g, cfg.robot.prefix)
-        for g in range(model.ngeom)
-        if int(model.geom_bodyid[g]) in moving and (model.geom_contype[g] or model.geom_conaffinity[g])
+        geom_address(model, g, cfg.robot.prefix) for g in gripper_contact_geoms(model, w.gripper_joint_names)
     )
     doc, _ = profile_template(w)
     return WorldFacts(

@@ -52,7 +52,7 @@ import numpy as np
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ranges import check_fields, within
-from r2s2r_sim.variations import load_variation_config, with_world_axes
+from r2s2r_sim.variations import for_world, load_variation_config, with_world_axes
 from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 
@@ -121,6 +121,8 @@ class ClosedLoopConfig:
         quick_capture: a shorter capture (fewer board views, 6 s excitation) and identification.
         randomise: the reconstructed world's sim sides also draw the axes of its own ``variations.yaml``
             (:func:`r2s2r_sim.variations.with_world_axes`); false: the identified values exactly.
+        vary_contacts: the reconstructed world's sim sides also draw the gripper's contacts (the
+            ``contact`` axis: pad softness, friction cone, ``impratio``), which no capture phase measures.
         targets: targets file the summary and the two reports grade against
             (:mod:`r2s2r_eval.analysis.targets`); the project's own by default.
         quiet: no progress bars (capture, identification, each side's episodes).
@@ -140,6 +142,7 @@ class ClosedLoopConfig:
     sim_seed: int = 0
     quick_capture: bool = False
     randomise: bool = True
+    vary_contacts: bool = False
     targets: Path = DEFAULT_TARGETS
     quiet: bool = False
 
@@ -352,6 +355,7 @@ def build_summary(
             "real_variations": "random (operator), axes objects, appearance (lighting), clutter",
             "sim_variations": "Sobol sweep, same axes; paired sides: the real side's variations and seeds",
             "reconstructed_world_randomised": cfg.randomise,
+            "reconstructed_world_contacts_varied": cfg.vary_contacts,
         },
         "wall_s": wall,
     }
@@ -398,6 +402,9 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
     )
     variations = operator_variations(cfg.variations)
     recon_variations = with_world_axes(variations, world) if cfg.randomise else variations
+    if cfg.vary_contacts:
+        contact = dataclasses.replace(recon_variations.contact, enabled=True)
+        recon_variations = for_world(dataclasses.replace(recon_variations, contact=contact), world)
     stores = {
         "real": work / "real.sqlite",
         "sim": work / "sim_reconstructed.sqlite",
@@ -490,6 +497,12 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
         "capture could not pin down (its variations.yaml)",
     )
     ap.add_argument(
+        "--vary-contacts",
+        action="store_true",
+        help="the reconstructed world's sim sides also draw the gripper's contacts (pad softness, friction "
+        "cone, impratio: the variation engine's contact axis), which no capture phase measures",
+    )
+    ap.add_argument(
         "--task",
         default="pick",
         choices=sorted(TASK_STUDIES),
@@ -566,6 +579,7 @@ def cmd_closed_loop(ns: argparse.Namespace) -> int:
             max_steps=ns.max_steps if ns.max_steps is not None else study.max_steps,
             quick_capture=ns.small or ns.quick_capture,
             randomise=ns.randomise,
+            vary_contacts=ns.vary_contacts,
             quiet=ns.quiet,
         )
     except ValueError as err:

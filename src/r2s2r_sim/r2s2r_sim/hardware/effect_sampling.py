@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_sim.variations.contact_config import ContactVariationConfig
 from r2s2r_sim.variations.sensor_config import SensorVariationConfig
 
 __all__ = ["random_effect_sections"]
@@ -105,12 +106,15 @@ def random_effect_sections(
         "control_rate_hz": float(rng.choice([250.0, 500.0, 1000.0])),
         "joints": joints,
     }
+    # The pad and solver ranges are the sim's contact variation axis's defaults, as the sensor ones are.
+    c = ContactVariationConfig()
     pads = {
-        g: {"solref": [u(0.01, 0.03), 1.0], "solimp": [u(0.7, 0.9), 0.95, 0.002, 0.5, 2.0]} for g in pad_geoms
+        g: {"solref": [u(*c.solref_timeconst), 1.0], "solimp": [u(*c.solimp_dmin), 0.95, 0.002, 0.5, 2.0]}
+        for g in pad_geoms
     }
     sections["contacts"] = {
         "cone": str(rng.choice(["pyramidal", "elliptic"])),
-        "impratio": u(1.0, 10.0),
+        "impratio": u(*c.impratio),
         "geoms": pads,
         "objects": {
             o: {"rounded_edge_m": u(0.001, 0.003), "com_offset_m": [u(-0.003, 0.003) for _ in range(3)]}

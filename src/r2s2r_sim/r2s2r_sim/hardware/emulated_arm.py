@@ -36,10 +36,11 @@ from r2s2r_sim.hardware.profile import (
     HardwareProfileError,
     load_hardware_profile,
 )
-from r2s2r_sim.hardware.profile_elements import find_geom, set_servo_gains, spec_servo_scale
+from r2s2r_sim.hardware.profile_elements import set_servo_gains, spec_servo_scale
 from r2s2r_sim.render.renderer import camera_intrinsics
 from r2s2r_sim.tasks.registry import ObjectPose, Outcome, judge_now
 from r2s2r_sim.world.config import load_world_config
+from r2s2r_sim.world.geom_keys import find_geom
 from r2s2r_sim.world.kinematics import mat_to_quat
 from r2s2r_sim.world.robot_binding import UNNAMED_ACTUATOR
 from r2s2r_sim.world.sim_world import CommandCheck, SimWorld

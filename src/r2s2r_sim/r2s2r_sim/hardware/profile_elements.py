@@ -1,9 +1,6 @@
-"""How a hardware profile names and edits a world's elements: geoms by body, servos of any transmission.
+"""How a hardware profile edits a world's servos, of any transmission.
 
-**Geoms without names.**  Robot files often leave collision geoms (finger pads among them) unnamed.  A
-profile addresses such a geom by its body: ``body:<body>/<index>``, the ``index``-th geom (from 0) of that
-body in the order of the robot file, counting every geom of the body, visual ones included.  A named geom
-may be given either way.  Robot names are unprefixed, as in ``world.yaml``.
+Geoms are named as :mod:`r2s2r_sim.world.geom_keys` says (``body:<body>/<index>`` for unnamed ones).
 
 **Servos.**  A profile's servo is any actuator whose force is affine in the control, the transmission's
 length ``q`` and its velocity: ``force = kp (s ctrl - q) - kv qdot`` (MuJoCo ``<position>``: ``s = 1``;
@@ -21,45 +18,11 @@ import mujoco
 import numpy as np
 
 __all__ = [
-    "GEOM_BY_BODY",
     "ServoForm",
-    "find_geom",
-    "geom_address",
     "model_servo",
     "set_servo_gains",
     "spec_servo_scale",
 ]
-
-GEOM_BY_BODY = "body:"
-
-
-def _strip(name: str, prefix: str) -> str:
-    return name[len(prefix) :] if prefix and name.startswith(prefix) else name
-
-
-def geom_address(model: mujoco.MjModel, geom_id: int, prefix: str = "") -> str:
-    """The profile key of geom ``geom_id``: its unprefixed name, or ``body:<body>/<index>`` without one."""
-    name = model.geom(geom_id).name
-    if name:
-        return _strip(name, prefix)
-    body = int(model.geom_bodyid[geom_id])
-    index = geom_id - int(model.body_geomadr[body])
-    return f"{GEOM_BY_BODY}{_strip(model.body(body).name, prefix)}/{index}"
-
-
-def find_geom(spec: mujoco.MjSpec, key: str, prefix: str = "") -> mujoco.MjsGeom | None:
-    """The geom of ``spec`` a profile key names (see the module docstring), or None."""
-    if not key.startswith(GEOM_BY_BODY):
-        return spec.geom(key) or (spec.geom(prefix + key) if prefix else None)
-    body_name, sep, index = key[len(GEOM_BY_BODY) :].rpartition("/")
-    if not sep or not index.isdigit():
-        return None
-    body = spec.body(body_name) or (spec.body(prefix + body_name) if prefix else None)
-    if body is None:
-        return None
-    geoms = body.geoms
-    i = int(index)
-    return geoms[i] if i < len(geoms) else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,8 +2,8 @@
 
 Unchanged, the template describes an ideal unit: the emulated hardware then runs the sim world's physics
 with ideal sensors.  A user edits the values their unit differs in (see docs/concepts/hardware-profiles.md).
-Geoms without names and servos driven through tendons are addressed as
-:mod:`r2s2r_sim.hardware.profile_elements` describes.
+Geoms without names are addressed as :mod:`r2s2r_sim.world.geom_keys` describes, servos driven through
+tendons as :mod:`r2s2r_sim.hardware.profile_elements` does.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import numpy as np
 import yaml
 from transforms3d.euler import mat2euler
 
-from r2s2r_sim.hardware.profile_elements import geom_address, model_servo
+from r2s2r_sim.hardware.profile_elements import model_servo
 from r2s2r_sim.render.renderer import camera_intrinsics
+from r2s2r_sim.world.geom_keys import geom_address
 from r2s2r_sim.world.sim_world import SimWorld
 
 __all__ = ["profile_template", "write_profile_template"]

@@ -1,8 +1,9 @@
 """Variation engine: one world, many controlled variations (pure Python over ``MjSpec``; no ROS).
 
-Eight axes, registered in :data:`AXES` and applied in this order: ``appearance``, ``objects``, ``clutter``,
-``physics``, ``robot_state``, ``camera``, ``dynamics`` and ``sensor`` (the last two off unless a config
-enables them: a reconstructed world's own ``variations.yaml`` does).  Settings live in
+Nine axes, registered in :data:`AXES` and applied in this order: ``appearance``, ``objects``, ``clutter``,
+``physics``, ``robot_state``, ``camera``, ``dynamics``, ``sensor`` and ``contact`` (the last three off
+unless a config enables them: a reconstructed world's own ``variations.yaml`` does for the first two, a
+study for the gripper's contacts).  Settings live in
 ``config/variations.yaml``.  ``sensor`` leaves the model alone: it gives the world's rendered frames
 their sensor effects (:func:`sensor_effects`).
 """
@@ -14,6 +15,7 @@ from r2s2r_sim.variations import (  # noqa: F401
     appearance,
     camera,
     clutter,
+    contact,
     dynamics,
     initial_joints,
     objects,

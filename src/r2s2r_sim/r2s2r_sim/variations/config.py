@@ -1,9 +1,9 @@
 """Typed configuration of the variation engine, its YAML loader, its error and the axis registry.
 
 A :class:`VariationConfig` holds one frozen config per axis (``appearance``, ``objects``, ``clutter``,
-``physics``, ``robot_state``, ``camera``, ``dynamics``, ``sensor``).  Each axis is implemented by an
-:class:`Axis` subclass in its own module, registered in :data:`AXES` under the name of its config
-field.  Every config is validated where it is built; :func:`load_variation_config` reads
+``physics``, ``robot_state``, ``camera``, ``dynamics``, ``sensor``, ``contact``).  Each axis is
+implemented by an :class:`Axis` subclass in its own module, registered in :data:`AXES` under the name of
+its config field.  Every config is validated where it is built; :func:`load_variation_config` reads
 ``config/variations.yaml`` and prefixes each error with the file and the field at fault.
 """
 
@@ -27,6 +27,7 @@ from r2s2r_sim.variations._checks import check_names as _check_names
 from r2s2r_sim.variations._checks import check_nonneg as _check_nonneg
 from r2s2r_sim.variations._checks import check_range as _check_range
 from r2s2r_sim.variations._checks import fail as _fail
+from r2s2r_sim.variations.contact_config import ContactVariationConfig
 from r2s2r_sim.variations.sensor_config import SensorVariationConfig
 from r2s2r_sim.yaml_files import parse_yaml, read_yaml
 
@@ -37,6 +38,7 @@ __all__ = [
     "CameraJitterConfig",
     "ClutterConfig",
     "ClutterShape",
+    "ContactVariationConfig",
     "DynamicsVariationConfig",
     "KeepOutZone",
     "ObjectsConfig",
@@ -353,7 +355,7 @@ class DynamicsVariationConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class VariationConfig:
-    """The eight axes; a disabled axis contributes no parameter and leaves the model as the base world.
+    """The nine axes; a disabled axis contributes no parameter and leaves the model as the base world.
 
     Attributes:
         appearance: colours and lighting.
@@ -364,6 +366,7 @@ class VariationConfig:
         camera: camera extrinsics and intrinsics.
         dynamics: arm dynamics around an identification (off by default).
         sensor: sensor effects on the rendered RGB-D frames (off by default).
+        contact: gripper pad softness and the friction cone (off by default).
         source: the YAML file this was read from (for messages), if any.
     """
 
@@ -375,6 +378,7 @@ class VariationConfig:
     camera: CameraJitterConfig = dataclasses.field(default_factory=CameraJitterConfig)
     dynamics: DynamicsVariationConfig = dataclasses.field(default_factory=DynamicsVariationConfig)
     sensor: SensorVariationConfig = dataclasses.field(default_factory=SensorVariationConfig)
+    contact: ContactVariationConfig = dataclasses.field(default_factory=ContactVariationConfig)
     source: Path | None = dataclasses.field(default=None, compare=False)
 
     def axis(self, name: str) -> Any:

@@ -29,6 +29,7 @@ from r2s2r_sim.variations.config import (
 from r2s2r_sim.variations.sensor import sensor_effects
 from r2s2r_sim.variations.variation import Method, Variation
 from r2s2r_sim.world.config import WorldConfig, load_world_config
+from r2s2r_sim.world.geom_keys import geom_address, gripper_contact_geoms
 from r2s2r_sim.world.kinematics import KinematicArm, reaches_tool_down
 from r2s2r_sim.world.sim_world import SimWorld
 from r2s2r_sim.worlds import WORLD_VARIATIONS_FILE
@@ -226,7 +227,8 @@ class VariedWorld(SimWorld):
 def for_world(config: VariationConfig, world_dir: str | Path, *, check: bool = True) -> VariationConfig:
     """``config`` made for the world of ``world_dir``, checked against it before any episode.
 
-    An empty ``robot_state.joints`` becomes the world's arm joints.  Every name the config gives
+    An empty ``robot_state.joints`` becomes the world's arm joints, an empty ``contact.geoms`` (when that
+    axis is on) the geoms that move with its gripper's joints.  Every name the config gives
     (materials, geoms, bodies, lights, cameras, joints) is checked, when ``check``, by applying the
     config's middle variation to the world once.
 
@@ -240,12 +242,29 @@ def for_world(config: VariationConfig, world_dir: str | Path, *, check: bool = T
         config = dataclasses.replace(
             config, robot_state=dataclasses.replace(robot_state, joints=world_cfg.robot.arm_joints)
         )
+    contact = config.contact
+    if contact.enabled and not contact.geoms:
+        pads = _gripper_pads(world_dir)
+        if not pads:
+            raise VariationError(
+                f"contact.geoms: world {world_dir} has no colliding geom that moves with a gripper joint; "
+                "name the pads"
+            )
+        config = dataclasses.replace(config, contact=dataclasses.replace(contact, geoms=pads))
     if check:
         middle = variation_from_unit(config, np.full(len(dimension_names(config)), 0.5), seed=0)
         world = VariedWorld(world_dir, middle, config=world_cfg)
         if config.objects.enabled and world_cfg.robot.ee_site is not None:
             _check_object_reach(config, world, Path(world_dir))
     return config
+
+
+def _gripper_pads(world_dir: str | Path) -> tuple[str, ...]:
+    """The keys, as the composed world names them, of the colliding geoms moving with the gripper's joints."""
+    world = SimWorld(world_dir)
+    return tuple(
+        geom_address(world.model, g) for g in gripper_contact_geoms(world.model, world.gripper_joint_names)
+    )
 
 
 def _check_object_reach(config: VariationConfig, world: SimWorld, world_dir: Path) -> None:
