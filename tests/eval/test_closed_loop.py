@@ -24,6 +24,7 @@ from r2s2r_eval.studies.closed_loop import (
     ClosedLoopConfig,
     build_summary,
     operator_variations,
+    reconstructed_variations,
     run_closed_loop,
 )
 from r2s2r_eval.studies.closed_loop_report import format_closed_loop
@@ -167,6 +168,26 @@ def test_reconstructed_sim_side_draws_the_world_over_its_own_variations(tmp_path
     paired = sweep_variation(cfg, seed=1, index=2, method="random")
     assert {k: paired.params[k] for k in real.params} == real.params
     assert paired.axis_params("dynamics") and paired.axis_params("physics")
+
+
+def test_contacts_are_drawn_on_the_reconstructed_side_only_when_asked(tmp_path: Path) -> None:
+    world = tmp_path / "world"
+    shutil.copytree(WORLDS[WORLD], world)
+    (world / "variations.yaml").write_text(yaml.safe_dump(WORLD_AXES), encoding="utf-8")
+    operator = operator_variations(VARIATIONS)
+    plain = reconstructed_variations(operator, world, randomise=True, vary_contacts=False)
+    assert "contact" not in plain.enabled_axes()
+    cfg = reconstructed_variations(operator, world, randomise=True, vary_contacts=True)
+    assert cfg.enabled_axes()[-2:] == ("dynamics", "contact")
+    assert cfg.contact.geoms == ("left_finger_geom", "right_finger_geom")  # the world's gripper pads
+    # The real side's seed still draws the operator's very variation on the paired side.
+    real = sweep_variation(operator, seed=1, index=2, method="random")
+    paired = sweep_variation(cfg, seed=1, index=2, method="random")
+    assert {k: paired.params[k] for k in real.params} == real.params
+    m = make_world(world, paired).model
+    assert m.opt.impratio == pytest.approx(paired.axis_params("contact")["impratio"])
+    identified = reconstructed_variations(operator, world, randomise=False, vary_contacts=True)
+    assert identified.enabled_axes() == ("appearance", "objects", "clutter", "contact")
 
 
 def test_closed_loop_grades_against_the_shipped_targets(tmp_path: Path) -> None:

@@ -77,6 +77,7 @@ __all__ = [
     "cmd_closed_loop",
     "register",
     "operator_variations",
+    "reconstructed_variations",
     "run_closed_loop",
 ]
 
@@ -168,6 +169,19 @@ def operator_variations(path: str | Path) -> Any:
         robot_state=rep(cfg.robot_state, enabled=False),
         camera=rep(cfg.camera, enabled=False),
     )
+
+
+def reconstructed_variations(operator: Any, world: Path, *, randomise: bool, vary_contacts: bool) -> Any:
+    """What the reconstructed world's sim sides draw: the operator's axes, the world's own, then contacts.
+
+    The operator's axes come first, so a paired side's seed draws the real side's very variation.
+    """
+    out = with_world_axes(operator, world) if randomise else operator
+    if vary_contacts:
+        out = for_world(
+            dataclasses.replace(out, contact=dataclasses.replace(out.contact, enabled=True)), world
+        )
+    return out
 
 
 def _say(line: str) -> None:
@@ -401,10 +415,9 @@ def run_closed_loop(cfg: ClosedLoopConfig) -> dict[str, Any]:
         progress_bars=not cfg.quiet,
     )
     variations = operator_variations(cfg.variations)
-    recon_variations = with_world_axes(variations, world) if cfg.randomise else variations
-    if cfg.vary_contacts:
-        contact = dataclasses.replace(recon_variations.contact, enabled=True)
-        recon_variations = for_world(dataclasses.replace(recon_variations, contact=contact), world)
+    recon_variations = reconstructed_variations(
+        variations, world, randomise=cfg.randomise, vary_contacts=cfg.vary_contacts
+    )
     stores = {
         "real": work / "real.sqlite",
         "sim": work / "sim_reconstructed.sqlite",
