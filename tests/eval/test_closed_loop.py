@@ -23,11 +23,10 @@ from r2s2r_eval.studies.closed_loop import (
     DEFAULT_TARGETS,
     ClosedLoopConfig,
     build_summary,
-    operator_variations,
-    reconstructed_variations,
     run_closed_loop,
 )
 from r2s2r_eval.studies.closed_loop_report import format_closed_loop
+from r2s2r_eval.studies.study_variations import operator_variations, reconstructed_variations
 from r2s2r_sim.cells.emulated_cell import EmulatedCell, check_operator_config
 from r2s2r_sim.variations import (
     VariationError,

@@ -367,7 +367,7 @@ def test_sweep_whose_episodes_all_error_exits_1(tmp_path: Path, capsys) -> None:
 
 
 def test_sweep_on_the_emulated_hardware(variations, tmp_path: Path) -> None:
-    from r2s2r_eval.studies.closed_loop import operator_variations
+    from r2s2r_eval.studies.study_variations import operator_variations
     from r2s2r_sim.hardware.profile import load_hardware_profile
 
     profile = ROOT / "config/emulated_hardware/ideal_profile.yaml"

@@ -52,7 +52,6 @@ import numpy as np
 from r2s2r_sim.hardware.shipped_profiles import profile_path
 from r2s2r_sim.paths import config_dir
 from r2s2r_sim.ranges import check_fields, within
-from r2s2r_sim.variations import for_world, load_variation_config, with_world_axes
 from r2s2r_sim.world.config import load_world_config
 from r2s2r_sim.worlds import world_path
 
@@ -67,6 +66,7 @@ from r2s2r_eval.episodes.sweep import check_policies, run_sweep
 from r2s2r_eval.episodes.sweep_plan import PolicySpec, SweepConfig, parse_policy_spec
 from r2s2r_eval.studies.closed_loop_report import format_closed_loop
 from r2s2r_eval.studies.emulated_capture import reconstruct_emulated_world
+from r2s2r_eval.studies.study_variations import operator_variations, reconstructed_variations
 from r2s2r_eval.studies.task_studies import TASK_STUDIES, TaskStudy, task_study
 
 __all__ = [
@@ -76,8 +76,6 @@ __all__ = [
     "ClosedLoopConfig",
     "cmd_closed_loop",
     "register",
-    "operator_variations",
-    "reconstructed_variations",
     "run_closed_loop",
 ]
 
@@ -151,37 +149,6 @@ class ClosedLoopConfig:
         check_fields(self)
         if len(self.policies) < 2:
             raise ValueError(f"policies: the comparison needs at least 2, got {len(self.policies)}")
-
-
-def operator_variations(path: str | Path) -> Any:
-    """The variation config of ``path`` reduced to what an operator changes between trials.
-
-    Object pose, lighting (intensity, direction) and clutter stay as configured; colours, textures,
-    physics, robot start state and camera are disabled (an operator does not repaint the cube, swap the
-    table top or move the camera).
-    """
-    cfg = load_variation_config(path)
-    rep = dataclasses.replace
-    return rep(
-        cfg,
-        appearance=rep(cfg.appearance, color_targets=(), color_jitter=0.0, texture_targets=()),
-        physics=rep(cfg.physics, enabled=False),
-        robot_state=rep(cfg.robot_state, enabled=False),
-        camera=rep(cfg.camera, enabled=False),
-    )
-
-
-def reconstructed_variations(operator: Any, world: Path, *, randomise: bool, vary_contacts: bool) -> Any:
-    """What the reconstructed world's sim sides draw: the operator's axes, the world's own, then contacts.
-
-    The operator's axes come first, so a paired side's seed draws the real side's very variation.
-    """
-    out = with_world_axes(operator, world) if randomise else operator
-    if vary_contacts:
-        out = for_world(
-            dataclasses.replace(out, contact=dataclasses.replace(out.contact, enabled=True)), world
-        )
-    return out
 
 
 def _say(line: str) -> None:

@@ -20,7 +20,7 @@ from r2s2r_eval.episodes.executors import run_local
 from r2s2r_eval.episodes.runner import EpisodeRunner
 from r2s2r_eval.learning.demos import attempt_seed
 from r2s2r_eval.policy import load_policy
-from r2s2r_eval.studies.closed_loop import operator_variations
+from r2s2r_eval.studies.study_variations import operator_variations
 
 __all__ = ["EVAL_SEED", "evaluate_policy", "in_pool"]
 
@@ -102,7 +102,8 @@ def _episodes(
 
     In sim, each episode samples ``variations``; on the emulated hardware, ``variations`` (if given) is
     reduced to what an operator changes between trials (object pose, lighting, clutter;
-    :func:`~r2s2r_eval.studies.closed_loop.operator_variations`) and the cell is rebuilt for each episode.
+    :func:`~r2s2r_eval.studies.study_variations.operator_variations`) and the cell is rebuilt for each
+    episode.
     """
     if variations is None:
         vcfg = None
