@@ -3,7 +3,8 @@
 **Geoms without names.**  Robot files often leave collision geoms (finger pads among them) unnamed.  Such a
 geom is addressed by its body: ``body:<body>/<index>``, the ``index``-th geom (from 0) of that body in the
 order of the robot file, counting every geom of the body, visual ones included.  A named geom may be given
-either way.  Robot names are unprefixed, as in ``world.yaml``.
+either way.  A hardware profile gives robot names unprefixed, as in ``world.yaml`` (the functions take the
+world's robot prefix); a variation config gives them as the composed world does (prefix ``""``).
 """
 
 from __future__ import annotations
